@@ -1,0 +1,158 @@
+// averaging_bench: trials of one averaging protocol on N peers (one per MPI rank),
+// under simulated failures, with a table on stdout and an HDF5 trace.
+//
+//   mpirun -n 1024 averaging_bench --protocol allreduce --fail-rate 0.01 --out run.h5
+//
+// Exit codes: 0 done; 2 bad input (nothing written); 128+signal when stopped by
+// SIGTERM/SIGINT (the trace holds the rounds done, complete = 0); 1 other errors.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/app_support.hpp"
+#include "core/comm.hpp"
+#include "core/error.hpp"
+#include "run/averaging.hpp"
+#include "trace/trace.hpp"
+
+#ifndef AVB_VERSION
+#define AVB_VERSION "unknown"
+#endif
+#ifndef AVB_GIT_SHA
+#define AVB_GIT_SHA "unknown"
+#endif
+
+namespace {
+
+constexpr const char* kProgram = "averaging_bench";
+
+struct Cli {
+  avb::AveragingOptions run;
+  std::string protocol = "allreduce";
+  std::string failure = "transient";
+  std::string on_failure = "default";
+  std::string out;
+  bool overwrite = false;
+  bool quiet = false;
+};
+
+// Defines every flag. Values are checked by avb::resolve(), so that the library
+// and the app agree on what is accepted and the messages name the flag.
+void define_flags(CLI::App& app, Cli& cli) {
+  app.set_config("--config", "", "read options from a TOML/INI file (flag = value per line)");
+  app.add_option("--protocol", cli.protocol, "averaging protocol: " + avb::protocol_names())->capture_default_str();
+  app.add_option("--fail-rate", cli.run.fail_rate, "probability that a peer fails in a round, in [0, 1]")
+      ->capture_default_str();
+  app.add_option("--failure", cli.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
+  app.add_option("--on-failure", cli.on_failure,
+                 "failure semantics: survivors, abort, partial (default: the protocol's own)")
+      ->capture_default_str();
+  app.add_option("--dim", cli.run.dim, "vector length per peer, >= 1")->capture_default_str();
+  app.add_option("--rounds", cli.run.rounds, "rounds per trial, >= 0")->capture_default_str();
+  app.add_option("--trials", cli.run.trials, "independent trials, >= 1 (trial k uses seed + k)")
+      ->capture_default_str();
+  app.add_option("--seed", cli.run.seed, "base seed of every random stream")->capture_default_str();
+  app.add_option("--target", cli.run.targets, "variance target (repeatable); rounds to each are reported")
+      ->capture_default_str()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--stop-at-target", cli.run.stop_at_target, "end a trial once every target is reached");
+  app.add_option("--out", cli.out, "HDF5 trace to write (refused if it exists, unless --overwrite)");
+  app.add_flag("--overwrite", cli.overwrite, "replace an existing --out file when the run ends");
+  app.add_flag("--quiet", cli.quiet, "no progress lines on stderr");
+}
+
+avb::AveragingOptions to_options(const Cli& cli) {
+  avb::AveragingOptions o = cli.run;
+  o.protocol.name = cli.protocol;
+  o.failure = avb::parse_failure_kind(cli.failure);
+  if (cli.on_failure != "default") o.protocol.on_failure = avb::parse_failure_semantics(cli.on_failure);
+  return avb::resolve(o);
+}
+
+int run(int argc, char** argv) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  // Every rank parses the same arguments and so reaches the same verdict; only
+  // rank 0 speaks.
+  CLI::App app{"Decentralized averaging benchmark (avbench)", kProgram};
+  Cli cli;
+  define_flags(app, cli);
+  avb::AveragingOptions options;
+  try {
+    app.parse(argc, argv);
+    options = to_options(cli);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    avb::app::report_error(kProgram, e.what());
+    return 2;
+  } catch (const avb::Error& e) {
+    avb::app::report_error(kProgram, e.what());
+    return 2;
+  }
+
+  avb::RunInfo info;
+  info.avbench_version = AVB_VERSION;
+  info.git_sha = AVB_GIT_SHA;
+  info.command_line = avb::app::join_command_line(argc, argv);
+  info.engine = avb::engine_name();
+  info.mpi_library = avb::mpi_library_version();
+  info.n_peers = size;
+  auto described = avb::describe(options);
+  if (!cli.out.empty()) described.emplace_back("out", cli.out);
+
+  // Rank 0 alone touches the file system; the others learn whether it succeeded.
+  std::unique_ptr<avb::TraceWriter> trace;
+  int trace_ok = 1;
+  if (rank == 0 && !cli.out.empty()) {
+    try {
+      trace = std::make_unique<avb::TraceWriter>(cli.out, cli.overwrite, info);
+      trace->write_config(described, app.config_to_str(true, false));
+    } catch (const avb::Error& e) {
+      trace.reset();
+      avb::app::report_error(kProgram, std::string("--out: ") + e.what());
+      trace_ok = 0;
+    }
+  }
+  avb::check_mpi(MPI_Bcast(&trace_ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (!trace_ok) return 2;
+
+  avb::app::install_stop_handlers();
+  avb::app::Reporter reporter(options, std::move(trace), cli.quiet);
+  reporter.set_peers(size);
+  if (rank == 0) reporter.print_header(kProgram, info, described);
+  const avb::AveragingResult result = avb::run_averaging(options, MPI_COMM_WORLD, reporter);
+  if (rank == 0) reporter.finish(result.trials, !result.stopped);
+  if (result.stopped) return 128 + (avb::app::stop_signal() ? avb::app::stop_signal() : 15);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 1;
+  try {
+    rc = run(argc, argv);
+  } catch (const std::exception& e) {
+    // An error on one rank mid-run: the others may be waiting in a collective, so
+    // the whole job must go down rather than hang.
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "%s: error on rank %d: %s\n", kProgram, rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package avbench needs to build, test and analyse.
+# Idempotent: packages already present are not fetched again, and apt-get update
+# runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libopenmpi-dev openmpi-bin
+  libsimgrid-dev
+  libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev librandom123-dev
+  libgtest-dev libbenchmark-dev
+  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,102 @@
+#include "core/comm.hpp"
+
+#include <utility>
+
+namespace avb {
+
+namespace {
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+}  // namespace
+
+MpiError::MpiError(const std::string& call, int code)
+    : Error(call + " failed: " + mpi_error_text(code)), code_(code) {}
+
+void check_mpi(int rc, const char* call) {
+  if (rc != MPI_SUCCESS) throw MpiError(call, rc);
+}
+
+Comm::Comm(MPI_Comm comm, std::shared_ptr<Traffic> traffic) : comm_(comm), traffic_(std::move(traffic)) {
+  if (comm_ != MPI_COMM_NULL) {
+    check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  }
+}
+
+Comm Comm::duplicate(MPI_Comm parent) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(parent, &dup), "MPI_Comm_dup");
+  return Comm(dup, std::make_shared<Traffic>());
+}
+
+Comm::~Comm() {
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // no throw from a destructor
+}
+
+Comm::Comm(Comm&& other) noexcept
+    : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
+      rank_(std::exchange(other.rank_, -1)),
+      size_(std::exchange(other.size_, 0)),
+      traffic_(other.traffic_) {}
+
+Comm& Comm::operator=(Comm&& other) noexcept {
+  if (this != &other) {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+    rank_ = std::exchange(other.rank_, -1);
+    size_ = std::exchange(other.size_, 0);
+    traffic_ = other.traffic_;
+  }
+  return *this;
+}
+
+Comm Comm::split(int color, int key) const {
+  MPI_Comm out = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &out), "MPI_Comm_split");
+  return Comm(out, traffic_);
+}
+
+Comm Comm::create_group(std::span<const int> members, int tag) const {
+  MPI_Group whole = MPI_GROUP_NULL;
+  MPI_Group part = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm_, &whole), "MPI_Comm_group");
+  int rc = MPI_Group_incl(whole, static_cast<int>(members.size()), members.data(), &part);
+  MPI_Group_free(&whole);
+  check_mpi(rc, "MPI_Group_incl");
+  MPI_Comm out = MPI_COMM_NULL;
+  rc = MPI_Comm_create_group(comm_, part, tag, &out);
+  MPI_Group_free(&part);
+  check_mpi(rc, "MPI_Comm_create_group");
+  return Comm(out, traffic_);
+}
+
+void Comm::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+std::string engine_name() {
+#ifdef AVB_ENGINE_SMPI
+  return "smpi";
+#elif defined(OPEN_MPI)
+  return "openmpi";
+#elif defined(MPICH)
+  return "mpich";
+#else
+  return "mpi";
+#endif
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
+  std::string version(text, static_cast<std::size_t>(length));
+  if (auto nl = version.find('\n'); nl != std::string::npos) version.resize(nl);
+  while (!version.empty() && (version.back() == '\0' || version.back() == ' ')) version.pop_back();
+  return version;
+}
+
+}  // namespace avb

@@ -1,0 +1,115 @@
+// Comm: RAII over an MPI communicator, with typed point-to-point helpers that count
+// what a protocol sends.
+//
+// Protocols talk only through Comm so that their bytes and messages are counted in
+// one place (Traffic) and every MPI error becomes an MpiError naming the call.
+// Measurement code uses raw() on a separate duplicate, so it is never counted.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace avb {
+
+// Bytes and messages sent, shared by a communicator and every sub-communicator
+// made from it, so that a protocol's whole traffic lands in one counter.
+struct Traffic {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t messages_sent = 0;
+};
+
+// Throws MpiError when rc is not MPI_SUCCESS.
+void check_mpi(int rc, const char* call);
+
+template <class T>
+MPI_Datatype mpi_datatype() {
+  if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return MPI_INT32_T;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return MPI_UINT64_T;
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return MPI_UINT16_T;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return MPI_UINT8_T;
+  else static_assert(sizeof(T) == 0, "no MPI datatype for this type");
+}
+
+class Comm {
+ public:
+  // A duplicate of `parent` (normally MPI_COMM_WORLD), with errors returned
+  // instead of aborting, and a fresh traffic counter.
+  static Comm duplicate(MPI_Comm parent);
+
+  Comm() = default;  // the null communicator (not a member of a group)
+  ~Comm();
+  Comm(Comm&& other) noexcept;
+  Comm& operator=(Comm&& other) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  bool is_null() const { return comm_ == MPI_COMM_NULL; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm raw() const { return comm_; }
+  Traffic& traffic() { return *traffic_; }
+  const Traffic& traffic() const { return *traffic_; }
+
+  template <class T>
+  void send(std::span<const T> data, int dest, int tag) {
+    count(data.size_bytes());
+    check_mpi(MPI_Send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, comm_),
+              "MPI_Send");
+  }
+
+  template <class T>
+  void recv(std::span<T> data, int source, int tag) {
+    check_mpi(MPI_Recv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), source, tag, comm_,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+  }
+
+  // Sends `out` to dest while receiving `in` from source; deadlock-free in rings.
+  template <class T>
+  void sendrecv(std::span<const T> out, int dest, std::span<T> in, int source, int tag) {
+    count(out.size_bytes());
+    check_mpi(MPI_Sendrecv(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), dest, tag, in.data(),
+                           static_cast<int>(in.size()), mpi_datatype<T>(), source, tag, comm_, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+  }
+
+  // MPI_Comm_split; members with color < 0 get the null Comm.
+  Comm split(int color, int key) const;
+
+  // A communicator over `members` (ranks of this Comm, in the order given, which
+  // becomes the new rank order). Collective over the members only — the others do
+  // not call it — so its cost grows with the group, not with this Comm.
+  Comm create_group(std::span<const int> members, int tag) const;
+
+  void barrier() const;
+
+ private:
+  Comm(MPI_Comm comm, std::shared_ptr<Traffic> traffic);
+  void count(std::size_t bytes) {
+    traffic_->bytes_sent += bytes;
+    traffic_->messages_sent += 1;
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = -1;
+  int size_ = 0;
+  std::shared_ptr<Traffic> traffic_ = std::make_shared<Traffic>();
+};
+
+// "openmpi", "mpich" or "smpi": which engine this binary was built for and runs on.
+std::string engine_name();
+// First line of MPI_Get_library_version.
+std::string mpi_library_version();
+
+}  // namespace avb

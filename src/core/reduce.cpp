@@ -1,0 +1,34 @@
+#include "core/reduce.hpp"
+
+#include <cassert>
+
+namespace avb {
+
+void tree_sum_to_root(const Comm& comm, std::span<double> values, std::span<double> scratch) {
+  assert(scratch.size() >= values.size());
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const int count = static_cast<int>(values.size());
+  constexpr int kTag = 7001;
+  // Rank r adds the partial sums of r+1, r+2, r+4, ... (those below the lowest set
+  // bit of r), then sends its partial sum to r - lowbit(r). The order of additions
+  // is a function of (rank, size) alone.
+  for (int mask = 1; mask < size; mask <<= 1) {
+    if (rank & mask) {
+      check_mpi(MPI_Send(values.data(), count, MPI_DOUBLE, rank - mask, kTag, comm.raw()), "MPI_Send");
+      return;
+    }
+    if (rank + mask < size) {
+      check_mpi(MPI_Recv(scratch.data(), count, MPI_DOUBLE, rank + mask, kTag, comm.raw(), MPI_STATUS_IGNORE),
+                "MPI_Recv");
+      for (int k = 0; k < count; ++k) values[k] += scratch[k];
+    }
+  }
+}
+
+void tree_sum_all(const Comm& comm, std::span<double> values, std::span<double> scratch) {
+  tree_sum_to_root(comm, values, scratch);
+  check_mpi(MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, 0, comm.raw()), "MPI_Bcast");
+}
+
+}  // namespace avb

@@ -1,0 +1,64 @@
+// Keyed counter-based random numbers (Random123 Philox4x64-10).
+//
+// Every random quantity in avbench is a pure function of
+//   key     = (seed, stream)          which experiment, which purpose
+//   counter = (round, peer, draw)     where in the run, whose, which number
+// so the same draw comes out whatever the rank count, engine or call order.
+// Nothing here keeps state between calls; a Stream is just a key.
+#pragma once
+
+#include <cstdint>
+
+namespace avb {
+
+// One key per purpose, so that adding draws to one purpose never shifts another.
+// The numeric values are part of the reproducibility contract: never renumber.
+enum class StreamId : std::uint64_t {
+  failures = 1,        // alive(t, peer)
+  initial_values = 2,  // x_i at round 0
+  placement = 3,       // grid cells (Moshpit)
+  group_shuffle = 4,   // orders within groups
+  partner = 5,         // gossip / swarm partner choice
+  sgd_noise = 6,
+  data = 7,
+  dither = 8,          // quantizer dithering
+  failure_phase = 9,   // where in a round a peer fails (partial semantics)
+  test = 1000,         // reserved for tests
+};
+
+class Stream {
+ public:
+  Stream(std::uint64_t seed, StreamId id) : seed_(seed), id_(static_cast<std::uint64_t>(id)) {}
+
+  // 64 uniformly distributed bits for (round, peer, draw).
+  std::uint64_t bits(std::uint64_t round, std::uint64_t peer, std::uint64_t draw) const;
+
+  // Uniform double in [0, 1) with 53 random bits.
+  double uniform(std::uint64_t round, std::uint64_t peer, std::uint64_t draw) const;
+
+  // Uniform double in (0, 1]: safe to take the logarithm of.
+  double uniform_open0(std::uint64_t round, std::uint64_t peer, std::uint64_t draw) const;
+
+  // Standard normal by Box-Muller (cosine branch) from one Philox block. Our own
+  // transform, because std::normal_distribution is implementation-defined.
+  double normal(std::uint64_t round, std::uint64_t peer, std::uint64_t draw) const;
+
+  // Uniform integer in [0, n), n > 0, without modulo bias (Lemire's multiply-shift
+  // with rejection; rejections consume further words of the same block and then
+  // further blocks, all keyed by the same (round, peer, draw)).
+  std::uint64_t below(std::uint64_t n, std::uint64_t round, std::uint64_t peer,
+                      std::uint64_t draw) const;
+
+  std::uint64_t seed() const { return seed_; }
+
+ private:
+  struct Block {
+    std::uint64_t w[4];
+  };
+  Block block(std::uint64_t round, std::uint64_t peer, std::uint64_t draw, std::uint64_t extra) const;
+
+  std::uint64_t seed_;
+  std::uint64_t id_;
+};
+
+}  // namespace avb

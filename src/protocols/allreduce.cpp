@@ -1,0 +1,59 @@
+// Protocol "allreduce": every alive peer averages with every other, by ring
+// all-reduce. The paper's "All-Reduce with restarts" baseline under `abort` (a round
+// counts only if all N peers are alive; the default), or an all-reduce among the
+// survivors under `survivors`.
+#include "protocols/allreduce.hpp"
+
+#include <vector>
+
+#include "protocols/ring_allreduce.hpp"
+
+namespace avb {
+
+namespace {
+
+class AllreduceProtocol final : public Protocol {
+ public:
+  explicit AllreduceProtocol(FailureSemantics semantics) : semantics_(semantics) {}
+
+  void step(std::span<double> x, Round& round) override {
+    Comm& world = round.world;
+    const int n = world.size();
+    std::vector<int> alive = round.failures.alive_peers(round.t, n);
+    const bool everyone = static_cast<int>(alive.size()) == n;
+
+    if (semantics_ == FailureSemantics::abort) {
+      // One world-wide group; any failure restarts it, so nobody's value changes.
+      if (world.rank() == 0) {
+        round.counters.groups = 1;
+        round.counters.failed_groups = everyone ? 0 : 1;
+      }
+      if (everyone) ring_.average(world, x);
+      return;
+    }
+
+    // survivors: the alive peers form one group and average among themselves.
+    if (alive.size() < 2) return;  // nobody to average with: not a group
+    if (world.rank() == alive.front()) round.counters.groups = 1;
+    if (everyone) {
+      ring_.average(world, x);
+      return;
+    }
+    if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
+    Comm group = world.create_group(alive, kGroupTag);
+    ring_.average(group, x);
+  }
+
+ private:
+  static constexpr int kGroupTag = 201;
+  FailureSemantics semantics_;
+  RingAllreduce ring_;
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_allreduce(FailureSemantics semantics) {
+  return std::make_unique<AllreduceProtocol>(semantics);
+}
+
+}  // namespace avb

@@ -1,0 +1,69 @@
+// The averaging experiment: trials of R rounds of a protocol on vectors drawn from
+// the keyed stream, measured after every round.
+//
+// This is what averaging_bench runs (and what sgd's trainer is to sgd_bench). It
+// does not print or write files: rank 0 hands each round and trial to an observer,
+// which the app turns into a table, progress and an HDF5 trace.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "protocols/protocol.hpp"
+#include "sim/failures.hpp"
+#include "trace/trace.hpp"
+
+namespace avb {
+
+struct AveragingOptions {
+  ProtocolOptions protocol;
+  double fail_rate = 0.0;
+  FailureKind failure = FailureKind::transient;
+  int dim = 1;
+  int rounds = 50;
+  int trials = 10;
+  std::uint64_t seed = 0;
+  std::vector<double> targets = {1e-4, 1e-9};
+  bool stop_at_target = false;
+};
+
+// Checks ranges (throws ConfigError naming the flag) and resolves the protocol.
+AveragingOptions resolve(const AveragingOptions& options);
+std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions& options);
+
+// The seed of trial k: trial k of every protocol sees the same initial values and
+// the same failures (common random numbers).
+std::uint64_t trial_seed(std::uint64_t seed, int trial);
+
+// Coordinate k of peer i's initial vector: N(0, 1) from the keyed stream, so the
+// initial state is the same on every engine and for every protocol.
+double initial_value(std::uint64_t trial_seed, int peer, int k);
+
+// Called on rank 0 as results arrive; stop_requested() is polled on every rank
+// once per round and the answers are combined, so all ranks stop together.
+class AveragingObserver {
+ public:
+  virtual ~AveragingObserver() = default;
+  virtual void on_round(const TrialRecord& /*trial*/, const RoundRow& /*row*/) {}
+  virtual void on_trial(const TrialRecord& /*trial*/) {}
+  virtual bool stop_requested() { return false; }
+};
+
+struct AveragingResult {
+  std::vector<TrialRecord> trials;  // rank 0 only; the last may be incomplete
+  bool stopped = false;             // a stop request cut the run short (all ranks)
+};
+
+// Runs every trial on `world` (each trial on its own duplicate of it). Collective.
+AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, AveragingObserver& observer);
+
+// Rounds to `target` from a trial's rows: the first round whose variance is below
+// it, or the cap (the number of rounds run) when none is.
+TargetResult rounds_to_target(const std::vector<RoundRow>& rows, double target);
+
+}  // namespace avb

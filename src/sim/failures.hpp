@@ -1,0 +1,63 @@
+// Simulated failures (docs/failures.md).
+//
+// Debian's Open MPI has no ULFM and SMPI has none either, so a failure is a logical
+// event: whether peer i is down in round t is a pure function of (seed, t, i). Every
+// peer can evaluate it for every other peer — the simulation's stand-in for what a
+// real system learns through timeouts — and because the draws do not depend on the
+// protocol, all protocols see the same failures for the same seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/rng.hpp"
+
+namespace avb {
+
+enum class FailureKind {
+  transient,  // down in round t with probability p, independently per (t, peer)
+  permanent,  // fails in round t with probability p and never returns
+};
+
+// What an averaging group does when some of its members are down (docs/failures.md).
+enum class FailureSemantics {
+  survivors,  // the alive members average among themselves; failed peers keep values
+  abort,      // a group with any failed member keeps everyone's values this round
+  partial,    // the failure happens mid all-reduce, with per-part outcomes
+};
+
+FailureKind parse_failure_kind(std::string_view name);            // throws ConfigError
+FailureSemantics parse_failure_semantics(std::string_view name);  // throws ConfigError
+std::string_view to_string(FailureKind kind);
+std::string_view to_string(FailureSemantics semantics);
+
+class FailureModel {
+ public:
+  // rate in [0, 1]; seed is the trial's seed.
+  FailureModel(std::uint64_t seed, double rate, FailureKind kind);
+
+  // Is `peer` up in round t? Rounds start at 1; in round 0 (the initial state)
+  // everyone is alive.
+  bool alive(int round, int peer) const;
+
+  // The alive peers among 0..n-1 in round t, ascending.
+  std::vector<int> alive_peers(int round, int n) const;
+  int count_alive(int round, int n) const;
+
+  double rate() const { return rate_; }
+  FailureKind kind() const { return kind_; }
+
+  // For permanent failures: the round in which `peer` fails (it is down from then
+  // on). Geometric with P(fails after t) = (1-p)^t, drawn by inversion from one
+  // uniform so that evaluating it is O(1) for any round.
+  std::int64_t permanent_failure_round(int peer) const;
+
+ private:
+  Stream stream_;
+  double rate_;
+  FailureKind kind_;
+};
+
+}  // namespace avb

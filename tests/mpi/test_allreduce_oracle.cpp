@@ -1,0 +1,115 @@
+// The allreduce protocol under failures against the sequential oracle: every
+// peer's vector after every round, and the whole trace of run_averaging.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "averaging_oracle.hpp"
+#include "core/comm.hpp"
+#include "run/averaging.hpp"
+
+namespace avb {
+namespace {
+
+struct Case {
+  const char* semantics;
+  const char* kind;
+  double rate;
+  int dim;
+};
+
+class AllreduceOracle : public ::testing::TestWithParam<Case> {};
+
+AveragingOptions options_for(const Case& c) {
+  AveragingOptions o;
+  o.protocol.name = "allreduce";
+  o.protocol.on_failure = parse_failure_semantics(c.semantics);
+  o.failure = parse_failure_kind(c.kind);
+  o.fail_rate = c.rate;
+  o.dim = c.dim;
+  o.rounds = 12;
+  o.trials = 3;
+  o.seed = 2024;
+  return resolve(o);
+}
+
+void expect_close(double got, double want, const char* what, int round) {
+  EXPECT_LE(std::fabs(got - want), 1e-12 * std::max(1.0, std::fabs(want))) << what << " at round " << round;
+}
+
+TEST_P(AllreduceOracle, EveryPeerMatchesAfterEveryRound) {
+  const AveragingOptions options = options_for(GetParam());
+  Comm comm = Comm::duplicate(MPI_COMM_WORLD);
+  const int n = comm.size(), me = comm.rank();
+  for (int trial = 0; trial < options.trials; ++trial) {
+    const std::uint64_t seed = trial_seed(options.seed, trial);
+    FailureModel failures(seed, options.fail_rate, options.failure);
+    auto protocol = make_protocol(options.protocol, comm);
+    oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
+    std::vector<double> x = expected[me];
+    for (int t = 1; t <= options.rounds; ++t) {
+      GroupCounters counters;
+      Round round{t, seed, failures, comm, counters};
+      protocol->step(x, round);
+      oracle::step(options.protocol, failures, t, expected);
+      for (int k = 0; k < options.dim; ++k)
+        ASSERT_LE(std::fabs(x[k] - expected[me][k]), 1e-12 * std::max(1.0, std::fabs(expected[me][k])))
+            << "peer " << me << " coordinate " << k << " round " << t << " trial " << trial;
+    }
+  }
+}
+
+class Collect : public AveragingObserver {
+ public:
+  std::vector<TrialRecord> trials;
+  void on_trial(const TrialRecord& t) override { trials.push_back(t); }
+};
+
+TEST_P(AllreduceOracle, TraceMatchesOracle) {
+  const AveragingOptions options = options_for(GetParam());
+  int n = 0, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  Collect observer;
+  const AveragingResult result = run_averaging(options, MPI_COMM_WORLD, observer);
+  EXPECT_FALSE(result.stopped);
+  if (me != 0) return;
+  ASSERT_EQ(static_cast<int>(result.trials.size()), options.trials);
+  for (int trial = 0; trial < options.trials; ++trial) {
+    const TrialRecord want = oracle::run_trial(options, n, trial);
+    const TrialRecord& got = result.trials[trial];
+    ASSERT_EQ(got.rows.size(), want.rows.size());
+    EXPECT_EQ(got.seed, want.seed);
+    for (std::size_t r = 0; r < want.rows.size(); ++r) {
+      const RoundRow &g = got.rows[r], &w = want.rows[r];
+      EXPECT_EQ(g.round, w.round);
+      expect_close(g.variance, w.variance, "variance", w.round);
+      expect_close(g.error, w.error, "error", w.round);
+      expect_close(g.mean_drift, w.mean_drift, "mean_drift", w.round);
+      EXPECT_EQ(g.alive, w.alive) << "round " << w.round;
+      EXPECT_EQ(g.groups, w.groups) << "round " << w.round;
+      EXPECT_EQ(g.failed_groups, w.failed_groups) << "round " << w.round;
+      EXPECT_EQ(g.bytes_sent, w.bytes_sent) << "round " << w.round;
+      if (r > 0) {
+        EXPECT_GE(g.time, got.rows[r - 1].time);
+      }
+      // These semantics never move the mean (beyond rounding).
+      EXPECT_LE(g.mean_drift, 1e-28);
+    }
+    for (std::size_t i = 0; i < want.targets.size(); ++i) {
+      EXPECT_EQ(got.targets[i].rounds, want.targets[i].rounds);
+      EXPECT_EQ(got.targets[i].reached, want.targets[i].reached);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics, AllreduceOracle,
+                         ::testing::Values(Case{"abort", "transient", 0.0, 1}, Case{"abort", "transient", 0.05, 3},
+                                           Case{"survivors", "transient", 0.2, 5},
+                                           Case{"survivors", "permanent", 0.1, 2},
+                                           Case{"abort", "permanent", 0.02, 4},
+                                           Case{"survivors", "transient", 0.6, 17}));
+
+}  // namespace
+}  // namespace avb

@@ -1,0 +1,38 @@
+// The sequential oracle: the same protocols on an N x D matrix in one process, fed
+// by the same keyed streams. MPI runs must agree with it (tests/mpi).
+//
+// It is written for clarity, not speed: plain loops, plain sums in peer order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocols/protocol.hpp"
+#include "run/averaging.hpp"
+#include "sim/failures.hpp"
+#include "trace/trace.hpp"
+
+namespace avb::oracle {
+
+using Matrix = std::vector<std::vector<double>>;  // [peer][coordinate]
+
+Matrix initial_state(std::uint64_t trial_seed, int n, int dim);
+
+// One round of `protocol` (resolved) on the whole population; updates x and the
+// round's group counters. Bytes are the protocol's exact traffic for the round.
+struct RoundEffect {
+  int groups = 0;
+  int failed_groups = 0;
+  std::uint64_t bytes = 0;
+};
+RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, int t, Matrix& x);
+
+// Metrics as DESIGN.md defines them, with `reference` the initial mean.
+RoundRow measure(const Matrix& x, const std::vector<double>& reference);
+std::vector<double> mean(const Matrix& x);
+
+// A whole trial, as run_averaging records it (time left 0).
+TrialRecord run_trial(const AveragingOptions& options, int n, int trial);
+
+}  // namespace avb::oracle

@@ -1,0 +1,91 @@
+// The failure model: rates, permanence, purity.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "sim/failures.hpp"
+
+namespace avb {
+namespace {
+
+TEST(Failures, RoundZeroEveryoneAlive) {
+  const FailureModel m(1, 1.0, FailureKind::transient);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(m.alive(0, i));
+  EXPECT_FALSE(m.alive(1, 0));
+}
+
+TEST(Failures, ZeroRateNeverFails) {
+  const FailureModel m(1, 0.0, FailureKind::permanent);
+  EXPECT_EQ(m.count_alive(1000000, 100), 100);
+}
+
+TEST(Failures, TransientRateMatchesP) {
+  const double p = 0.01;
+  const FailureModel m(99, p, FailureKind::transient);
+  const int rounds = 200, peers = 1000;
+  int down = 0;
+  for (int t = 1; t <= rounds; ++t) down += peers - m.count_alive(t, peers);
+  const double trials = static_cast<double>(rounds) * peers;
+  // Binomial(200000, 0.01): sd = 44.5; 5 sigma.
+  EXPECT_NEAR(down, p * trials, 5 * std::sqrt(trials * p * (1 - p)));
+}
+
+TEST(Failures, TransientIsIndependentAcrossRounds) {
+  // A peer down in round t is down in t+1 with probability p, not more.
+  const double p = 0.2;
+  const FailureModel m(5, p, FailureKind::transient);
+  int both = 0, first = 0;
+  for (int i = 0; i < 20000; ++i) {
+    if (!m.alive(1, i)) {
+      ++first;
+      both += m.alive(2, i) ? 0 : 1;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(both) / first, p, 5 * std::sqrt(p * (1 - p) / first));
+}
+
+TEST(Failures, PermanentStaysDownAndSurvivalIsGeometric) {
+  const double p = 0.05;
+  const FailureModel m(11, p, FailureKind::permanent);
+  const int peers = 20000;
+  for (int i = 0; i < 200; ++i) {
+    bool was_down = false;
+    for (int t = 1; t < 80; ++t) {
+      const bool down = !m.alive(t, i);
+      ASSERT_TRUE(!was_down || down) << "peer " << i << " came back in round " << t;
+      was_down = down;
+    }
+  }
+  for (int t : {1, 10, 40}) {
+    const double expected = std::pow(1 - p, t);
+    const double frac = static_cast<double>(m.count_alive(t, peers)) / peers;
+    EXPECT_NEAR(frac, expected, 5 * std::sqrt(expected * (1 - expected) / peers)) << "round " << t;
+  }
+}
+
+TEST(Failures, PureFunctionOfSeedRoundPeer) {
+  const FailureModel a(3, 0.3, FailureKind::transient), b(3, 0.3, FailureKind::transient);
+  for (int t = 1; t < 20; ++t)
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(a.alive(t, i), b.alive(t, i));
+  // Asking in any order changes nothing.
+  EXPECT_EQ(a.alive(7, 3), b.alive(7, 3));
+  EXPECT_EQ(a.alive_peers(4, 50), b.alive_peers(4, 50));
+}
+
+TEST(Failures, ParseNamesAndRejectOthers) {
+  EXPECT_EQ(parse_failure_kind("permanent"), FailureKind::permanent);
+  EXPECT_EQ(parse_failure_semantics("partial"), FailureSemantics::partial);
+  EXPECT_THROW(parse_failure_kind("sometimes"), ConfigError);
+  try {
+    parse_failure_semantics("retry");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "--on-failure: 'retry' is not one of {survivors, abort, partial}");
+  }
+  EXPECT_THROW(FailureModel(1, 1.5, FailureKind::transient), ConfigError);
+  EXPECT_THROW(FailureModel(1, -0.1, FailureKind::transient), ConfigError);
+}
+
+}  // namespace
+}  // namespace avb

@@ -1,0 +1,83 @@
+// Option resolution: defaults, ranges, and the messages users see.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "core/error.hpp"
+#include "run/averaging.hpp"
+
+namespace avb {
+namespace {
+
+std::string error_of(const AveragingOptions& o) {
+  try {
+    resolve(o);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Options, DefaultsResolve) {
+  const AveragingOptions r = resolve(AveragingOptions{});
+  EXPECT_EQ(r.protocol.name, "allreduce");
+  ASSERT_TRUE(r.protocol.on_failure.has_value());
+  EXPECT_EQ(*r.protocol.on_failure, FailureSemantics::abort);
+  EXPECT_EQ(r.targets, (std::vector<double>{1e-4, 1e-9}));
+}
+
+TEST(Options, BadValuesNameTheFlag) {
+  AveragingOptions o;
+  o.fail_rate = 1.5;
+  EXPECT_EQ(error_of(o).rfind("--fail-rate:", 0), 0u);
+  o = {};
+  o.fail_rate = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(error_of(o).rfind("--fail-rate:", 0), 0u);
+  o = {};
+  o.dim = 0;
+  EXPECT_EQ(error_of(o).rfind("--dim:", 0), 0u);
+  o = {};
+  o.trials = 0;
+  EXPECT_EQ(error_of(o).rfind("--trials:", 0), 0u);
+  o = {};
+  o.rounds = -1;
+  EXPECT_EQ(error_of(o).rfind("--rounds:", 0), 0u);
+  o = {};
+  o.targets = {1e-3, -1};
+  EXPECT_EQ(error_of(o).rfind("--target:", 0), 0u);
+  o = {};
+  o.protocol.name = "nope";
+  EXPECT_EQ(error_of(o), "--protocol: 'nope' is not one of {" + protocol_names() + "}");
+  o = {};
+  o.protocol.on_failure = FailureSemantics::partial;
+  EXPECT_EQ(error_of(o), "--on-failure: 'partial' is not supported by --protocol allreduce (accepted: abort, survivors)");
+}
+
+TEST(Options, TargetsSortedDescendingWithoutDuplicates) {
+  AveragingOptions o;
+  o.targets = {1e-9, 1e-4, 1e-9, 1e-2};
+  EXPECT_EQ(resolve(o).targets, (std::vector<double>{1e-2, 1e-4, 1e-9}));
+}
+
+TEST(Options, RoundsToTargetUsesCapWhenNeverReached) {
+  std::vector<RoundRow> rows(4);
+  for (int i = 0; i < 4; ++i) {
+    rows[i].round = i;
+    rows[i].variance = std::vector<double>{1, 1e-3, 1e-6, 1e-9}[i];
+  }
+  EXPECT_EQ(rounds_to_target(rows, 1e-4).rounds, 2);
+  EXPECT_TRUE(rounds_to_target(rows, 1e-4).reached);
+  EXPECT_EQ(rounds_to_target(rows, 1e-9).rounds, 3);  // strictly below: 1e-9 is not < 1e-9
+  EXPECT_FALSE(rounds_to_target(rows, 1e-9).reached);
+  EXPECT_EQ(rounds_to_target(rows, 2.0).rounds, 0);
+}
+
+TEST(Options, TrialSeedsAndInitialValuesAreKeyed) {
+  EXPECT_EQ(trial_seed(10, 3), 13u);
+  EXPECT_EQ(initial_value(5, 3, 2), initial_value(5, 3, 2));
+  EXPECT_NE(initial_value(5, 3, 2), initial_value(5, 4, 2));
+  EXPECT_NE(initial_value(5, 3, 2), initial_value(6, 3, 2));
+}
+
+}  // namespace
+}  // namespace avb
