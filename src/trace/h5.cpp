@@ -98,6 +98,10 @@ void silence_errors() noexcept { (void)H5Eset_auto2(H5E_DEFAULT, nullptr, nullpt
 
 // ---- Node ----------------------------------------------------------------------
 
+std::string Node::attribute_where(std::string_view name) const {
+  return "attribute '" + std::string(name) + "' of " + path_;
+}
+
 std::string Node::child_path(std::string_view name) const {
   std::string p = path_;
   if (p.empty() || p.back() != '/') p += '/';
@@ -106,112 +110,119 @@ std::string Node::child_path(std::string_view name) const {
 }
 
 void Node::fail(std::string_view operation, std::string_view object) const {
-  std::string reason = hdf5_reason();  // first: later HDF5 calls clear the stack
-  throw TraceError(std::string(operation) + " '" + std::string(object) + "' in " + file_ +
-                   ": " + reason);
+  fail_because(operation, object, hdf5_reason());  // first: later HDF5 calls clear the stack
+}
+
+void Node::fail_because(std::string_view operation, std::string_view object, std::string_view reason) const {
+  throw TraceError(std::string(operation) + " " + std::string(object) + " in " + file_ + ": " +
+                   std::string(reason));
 }
 
 Node Node::create_group(std::string_view name) const {
   const std::string n(name);
   Handle gcpl = untimed_plist(H5P_GROUP_CREATE);
-  if (!gcpl.valid()) fail("cannot prepare group", child_path(name));
+  if (!gcpl.valid()) fail("cannot prepare group", "'" + child_path(name) + "'");
   if (H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0 ||
       H5Pset_attr_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0) {
-    fail("cannot prepare group", child_path(name));
+    fail("cannot prepare group", "'" + child_path(name) + "'");
   }
   Handle group(H5Gcreate2(handle_.get(), n.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose);
-  if (!group.valid()) fail("cannot create group", child_path(name));
+  if (!group.valid()) fail("cannot create group", "'" + child_path(name) + "'");
   return Node(std::move(group), file_, child_path(name));
 }
 
 Node Node::open_group(std::string_view name) const {
   const std::string n(name);
   Handle group(H5Gopen2(handle_.get(), n.c_str(), H5P_DEFAULT), H5Gclose);
-  if (!group.valid()) fail("cannot open group", child_path(name));
+  if (!group.valid()) fail("cannot open group", "'" + child_path(name) + "'");
   return Node(std::move(group), file_, child_path(name));
 }
 
 void Node::set_string(std::string_view name, std::string_view value) const {
   const std::string n(name);
   const std::string text = valid_utf8(value);
-  const std::string where = path_ + " attribute " + n;
+  const std::string where = attribute_where(n);
   Handle type = vlen_utf8_type();
   Handle space = scalar_space();
-  if (!type.valid() || !space.valid()) fail("cannot prepare string attribute", where);
+  if (!type.valid() || !space.valid()) fail("cannot prepare string type for", where);
   Handle attr(H5Acreate2(handle_.get(), n.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
               H5Aclose);
-  if (!attr.valid()) fail("cannot create attribute", where);
+  if (!attr.valid()) fail("cannot create", where);
   // A variable-length string is written through a pointer to its C string.
   const char* ptr = text.c_str();
-  if (H5Awrite(attr.get(), type.get(), &ptr) < 0) fail("cannot write attribute", where);
+  if (H5Awrite(attr.get(), type.get(), &ptr) < 0) fail("cannot write", where);
 }
 
 namespace {
 // One scalar numeric attribute: `file_type` fixes the on-disk layout (little
 // endian, explicit width) independently of the machine; `mem_type` describes `value`.
+// Returns HDF5's reason on failure, empty on success. The reason is taken at the
+// failing call, while the handles are still open: closing them is an API call,
+// which would clear the error stack.
 template <class T>
-bool write_scalar(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, T value) {
+std::string write_scalar(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, T value) {
   Handle space = scalar_space();
-  if (!space.valid()) return false;
+  if (!space.valid()) return hdf5_reason();
   Handle attr(H5Acreate2(loc, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  return attr.valid() && H5Awrite(attr.get(), mem_type, &value) >= 0;
+  if (!attr.valid() || H5Awrite(attr.get(), mem_type, &value) < 0) return hdf5_reason();
+  return {};
 }
 }  // namespace
 
 void Node::set_int32(std::string_view name, std::int32_t value) const {
   const std::string n(name);
-  if (!write_scalar(handle_.get(), n, H5T_STD_I32LE, H5T_NATIVE_INT32, value)) {
-    fail("cannot write attribute", path_ + " attribute " + n);
+  if (auto why = write_scalar(handle_.get(), n, H5T_STD_I32LE, H5T_NATIVE_INT32, value); !why.empty()) {
+    fail_because("cannot write", attribute_where(n), why);
   }
 }
 
 void Node::set_uint64(std::string_view name, std::uint64_t value) const {
   const std::string n(name);
-  if (!write_scalar(handle_.get(), n, H5T_STD_U64LE, H5T_NATIVE_UINT64, value)) {
-    fail("cannot write attribute", path_ + " attribute " + n);
+  if (auto why = write_scalar(handle_.get(), n, H5T_STD_U64LE, H5T_NATIVE_UINT64, value); !why.empty()) {
+    fail_because("cannot write", attribute_where(n), why);
   }
 }
 
 void Node::set_double(std::string_view name, double value) const {
   const std::string n(name);
-  if (!write_scalar(handle_.get(), n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, value)) {
-    fail("cannot write attribute", path_ + " attribute " + n);
+  if (auto why = write_scalar(handle_.get(), n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, value); !why.empty()) {
+    fail_because("cannot write", attribute_where(n), why);
   }
 }
 
 void Node::update_int32(std::string_view name, std::int32_t value) const {
   const std::string n(name);
-  const std::string where = path_ + " attribute " + n;
+  const std::string where = attribute_where(n);
   Handle attr(H5Aopen(handle_.get(), n.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!attr.valid()) fail("cannot open attribute", where);
-  if (H5Awrite(attr.get(), H5T_NATIVE_INT32, &value) < 0) fail("cannot write attribute", where);
+  if (!attr.valid()) fail("cannot open", where);
+  if (H5Awrite(attr.get(), H5T_NATIVE_INT32, &value) < 0) fail("cannot write", where);
 }
 
 bool Node::has_attribute(std::string_view name) const {
   const std::string n(name);
   const htri_t exists = H5Aexists(handle_.get(), n.c_str());
-  if (exists < 0) fail("cannot look up attribute", path_ + " attribute " + n);
+  if (exists < 0) fail("cannot look up", attribute_where(n));
   return exists > 0;
 }
 
 std::string Node::get_string(std::string_view name) const {
   const std::string n(name);
-  const std::string where = path_ + " attribute " + n;
+  const std::string where = attribute_where(n);
   Handle attr(H5Aopen(handle_.get(), n.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!attr.valid()) fail("cannot open attribute", where);
+  if (!attr.valid()) fail("cannot open", where);
   Handle file_type(H5Aget_type(attr.get()), H5Tclose);
-  if (!file_type.valid()) fail("cannot read attribute", where);
+  if (!file_type.valid()) fail("cannot read", where);
   if (H5Tget_class(file_type.get()) != H5T_STRING) {
-    throw TraceError("attribute '" + where + "' in " + file_ + " is not a string");
+    throw TraceError(where + " in " + file_ + " is not a string");
   }
   const htri_t variable = H5Tis_variable_str(file_type.get());
-  if (variable < 0) fail("cannot read attribute", where);
+  if (variable < 0) fail("cannot read", where);
   if (variable > 0) {
     Handle mem_type = vlen_utf8_type();
     Handle space = scalar_space();
-    if (!mem_type.valid() || !space.valid()) fail("cannot read attribute", where);
+    if (!mem_type.valid() || !space.valid()) fail("cannot read", where);
     char* ptr = nullptr;
-    if (H5Aread(attr.get(), mem_type.get(), &ptr) < 0) fail("cannot read attribute", where);
+    if (H5Aread(attr.get(), mem_type.get(), &ptr) < 0) fail("cannot read", where);
     std::string value = ptr != nullptr ? std::string(ptr) : std::string();
     // HDF5 allocated the string; give it back through the library's own allocator.
     (void)H5Dvlen_reclaim(mem_type.get(), space.get(), H5P_DEFAULT, &ptr);
@@ -220,7 +231,7 @@ std::string Node::get_string(std::string_view name) const {
   // Fixed-length strings (written by other tools): read the bytes, drop padding.
   const std::size_t size = H5Tget_size(file_type.get());
   std::vector<char> buffer(size + 1, '\0');
-  if (H5Aread(attr.get(), file_type.get(), buffer.data()) < 0) fail("cannot read attribute", where);
+  if (H5Aread(attr.get(), file_type.get(), buffer.data()) < 0) fail("cannot read", where);
   std::string value(buffer.data(), size);
   value.erase(value.find_last_not_of(std::string_view("\0 ", 2)) + 1);
   return value;
@@ -228,52 +239,56 @@ std::string Node::get_string(std::string_view name) const {
 
 std::int32_t Node::get_int32(std::string_view name) const {
   const std::string n(name);
-  const std::string where = path_ + " attribute " + n;
+  const std::string where = attribute_where(n);
   Handle attr(H5Aopen(handle_.get(), n.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!attr.valid()) fail("cannot open attribute", where);
+  if (!attr.valid()) fail("cannot open", where);
   std::int32_t value = 0;
   // HDF5 converts any integer class to the requested memory type (and fails on
   // overflow or non-integers), so this also reads attributes other tools wrote.
-  if (H5Aread(attr.get(), H5T_NATIVE_INT32, &value) < 0) fail("cannot read attribute", where);
+  if (H5Aread(attr.get(), H5T_NATIVE_INT32, &value) < 0) fail("cannot read", where);
   return value;
 }
 
 namespace {
+// Like write_scalar: HDF5's reason on failure, empty on success.
 template <class T>
-bool write_column(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type,
-                  std::span<const T> values) {
+std::string write_column(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type,
+                         std::span<const T> values) {
   const hsize_t dims[1] = {static_cast<hsize_t>(values.size())};
   Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  if (!space.valid()) return hdf5_reason();
   Handle dcpl = untimed_plist(H5P_DATASET_CREATE);
-  if (!space.valid() || !dcpl.valid()) return false;
+  if (!dcpl.valid()) return "cannot make a dataset creation property list";
   Handle dset(H5Dcreate2(loc, name.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
               H5Dclose);
-  if (!dset.valid()) return false;
+  if (!dset.valid()) return hdf5_reason();
   // An empty column (e.g. /summary before any trial) has nothing to write, and
   // HDF5 rejects a null buffer even for zero elements.
-  if (values.empty()) return true;
-  return H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0;
+  if (!values.empty() && H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
+    return hdf5_reason();
+  }
+  return {};
 }
 }  // namespace
 
 void Node::write_dataset(std::string_view name, std::span<const std::int32_t> values) const {
   const std::string n(name);
-  if (!write_column(handle_.get(), n, H5T_STD_I32LE, H5T_NATIVE_INT32, values)) {
-    fail("cannot write dataset", child_path(name));
+  if (auto why = write_column(handle_.get(), n, H5T_STD_I32LE, H5T_NATIVE_INT32, values); !why.empty()) {
+    fail_because("cannot write dataset", "'" + child_path(name) + "'", why);
   }
 }
 
 void Node::write_dataset(std::string_view name, std::span<const std::uint64_t> values) const {
   const std::string n(name);
-  if (!write_column(handle_.get(), n, H5T_STD_U64LE, H5T_NATIVE_UINT64, values)) {
-    fail("cannot write dataset", child_path(name));
+  if (auto why = write_column(handle_.get(), n, H5T_STD_U64LE, H5T_NATIVE_UINT64, values); !why.empty()) {
+    fail_because("cannot write dataset", "'" + child_path(name) + "'", why);
   }
 }
 
 void Node::write_dataset(std::string_view name, std::span<const double> values) const {
   const std::string n(name);
-  if (!write_column(handle_.get(), n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values)) {
-    fail("cannot write dataset", child_path(name));
+  if (auto why = write_column(handle_.get(), n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values); !why.empty()) {
+    fail_because("cannot write dataset", "'" + child_path(name) + "'", why);
   }
 }
 

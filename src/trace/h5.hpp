@@ -113,9 +113,15 @@ class Node {
   Node(Handle handle, std::string file, std::string path)
       : handle_(std::move(handle)), file_(std::move(file)), path_(std::move(path)) {}
 
-  // Throws TraceError "<operation> '<object>' in <file>: <HDF5's reason>".
+  // Throws TraceError "<operation> <object> in <file>: <HDF5's reason>".
+  // Must be called before any other HDF5 call (closing a handle included), since
+  // every API call clears the error stack; otherwise take the reason earlier and
+  // use fail_because.
   [[noreturn]] void fail(std::string_view operation, std::string_view object) const;
+  [[noreturn]] void fail_because(std::string_view operation, std::string_view object,
+                                 std::string_view reason) const;
   std::string child_path(std::string_view name) const;
+  std::string attribute_where(std::string_view name) const;  // "attribute 'x' of /g"
 
   Handle handle_;
   std::string file_;

@@ -327,11 +327,11 @@ def _check_trial(c: _Checker, g, n_peers, rounds):
             first = int(rnd[below[0]])
             if re_ != 1 or rt != first:
                 c.problem(f"{where} attribute rounds_to_{s}",
-                          f"variance first falls below {t!r} in round {first}, "
+                          f"variance first falls below {float(t)!r} in round {first}, "
                           f"but rounds_to={rt} reached={re_}")
         elif re_ != 0 or rt != last_round:
             c.problem(f"{where} attribute rounds_to_{s}",
-                      f"variance never falls below {t!r}: expected rounds_to={last_round} (the cap) "
+                      f"variance never falls below {float(t)!r}: expected rounds_to={last_round} (the cap) "
                       f"and reached=0, found rounds_to={rt} reached={re_}")
 
     if rounds is not None:

@@ -356,6 +356,39 @@ TEST_F(TraceTest, StringsAreValidUtf8) {
             "run --note caf\xc3\xa9 --bad \xef\xbf\xbd\xef\xbf\xbd end");
 }
 
+// ---- h5 wrappers ------------------------------------------------------------------
+
+// Errors carry the operation, the object, the file and HDF5's own reason; the
+// reason must survive the closing of handles that happens while unwinding.
+TEST_F(TraceTest, H5ErrorsNameOperationObjectFileAndReason) {
+  const fs::path path = dir_ / "x.h5";
+  auto file = avb::h5::File::create(path);
+  const std::vector<double> values = {1.0, 2.0};
+  file.write_dataset("x", values);
+  auto expect_message = [&](auto&& action, const std::string& what) {
+    try {
+      action();
+      ADD_FAILURE() << "expected TraceError for " << what;
+    } catch (const TraceError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(what), std::string::npos) << msg;
+      EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
+      EXPECT_NE(msg.find("already exists"), std::string::npos) << msg;
+    }
+  };
+  expect_message([&] { file.write_dataset("x", values); }, "cannot write dataset '/x'");
+  file.set_int32("a", 1);
+  expect_message([&] { file.set_int32("a", 2); }, "cannot write attribute 'a' of /");
+  expect_message([&] { file.set_string("a", "s"); }, "cannot create attribute 'a' of /");
+  auto group = file.create_group("g");
+  expect_message([&] { file.create_group("g"); }, "cannot create group '/g'");
+  group.set_uint64("u", 5);
+  expect_message([&] { group.set_uint64("u", 6); }, "attribute 'u' of /g");
+  file.close();
+  EXPECT_FALSE(file.is_open());
+  EXPECT_NO_THROW(file.close());  // closing twice is harmless
+}
+
 // ---- sample for the Python round-trip test ---------------------------------------
 
 // Values chosen to be exact in binary so that the Python side can compare with ==.
