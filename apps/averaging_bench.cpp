@@ -37,6 +37,7 @@ struct Cli {
   std::string protocol = "allreduce";
   std::string failure = "transient";
   std::string on_failure = "default";
+  std::string collective = "auto";
   std::string out;
   bool overwrite = false;
   bool quiet = false;
@@ -52,6 +53,9 @@ void define_flags(CLI::App& app, Cli& cli) {
   app.add_option("--failure", cli.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
   app.add_option("--on-failure", cli.on_failure,
                  "failure semantics: survivors, abort, partial (default: the protocol's own)")
+      ->capture_default_str();
+  app.add_option("--collective", cli.collective,
+                 "all-reduce algorithm inside groups: auto, ring (bandwidth-optimal), doubling (latency-optimal)")
       ->capture_default_str();
   app.add_option("--dim", cli.run.dim, "vector length per peer, >= 1")->capture_default_str();
   app.add_option("--rounds", cli.run.rounds, "rounds per trial, >= 0")->capture_default_str();
@@ -72,6 +76,7 @@ avb::AveragingOptions to_options(const Cli& cli) {
   avb::AveragingOptions o = cli.run;
   o.protocol.name = cli.protocol;
   o.failure = avb::parse_failure_kind(cli.failure);
+  o.protocol.collective = avb::parse_collective(cli.collective);
   if (cli.on_failure != "default") o.protocol.on_failure = avb::parse_failure_semantics(cli.on_failure);
   return avb::resolve(o);
 }

@@ -1,18 +1,19 @@
 #include "core/reduce.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 namespace avb {
 
-void tree_sum_to_root(const Comm& comm, std::span<double> values, std::span<double> scratch) {
-  assert(scratch.size() >= values.size());
+void tree_reduce_to_root(const Comm& comm, std::span<double> values, std::size_t n_sum, std::span<double> scratch) {
+  assert(scratch.size() >= values.size() && n_sum <= values.size());
   const int rank = comm.rank();
   const int size = comm.size();
   const int count = static_cast<int>(values.size());
   constexpr int kTag = 7001;
-  // Rank r adds the partial sums of r+1, r+2, r+4, ... (those below the lowest set
-  // bit of r), then sends its partial sum to r - lowbit(r). The order of additions
-  // is a function of (rank, size) alone.
+  // Rank r combines the partial results of r+1, r+2, r+4, ... (those below the
+  // lowest set bit of r), then sends its own to r - lowbit(r). The order of the
+  // additions is a function of (rank, size) alone.
   for (int mask = 1; mask < size; mask <<= 1) {
     if (rank & mask) {
       check_mpi(MPI_Send(values.data(), count, MPI_DOUBLE, rank - mask, kTag, comm.raw()), "MPI_Send");
@@ -21,13 +22,14 @@ void tree_sum_to_root(const Comm& comm, std::span<double> values, std::span<doub
     if (rank + mask < size) {
       check_mpi(MPI_Recv(scratch.data(), count, MPI_DOUBLE, rank + mask, kTag, comm.raw(), MPI_STATUS_IGNORE),
                 "MPI_Recv");
-      for (int k = 0; k < count; ++k) values[k] += scratch[k];
+      for (std::size_t k = 0; k < n_sum; ++k) values[k] += scratch[k];
+      for (std::size_t k = n_sum; k < values.size(); ++k) values[k] = std::max(values[k], scratch[k]);
     }
   }
 }
 
 void tree_sum_all(const Comm& comm, std::span<double> values, std::span<double> scratch) {
-  tree_sum_to_root(comm, values, scratch);
+  tree_reduce_to_root(comm, values, values.size(), scratch);
   check_mpi(MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, 0, comm.raw()), "MPI_Bcast");
 }
 

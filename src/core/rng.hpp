@@ -49,13 +49,16 @@ class Stream {
   std::uint64_t below(std::uint64_t n, std::uint64_t round, std::uint64_t peer,
                       std::uint64_t draw) const;
 
-  std::uint64_t seed() const { return seed_; }
-
- private:
+  // The raw Philox output for (round, peer, draw, extra): four 64-bit words, for
+  // callers that pack several small draws into one block.
   struct Block {
     std::uint64_t w[4];
   };
-  Block block(std::uint64_t round, std::uint64_t peer, std::uint64_t draw, std::uint64_t extra) const;
+  Block block(std::uint64_t round, std::uint64_t peer, std::uint64_t draw, std::uint64_t extra = 0) const;
+
+  std::uint64_t seed() const { return seed_; }
+
+ private:
 
   std::uint64_t seed_;
   std::uint64_t id_;

@@ -1,12 +1,13 @@
-// Protocol "allreduce": every alive peer averages with every other, by ring
-// all-reduce. The paper's "All-Reduce with restarts" baseline under `abort` (a round
-// counts only if all N peers are alive; the default), or an all-reduce among the
-// survivors under `survivors`.
+// Protocol "allreduce": every alive peer averages with every other, by an
+// all-reduce (ring or recursive doubling, by --collective). The paper's
+// "All-Reduce with restarts" baseline under `abort` (a round counts only if all N
+// peers are alive; the default), or an all-reduce among the survivors under
+// `survivors`.
 #include "protocols/allreduce.hpp"
 
 #include <vector>
 
-#include "protocols/ring_allreduce.hpp"
+#include "protocols/group_allreduce.hpp"
 
 namespace avb {
 
@@ -14,12 +15,13 @@ namespace {
 
 class AllreduceProtocol final : public Protocol {
  public:
-  explicit AllreduceProtocol(FailureSemantics semantics) : semantics_(semantics) {}
+  AllreduceProtocol(FailureSemantics semantics, Collective collective)
+      : semantics_(semantics), allreduce_(collective) {}
 
   void step(std::span<double> x, Round& round) override {
     Comm& world = round.world;
     const int n = world.size();
-    std::vector<int> alive = round.failures.alive_peers(round.t, n);
+    std::vector<int> alive = round.failures.alive_peers(round.t);
     const bool everyone = static_cast<int>(alive.size()) == n;
 
     if (semantics_ == FailureSemantics::abort) {
@@ -28,7 +30,7 @@ class AllreduceProtocol final : public Protocol {
         round.counters.groups = 1;
         round.counters.failed_groups = everyone ? 0 : 1;
       }
-      if (everyone) ring_.average(world, x);
+      if (everyone) allreduce_.average(world, x);
       return;
     }
 
@@ -36,24 +38,24 @@ class AllreduceProtocol final : public Protocol {
     if (alive.size() < 2) return;  // nobody to average with: not a group
     if (world.rank() == alive.front()) round.counters.groups = 1;
     if (everyone) {
-      ring_.average(world, x);
+      allreduce_.average(world, x);
       return;
     }
     if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
     Comm group = world.create_group(alive, kGroupTag);
-    ring_.average(group, x);
+    allreduce_.average(group, x);
   }
 
  private:
   static constexpr int kGroupTag = 201;
   FailureSemantics semantics_;
-  RingAllreduce ring_;
+  GroupAllreduce allreduce_;
 };
 
 }  // namespace
 
-std::unique_ptr<Protocol> make_allreduce(FailureSemantics semantics) {
-  return std::make_unique<AllreduceProtocol>(semantics);
+std::unique_ptr<Protocol> make_allreduce(FailureSemantics semantics, Collective collective) {
+  return std::make_unique<AllreduceProtocol>(semantics, collective);
 }
 
 }  // namespace avb

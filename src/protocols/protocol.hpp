@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "protocols/group_allreduce.hpp"
 #include "sim/failures.hpp"
 
 namespace avb {
@@ -51,6 +52,8 @@ struct ProtocolOptions {
   std::string name = "allreduce";
   // Unset means the protocol's own default (ProtocolInfo::default_semantics).
   std::optional<FailureSemantics> on_failure;
+  // The all-reduce algorithm used inside groups.
+  Collective collective = Collective::automatic;
 };
 
 struct ProtocolInfo {

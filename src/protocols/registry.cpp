@@ -51,7 +51,7 @@ ProtocolOptions resolve(const ProtocolOptions& options) {
 
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& /*world*/) {
   const ProtocolOptions resolved = resolve(options);
-  if (resolved.name == "allreduce") return make_allreduce(*resolved.on_failure);
+  if (resolved.name == "allreduce") return make_allreduce(*resolved.on_failure, resolved.collective);
   throw ConfigError("--protocol: '" + options.name + "' is not one of {" + protocol_names() + "}");
 }
 
@@ -59,6 +59,7 @@ std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions&
   std::vector<std::pair<std::string, std::string>> out;
   out.emplace_back("protocol", options.name);
   out.emplace_back("on-failure", options.on_failure ? std::string(to_string(*options.on_failure)) : "default");
+  out.emplace_back("collective", std::string(to_string(options.collective)));
   return out;
 }
 

@@ -73,12 +73,24 @@ TargetResult rounds_to_target(const std::vector<RoundRow>& rows, double target) 
 
 namespace {
 
-// Measures the population after a round with reductions on a communicator of its
-// own, so neither their bytes nor their time reach the protocol's counters.
+// Measures the population after a round with one reduction on a communicator of
+// its own, so neither its bytes nor its time reach the protocol's counters.
+//
+// One pass, shifted by the initial mean m0 (known to every peer): the tree carries
+// sum_i (x_i - m0) and sum_i ||x_i - m0||^2, which give `error` and `mean_drift`
+// directly and `variance` = error - mean_drift (the two are exactly that apart).
+// The subtraction costs no precision while the mean is preserved (drift ~ 1e-32);
+// when a protocol moves the mean, variance is resolved to about 1e-16 * drift.
+// A two-pass variance would need the mean on every peer first: three trees per
+// round instead of one, and under SMPI every message costs wall time.
 class Meter {
  public:
   Meter(MPI_Comm world, int dim)
-      : comm_(Comm::duplicate(world)), mean_(static_cast<std::size_t>(dim)), scratch_(mean_.size()) {}
+      : comm_(Comm::duplicate(world)),
+        dim_(static_cast<std::size_t>(dim)),
+        reference_(dim_),
+        buffer_(dim_ + kExtra),
+        scratch_(buffer_.size()) {}
 
   struct Inputs {
     std::span<const double> x;
@@ -88,77 +100,70 @@ class Meter {
     bool stop_requested;       // this peer's view of a stop request
   };
   struct Outputs {
-    RoundRow row;        // rank 0 only (time and round left to the caller)
-    double step_seconds; // max over peers, rank 0 only
-    bool stop;           // any peer asked to stop (all ranks)
-    double variance;     // all ranks
+    RoundRow row;         // rank 0 only (round, alive and time are the caller's)
+    double step_seconds;  // max over peers, rank 0 only
+    bool stop;            // any peer asked to stop (valid on all ranks if shared)
+    double variance;      // valid on all ranks if shared
   };
 
-  // Sets the reference mean (round 0) for `error` and `mean_drift`.
+  // The trial's initial mean, the reference of `error` and `mean_drift`.
   void set_reference(std::span<const double> x) {
-    mean_of(x);
-    reference_ = mean_;
+    std::copy(x.begin(), x.end(), reference_.begin());
+    tree_sum_all(comm_, reference_, std::span<double>(scratch_.data(), dim_));
+    for (double& m : reference_) m /= static_cast<double>(comm_.size());
   }
 
-  Outputs measure(const Inputs& in) {
-    const int n = comm_.size();
-    const double nd = static_cast<double>(n) * static_cast<double>(mean_.size());
-    mean_of(in.x);
-    std::array<double, 2> squares{0.0, 0.0};
-    for (std::size_t k = 0; k < mean_.size(); ++k) {
-      const double d = in.x[k] - mean_[k];
-      const double e = in.x[k] - reference_[k];
-      squares[0] += d * d;
-      squares[1] += e * e;
+  // `share`: also give every rank the variance and the stop verdict (one more
+  // broadcast). Ranks must agree on when to share.
+  Outputs measure(const Inputs& in, bool share) {
+    const double n = static_cast<double>(comm_.size());
+    const double d = static_cast<double>(dim_);
+    double squares = 0.0;
+    for (std::size_t k = 0; k < dim_; ++k) {
+      buffer_[k] = in.x[k] - reference_[k];
+      squares += buffer_[k] * buffer_[k];
     }
-    std::array<double, 2> scratch{};
-    tree_sum_to_root(comm_, squares, scratch);
-
-    // Integer counts add exactly in any order, so MPI_Reduce is deterministic here.
-    std::array<std::uint64_t, 3> counts{in.bytes_sent, static_cast<std::uint64_t>(in.counters.groups),
-                                        static_cast<std::uint64_t>(in.counters.failed_groups)};
-    std::array<std::uint64_t, 3> count_sums{};
-    check_mpi(MPI_Reduce(counts.data(), count_sums.data(), 3, MPI_UINT64_T, MPI_SUM, 0, comm_.raw()), "MPI_Reduce");
-    std::array<double, 2> maxima{in.step_seconds, in.stop_requested ? 1.0 : 0.0};
-    std::array<double, 2> max_out{};
-    check_mpi(MPI_Reduce(maxima.data(), max_out.data(), 2, MPI_DOUBLE, MPI_MAX, 0, comm_.raw()), "MPI_Reduce");
+    // Sums first, maxima last (tree_reduce_to_root's layout). Counts below 2^53
+    // add exactly in doubles.
+    buffer_[dim_ + 0] = squares;
+    buffer_[dim_ + 1] = static_cast<double>(in.bytes_sent);
+    buffer_[dim_ + 2] = in.counters.groups;
+    buffer_[dim_ + 3] = in.counters.failed_groups;
+    buffer_[dim_ + 4] = in.step_seconds;
+    buffer_[dim_ + 5] = in.stop_requested ? 1.0 : 0.0;
+    tree_reduce_to_root(comm_, buffer_, dim_ + 4, scratch_);
 
     Outputs out{};
-    std::array<double, 2> verdict{};  // variance, stop
+    std::array<double, 2> verdict{};
     if (comm_.rank() == 0) {
-      out.row.variance = squares[0] / nd;
-      out.row.error = squares[1] / nd;
       double drift = 0.0;
-      for (std::size_t k = 0; k < mean_.size(); ++k) drift += (mean_[k] - reference_[k]) * (mean_[k] - reference_[k]);
-      out.row.mean_drift = drift / static_cast<double>(mean_.size());
-      out.row.bytes_sent = count_sums[0];
-      out.row.groups = static_cast<std::int32_t>(count_sums[1]);
-      out.row.failed_groups = static_cast<std::int32_t>(count_sums[2]);
-      out.step_seconds = max_out[0];
-      verdict = {out.row.variance, max_out[1]};
+      for (std::size_t k = 0; k < dim_; ++k) drift += (buffer_[k] / n) * (buffer_[k] / n);
+      out.row.mean_drift = drift / d;
+      out.row.error = buffer_[dim_] / (n * d);
+      out.row.variance = std::max(0.0, out.row.error - out.row.mean_drift);
+      out.row.bytes_sent = static_cast<std::uint64_t>(buffer_[dim_ + 1]);
+      out.row.groups = static_cast<std::int32_t>(buffer_[dim_ + 2]);
+      out.row.failed_groups = static_cast<std::int32_t>(buffer_[dim_ + 3]);
+      out.step_seconds = buffer_[dim_ + 4];
+      verdict = {out.row.variance, buffer_[dim_ + 5]};
     }
-    check_mpi(MPI_Bcast(verdict.data(), 2, MPI_DOUBLE, 0, comm_.raw()), "MPI_Bcast");
+    if (share) check_mpi(MPI_Bcast(verdict.data(), 2, MPI_DOUBLE, 0, comm_.raw()), "MPI_Bcast");
     out.variance = verdict[0];
     out.stop = verdict[1] != 0.0;
     return out;
   }
 
-  bool any_stop_request(bool mine) {
-    int local = mine ? 1 : 0, any = 0;
-    check_mpi(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm_.raw()), "MPI_Allreduce");
-    return any != 0;
-  }
-
  private:
-  void mean_of(std::span<const double> x) {
-    std::copy(x.begin(), x.end(), mean_.begin());
-    tree_sum_all(comm_, mean_, scratch_);
-    for (double& m : mean_) m /= static_cast<double>(comm_.size());
-  }
-
+  static constexpr std::size_t kExtra = 6;
   Comm comm_;
-  std::vector<double> mean_, scratch_, reference_;
+  std::size_t dim_;
+  std::vector<double> reference_, buffer_, scratch_;
 };
+
+// Without --stop-at-target the ranks need the verdict only to honour a stop
+// request, so it is shared every few rounds: a SIGTERM takes effect within
+// kStopCheckInterval rounds, and rounds cost one tree each instead of two.
+constexpr int kStopCheckInterval = 8;
 
 }  // namespace
 
@@ -173,7 +178,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     Comm comm = Comm::duplicate(world);
     const int me = comm.rank();
     const int n = comm.size();
-    FailureModel failures(seed, options.fail_rate, options.failure);
+    FailureModel failures(seed, options.fail_rate, options.failure, n);
     auto protocol = make_protocol(options.protocol, comm);
 
     std::vector<double> x(static_cast<std::size_t>(options.dim));
@@ -186,13 +191,15 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     double elapsed = 0.0;
 
     auto measure = [&](int t, double step_seconds, GroupCounters counters) {
-      const auto m = meter.measure({x, comm.traffic().bytes_sent, counters, step_seconds, observer.stop_requested()});
+      const bool share = options.stop_at_target || t % kStopCheckInterval == 0 || t == options.rounds;
+      const auto m = meter.measure({x, comm.traffic().bytes_sent, counters, step_seconds, observer.stop_requested()},
+                                   share);
       if (me == 0) {
         RoundRow row = m.row;
         row.round = t;
         elapsed += m.step_seconds;
         row.time = elapsed;
-        row.alive = t == 0 ? n : failures.count_alive(t, n);
+        row.alive = t == 0 ? n : failures.count_alive(t);
         trial.rows.push_back(row);
         observer.on_round(trial, row);
       }

@@ -33,9 +33,20 @@ std::string_view to_string(FailureSemantics semantics) {
   return "?";
 }
 
-FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind)
-    : stream_(seed, StreamId::failures), rate_(rate), kind_(kind) {
-  if (!(rate >= 0.0 && rate <= 1.0)) throw ConfigError("--fail-rate: must be in [0, 1]");
+FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers)
+    : stream_(seed, StreamId::failures), rate_(rate), kind_(kind), n_peers_(n_peers) {
+  if (!(rate >= 0.0 && rate <= 1.0)) throw ConfigError("--fail-rate: must be a number in [0, 1]");
+  threshold_ = static_cast<std::uint64_t>(std::llround(std::ldexp(rate, 32)));
+  if (kind_ == FailureKind::permanent) {
+    failure_round_.resize(static_cast<std::size_t>(n_peers));
+    for (int i = 0; i < n_peers; ++i) failure_round_[static_cast<std::size_t>(i)] = permanent_failure_round(i);
+  }
+}
+
+std::uint32_t FailureModel::transient_draw(int round, int peer) const {
+  const auto block = stream_.block(static_cast<std::uint64_t>(round), static_cast<std::uint64_t>(peer / 8), 0);
+  const std::uint64_t word = block.w[(peer % 8) / 2];
+  return static_cast<std::uint32_t>(peer % 2 == 0 ? word : word >> 32);
 }
 
 std::int64_t FailureModel::permanent_failure_round(int peer) const {
@@ -51,22 +62,33 @@ std::int64_t FailureModel::permanent_failure_round(int peer) const {
 
 bool FailureModel::alive(int round, int peer) const {
   if (round <= 0 || rate_ <= 0.0) return true;
-  if (kind_ == FailureKind::permanent) return round < permanent_failure_round(peer);
-  return stream_.uniform(static_cast<std::uint64_t>(round), static_cast<std::uint64_t>(peer), 0) >= rate_;
+  if (kind_ == FailureKind::permanent) {
+    const bool known = peer >= 0 && peer < n_peers_;
+    return round < (known ? failure_round_[static_cast<std::size_t>(peer)] : permanent_failure_round(peer));
+  }
+  return transient_draw(round, peer) >= threshold_;
 }
 
-std::vector<int> FailureModel::alive_peers(int round, int n) const {
+std::vector<int> FailureModel::alive_peers(int round) const {
   std::vector<int> peers;
-  peers.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i)
-    if (alive(round, i)) peers.push_back(i);
+  peers.reserve(static_cast<std::size_t>(n_peers_));
+  if (round <= 0 || rate_ <= 0.0 || kind_ == FailureKind::permanent) {
+    for (int i = 0; i < n_peers_; ++i)
+      if (alive(round, i)) peers.push_back(i);
+    return peers;
+  }
+  // One Philox block serves eight consecutive peers.
+  for (int base = 0; base < n_peers_; base += 8) {
+    const auto block = stream_.block(static_cast<std::uint64_t>(round), static_cast<std::uint64_t>(base / 8), 0);
+    for (int lane = 0; lane < 8 && base + lane < n_peers_; ++lane) {
+      const std::uint64_t word = block.w[lane / 2];
+      const auto draw = static_cast<std::uint32_t>(lane % 2 == 0 ? word : word >> 32);
+      if (draw >= threshold_) peers.push_back(base + lane);
+    }
+  }
   return peers;
 }
 
-int FailureModel::count_alive(int round, int n) const {
-  int count = 0;
-  for (int i = 0; i < n; ++i) count += alive(round, i) ? 1 : 0;
-  return count;
-}
+int FailureModel::count_alive(int round) const { return static_cast<int>(alive_peers(round).size()); }
 
 }  // namespace avb

@@ -35,16 +35,17 @@ std::string_view to_string(FailureSemantics semantics);
 
 class FailureModel {
  public:
-  // rate in [0, 1]; seed is the trial's seed.
-  FailureModel(std::uint64_t seed, double rate, FailureKind kind);
+  // rate in [0, 1]; seed is the trial's seed; peers 0..n_peers-1.
+  FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers);
 
   // Is `peer` up in round t? Rounds start at 1; in round 0 (the initial state)
   // everyone is alive.
   bool alive(int round, int peer) const;
 
-  // The alive peers among 0..n-1 in round t, ascending.
-  std::vector<int> alive_peers(int round, int n) const;
-  int count_alive(int round, int n) const;
+  // The alive peers in round t, ascending, and how many there are.
+  std::vector<int> alive_peers(int round) const;
+  int count_alive(int round) const;
+  int peers() const { return n_peers_; }
 
   double rate() const { return rate_; }
   FailureKind kind() const { return kind_; }
@@ -55,9 +56,17 @@ class FailureModel {
   std::int64_t permanent_failure_round(int peer) const;
 
  private:
+  // Transient draws are 32-bit, eight peers to one Philox block: each peer
+  // evaluates every peer's state every round, and packing makes that 8x cheaper.
+  // P(down) = threshold / 2^32, within 2^-33 of the rate.
+  std::uint32_t transient_draw(int round, int peer) const;
+
   Stream stream_;
   double rate_;
   FailureKind kind_;
+  int n_peers_;
+  std::uint64_t threshold_;                    // transient: down iff draw < threshold
+  std::vector<std::int64_t> failure_round_;    // permanent: computed once per trial
 };
 
 }  // namespace avb

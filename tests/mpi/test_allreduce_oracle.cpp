@@ -17,7 +17,19 @@ struct Case {
   const char* kind;
   double rate;
   int dim;
+  const char* collective = "auto";
 };
+
+// True on every rank if `local` is true on any: lets all ranks stop a test together.
+bool any_rank(bool local) {
+  int in = local ? 1 : 0, out = 0;
+  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out != 0;
+}
+
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/" << c.collective;
+}
 
 class AllreduceOracle : public ::testing::TestWithParam<Case> {};
 
@@ -28,6 +40,7 @@ AveragingOptions options_for(const Case& c) {
   o.failure = parse_failure_kind(c.kind);
   o.fail_rate = c.rate;
   o.dim = c.dim;
+  o.protocol.collective = parse_collective(c.collective);
   o.rounds = 12;
   o.trials = 3;
   o.seed = 2024;
@@ -44,7 +57,7 @@ TEST_P(AllreduceOracle, EveryPeerMatchesAfterEveryRound) {
   const int n = comm.size(), me = comm.rank();
   for (int trial = 0; trial < options.trials; ++trial) {
     const std::uint64_t seed = trial_seed(options.seed, trial);
-    FailureModel failures(seed, options.fail_rate, options.failure);
+    FailureModel failures(seed, options.fail_rate, options.failure, n);
     auto protocol = make_protocol(options.protocol, comm);
     oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
     std::vector<double> x = expected[me];
@@ -53,9 +66,15 @@ TEST_P(AllreduceOracle, EveryPeerMatchesAfterEveryRound) {
       Round round{t, seed, failures, comm, counters};
       protocol->step(x, round);
       oracle::step(options.protocol, failures, t, expected);
+      int mismatches = 0;
       for (int k = 0; k < options.dim; ++k)
-        ASSERT_LE(std::fabs(x[k] - expected[me][k]), 1e-12 * std::max(1.0, std::fabs(expected[me][k])))
-            << "peer " << me << " coordinate " << k << " round " << t << " trial " << trial;
+        if (!(std::fabs(x[k] - expected[me][k]) <= 1e-12 * std::max(1.0, std::fabs(expected[me][k])))) {
+          ADD_FAILURE() << "peer " << me << " coordinate " << k << " round " << t << " trial " << trial << ": "
+                        << x[k] << " != " << expected[me][k];
+          ++mismatches;
+        }
+      // Stop on every rank together: a rank that left alone would hang the others.
+      ASSERT_FALSE(any_rank(mismatches > 0)) << "round " << t << " trial " << trial;
     }
   }
 }
@@ -109,7 +128,9 @@ INSTANTIATE_TEST_SUITE_P(Semantics, AllreduceOracle,
                                            Case{"survivors", "transient", 0.2, 5},
                                            Case{"survivors", "permanent", 0.1, 2},
                                            Case{"abort", "permanent", 0.02, 4},
-                                           Case{"survivors", "transient", 0.6, 17}));
+                                           Case{"survivors", "transient", 0.6, 17},
+                                           Case{"survivors", "transient", 0.1, 33, "ring"},
+                                           Case{"abort", "transient", 0.01, 33, "doubling"}));
 
 }  // namespace
 }  // namespace avb

@@ -30,11 +30,6 @@ void average_group(Matrix& x, const std::vector<int>& members) {
   for (int i : members) x[i] = m;
 }
 
-// Ring all-reduce traffic: every element crosses n-1 links in the reduce-scatter
-// and n-1 in the all-gather.
-std::uint64_t ring_bytes(std::size_t members, std::size_t dim) {
-  return members < 2 ? 0 : 2 * (members - 1) * dim * sizeof(double);
-}
 }  // namespace
 
 RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, int t, Matrix& x) {
@@ -42,13 +37,13 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
   const std::size_t dim = x.front().size();
   RoundEffect effect;
   if (protocol.name == "allreduce") {
-    const std::vector<int> alive = failures.alive_peers(t, n);
+    const std::vector<int> alive = failures.alive_peers(t);
     if (*protocol.on_failure == FailureSemantics::abort) {
       effect.groups = 1;
       if (static_cast<int>(alive.size()) == n) {
         std::vector<int> all(alive);
         average_group(x, all);
-        effect.bytes = ring_bytes(alive.size(), dim);
+        effect.bytes = collective_bytes(protocol.collective, static_cast<int>(alive.size()), dim);
       } else {
         effect.failed_groups = 1;
       }
@@ -56,7 +51,7 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
       if (alive.size() >= 2) {
         effect.groups = 1;
         average_group(x, alive);
-        effect.bytes = ring_bytes(alive.size(), dim);
+        effect.bytes = collective_bytes(protocol.collective, static_cast<int>(alive.size()), dim);
       }
     }
     return effect;
@@ -83,7 +78,7 @@ RoundRow measure(const Matrix& x, const std::vector<double>& reference) {
 TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
   const AveragingOptions options = resolve(raw);
   const std::uint64_t seed = trial_seed(options.seed, trial);
-  const FailureModel failures(seed, options.fail_rate, options.failure);
+  const FailureModel failures(seed, options.fail_rate, options.failure, n);
   Matrix x = initial_state(seed, n, options.dim);
   const std::vector<double> reference = mean(x);
   TrialRecord record;
@@ -100,7 +95,7 @@ TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
     bytes += effect.bytes;
     row = measure(x, reference);
     row.round = t;
-    row.alive = failures.count_alive(t, n);
+    row.alive = failures.count_alive(t);
     row.groups = effect.groups;
     row.failed_groups = effect.failed_groups;
     row.bytes_sent = bytes;

@@ -10,22 +10,22 @@ namespace avb {
 namespace {
 
 TEST(Failures, RoundZeroEveryoneAlive) {
-  const FailureModel m(1, 1.0, FailureKind::transient);
+  const FailureModel m(1, 1.0, FailureKind::transient, 10);
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(m.alive(0, i));
   EXPECT_FALSE(m.alive(1, 0));
 }
 
 TEST(Failures, ZeroRateNeverFails) {
-  const FailureModel m(1, 0.0, FailureKind::permanent);
-  EXPECT_EQ(m.count_alive(1000000, 100), 100);
+  const FailureModel m(1, 0.0, FailureKind::permanent, 100);
+  EXPECT_EQ(m.count_alive(1000000), 100);
 }
 
 TEST(Failures, TransientRateMatchesP) {
   const double p = 0.01;
-  const FailureModel m(99, p, FailureKind::transient);
+  const FailureModel m(99, p, FailureKind::transient, 1000);
   const int rounds = 200, peers = 1000;
   int down = 0;
-  for (int t = 1; t <= rounds; ++t) down += peers - m.count_alive(t, peers);
+  for (int t = 1; t <= rounds; ++t) down += peers - m.count_alive(t);
   const double trials = static_cast<double>(rounds) * peers;
   // Binomial(200000, 0.01): sd = 44.5; 5 sigma.
   EXPECT_NEAR(down, p * trials, 5 * std::sqrt(trials * p * (1 - p)));
@@ -34,7 +34,7 @@ TEST(Failures, TransientRateMatchesP) {
 TEST(Failures, TransientIsIndependentAcrossRounds) {
   // A peer down in round t is down in t+1 with probability p, not more.
   const double p = 0.2;
-  const FailureModel m(5, p, FailureKind::transient);
+  const FailureModel m(5, p, FailureKind::transient, 20000);
   int both = 0, first = 0;
   for (int i = 0; i < 20000; ++i) {
     if (!m.alive(1, i)) {
@@ -47,7 +47,7 @@ TEST(Failures, TransientIsIndependentAcrossRounds) {
 
 TEST(Failures, PermanentStaysDownAndSurvivalIsGeometric) {
   const double p = 0.05;
-  const FailureModel m(11, p, FailureKind::permanent);
+  const FailureModel m(11, p, FailureKind::permanent, 20000);
   const int peers = 20000;
   for (int i = 0; i < 200; ++i) {
     bool was_down = false;
@@ -59,18 +59,40 @@ TEST(Failures, PermanentStaysDownAndSurvivalIsGeometric) {
   }
   for (int t : {1, 10, 40}) {
     const double expected = std::pow(1 - p, t);
-    const double frac = static_cast<double>(m.count_alive(t, peers)) / peers;
+    const double frac = static_cast<double>(m.count_alive(t)) / peers;
     EXPECT_NEAR(frac, expected, 5 * std::sqrt(expected * (1 - expected) / peers)) << "round " << t;
   }
 }
 
+TEST(Failures, AlivePeersAgreesWithAlive) {
+  for (auto kind : {FailureKind::transient, FailureKind::permanent}) {
+    const FailureModel m(8, 0.3, kind, 37);  // 37: the last Philox block is partly used
+    for (int t = 0; t < 6; ++t) {
+      std::vector<int> expected;
+      for (int i = 0; i < 37; ++i)
+        if (m.alive(t, i)) expected.push_back(i);
+      EXPECT_EQ(m.alive_peers(t), expected) << "round " << t;
+      EXPECT_EQ(m.count_alive(t), static_cast<int>(expected.size()));
+    }
+  }
+}
+
+TEST(Failures, RateOneMeansEveryoneDownAfterRoundZero) {
+  for (auto kind : {FailureKind::transient, FailureKind::permanent}) {
+    const FailureModel m(8, 1.0, kind, 20);
+    EXPECT_EQ(m.count_alive(0), 20);
+    EXPECT_EQ(m.count_alive(1), 0);
+    EXPECT_EQ(m.count_alive(50), 0);
+  }
+}
+
 TEST(Failures, PureFunctionOfSeedRoundPeer) {
-  const FailureModel a(3, 0.3, FailureKind::transient), b(3, 0.3, FailureKind::transient);
+  const FailureModel a(3, 0.3, FailureKind::transient, 50), b(3, 0.3, FailureKind::transient, 50);
   for (int t = 1; t < 20; ++t)
     for (int i = 0; i < 50; ++i) ASSERT_EQ(a.alive(t, i), b.alive(t, i));
   // Asking in any order changes nothing.
   EXPECT_EQ(a.alive(7, 3), b.alive(7, 3));
-  EXPECT_EQ(a.alive_peers(4, 50), b.alive_peers(4, 50));
+  EXPECT_EQ(a.alive_peers(4), b.alive_peers(4));
 }
 
 TEST(Failures, ParseNamesAndRejectOthers) {
@@ -83,8 +105,8 @@ TEST(Failures, ParseNamesAndRejectOthers) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "--on-failure: 'retry' is not one of {survivors, abort, partial}");
   }
-  EXPECT_THROW(FailureModel(1, 1.5, FailureKind::transient), ConfigError);
-  EXPECT_THROW(FailureModel(1, -0.1, FailureKind::transient), ConfigError);
+  EXPECT_THROW(FailureModel(1, 1.5, FailureKind::transient, 4), ConfigError);
+  EXPECT_THROW(FailureModel(1, -0.1, FailureKind::transient, 4), ConfigError);
 }
 
 }  // namespace

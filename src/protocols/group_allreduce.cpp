@@ -1,0 +1,65 @@
+#include "protocols/group_allreduce.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace avb {
+
+Collective parse_collective(std::string_view name) {
+  if (name == "auto") return Collective::automatic;
+  if (name == "ring") return Collective::ring;
+  if (name == "doubling") return Collective::doubling;
+  throw ConfigError("--collective: '" + std::string(name) + "' is not one of {auto, ring, doubling}");
+}
+
+std::string_view to_string(Collective c) {
+  switch (c) {
+    case Collective::automatic: return "auto";
+    case Collective::ring: return "ring";
+    case Collective::doubling: return "doubling";
+  }
+  return "?";
+}
+
+namespace {
+int floor_power_of_two(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+int log2_exact(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+}  // namespace
+
+Collective choose_collective(int n, std::size_t length) {
+  if (n <= 2) return Collective::doubling;  // one exchange either way
+  constexpr double kLatencyBytes = 8192.0;
+  const double bytes = 8.0 * static_cast<double>(length);
+  const int p2 = floor_power_of_two(n);
+  const double doubling_steps = log2_exact(p2) + (p2 == n ? 0 : 2);
+  const double ring_cost = 2.0 * (n - 1) * (kLatencyBytes + bytes / n);
+  const double doubling_cost = doubling_steps * (kLatencyBytes + bytes);
+  return ring_cost < doubling_cost ? Collective::ring : Collective::doubling;
+}
+
+std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
+  if (n < 2) return 0;
+  if (c == Collective::automatic) c = choose_collective(n, length);
+  const std::uint64_t vector = 8ull * length;
+  if (c == Collective::ring) return 2ull * static_cast<std::uint64_t>(n - 1) * vector;
+  const int p2 = floor_power_of_two(n);
+  const std::uint64_t extra = static_cast<std::uint64_t>(n - p2);
+  return (2 * extra + static_cast<std::uint64_t>(p2) * static_cast<std::uint64_t>(log2_exact(p2))) * vector;
+}
+
+void GroupAllreduce::average(Comm& comm, std::span<double> x) {
+  const Collective c = choice_ == Collective::automatic ? choose_collective(comm.size(), x.size()) : choice_;
+  if (c == Collective::ring) ring_.average(comm, x);
+  else doubling_.average(comm, x);
+}
+
+}  // namespace avb

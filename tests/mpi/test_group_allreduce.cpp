@@ -1,0 +1,111 @@
+// Group all-reduces (ring, recursive doubling) against the exact sum, for many
+// lengths on the job's size, and their traffic against the formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/rng.hpp"
+#include "protocols/group_allreduce.hpp"
+
+namespace avb {
+namespace {
+
+// Every rank can regenerate every rank's input from the keyed stream, so each
+// computes the reference itself, in long double.
+double input(int rank, std::size_t k) {
+  return Stream(42, StreamId::test).normal(1, static_cast<std::uint64_t>(rank), k) * (1 + rank % 3);
+}
+
+using Param = std::tuple<Collective, std::size_t>;
+class GroupAllreduceTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(GroupAllreduceTest, SumAndMeanMatchExactReference) {
+  const auto [collective, length] = GetParam();
+  Comm comm = Comm::duplicate(MPI_COMM_WORLD);
+  const int n = comm.size();
+  std::vector<double> x(length), y(length);
+  for (std::size_t k = 0; k < length; ++k) x[k] = y[k] = input(comm.rank(), k);
+  if (collective == Collective::ring) {
+    RingAllreduce ring;
+    ring.sum(comm, x);
+  } else {
+    DoublingAllreduce doubling;
+    doubling.sum(comm, x);
+  }
+  GroupAllreduce(collective).average(comm, y);
+  // Count mismatches rather than ASSERT in the loop: a rank that left the test
+  // early would leave the others waiting in the Bcast below.
+  int bad = 0;
+  for (std::size_t k = 0; k < length; ++k) {
+    long double exact = 0, magnitude = 0;
+    for (int r = 0; r < n; ++r) {
+      exact += input(r, k);
+      magnitude += std::fabs(input(r, k));
+    }
+    if (!(std::fabs(x[k] - static_cast<double>(exact)) <= 1e-12 * static_cast<double>(magnitude)) ||
+        !(std::fabs(y[k] - static_cast<double>(exact / n)) <= 1e-12 * static_cast<double>(magnitude / n)))
+      if (bad++ < 3) ADD_FAILURE() << "k=" << k << " sum " << x[k] << " mean " << y[k] << " exact " << static_cast<double>(exact);
+  }
+  EXPECT_EQ(bad, 0);
+  // Every rank must hold the very same bits.
+  std::vector<double> root(y);
+  MPI_Bcast(root.data(), static_cast<int>(length), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  int differ = 0;
+  for (std::size_t k = 0; k < length; ++k) differ += root[k] != y[k] ? 1 : 0;
+  EXPECT_EQ(differ, 0);
+}
+
+TEST_P(GroupAllreduceTest, TrafficMatchesTheAlgorithm) {
+  const auto [collective, length] = GetParam();
+  Comm comm = Comm::duplicate(MPI_COMM_WORLD);
+  const int n = comm.size();
+  std::vector<double> x(length, 1.0);
+  GroupAllreduce(collective).average(comm, x);
+  std::uint64_t mine = comm.traffic().bytes_sent, total = 0;
+  MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(total, collective_bytes(collective, n, length));
+  if (collective == Collective::ring) {
+    // Each chunk crosses n-1 links in each phase: 2(n-1) L doubles, 2(n-1) messages per rank.
+    EXPECT_EQ(total, 2ull * static_cast<std::uint64_t>(n - 1) * length * sizeof(double));
+    EXPECT_EQ(comm.traffic().messages_sent, 2u * static_cast<std::uint64_t>(n - 1));
+  } else if (n > 1 && (n & (n - 1)) == 0) {
+    EXPECT_EQ(comm.traffic().messages_sent, static_cast<std::uint64_t>(std::log2(n)));
+  }
+  int off = 0;
+  for (double v : x) off += v != 1.0 ? 1 : 0;
+  EXPECT_EQ(off, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lengths, GroupAllreduceTest,
+                         ::testing::Combine(::testing::Values(Collective::ring, Collective::doubling),
+                                            ::testing::Values(0, 1, 2, 3, 5, 7, 8, 9, 64, 1000, 100003)));
+
+TEST(GroupAllreduce, AutomaticChoosesDoublingForShortAndRingForLongVectors) {
+  EXPECT_EQ(choose_collective(1024, 1), Collective::doubling);
+  EXPECT_EQ(choose_collective(1024, 1 << 20), Collective::ring);
+  EXPECT_EQ(choose_collective(2, 1 << 20), Collective::doubling);  // one exchange either way
+  EXPECT_EQ(choose_collective(8, 1 << 20), Collective::ring);
+}
+
+TEST(GroupAllreduce, WorksOnSubCommunicators) {
+  Comm world = Comm::duplicate(MPI_COMM_WORLD);
+  // Odd ranks form one group, even ranks another (create_group: members only).
+  std::vector<int> members;
+  for (int r = world.rank() % 2; r < world.size(); r += 2) members.push_back(r);
+  Comm group = world.create_group(members, 9);
+  ASSERT_FALSE(group.is_null());
+  ASSERT_EQ(group.size(), static_cast<int>(members.size()));
+  std::vector<double> x{static_cast<double>(world.rank())};
+  GroupAllreduce(Collective::ring).average(group, x);
+  double expected = 0;
+  for (int r : members) expected += r;
+  EXPECT_DOUBLE_EQ(x[0], expected / static_cast<double>(members.size()));
+  // Sub-communicators share the parent's traffic counter.
+  EXPECT_EQ(world.traffic().bytes_sent, group.traffic().bytes_sent);
+}
+
+}  // namespace
+}  // namespace avb
