@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/app_support.hpp"
 #include "core/comm.hpp"
@@ -32,52 +33,75 @@ namespace {
 
 constexpr const char* kProgram = "averaging_bench";
 
+// Every value is read as text and converted here, so that every refusal is one
+// line that starts with the flag and says what is accepted (CLI11's own messages
+// name neither).
 struct Cli {
-  avb::AveragingOptions run;
   std::string protocol = "allreduce";
+  std::string fail_rate = "0";
   std::string failure = "transient";
   std::string on_failure = "default";
   std::string collective = "auto";
+  std::string dim = "1";
+  std::string rounds = "50";
+  std::string trials = "10";
+  std::string seed = "0";
+  std::vector<std::string> targets = {"1e-4", "1e-9"};
+  bool stop_at_target = false;
   std::string out;
   bool overwrite = false;
   bool quiet = false;
 };
 
-// Defines every flag. Values are checked by avb::resolve(), so that the library
-// and the app agree on what is accepted and the messages name the flag.
 void define_flags(CLI::App& app, Cli& cli) {
   app.set_config("--config", "", "read options from a TOML/INI file (flag = value per line)");
+  // A misspelt key in a config file must not be ignored: the run would silently
+  // use the default. Unknown command-line flags are collected and refused below.
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.allow_extras();
   app.add_option("--protocol", cli.protocol, "averaging protocol: " + avb::protocol_names())->capture_default_str();
-  app.add_option("--fail-rate", cli.run.fail_rate, "probability that a peer fails in a round, in [0, 1]")
+  app.add_option("--fail-rate", cli.fail_rate, "probability that a peer fails in a round, in [0, 1]")
       ->capture_default_str();
   app.add_option("--failure", cli.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
   app.add_option("--on-failure", cli.on_failure,
                  "failure semantics: survivors, abort, partial (default: the protocol's own)")
       ->capture_default_str();
   app.add_option("--collective", cli.collective,
-                 "all-reduce algorithm inside groups: auto, ring (bandwidth-optimal), doubling (latency-optimal)")
+                 "all-reduce inside groups: auto, ring (bandwidth-optimal), doubling (latency-optimal), "
+                 "tree (fewest messages: cheapest to simulate)")
       ->capture_default_str();
-  app.add_option("--dim", cli.run.dim, "vector length per peer, >= 1")->capture_default_str();
-  app.add_option("--rounds", cli.run.rounds, "rounds per trial, >= 0")->capture_default_str();
-  app.add_option("--trials", cli.run.trials, "independent trials, >= 1 (trial k uses seed + k)")
+  app.add_option("--dim", cli.dim, "vector length per peer, an integer >= 1")->capture_default_str();
+  app.add_option("--rounds", cli.rounds, "rounds per trial, an integer >= 0")->capture_default_str();
+  app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (trial k uses seed + k)")
       ->capture_default_str();
-  app.add_option("--seed", cli.run.seed, "base seed of every random stream")->capture_default_str();
-  app.add_option("--target", cli.run.targets, "variance target (repeatable); rounds to each are reported")
+  app.add_option("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)")
+      ->capture_default_str();
+  app.add_option("--target", cli.targets, "variance target > 0 (repeatable); rounds to each are reported")
       ->capture_default_str()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_flag("--stop-at-target", cli.run.stop_at_target, "end a trial once every target is reached");
+  app.add_flag("--stop-at-target", cli.stop_at_target, "end a trial once every target is reached");
   app.add_option("--out", cli.out, "HDF5 trace to write (refused if it exists, unless --overwrite)");
   app.add_flag("--overwrite", cli.overwrite, "replace an existing --out file when the run ends");
   app.add_flag("--quiet", cli.quiet, "no progress lines on stderr");
 }
 
 avb::AveragingOptions to_options(const Cli& cli) {
-  avb::AveragingOptions o = cli.run;
+  using avb::app::parse_integer;
+  using avb::app::parse_real;
+  avb::AveragingOptions o;
   o.protocol.name = cli.protocol;
+  o.fail_rate = parse_real("--fail-rate", cli.fail_rate, "a number in [0, 1]");
   o.failure = avb::parse_failure_kind(cli.failure);
-  o.protocol.collective = avb::parse_collective(cli.collective);
   if (cli.on_failure != "default") o.protocol.on_failure = avb::parse_failure_semantics(cli.on_failure);
+  o.protocol.collective = avb::parse_collective(cli.collective);
+  o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
+  o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));
+  o.trials = static_cast<int>(parse_integer("--trials", cli.trials, 1, 1 << 30));
+  o.seed = avb::app::parse_seed("--seed", cli.seed);
+  o.targets.clear();
+  for (const auto& t : cli.targets) o.targets.push_back(parse_real("--target", t, "a number > 0"));
+  o.stop_at_target = cli.stop_at_target;
   return avb::resolve(o);
 }
 
@@ -94,12 +118,14 @@ int run(int argc, char** argv) {
   avb::AveragingOptions options;
   try {
     app.parse(argc, argv);
+    avb::app::refuse_extras(app.remaining());
     options = to_options(cli);
+    if (!cli.out.empty()) avb::app::check_out_flag(cli.out, cli.overwrite);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
     return 0;
   } catch (const CLI::ParseError& e) {
-    avb::app::report_error(kProgram, e.what());
+    avb::app::report_error(kProgram, avb::app::explain(e));
     return 2;
   } catch (const avb::Error& e) {
     avb::app::report_error(kProgram, e.what());

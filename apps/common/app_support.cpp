@@ -5,7 +5,10 @@
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
+
+#include "core/error.hpp"
 
 namespace avb::app {
 
@@ -65,6 +68,82 @@ std::string join_command_line(int argc, char** argv) {
   return line;
 }
 
+long long parse_integer(const std::string& flag, const std::string& text, long long min, long long max) {
+  const std::string accepted = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + text + "' is not " + accepted);
+  if (value < min || value > max) throw ConfigError(flag + ": " + text + " is not " + accepted);
+  return value;
+}
+
+double parse_real(const std::string& flag, const std::string& text, const std::string& accepted) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + text + "' is not " + accepted);
+  return value;  // ranges are checked by avb::resolve(), which names the flag too
+}
+
+std::uint64_t parse_seed(const std::string& flag, const std::string& text) {
+  // std::stoull would take "-1" as 2^64-1; seeds are written as plain digits.
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  std::uint64_t value = 0;
+  bool fits = digits;
+  if (digits) {
+    try {
+      value = std::stoull(text);
+    } catch (const std::exception&) {
+      fits = false;
+    }
+  }
+  if (!fits) throw ConfigError(flag + ": '" + text + "' is not an integer in [0, 18446744073709551615]");
+  return value;
+}
+
+void refuse_extras(const std::vector<std::string>& extras) {
+  if (extras.empty()) return;
+  for (const auto& e : extras)
+    if (e.size() > 1 && e[0] == '-')
+      throw ConfigError(e.substr(0, e.find('=')) + ": unknown option (see --help for the accepted ones)");
+  throw ConfigError("'" + extras.front() + "': unexpected argument (options take the form --flag value; see --help)");
+}
+
+std::string explain(const CLI::ParseError& error) {
+  std::string what = error.what();
+  if (error.get_name() == "FileError") return "--config: cannot read the file (" + what + ")";
+  if (error.get_name() == "ConfigError") {
+    // "INI was not able to parse <key>": a key that is not an option.
+    const std::string marker = "parse ";
+    const auto at = what.rfind(marker);
+    const std::string key = at == std::string::npos ? what : what.substr(at + marker.size());
+    return "--config: '" + key + "' is not an option of this program (see --help for the accepted ones)";
+  }
+  return what;
+}
+
+void check_out_flag(const std::string& out, bool overwrite) {
+  namespace fs = std::filesystem;
+  const fs::path path(out);
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw ConfigError("--out: folder '" + folder.string() + "' does not exist (create it first)");
+  if (fs::exists(path, ec) && !overwrite)
+    throw ConfigError("--out: '" + out + "' already exists (pass --overwrite to replace it, or choose another name)");
+  if (fs::is_directory(path, ec)) throw ConfigError("--out: '" + out + "' is a folder, not a file name");
+}
+
 std::string format_number(double v) {
   for (int p = 1; p <= 17; ++p) {
     std::ostringstream s;
@@ -93,10 +172,10 @@ void Reporter::print_header(const std::string& program, const RunInfo& info, con
 
 void Reporter::on_round(const TrialRecord& trial, const RoundRow& row) {
   if (quiet_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_progress_ < std::chrono::seconds(2)) return;
+  const std::time_t now = std::time(nullptr);
+  if (now - last_progress_ < 3) return;
   last_progress_ = now;
-  const double wall = std::chrono::duration<double>(now - started_).count();
+  const double wall = std::difftime(now, started_);
   std::fprintf(stderr, "[%.0fs] trial %d/%d, round %d/%d, variance %.3e\n", wall, trial.index + 1, options_.trials,
                row.round, options_.rounds, row.variance);
   std::fflush(stderr);

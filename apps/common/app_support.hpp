@@ -3,13 +3,15 @@
 // library may not, so all of that lives here.
 #pragma once
 
-#include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "run/averaging.hpp"
 #include "trace/trace.hpp"
@@ -29,6 +31,18 @@ int stop_signal();  // 0 when no stop was requested, else the signal number
 void report_error(const std::string& program, const std::string& message);
 
 std::string join_command_line(int argc, char** argv);
+
+// Conversions of flag values that throw ConfigError("--flag: 'text' is not ...").
+long long parse_integer(const std::string& flag, const std::string& text, long long min, long long max);
+double parse_real(const std::string& flag, const std::string& text, const std::string& accepted);
+std::uint64_t parse_seed(const std::string& flag, const std::string& text);
+
+// Refuses arguments CLI11 did not recognise (collected with allow_extras).
+void refuse_extras(const std::vector<std::string>& extras);
+// CLI11's parse errors as one line that starts with the flag concerned.
+std::string explain(const CLI::ParseError& error);
+// --out must name a new file in an existing folder, unless --overwrite.
+void check_out_flag(const std::string& out, bool overwrite);
 std::string format_number(double v);
 
 // Rank 0's observer: prints the table, writes the trace, shows progress.
@@ -48,8 +62,11 @@ class Reporter final : public AveragingObserver {
   std::unique_ptr<TraceWriter> trace_;
   bool quiet_;
   int peers_ = 0;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_progress_ = started_;
+  // Wall-clock seconds from std::time(): under SMPI, clock_gettime (and so
+  // std::chrono's clocks) returns simulated time, which says nothing about how
+  // long the user has been waiting.
+  std::time_t started_ = std::time(nullptr);
+  std::time_t last_progress_ = started_;
 
  public:
   void set_peers(int n) { peers_ = n; }

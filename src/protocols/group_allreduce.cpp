@@ -10,7 +10,8 @@ Collective parse_collective(std::string_view name) {
   if (name == "auto") return Collective::automatic;
   if (name == "ring") return Collective::ring;
   if (name == "doubling") return Collective::doubling;
-  throw ConfigError("--collective: '" + std::string(name) + "' is not one of {auto, ring, doubling}");
+  if (name == "tree") return Collective::tree;
+  throw ConfigError("--collective: '" + std::string(name) + "' is not one of {auto, ring, doubling, tree}");
 }
 
 std::string_view to_string(Collective c) {
@@ -18,6 +19,7 @@ std::string_view to_string(Collective c) {
     case Collective::automatic: return "auto";
     case Collective::ring: return "ring";
     case Collective::doubling: return "doubling";
+    case Collective::tree: return "tree";
   }
   return "?";
 }
@@ -50,7 +52,7 @@ std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
   if (n < 2) return 0;
   if (c == Collective::automatic) c = choose_collective(n, length);
   const std::uint64_t vector = 8ull * length;
-  if (c == Collective::ring) return 2ull * static_cast<std::uint64_t>(n - 1) * vector;
+  if (c == Collective::ring || c == Collective::tree) return 2ull * static_cast<std::uint64_t>(n - 1) * vector;
   const int p2 = floor_power_of_two(n);
   const std::uint64_t extra = static_cast<std::uint64_t>(n - p2);
   return (2 * extra + static_cast<std::uint64_t>(p2) * static_cast<std::uint64_t>(log2_exact(p2))) * vector;
@@ -59,7 +61,37 @@ std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
 void GroupAllreduce::average(Comm& comm, std::span<double> x) {
   const Collective c = choice_ == Collective::automatic ? choose_collective(comm.size(), x.size()) : choice_;
   if (c == Collective::ring) ring_.average(comm, x);
-  else doubling_.average(comm, x);
+  else if (c == Collective::doubling) doubling_.average(comm, x);
+  else tree_average(comm, x);
+}
+
+void GroupAllreduce::tree_average(Comm& comm, std::span<double> x) {
+  constexpr int kTreeTag = 103;
+  const int n = comm.size();
+  const int r = comm.rank();
+  if (n == 1) return;
+  incoming_.resize(x.size());
+  std::span<double> in(incoming_.data(), x.size());
+  // Reduce: rank r adds the partial sums of r+1, r+2, r+4, ... (below its lowest
+  // set bit) and passes the result to r - lowbit(r); the order depends on n alone.
+  int mask = 1;
+  for (; mask < n; mask <<= 1) {
+    if (r & mask) {
+      comm.ssend<double>(x, r - mask, kTreeTag);
+      break;
+    }
+    if (r + mask < n) {
+      comm.recv<double>(in, r + mask, kTreeTag);
+      for (std::size_t k = 0; k < x.size(); ++k) x[k] += in[k];
+    }
+  }
+  if (r == 0)
+    for (double& v : x) v /= static_cast<double>(n);
+  // Broadcast down the same tree: receive from the parent, then serve the
+  // children from the highest subtree down.
+  if (r != 0) comm.recv<double>(x, r - mask, kTreeTag);
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (r + mask < n) comm.ssend<double>(x, r + mask, kTreeTag);
 }
 
 }  // namespace avb

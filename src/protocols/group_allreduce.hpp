@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/comm.hpp"
 #include "protocols/doubling_allreduce.hpp"
@@ -15,6 +16,10 @@ enum class Collective {
   automatic,  // the cheaper of the two under the alpha-beta model below
   ring,       // bandwidth-optimal: 2(n-1) messages of S/n bytes
   doubling,   // latency-optimal: about log2(n) messages of S bytes
+  tree,       // binomial reduce to rank 0, then binomial broadcast: 2(n-1) messages
+              // of S bytes in all, the fewest of the three, in 2 log2(n) steps. Never
+              // the fastest under the alpha-beta model, but the cheapest to
+              // simulate: under SMPI wall time grows with the message count.
 };
 
 Collective parse_collective(std::string_view name);  // throws ConfigError (--collective)
@@ -35,9 +40,12 @@ class GroupAllreduce {
   void average(Comm& comm, std::span<double> x);
 
  private:
+  void tree_average(Comm& comm, std::span<double> x);
+
   Collective choice_;
   RingAllreduce ring_;
   DoublingAllreduce doubling_;
+  std::vector<double> incoming_;
 };
 
 }  // namespace avb

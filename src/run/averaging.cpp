@@ -15,12 +15,19 @@ namespace avb {
 AveragingOptions resolve(const AveragingOptions& options) {
   AveragingOptions r = options;
   r.protocol = resolve(options.protocol);
-  if (!(r.fail_rate >= 0.0 && r.fail_rate <= 1.0)) throw ConfigError("--fail-rate: must be a number in [0, 1]");
-  if (r.dim < 1) throw ConfigError("--dim: must be an integer >= 1");
-  if (r.rounds < 0) throw ConfigError("--rounds: must be an integer >= 0");
-  if (r.trials < 1) throw ConfigError("--trials: must be an integer >= 1");
+  auto text = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  if (!(r.fail_rate >= 0.0 && r.fail_rate <= 1.0))
+    throw ConfigError("--fail-rate: " + text(r.fail_rate) + " is not a number in [0, 1]");
+  if (r.dim < 1) throw ConfigError("--dim: " + std::to_string(r.dim) + " is not an integer >= 1");
+  if (r.rounds < 0) throw ConfigError("--rounds: " + std::to_string(r.rounds) + " is not an integer >= 0");
+  if (r.trials < 1) throw ConfigError("--trials: " + std::to_string(r.trials) + " is not an integer >= 1");
+  if (r.targets.empty()) throw ConfigError("--target: at least one target is needed (a number > 0)");
   for (double t : r.targets)
-    if (!(t > 0.0 && std::isfinite(t))) throw ConfigError("--target: must be a positive number");
+    if (!(t > 0.0 && std::isfinite(t))) throw ConfigError("--target: " + text(t) + " is not a number > 0");
   std::sort(r.targets.begin(), r.targets.end(), std::greater<>());
   r.targets.erase(std::unique(r.targets.begin(), r.targets.end()), r.targets.end());
   return r;
@@ -161,8 +168,9 @@ class Meter {
 };
 
 // Without --stop-at-target the ranks need the verdict only to honour a stop
-// request, so it is shared every few rounds: a SIGTERM takes effect within
-// kStopCheckInterval rounds, and rounds cost one tree each instead of two.
+// request, so for short vectors it is shared every few rounds: a SIGTERM takes
+// effect within kStopCheckInterval rounds, and rounds cost one tree each
+// instead of two.
 constexpr int kStopCheckInterval = 8;
 
 }  // namespace
@@ -172,6 +180,9 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
   AveragingResult result;
   Meter meter(world, options.dim);
   const double min_target = options.targets.empty() ? 0.0 : options.targets.back();
+  // Long vectors make rounds slow and the extra broadcast cheap by comparison:
+  // check for stop requests every round then (mpirun allows ~1 s after SIGTERM).
+  const int check_interval = options.dim >= 1024 ? 1 : kStopCheckInterval;
 
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
     const std::uint64_t seed = trial_seed(options.seed, k);
@@ -191,7 +202,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     double elapsed = 0.0;
 
     auto measure = [&](int t, double step_seconds, GroupCounters counters) {
-      const bool share = options.stop_at_target || t % kStopCheckInterval == 0 || t == options.rounds;
+      const bool share = options.stop_at_target || t % check_interval == 0 || t == options.rounds;
       const auto m = meter.measure({x, comm.traffic().bytes_sent, counters, step_seconds, observer.stop_requested()},
                                    share);
       if (me == 0) {

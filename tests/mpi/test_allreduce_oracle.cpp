@@ -130,7 +130,8 @@ INSTANTIATE_TEST_SUITE_P(Semantics, AllreduceOracle,
                                            Case{"abort", "permanent", 0.02, 4},
                                            Case{"survivors", "transient", 0.6, 17},
                                            Case{"survivors", "transient", 0.1, 33, "ring"},
-                                           Case{"abort", "transient", 0.01, 33, "doubling"}));
+                                           Case{"abort", "transient", 0.01, 33, "doubling"},
+                                           Case{"survivors", "transient", 0.3, 3, "tree"}));
 
 }  // namespace
 }  // namespace avb

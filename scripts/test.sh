@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Everything CI runs: installs the dependencies, builds both engines and runs every
+# test. Stops at the first failure.
+#
+#   scripts/test.sh            (from any folder; as root, or with sudo for apt-get)
+#
+# build/       Open MPI build (preset default): unit, MPI and app script tests
+# build-smpi/  SMPI build (preset smpi): MPI tests on simulated peers, 1024-peer run,
+#              app script tests, and the cross-engine comparison, which also
+#              uses build/ (hence the order)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+exec </dev/null   # nothing here reads input; CI has none
+
+started=$SECONDS
+step="start"
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "test.sh: FAILED at step \"$step\" (exit $rc) after $((SECONDS - started)) s" >&2; fi' EXIT
+run_step() {
+  step=$1
+  shift
+  echo "== test.sh: $step"
+  local t0=$SECONDS
+  "$@"
+  echo "== test.sh: $step: ok ($((SECONDS - t0)) s)"
+}
+
+jobs=$(nproc)
+run_step "install dependencies" scripts/install-deps.sh
+run_step "configure build/ (Open MPI)" cmake --preset default
+run_step "build build/" cmake --build build -j"$jobs"
+run_step "configure build-smpi/ (SMPI)" cmake --preset smpi
+run_step "build build-smpi/" cmake --build build-smpi -j"$jobs"
+run_step "ctest build/" ctest --test-dir build --output-on-failure -j2
+run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure
+
+echo "test.sh: all tests passed in both builds (build/, build-smpi/) in $((SECONDS - started)) s"

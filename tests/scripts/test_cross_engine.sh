@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Same seed, same results on both engines: 8 peers under Open MPI (real processes)
+# and under SMPI (simulated) must write bit-identical per-round columns.
+#
+#   tests/scripts/test_cross_engine.sh MPI_BINARY SMPI_BINARY
+#
+# Every random draw is keyed by (seed, round, peer), and the collectives fix their
+# order of summation, so nothing may depend on the engine. Compared exactly (float
+# bits), every trial and every row: round, variance, error, mean_drift, alive,
+# groups, failed_groups, bytes_sent, the trial attributes and every /summary column
+# but time (wall-clock seconds under Open MPI, simulated seconds under SMPI).
+# Failures are injected (rate 0.05 on 8 peers: some peer fails in about a third of
+# the rounds; and 0.3) under both `survivors` and `abort`, and the test checks
+# that they did happen. The vector length 5 does not divide among 8 peers, so
+# uneven pieces are exercised too; so is each all-reduce algorithm the program
+# offers.
+source "$(dirname "$0")/common.sh"
+
+[ $# -eq 2 ] || die "usage: test_cross_engine.sh MPI_BINARY SMPI_BINARY"
+[ -e "$1" ] || die "no Open MPI program at $1 (build the default preset first: cmake --preset default && cmake --build build)"
+[ -e "$2" ] || die "no SMPI program at $2 (build it first)"
+MPI_BIN=$(realpath "$1")
+SMPI_BIN=$(realpath "$2")
+NP=8
+
+# run ENGINE BIN OUT ARGS...: runs one engine; dies on failure.
+run() {
+  local engine=$1 bin=$2 out=$3
+  shift 3
+  set_launcher "$engine" "$NP"
+  local rc=0 log=$out.log
+  timeout -k 10 120 "${LAUNCH[@]}" "$bin" "$@" --out "$out" --quiet >"$log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    sed 's/^/    /' "$log" >&2
+    die "$engine run failed with exit code $rc: $*"
+  fi
+}
+
+# Every all-reduce algorithm the program accepts (a singleton run of 0 rounds
+# tells); add new ones to this list. Without --collective, just the default.
+collectives=()
+if timeout 30 "$MPI_BIN" --help 2>/dev/null | grep -q -- '--collective'; then
+  for c in ring doubling tree; do
+    if timeout 30 "$MPI_BIN" --collective "$c" --rounds 0 --trials 1 --quiet >/dev/null 2>&1; then
+      collectives+=("$c")
+    fi
+  done
+  [ ${#collectives[@]} -gt 0 ] || die "the program accepts none of --collective ring, doubling, tree"
+else
+  collectives=(default)
+fi
+say "collectives: ${collectives[*]}"
+
+# semantics:fail-rate. At rate 0.05 the variance soon reaches exactly 0 (in the
+# first round without failures), after which every row is trivially equal; at 0.3
+# with survivors, partial groups average for many rounds, so the floating-point
+# sums of most rows are compared.
+for config in survivors:0.05 abort:0.05 survivors:0.3; do
+  semantics=${config%%:*} rate=${config#*:}
+  for collective in "${collectives[@]}"; do
+    args=(--protocol allreduce --fail-rate "$rate" --on-failure "$semantics" --dim 5 --rounds 40 --trials 3 --seed 12345)
+    [ "$collective" = default ] || args+=(--collective "$collective")
+    tag=$semantics-$rate-$collective
+    started=$(now)
+    run mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
+    run smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
+    say "$tag: both engines ran ${args[*]} ($(elapsed "$started") s)"
+    check_trace "$SCRATCH/mpi-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
+    check_trace "$SCRATCH/smpi-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
+    if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" 2>&1 <<'EOF'
+import sys
+import h5py
+import numpy as np
+
+COLUMNS = ["round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups", "bytes_sent"]
+
+def same(a, b):
+    """Exact equality; floats compared bit for bit (so -0.0 != 0.0, NaN == NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind == "f":
+        return np.array_equal(a.view(np.uint64 if a.itemsize == 8 else np.uint32),
+                              b.view(np.uint64 if b.itemsize == 8 else np.uint32))
+    return np.array_equal(a, b)
+
+problems = []
+with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
+    if m.attrs["engine"] != "openmpi" or s.attrs["engine"] != "smpi":
+        problems.append(f"engines are {m.attrs['engine']!r} and {s.attrs['engine']!r}, expected openmpi and smpi")
+    if list(m["trials"]) != list(s["trials"]):
+        problems.append(f"trials {list(m['trials'])} vs {list(s['trials'])}")
+    failed_rounds = failed_groups = 0
+    for k in m["trials"]:
+        a, b = m["trials"][k], s["trials"][k]
+        for name in COLUMNS + ["targets"]:
+            if not same(a[name][()], b[name][()]):
+                x, y = a[name][()], b[name][()]
+                n = min(len(x), len(y))
+                diff = [i for i in range(n) if not same(x[i:i + 1], y[i:i + 1])]
+                where = f"first at row {diff[0]}: {x[diff[0]]!r} vs {y[diff[0]]!r}" if diff else f"lengths {len(x)} vs {len(y)}"
+                problems.append(f"/trials/{k}/{name} differs ({where})")
+        for name in sorted(set(a.attrs) | set(b.attrs)):
+            if name not in a.attrs or name not in b.attrs or not same(a.attrs[name], b.attrs[name]):
+                problems.append(f"/trials/{k} attribute {name}: {a.attrs.get(name)!r} vs {b.attrs.get(name)!r}")
+        alive = a["alive"][()]
+        failed_rounds += int((alive[1:] < m.attrs["n_peers"]).sum())
+        failed_groups += int(a["failed_groups"][()].sum())
+    for name in sorted(set(m["summary"]) | set(s["summary"])):
+        if name == "time":
+            continue
+        if name not in m["summary"] or name not in s["summary"]:
+            problems.append(f"/summary/{name} exists in one trace only")
+        elif not same(m["summary"][name][()], s["summary"][name][()]):
+            problems.append(f"/summary/{name}: {m['summary'][name][()]} vs {s['summary'][name][()]}")
+    if failed_rounds == 0:
+        problems.append("no peer ever failed: failures were not exercised")
+    v = m["trials"]["0"]["variance"][()]
+    if not (v[0] > 0 and v[-1] < v[0]):
+        problems.append(f"variance did not fall (first {v[0]!r}, last {v[-1]!r}): nothing was averaged")
+    rows = sum(len(m["trials"][k]["round"]) for k in m["trials"])
+    moving = sum(int((m["trials"][k]["variance"][()] > 0).sum()) for k in m["trials"])
+
+for p in problems:
+    print(p)
+if problems:
+    sys.exit(1)
+print(f"identical: {len(COLUMNS)} columns x {rows} rows ({moving} with variance > 0), trial attributes, "
+      f"/summary but time; {failed_rounds} rounds with failed peers, {failed_groups} failed groups")
+EOF
+    ); then
+      ok "$tag: $report"
+    else
+      bad "$tag: Open MPI and SMPI traces differ:"
+      printf '%s\n' "$report" | sed 's/^/    /' >&2
+    fi
+  done
+done
+finish

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# A run stopped by SIGTERM (Slurm's time limit, scancel) or SIGINT (Ctrl-C) keeps
+# the rounds it has done: the launcher exits non-zero, and the trace exists under
+# its final name, is readable, valid, marked complete = 0, holds at least one round
+# after the initial state, and no temporary file is left beside it.
+#
+#   tests/scripts/test_sigterm.sh BINARY ENGINE      ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#
+# The signal goes to the launcher, as Slurm and a terminal would send it:
+#   - Open MPI 4.1's mpirun sends the ranks SIGCONT, waits odls_base_sigkill_timeout
+#     (1 s by default), sends SIGTERM, waits as long again, then SIGKILLs them
+#     (orte/mca/odls/base/odls_base_default_fns.c). A rank therefore has 1 s to
+#     finish its round and save; here rounds take under a millisecond. A run whose
+#     rounds take longer loses its trace (only the temporary file is left) unless
+#     OMPI_MCA_odls_base_sigkill_timeout is raised. mpirun then exits with 1, not
+#     the ranks' 143.
+#   - SimGrid's smpirun sends SIGTERM to the simulation process (whatever signal it
+#     got) and exits at once, while the simulation is still saving. The test
+#     therefore waits for the launcher's whole process group to end, not just the
+#     launcher, before looking at the file.
+source "$(dirname "$0")/common.sh"
+
+[ $# -eq 2 ] || die "usage: test_sigterm.sh BINARY mpi|smpi"
+[ -e "$1" ] || die "no program at $1 (build it first)"
+BIN=$(realpath "$1")
+ENGINE=$2
+set_launcher "$ENGINE" 2
+
+# The launcher runs in its own process group (job control, set -m), so that the
+# test can wait for every process it started and, if something hangs, kill them
+# all by that group's id. Job control also keeps SIGINT deliverable: without it,
+# bash starts background commands with SIGINT ignored, and smpirun (a shell
+# script) could then not trap it. There is no `timeout` around the launcher, so
+# that the signal reaches the launcher alone (timeout would relay it to the whole
+# group); the waits below are bounded instead, and kill the group when exceeded.
+LAUNCHER_PID=""
+kill_launcher_group() {
+  if [ -n "$LAUNCHER_PID" ] && kill -0 -- "-$LAUNCHER_PID" 2>/dev/null; then
+    kill -KILL -- "-$LAUNCHER_PID" 2>/dev/null || true
+  fi
+}
+avb_cleanup_hooks+=(kill_launcher_group)
+
+# wait_gone PID SECONDS: waits until no process of group PID is left; 1 on timeout.
+wait_gone() {
+  local pgid=$1 limit=$2 start
+  start=$(now)
+  while kill -0 -- "-$pgid" 2>/dev/null; do
+    if awk -v a="$start" -v b="$(now)" -v l="$limit" 'BEGIN { exit !(b - a > l) }'; then return 1; fi
+    sleep 0.1
+  done
+}
+
+# stop_run SIGNAL: starts a long run, sends SIGNAL to the launcher once rounds are
+# being done, and checks what it leaves.
+stop_run() {
+  local sig=$1
+  local dir=$SCRATCH/$sig
+  mkdir -p "$dir"
+  local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt
+  # 100 trials of 100,000 rounds of 20,000 values on 2 peers: hours, far longer
+  # than the test, which stops it after a few seconds.
+  set -m
+  "${LAUNCH[@]}" "$BIN" --dim 20000 --rounds 100000 --trials 100 --fail-rate 0.01 \
+    --out "$out" >"$log" 2>"$err" </dev/null &
+  LAUNCHER_PID=$!
+  set +m
+  local pgid
+  pgid=$(awk '{ print $5 }' "/proc/$LAUNCHER_PID/stat" 2>/dev/null || echo "?")
+  [ "$pgid" = "$LAUNCHER_PID" ] || die "the launcher $LAUNCHER_PID is not leading its process group ($pgid)"
+  local started
+  started=$(now)
+
+  # Rounds are being done once a progress line ("[3s] trial 1/100, round 812/...")
+  # is printed; the app prints the first after a few seconds of running.
+  local waited=0
+  until grep -q '^\[[0-9]*s\] trial 1/100, round [1-9]' "$err"; do
+    if ! kill -0 "$LAUNCHER_PID" 2>/dev/null; then
+      echo "--- stdout" >&2; cat "$log" >&2; echo "--- stderr" >&2; cat "$err" >&2
+      die "SIG$sig: the run ended before it could be stopped"
+    fi
+    waited=$((waited + 1))
+    [ "$waited" -le 600 ] || die "SIG$sig: no progress line after 60 s (killed the run)"
+    sleep 0.1
+  done
+  say "SIG$sig: run going after $(elapsed "$started") s: $(grep '^\[' "$err" | tail -1)"
+
+  # To the launcher alone, as its PID (mpirun, or the smpirun shell script).
+  local sent
+  sent=$(now)
+  kill -s "$sig" "$LAUNCHER_PID"
+  # The launcher must go within 60 s, and so must everything it started.
+  wait_gone "$LAUNCHER_PID" 60 || die "SIG$sig: processes still running 60 s after the signal (killed them)"
+  local rc=0
+  wait "$LAUNCHER_PID" || rc=$?
+  local launcher_s
+  launcher_s=$(elapsed "$sent")
+  say "SIG$sig: launcher exit code $rc, every process gone $launcher_s s after the signal"
+  LAUNCHER_PID=""
+
+  if [ "$rc" -eq 0 ]; then
+    bad "SIG$sig: the launcher exited 0; a stopped run must exit non-zero"
+  else
+    ok "SIG$sig: non-zero exit ($rc)"
+  fi
+  if grep -q '^# run cut short by a stop request' "$log"; then
+    ok "SIG$sig: rank 0 reported the stop on stdout"
+  else
+    bad "SIG$sig: no '# run cut short by a stop request' line on stdout"
+  fi
+
+  local leftover
+  leftover=$(find "$dir" -name '.*.tmp.*')
+  [ -z "$leftover" ] || bad "SIG$sig: temporary file left behind: $leftover"
+  if [ ! -f "$out" ]; then
+    bad "SIG$sig: no trace at $out"
+    echo "--- stdout" >&2; cat "$log" >&2; echo "--- stderr" >&2; grep -v '^\[[0-9]*s\]' "$err" >&2 || true
+    return
+  fi
+  check_trace "$out" --peers 2 --complete 0 --rounds 100000
+  local rows
+  if rows=$(timeout 60 "$AVB_PYTHON" -c '
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["complete"] == 0, "complete is %r" % f.attrs["complete"]
+    trials = f["trials"]
+    rows = sum(len(trials[k]["round"]) - 1 for k in trials)
+    last = trials[list(trials)[-1]]
+    assert rows >= 1, "no round after the initial state"
+    assert last.attrs["complete"] == 0, "the last trial is not marked cut short"
+    print(f"{len(trials)} trial(s), {rows} round row(s)")
+' "$out" 2>&1); then
+    ok "SIG$sig: h5py reads it: complete = 0, $rows, last trial cut short"
+  else
+    bad "SIG$sig: trace content: $rows"
+  fi
+}
+
+say "engine $ENGINE: ${LAUNCH[*]} $BIN"
+stop_run TERM
+stop_run INT
+finish
