@@ -139,19 +139,9 @@ void check_out_flag(const std::string& out, bool overwrite) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec))
     throw ConfigError("--out: folder '" + folder.string() + "' does not exist (create it first)");
+  if (fs::is_directory(path, ec)) throw ConfigError("--out: '" + out + "' is a folder, not a file name");
   if (fs::exists(path, ec) && !overwrite)
     throw ConfigError("--out: '" + out + "' already exists (pass --overwrite to replace it, or choose another name)");
-  if (fs::is_directory(path, ec)) throw ConfigError("--out: '" + out + "' is a folder, not a file name");
-}
-
-std::string format_number(double v) {
-  for (int p = 1; p <= 17; ++p) {
-    std::ostringstream s;
-    s.precision(p);
-    s << v;
-    if (std::stod(s.str()) == v) return s.str();
-  }
-  return std::to_string(v);
 }
 
 Reporter::Reporter(const AveragingOptions& options, std::unique_ptr<TraceWriter> trace, bool quiet)

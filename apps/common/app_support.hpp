@@ -43,7 +43,6 @@ void refuse_extras(const std::vector<std::string>& extras);
 std::string explain(const CLI::ParseError& error);
 // --out must name a new file in an existing folder, unless --overwrite.
 void check_out_flag(const std::string& out, bool overwrite);
-std::string format_number(double v);
 
 // Rank 0's observer: prints the table, writes the trace, shows progress.
 class Reporter final : public AveragingObserver {

@@ -34,17 +34,17 @@ AveragingOptions resolve(const AveragingOptions& options) {
 }
 
 namespace {
+// The shortest text that reads back to the same double.
 std::string format_number(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  // Shortest text that reads back to the same double.
-  for (int p = 1; p <= 17; ++p) {
+  for (int p = 1; p < 17; ++p) {
     std::ostringstream t;
     t.precision(p);
     t << v;
     if (std::stod(t.str()) == v) return t.str();
   }
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
   return s.str();
 }
 }  // namespace
