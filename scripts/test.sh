@@ -8,6 +8,7 @@
 # build-smpi/  SMPI build (preset smpi): MPI tests on simulated peers, 1024-peer run,
 #              app script tests, and the cross-engine comparison, which also
 #              uses build/ (hence the order)
+# build-asan/  the build/ suite again under ASan + UBSan (preset asan)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -33,5 +34,10 @@ run_step "configure build-smpi/ (SMPI)" cmake --preset smpi
 run_step "build build-smpi/" cmake --build build-smpi -j"$jobs"
 run_step "ctest build/" ctest --test-dir build --output-on-failure -j2
 run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure
+# The Open MPI suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (leak checks off: Open MPI's own allocations at exit would drown ours).
+run_step "configure build-asan/ (ASan + UBSan)" cmake --preset asan
+run_step "build build-asan/" cmake --build build-asan -j"$jobs"
+run_step "ctest build-asan/" ctest --preset asan -j2
 
-echo "test.sh: all tests passed in both builds (build/, build-smpi/) in $((SECONDS - started)) s"
+echo "test.sh: all tests passed in build/, build-smpi/ and build-asan/ in $((SECONDS - started)) s"
