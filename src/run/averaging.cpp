@@ -154,7 +154,8 @@ class Meter {
       out.step_seconds = buffer_[dim_ + 4];
       verdict = {out.row.variance, buffer_[dim_ + 5]};
     }
-    if (share) check_mpi(MPI_Bcast(verdict.data(), 2, MPI_DOUBLE, 0, comm_.raw()), "MPI_Bcast");
+    if (!share) return out;  // stop = false on every rank alike: rank 0 must not act alone
+    check_mpi(MPI_Bcast(verdict.data(), 2, MPI_DOUBLE, 0, comm_.raw()), "MPI_Bcast");
     out.variance = verdict[0];
     out.stop = verdict[1] != 0.0;
     return out;
