@@ -135,3 +135,44 @@ INSTANTIATE_TEST_SUITE_P(Semantics, AllreduceOracle,
 
 }  // namespace
 }  // namespace avb
+
+namespace avb {
+namespace {
+
+// A stop request seen by one rank only (as when a signal reaches one process)
+// must stop every rank after the same round, at the next shared verdict.
+class StopAfter : public AveragingObserver {
+ public:
+  StopAfter(bool asks, int calls) : asks_(asks), calls_(calls) {}
+  bool stop_requested() override { return asks_ && ++seen_ > calls_; }
+  void on_trial(const TrialRecord& t) override { trials.push_back(t); }
+  std::vector<TrialRecord> trials;
+
+ private:
+  bool asks_;
+  int calls_;
+  int seen_ = 0;
+};
+
+TEST(AveragingRun, StopRequestOnOneRankStopsEveryRankTogether) {
+  int n = 0, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  AveragingOptions o;
+  o.rounds = 50;
+  o.trials = 3;
+  o.fail_rate = 0.1;
+  // The last rank asks from round 3 on (its 4th poll: rounds 0, 1, 2, 3).
+  StopAfter observer(me == n - 1, 3);
+  const AveragingResult result = run_averaging(o, MPI_COMM_WORLD, observer);
+  EXPECT_TRUE(result.stopped);
+  if (me != 0) return;
+  ASSERT_EQ(result.trials.size(), 1u);
+  const TrialRecord& trial = result.trials.front();
+  EXPECT_FALSE(trial.complete);
+  // Verdicts are shared every 8 rounds for short vectors: round 8 is the first.
+  EXPECT_EQ(trial.rows.back().round, 8);
+}
+
+}  // namespace
+}  // namespace avb
