@@ -72,7 +72,7 @@ void define_flags(CLI::App& app, Cli& cli) {
       ->capture_default_str();
   app.add_option("--dim", cli.dim, "vector length per peer, an integer >= 1")->capture_default_str();
   app.add_option("--rounds", cli.rounds, "rounds per trial, an integer >= 0")->capture_default_str();
-  app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (trial k uses seed + k)")
+  app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (each with its own seed drawn from --seed)")
       ->capture_default_str();
   app.add_option("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)")
       ->capture_default_str();
@@ -110,25 +110,32 @@ int run(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  // Every rank parses the same arguments and so reaches the same verdict; only
-  // rank 0 speaks.
+  // Every rank parses the same arguments; the verdicts are combined, so that a
+  // file readable on some nodes only (--config) cannot leave ranks waiting for
+  // others that quit. Only rank 0 speaks.
   CLI::App app{"Decentralized averaging benchmark (avbench)", kProgram};
   Cli cli;
   define_flags(app, cli);
   avb::AveragingOptions options;
+  std::string problem;
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app.remaining());
     options = to_options(cli);
-    if (!cli.out.empty()) avb::app::check_out_flag(cli.out, cli.overwrite);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
     return 0;
   } catch (const CLI::ParseError& e) {
-    avb::app::report_error(kProgram, avb::app::explain(e));
-    return 2;
+    problem = avb::app::explain(e);
   } catch (const avb::Error& e) {
-    avb::app::report_error(kProgram, e.what());
+    problem = e.what();
+  }
+  int parsed = problem.empty() ? 1 : 0, everywhere = 0;
+  avb::check_mpi(MPI_Allreduce(&parsed, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (!everywhere) {
+    avb::app::report_error(kProgram, problem.empty() ? "the options could not be read on every rank (is the "
+                                                       "--config file on a file system all nodes see?)"
+                                                     : problem);
     return 2;
   }
 
@@ -143,12 +150,18 @@ int run(int argc, char** argv) {
   if (!cli.out.empty()) described.emplace_back("out", cli.out);
 
   // Rank 0 alone touches the file system; the others learn whether it succeeded.
+  // Stop handlers first, so that a signal cannot leave the temporary file behind.
+  avb::app::install_stop_handlers();
   std::unique_ptr<avb::TraceWriter> trace;
   int trace_ok = 1;
   if (rank == 0 && !cli.out.empty()) {
     try {
+      avb::app::check_out_flag(cli.out, cli.overwrite);
       trace = std::make_unique<avb::TraceWriter>(cli.out, cli.overwrite, info);
       trace->write_config(described, app.config_to_str(true, false));
+    } catch (const avb::ConfigError& e) {
+      avb::app::report_error(kProgram, e.what());
+      trace_ok = 0;
     } catch (const avb::Error& e) {
       trace.reset();
       avb::app::report_error(kProgram, std::string("--out: ") + e.what());
@@ -158,7 +171,6 @@ int run(int argc, char** argv) {
   avb::check_mpi(MPI_Bcast(&trace_ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   if (!trace_ok) return 2;
 
-  avb::app::install_stop_handlers();
   avb::app::Reporter reporter(options, std::move(trace), cli.quiet);
   reporter.set_peers(size);
   if (rank == 0) reporter.print_header(kProgram, info, described);

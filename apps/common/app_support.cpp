@@ -4,7 +4,9 @@
 
 #include <csignal>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -83,14 +85,12 @@ long long parse_integer(const std::string& flag, const std::string& text, long l
 }
 
 double parse_real(const std::string& flag, const std::string& text, const std::string& accepted) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + text + "' is not " + accepted);
+  // strtod accepts what stod rejects as out of range (subnormals); overflow gives
+  // inf, which resolve() refuses by range.
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const bool whole = !text.empty() && end == text.c_str() + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
+  if (!whole || std::isnan(value)) throw ConfigError(flag + ": '" + text + "' is not " + accepted);
   return value;  // ranges are checked by avb::resolve(), which names the flag too
 }
 
@@ -188,7 +188,12 @@ void Reporter::finish(const std::vector<TrialRecord>& trials, bool complete) {
   std::vector<std::vector<double>> rounds(options_.targets.size());
   std::vector<double> variance, bytes, time;
   bool capped = false;
+  std::size_t cut_short = 0;
   for (const auto& trial : trials) {
+    if (!trial.complete) {  // a cut-short trial would bias the means (trace-format.md)
+      ++cut_short;
+      continue;
+    }
     for (std::size_t i = 0; i < trial.targets.size() && i < rounds.size(); ++i) {
       rounds[i].push_back(trial.targets[i].rounds);
       capped = capped || !trial.targets[i].reached;
@@ -204,7 +209,9 @@ void Reporter::finish(const std::vector<TrialRecord>& trials, bool complete) {
   for (const auto& r : rounds) std::printf(" %11.3f", mean_se(r).se);
   std::printf(" %14.3e %14.1f %12.4e\n", mean_se(variance).se, mean_se(bytes).se, mean_se(time).se);
   if (capped) std::printf("# * target not reached: counted as the number of rounds run (the paper's cap)\n");
-  if (!complete) std::printf("# run cut short by a stop request: %zu trial(s) recorded\n", trials.size());
+  if (!complete)
+    std::printf("# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
+                trials.size(), cut_short);
   std::fflush(stdout);
   if (trace_) trace_->finish(complete);
 }

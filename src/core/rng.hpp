@@ -23,6 +23,7 @@ enum class StreamId : std::uint64_t {
   data = 7,
   dither = 8,          // quantizer dithering
   failure_phase = 9,   // where in a round a peer fails (partial semantics)
+  trial_seeds = 10,    // the seed of each trial, from the run's seed
   test = 1000,         // reserved for tests
 };
 

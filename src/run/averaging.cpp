@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/comm.hpp"
@@ -40,7 +41,9 @@ std::string format_number(double v) {
     std::ostringstream t;
     t.precision(p);
     t << v;
-    if (std::stod(t.str()) == v) return t.str();
+    // strtod, not stod: a short form may read back as a subnormal, which stod
+    // reports as out of range.
+    if (std::strtod(t.str().c_str(), nullptr) == v) return t.str();
   }
   std::ostringstream s;
   s.precision(17);
@@ -64,7 +67,9 @@ std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions
   return out;
 }
 
-std::uint64_t trial_seed(std::uint64_t seed, int trial) { return seed + static_cast<std::uint64_t>(trial); }
+std::uint64_t trial_seed(std::uint64_t seed, int trial) {
+  return Stream(seed, StreamId::trial_seeds).bits(static_cast<std::uint64_t>(trial), 0, 0);
+}
 
 double initial_value(std::uint64_t seed, int peer, int k) {
   return Stream(seed, StreamId::initial_values)
@@ -103,12 +108,13 @@ class Meter {
     std::span<const double> x;
     std::uint64_t bytes_sent;  // this peer's, cumulative
     GroupCounters counters;
-    double step_seconds;       // this peer's time in the protocol this round
+    double step_start;         // MPI_Wtime() when this peer entered the step
+    double step_end;           // and when it left it
     bool stop_requested;       // this peer's view of a stop request
   };
   struct Outputs {
     RoundRow row;         // rank 0 only (round, alive and time are the caller's)
-    double step_seconds;  // max over peers, rank 0 only
+    double step_seconds;  // the round's duration (see below), rank 0 only
     bool stop;            // any peer asked to stop (valid on all ranks if shared)
     double variance;      // valid on all ranks if shared
   };
@@ -136,9 +142,11 @@ class Meter {
     buffer_[dim_ + 1] = static_cast<double>(in.bytes_sent);
     buffer_[dim_ + 2] = in.counters.groups;
     buffer_[dim_ + 3] = in.counters.failed_groups;
-    buffer_[dim_ + 4] = in.step_seconds;
-    buffer_[dim_ + 5] = in.stop_requested ? 1.0 : 0.0;
-    tree_reduce_to_root(comm_, buffer_, dim_ + 4, scratch_);
+    buffer_[dim_ + 4] = in.step_end - in.step_start;
+    buffer_[dim_ + 5] = in.step_start;
+    buffer_[dim_ + 6] = in.step_end;
+    buffer_[dim_ + 7] = in.stop_requested ? 1.0 : 0.0;
+    tree_reduce_to_root(comm_, buffer_, dim_ + 4, scratch_);  // 4 sums, then 4 maxima
 
     Outputs out{};
     std::array<double, 2> verdict{};
@@ -151,8 +159,14 @@ class Meter {
       out.row.bytes_sent = static_cast<std::uint64_t>(buffer_[dim_ + 1]);
       out.row.groups = static_cast<std::int32_t>(buffer_[dim_ + 2]);
       out.row.failed_groups = static_cast<std::int32_t>(buffer_[dim_ + 3]);
-      out.step_seconds = buffer_[dim_ + 4];
-      verdict = {out.row.variance, buffer_[dim_ + 5]};
+      // A round lasts from the moment the last peer entered it to the moment the
+      // last peer left it. Peers leave the previous measurement at different
+      // times, and an early peer's own duration includes waiting for the rest:
+      // counting that would let measurement disturb the time column. Needs one
+      // clock for all peers (SMPI's simulated clock, or MPI_WTIME_IS_GLOBAL);
+      // otherwise the longest per-peer duration is the best available.
+      out.step_seconds = global_clock_ ? buffer_[dim_ + 6] - buffer_[dim_ + 5] : buffer_[dim_ + 4];
+      verdict = {out.row.variance, buffer_[dim_ + 7]};
     }
     if (!share) return out;  // stop = false on every rank alike: rank 0 must not act alone
     check_mpi(MPI_Bcast(verdict.data(), 2, MPI_DOUBLE, 0, comm_.raw()), "MPI_Bcast");
@@ -162,17 +176,25 @@ class Meter {
   }
 
  private:
-  static constexpr std::size_t kExtra = 6;
+  static bool clock_is_global(const Comm& comm) {
+#ifdef AVB_ENGINE_SMPI
+    (void)comm;
+    return true;  // every simulated rank reads the one simulated clock
+#else
+    int* flag = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(comm.raw(), MPI_WTIME_IS_GLOBAL, &flag, &found);
+    return found && flag != nullptr && *flag != 0;
+#endif
+  }
+
+  static constexpr std::size_t kExtra = 8;
   Comm comm_;
   std::size_t dim_;
   std::vector<double> reference_, buffer_, scratch_;
+  bool global_clock_ = clock_is_global(comm_);
 };
 
-// Without --stop-at-target the ranks need the verdict only to honour a stop
-// request, so for short vectors it is shared every few rounds: a SIGTERM takes
-// effect within kStopCheckInterval rounds, and rounds cost one tree each
-// instead of two.
-constexpr int kStopCheckInterval = 8;
 
 }  // namespace
 
@@ -181,9 +203,6 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
   AveragingResult result;
   Meter meter(world, options.dim);
   const double min_target = options.targets.empty() ? 0.0 : options.targets.back();
-  // Long vectors make rounds slow and the extra broadcast cheap by comparison:
-  // check for stop requests every round then (mpirun allows ~1 s after SIGTERM).
-  const int check_interval = options.dim >= 1024 ? 1 : kStopCheckInterval;
 
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
     const std::uint64_t seed = trial_seed(options.seed, k);
@@ -202,10 +221,14 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     trial.seed = seed;
     double elapsed = 0.0;
 
-    auto measure = [&](int t, double step_seconds, GroupCounters counters) {
-      const bool share = options.stop_at_target || t % check_interval == 0 || t == options.rounds;
-      const auto m = meter.measure({x, comm.traffic().bytes_sent, counters, step_seconds, observer.stop_requested()},
-                                   share);
+    auto measure = [&](int t, double step_start, double step_end, GroupCounters counters) {
+      // The verdict is shared every round, even when only a stop request needs it:
+      // its broadcast also lines the peers up for the next step, so the `time`
+      // column is the same whatever the options (sharing only every few rounds
+      // made it depend on --stop-at-target, up to 50% on some rounds).
+      const bool share = true;
+      const auto m = meter.measure(
+          {x, comm.traffic().bytes_sent, counters, step_start, step_end, observer.stop_requested()}, share);
       if (me == 0) {
         RoundRow row = m.row;
         row.round = t;
@@ -218,7 +241,8 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
       return m;
     };
 
-    auto m = measure(0, 0.0, {});
+    const double now = MPI_Wtime();
+    auto m = measure(0, now, now, {});
     bool stop = m.stop;
     for (int t = 1; t <= options.rounds && !stop; ++t) {
       if (options.stop_at_target && m.variance < min_target) break;
@@ -226,8 +250,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
       Round round{t, seed, failures, comm, counters};
       const double start = MPI_Wtime();
       protocol->step(x, round);
-      const double seconds = MPI_Wtime() - start;
-      m = measure(t, seconds, counters);
+      m = measure(t, start, MPI_Wtime(), counters);
       stop = m.stop;
     }
     // A stop request cuts the run short after the round in which it was seen; the

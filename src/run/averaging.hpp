@@ -37,7 +37,9 @@ AveragingOptions resolve(const AveragingOptions& options);
 std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions& options);
 
 // The seed of trial k: trial k of every protocol sees the same initial values and
-// the same failures (common random numbers).
+// the same failures (common random numbers). Drawn from the run's seed by Philox,
+// not seed + k, so that runs with seeds s and s+1 (a Slurm array, say) share no
+// trial.
 std::uint64_t trial_seed(std::uint64_t seed, int trial);
 
 // Coordinate k of peer i's initial vector: N(0, 1) from the keyed stream, so the

@@ -73,7 +73,10 @@ TEST(Options, RoundsToTargetUsesCapWhenNeverReached) {
 }
 
 TEST(Options, TrialSeedsAndInitialValuesAreKeyed) {
-  EXPECT_EQ(trial_seed(10, 3), 13u);
+  EXPECT_EQ(trial_seed(10, 3), trial_seed(10, 3));
+  // Neighbouring run seeds share no trial seed (they would if trial k used seed + k).
+  for (int a = 0; a < 20; ++a)
+    for (int b = 0; b < 20; ++b) EXPECT_NE(trial_seed(10, a), trial_seed(11, b));
   EXPECT_EQ(initial_value(5, 3, 2), initial_value(5, 3, 2));
   EXPECT_NE(initial_value(5, 3, 2), initial_value(5, 4, 2));
   EXPECT_NE(initial_value(5, 3, 2), initial_value(6, 3, 2));
