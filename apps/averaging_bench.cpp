@@ -22,12 +22,7 @@
 #include "run/averaging.hpp"
 #include "trace/trace.hpp"
 
-#ifndef AVB_VERSION
-#define AVB_VERSION "unknown"
-#endif
-#ifndef AVB_GIT_SHA
-#define AVB_GIT_SHA "unknown"
-#endif
+#include "avb_build_info.h"  // AVB_VERSION, AVB_GIT_SHA (generated at build time)
 
 namespace {
 
