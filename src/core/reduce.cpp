@@ -32,9 +32,26 @@ void tree_reduce_to_root(const Comm& comm, std::span<double> values, std::size_t
   }
 }
 
+void tree_broadcast_from_root(const Comm& comm, std::span<double> values) {
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const int count = static_cast<int>(values.size());
+  constexpr int kTag = 7002;
+  // The parent of r is r - lowbit(r); r serves r + m for every m below lowbit(r),
+  // largest subtree first.
+  int mask = 1;
+  while (mask < size && !(rank & mask)) mask <<= 1;
+  if (rank != 0)
+    check_mpi(MPI_Recv(values.data(), count, MPI_DOUBLE, rank - mask, kTag, comm.raw(), MPI_STATUS_IGNORE),
+              "MPI_Recv");
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (rank + mask < size)
+      check_mpi(MPI_Ssend(values.data(), count, MPI_DOUBLE, rank + mask, kTag, comm.raw()), "MPI_Ssend");
+}
+
 void tree_sum_all(const Comm& comm, std::span<double> values, std::span<double> scratch) {
   tree_reduce_to_root(comm, values, values.size(), scratch);
-  check_mpi(MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, 0, comm.raw()), "MPI_Bcast");
+  tree_broadcast_from_root(comm, values);
 }
 
 }  // namespace avb

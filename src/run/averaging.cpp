@@ -169,7 +169,7 @@ class Meter {
       verdict = {out.row.variance, buffer_[dim_ + 7]};
     }
     if (!share) return out;  // stop = false on every rank alike: rank 0 must not act alone
-    check_mpi(MPI_Bcast(verdict.data(), 2, MPI_DOUBLE, 0, comm_.raw()), "MPI_Bcast");
+    tree_broadcast_from_root(comm_, verdict);
     out.variance = verdict[0];
     out.stop = verdict[1] != 0.0;
     return out;
