@@ -60,12 +60,20 @@ void report_error(const std::string& program, const std::string& message) {
 }
 
 std::string join_command_line(int argc, char** argv) {
+  // Quoted for a POSIX shell, so the recorded line can be run again as it is.
   std::string line;
   for (int i = 0; i < argc; ++i) {
     if (i > 0) line += ' ';
-    std::string arg = argv[i];
-    const bool plain = !arg.empty() && arg.find_first_of(" \t\"'\\$`") == std::string::npos;
-    line += plain ? arg : "'" + arg + "'";
+    const std::string arg = argv[i];
+    const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789_-+=.,/:@%") == std::string::npos;
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (char c : arg) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
   }
   return line;
 }

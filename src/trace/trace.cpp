@@ -1,6 +1,10 @@
 #include "trace/trace.hpp"
 
+#include <fcntl.h>  // AT_FDCWD
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>  // renameat2, RENAME_NOREPLACE (glibc with _GNU_SOURCE, g++'s default)
 
 #include <charconv>
 #include <chrono>
@@ -299,10 +303,21 @@ void TraceWriter::finish(bool complete) {
   // say where it is rather than lose a run.
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!im.overwrite && fs::exists(fs::symlink_status(path_, ec))) {
-    im.keep_temporary = true;
-    throw TraceError("cannot move trace into place: " + path_.string() +
-                     " appeared while the run was writing; the trace was left at " + tmp_path_.string());
+  if (!im.overwrite) {
+    // Atomic "rename unless the target exists" (Linux renameat2): a file that
+    // appeared at the final name since the start is never replaced, not even in
+    // the instant between a check and a rename. File systems without it fall
+    // back to that check.
+    if (::renameat2(AT_FDCWD, tmp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) == 0) {
+      im.finished = true;
+      return;
+    }
+    const int err = errno;
+    if (err == EEXIST || fs::exists(fs::symlink_status(path_, ec))) {
+      im.keep_temporary = true;
+      throw TraceError("cannot move trace into place: " + path_.string() +
+                       " appeared while the run was writing; the trace was left at " + tmp_path_.string());
+    }
   }
   fs::rename(tmp_path_, path_, ec);
   if (ec) {
