@@ -10,7 +10,7 @@ namespace avb {
 
 std::vector<ProtocolInfo> protocol_catalog() {
   return {
-      {"allreduce", "ring all-reduce over all peers (All-Reduce with restarts under abort)",
+      {"allreduce", "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
        FailureSemantics::abort, {FailureSemantics::abort, FailureSemantics::survivors}},
   };
 }

@@ -115,8 +115,8 @@ class Meter {
   struct Outputs {
     RoundRow row;         // rank 0 only (round, alive and time are the caller's)
     double step_seconds;  // the round's duration (see below), rank 0 only
-    bool stop;            // any peer asked to stop (valid on all ranks if shared)
-    double variance;      // valid on all ranks if shared
+    bool stop;            // any peer asked to stop (all ranks)
+    double variance;      // all ranks
   };
 
   // The trial's initial mean, the reference of `error` and `mean_drift`.
@@ -126,9 +126,11 @@ class Meter {
     for (double& m : reference_) m /= static_cast<double>(comm_.size());
   }
 
-  // `share`: also give every rank the variance and the stop verdict (one more
-  // broadcast). Ranks must agree on when to share.
-  Outputs measure(const Inputs& in, bool share) {
+  // Rank 0 gets the row; every rank gets the variance and the stop verdict,
+  // broadcast every round: the broadcast also lines the peers up for the next
+  // step, so the `time` column does not depend on the options (sharing only
+  // every few rounds made it depend on --stop-at-target, up to 50% on some rounds).
+  Outputs measure(const Inputs& in) {
     const double n = static_cast<double>(comm_.size());
     const double d = static_cast<double>(dim_);
     double squares = 0.0;
@@ -168,7 +170,6 @@ class Meter {
       out.step_seconds = global_clock_ ? buffer_[dim_ + 6] - buffer_[dim_ + 5] : buffer_[dim_ + 4];
       verdict = {out.row.variance, buffer_[dim_ + 7]};
     }
-    if (!share) return out;  // stop = false on every rank alike: rank 0 must not act alone
     tree_broadcast_from_root(comm_, verdict);
     out.variance = verdict[0];
     out.stop = verdict[1] != 0.0;
@@ -222,13 +223,8 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     double elapsed = 0.0;
 
     auto measure = [&](int t, double step_start, double step_end, GroupCounters counters) {
-      // The verdict is shared every round, even when only a stop request needs it:
-      // its broadcast also lines the peers up for the next step, so the `time`
-      // column is the same whatever the options (sharing only every few rounds
-      // made it depend on --stop-at-target, up to 50% on some rounds).
-      const bool share = true;
       const auto m = meter.measure(
-          {x, comm.traffic().bytes_sent, counters, step_start, step_end, observer.stop_requested()}, share);
+          {x, comm.traffic().bytes_sent, counters, step_start, step_end, observer.stop_requested()});
       if (me == 0) {
         RoundRow row = m.row;
         row.round = t;
