@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -37,6 +38,11 @@ struct Cli {
   std::string failure = "transient";
   std::string on_failure = "default";
   std::string collective = "auto";
+  std::string grid = "default";
+  std::string placement = "random";
+  std::string key_update = "axis";
+  std::string group_size = "32";
+  std::string min_group_size = "2";
   std::string dim = "1";
   std::string rounds = "50";
   std::string trials = "10";
@@ -65,6 +71,21 @@ void define_flags(CLI::App& app, Cli& cli) {
                  "all-reduce inside groups: auto, ring (bandwidth-optimal), doubling (latency-optimal), "
                  "tree (fewest messages: cheapest to simulate)")
       ->capture_default_str();
+  app.add_option("--grid", cli.grid,
+                 "moshpit: virtual grid, sides joined by 'x' such as 32x32 or 8x8x8 (default: MxM, M = "
+                 "ceil(sqrt(N)))")
+      ->capture_default_str();
+  app.add_option("--placement", cli.placement,
+                 "moshpit: peers in random distinct cells (random) or row-major by rank (rank)")
+      ->capture_default_str();
+  app.add_option("--key-update", cli.key_update,
+                 "moshpit: average along axis (t-1) mod d (axis) or Algorithm 1's chunk-index keys (chunk)")
+      ->capture_default_str();
+  app.add_option("--group-size", cli.group_size, "random-groups: peers per group, an integer >= 2")
+      ->capture_default_str();
+  app.add_option("--min-group-size", cli.min_group_size,
+                 "moshpit, random-groups: smaller groups do not average, an integer >= 2")
+      ->capture_default_str();
   app.add_option("--dim", cli.dim, "vector length per peer, an integer >= 1")->capture_default_str();
   app.add_option("--rounds", cli.rounds, "rounds per trial, an integer >= 0")->capture_default_str();
   app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (each with its own seed drawn from --seed)")
@@ -81,7 +102,20 @@ void define_flags(CLI::App& app, Cli& cli) {
   app.add_flag("--quiet", cli.quiet, "no progress lines on stderr");
 }
 
-avb::AveragingOptions to_options(const Cli& cli) {
+// A flag that does not apply to the chosen protocol is refused rather than
+// silently ignored (the run would not be the one the user asked for).
+void refuse_foreign_flags(const CLI::App& app, const std::string& protocol) {
+  const auto own = avb::protocol_flags(protocol);
+  for (const char* flag : {"--collective", "--grid", "--placement", "--key-update", "--group-size", "--min-group-size"}) {
+    if (app.count(flag) == 0 || std::find(own.begin(), own.end(), flag) != own.end()) continue;
+    std::string accepted;
+    for (auto f : own) accepted += (accepted.empty() ? "" : ", ") + std::string(f);
+    throw avb::ConfigError(std::string(flag) + ": does not apply to --protocol " + protocol + " (its options: " +
+                           (accepted.empty() ? "none" : accepted) + ")");
+  }
+}
+
+avb::AveragingOptions to_options(const CLI::App& app, const Cli& cli, int n_peers) {
   using avb::app::parse_integer;
   using avb::app::parse_real;
   avb::AveragingOptions o;
@@ -90,6 +124,11 @@ avb::AveragingOptions to_options(const Cli& cli) {
   o.failure = avb::parse_failure_kind(cli.failure);
   if (cli.on_failure != "default") o.protocol.on_failure = avb::parse_failure_semantics(cli.on_failure);
   o.protocol.collective = avb::parse_collective(cli.collective);
+  if (cli.grid != "default") o.protocol.grid = avb::parse_grid(cli.grid);
+  o.protocol.placement = avb::parse_placement(cli.placement);
+  o.protocol.key_update = avb::parse_key_update(cli.key_update);
+  o.protocol.group_size = static_cast<int>(parse_integer("--group-size", cli.group_size, 2, 1 << 30));
+  o.protocol.min_group_size = static_cast<int>(parse_integer("--min-group-size", cli.min_group_size, 2, 1 << 30));
   o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
   o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));
   o.trials = static_cast<int>(parse_integer("--trials", cli.trials, 1, 1 << 30));
@@ -97,7 +136,9 @@ avb::AveragingOptions to_options(const Cli& cli) {
   o.targets.clear();
   for (const auto& t : cli.targets) o.targets.push_back(parse_real("--target", t, "a number > 0"));
   o.stop_at_target = cli.stop_at_target;
-  return avb::resolve(o);
+  o = avb::resolve(o, n_peers);
+  refuse_foreign_flags(app, o.protocol.name);
+  return o;
 }
 
 int run(int argc, char** argv) {
@@ -116,7 +157,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app.remaining());
-    options = to_options(cli);
+    options = to_options(app, cli, size);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
     return 0;

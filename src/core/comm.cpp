@@ -75,6 +75,12 @@ Comm Comm::create_group(std::span<const int> members, int tag) const {
   return Comm(out, traffic_);
 }
 
+void Comm::wait_all(std::vector<MPI_Request>& requests) {
+  const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  requests.clear();
+  check_mpi(rc, "MPI_Waitall");
+}
+
 void Comm::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
 std::string engine_name() {

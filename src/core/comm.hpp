@@ -94,6 +94,26 @@ class Comm {
               "MPI_Sendrecv");
   }
 
+  // Non-blocking pairs for patterns where one rank talks to many (butterfly):
+  // post every receive, then every send, then wait_all. Sends are counted when posted.
+  template <class T>
+  void isend(std::span<const T> data, int dest, int tag, std::vector<MPI_Request>& requests) {
+    count(data.size_bytes());
+    requests.emplace_back();
+    check_mpi(MPI_Isend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, comm_,
+                        &requests.back()),
+              "MPI_Isend");
+  }
+  template <class T>
+  void irecv(std::span<T> data, int source, int tag, std::vector<MPI_Request>& requests) {
+    requests.emplace_back();
+    check_mpi(MPI_Irecv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), source, tag, comm_,
+                        &requests.back()),
+              "MPI_Irecv");
+  }
+  // Completes and clears `requests`.
+  static void wait_all(std::vector<MPI_Request>& requests);
+
   // MPI_Comm_split; members with color < 0 get the null Comm.
   Comm split(int color, int key) const;
 

@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "protocols/grid.hpp"
 #include "protocols/group_allreduce.hpp"
 #include "sim/failures.hpp"
 
 namespace avb {
 
 // What a protocol reports about the groups it formed in a round. Each group is
-// counted once, by one of its members (its lowest-ranked alive member), so the sum
-// over peers is the number of groups.
+// counted once, by one of its members, so the sum over peers is the number of groups.
 struct GroupCounters {
   int groups = 0;         // groups that attempted to average
   int failed_groups = 0;  // of those, groups whose averaging was cancelled by a failure
@@ -52,8 +52,17 @@ struct ProtocolOptions {
   std::string name = "allreduce";
   // Unset means the protocol's own default (ProtocolInfo::default_semantics).
   std::optional<FailureSemantics> on_failure;
-  // The all-reduce algorithm used inside groups.
+  // allreduce: the all-reduce algorithm.
   Collective collective = Collective::automatic;
+  // moshpit: grid sides (empty: resolve() sets d = 2, M = ceil(sqrt(N))), where
+  // peers sit, and how group keys advance.
+  std::vector<int> grid;
+  Placement placement = Placement::random;
+  KeyUpdate key_update = KeyUpdate::axis;
+  // random-groups: target group size (leftovers make some groups one larger).
+  int group_size = 32;
+  // moshpit, random-groups: groups with fewer participants do not average.
+  int min_group_size = 2;
 };
 
 struct ProtocolInfo {
@@ -68,15 +77,20 @@ std::vector<ProtocolInfo> protocol_catalog();
 // "allreduce, moshpit, ..." for error messages.
 std::string protocol_names();
 
-// Checks `options` (known name, supported semantics) and fills in defaults.
-// Throws ConfigError naming the flag and the accepted values.
-ProtocolOptions resolve(const ProtocolOptions& options);
+// Checks `options` for a run on n_peers peers (known name, supported semantics,
+// ranges, a grid with room for everyone) and fills in defaults. Throws ConfigError
+// naming the flag and the accepted values.
+ProtocolOptions resolve(const ProtocolOptions& options, int n_peers);
 
-// Makes a protocol for one trial. `options` must be resolved; `world` is the
-// communicator the protocol will be stepped on.
+// Makes a protocol for one trial on `world`, the communicator it will be stepped on.
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world);
 
-// The resolved options as (key, value) pairs, for headers and traces.
+// The flags that apply to a protocol beyond --protocol and --on-failure, e.g.
+// {"--grid", "--placement", ...} for moshpit; apps refuse the others.
+std::vector<std::string_view> protocol_flags(std::string_view name);
+
+// The resolved options that concern the protocol, as (key, value) pairs, for
+// headers and traces.
 std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions& options);
 
 }  // namespace avb

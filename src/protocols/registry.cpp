@@ -4,14 +4,22 @@
 
 #include "core/error.hpp"
 #include "protocols/allreduce.hpp"
+#include "protocols/moshpit.hpp"
 #include "protocols/protocol.hpp"
+#include "protocols/random_groups.hpp"
 
 namespace avb {
 
 std::vector<ProtocolInfo> protocol_catalog() {
+  const std::vector<FailureSemantics> all = {FailureSemantics::survivors, FailureSemantics::abort,
+                                             FailureSemantics::partial};
   return {
       {"allreduce", "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
        FailureSemantics::abort, {FailureSemantics::abort, FailureSemantics::survivors}},
+      {"random-groups", "alive peers shuffled into groups of --group-size each round, butterfly all-reduce",
+       FailureSemantics::survivors, all},
+      {"moshpit", "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce",
+       FailureSemantics::survivors, all},
   };
 }
 
@@ -24,6 +32,13 @@ std::string protocol_names() {
   return names;
 }
 
+std::vector<std::string_view> protocol_flags(std::string_view name) {
+  if (name == "allreduce") return {"--collective"};
+  if (name == "random-groups") return {"--group-size", "--min-group-size"};
+  if (name == "moshpit") return {"--grid", "--placement", "--key-update", "--min-group-size"};
+  return {};
+}
+
 namespace {
 const ProtocolInfo* find_protocol(const std::vector<ProtocolInfo>& catalog, std::string_view name) {
   for (const auto& info : catalog)
@@ -32,7 +47,7 @@ const ProtocolInfo* find_protocol(const std::vector<ProtocolInfo>& catalog, std:
 }
 }  // namespace
 
-ProtocolOptions resolve(const ProtocolOptions& options) {
+ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   const auto catalog = protocol_catalog();
   const ProtocolInfo* info = find_protocol(catalog, options.name);
   if (info == nullptr)
@@ -46,12 +61,22 @@ ProtocolOptions resolve(const ProtocolOptions& options) {
     throw ConfigError("--on-failure: '" + std::string(to_string(*resolved.on_failure)) +
                       "' is not supported by --protocol " + options.name + " (accepted: " + accepted + ")");
   }
+  if (resolved.group_size < 2)
+    throw ConfigError("--group-size: " + std::to_string(resolved.group_size) + " is not an integer >= 2");
+  if (resolved.min_group_size < 2)
+    throw ConfigError("--min-group-size: " + std::to_string(resolved.min_group_size) + " is not an integer >= 2");
+  if (resolved.name == "moshpit") {
+    if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
+    check_grid(resolved.grid, n_peers);
+  }
   return resolved;
 }
 
-std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& /*world*/) {
-  const ProtocolOptions resolved = resolve(options);
+std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world) {
+  const ProtocolOptions resolved = resolve(options, world.size());
   if (resolved.name == "allreduce") return make_allreduce(*resolved.on_failure, resolved.collective);
+  if (resolved.name == "random-groups") return make_random_groups(resolved);
+  if (resolved.name == "moshpit") return make_moshpit(resolved, world.size());
   throw ConfigError("--protocol: '" + options.name + "' is not one of {" + protocol_names() + "}");
 }
 
@@ -59,7 +84,15 @@ std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions&
   std::vector<std::pair<std::string, std::string>> out;
   out.emplace_back("protocol", options.name);
   out.emplace_back("on-failure", options.on_failure ? std::string(to_string(*options.on_failure)) : "default");
-  out.emplace_back("collective", std::string(to_string(options.collective)));
+  if (options.name == "allreduce") out.emplace_back("collective", std::string(to_string(options.collective)));
+  if (options.name == "moshpit") {
+    out.emplace_back("grid", options.grid.empty() ? "default" : grid_to_string(options.grid));
+    out.emplace_back("placement", std::string(to_string(options.placement)));
+    out.emplace_back("key-update", std::string(to_string(options.key_update)));
+  }
+  if (options.name == "random-groups") out.emplace_back("group-size", std::to_string(options.group_size));
+  if (options.name == "moshpit" || options.name == "random-groups")
+    out.emplace_back("min-group-size", std::to_string(options.min_group_size));
   return out;
 }
 

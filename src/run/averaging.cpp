@@ -13,9 +13,9 @@
 
 namespace avb {
 
-AveragingOptions resolve(const AveragingOptions& options) {
+AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   AveragingOptions r = options;
-  r.protocol = resolve(options.protocol);
+  r.protocol = resolve(options.protocol, n_peers);
   auto text = [](double v) {
     std::ostringstream s;
     s << v;
@@ -200,7 +200,9 @@ class Meter {
 }  // namespace
 
 AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm world, AveragingObserver& observer) {
-  const AveragingOptions options = resolve(raw_options);
+  int n_peers = 0;
+  check_mpi(MPI_Comm_size(world, &n_peers), "MPI_Comm_size");
+  const AveragingOptions options = resolve(raw_options, n_peers);
   AveragingResult result;
   Meter meter(world, options.dim);
   const double min_target = options.targets.empty() ? 0.0 : options.targets.back();

@@ -32,8 +32,9 @@ struct AveragingOptions {
   bool stop_at_target = false;
 };
 
-// Checks ranges (throws ConfigError naming the flag) and resolves the protocol.
-AveragingOptions resolve(const AveragingOptions& options);
+// Checks ranges (throws ConfigError naming the flag) and resolves the protocol for
+// a run on n_peers peers.
+AveragingOptions resolve(const AveragingOptions& options, int n_peers);
 std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions& options);
 
 // The seed of trial k: trial k of every protocol sees the same initial values and

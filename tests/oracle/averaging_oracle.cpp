@@ -1,6 +1,12 @@
 #include "averaging_oracle.hpp"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
+
+#include "protocols/butterfly_allreduce.hpp"
+#include "protocols/grid.hpp"
+#include "protocols/groups.hpp"
 
 namespace avb::oracle {
 
@@ -30,9 +36,124 @@ void average_group(Matrix& x, const std::vector<int>& members) {
   for (int i : members) x[i] = m;
 }
 
+// Round t's random order of `peers`: by (shuffle key, peer).
+std::vector<int> shuffled(std::vector<int> peers, std::uint64_t seed, int t) {
+  std::sort(peers.begin(), peers.end(), [&](int a, int b) {
+    const auto ka = shuffle_key(seed, t, a), kb = shuffle_key(seed, t, b);
+    return ka != kb ? ka < kb : a < b;
+  });
+  return peers;
+}
+
+// One group's butterfly all-reduce under `semantics`, written per part: part p is
+// reduced by the member at position p, from the members that delivered it.
+void butterfly_group(Matrix& x, const std::vector<int>& members, const ProtocolOptions& protocol,
+                     const FailureModel& failures, std::uint64_t seed, int t, RoundEffect& effect) {
+  const int n = static_cast<int>(members.size());
+  if (n < 2 || n < protocol.min_group_size) return;
+  const std::size_t dim = x.front().size();
+  ++effect.groups;
+  std::vector<bool> failed(members.size());
+  std::vector<int> sent(members.size(), 0);  // parts a failed member delivered
+  int alive_count = 0;
+  for (int i = 0; i < n; ++i) {
+    failed[i] = !failures.alive(t, members[i]);
+    if (failed[i]) sent[i] = parts_delivered(seed, t, members[i], n);
+    else ++alive_count;
+  }
+  if (alive_count < n) {
+    ++effect.failed_groups;
+    if (*protocol.on_failure == FailureSemantics::abort) return;
+  }
+  Matrix before;
+  for (int i : members) before.push_back(x[i]);
+  for (int p = 0; p < n; ++p) {
+    const Part part = butterfly_part(dim, n, p);
+    if (part.size() == 0 || failed[p]) continue;  // a failed reducer's part stays local
+    std::vector<int> contributors;
+    for (int i = 0; i < n; ++i) {
+      const int distance = ((p - i) % n + n) % n;  // i's parts go to i+1, i+2, ...
+      if (i == p || !failed[i] || (distance >= 1 && distance <= sent[i])) contributors.push_back(i);
+    }
+    for (std::size_t k = part.begin; k < part.end; ++k) {
+      double sum = 0.0;
+      for (int i : contributors) sum += before[i][k];
+      const double average = sum / static_cast<double>(contributors.size());
+      for (int i = 0; i < n; ++i)
+        if (!failed[i]) x[members[i]][k] = average;
+    }
+    effect.bytes += 8ull * part.size() * (contributors.size() - 1 + static_cast<std::size_t>(alive_count - 1));
+  }
+}
+
+bool takes_part_in(const ProtocolOptions& protocol, const FailureModel& failures, int t, int peer) {
+  return *protocol.on_failure != FailureSemantics::survivors || failures.alive(t, peer);
+}
+
 }  // namespace
 
+void moshpit_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t,
+                  Matrix& x, RoundEffect& effect, TrialState& state) {
+  const int n = static_cast<int>(x.size());
+  const std::vector<int>& sides = protocol.grid;
+  const int d = static_cast<int>(sides.size());
+  if (state.cell.empty()) {
+    state.seed = seed;
+    state.cell = place_peers(seed, sides, n, protocol.placement);
+    for (int p = 0; p < n; ++p) {
+      std::vector<int> key;
+      for (int a = 1; a < d; ++a) key.push_back(cell_coordinate(sides, state.cell[p], a));
+      state.key.push_back(key);
+    }
+  }
+  // Buckets of participants with equal group identity, in peer order first.
+  std::map<std::vector<std::int64_t>, std::vector<int>> buckets;
+  for (int p = 0; p < n; ++p) {
+    if (!takes_part_in(protocol, failures, t, p)) continue;
+    std::vector<std::int64_t> id;
+    if (protocol.key_update == KeyUpdate::axis) {
+      const int axis = (t - 1) % d;
+      for (int a = 0; a < d; ++a)
+        if (a != axis) id.push_back(cell_coordinate(sides, state.cell[p], a));
+    } else {
+      id.assign(state.key[p].begin(), state.key[p].end());
+    }
+    buckets[id].push_back(p);
+  }
+  for (auto& [id, peers] : buckets) {
+    const std::vector<int> members = shuffled(peers, seed, t);
+    butterfly_group(x, members, protocol, failures, seed, t, effect);
+    if (protocol.key_update == KeyUpdate::chunk && d > 1)
+      for (int pos = 0; pos < static_cast<int>(members.size()); ++pos) {
+        std::vector<int>& key = state.key[members[pos]];
+        key.erase(key.begin());
+        key.push_back(pos);
+      }
+  }
+}
+
+void random_groups_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t,
+                        Matrix& x, RoundEffect& effect) {
+  const int n = static_cast<int>(x.size());
+  std::vector<int> participants;
+  for (int p = 0; p < n; ++p)
+    if (takes_part_in(protocol, failures, t, p)) participants.push_back(p);
+  const std::vector<int> order = shuffled(participants, seed, t);
+  const int count = static_cast<int>(order.size());
+  const int g = protocol.group_size;
+  const int r = std::max(1, count / g);
+  std::vector<std::vector<int>> groups(static_cast<std::size_t>(r));
+  for (int i = 0; i < count; ++i) groups[i < r * g ? i / g : (i - r * g) % r].push_back(order[i]);
+  for (const auto& members : groups) butterfly_group(x, members, protocol, failures, seed, t, effect);
+}
+
 RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, int t, Matrix& x) {
+  TrialState unused;
+  return step(protocol, failures, 0, t, x, unused);
+}
+
+RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,
+                 TrialState& state) {
   const int n = static_cast<int>(x.size());
   const std::size_t dim = x.front().size();
   RoundEffect effect;
@@ -56,6 +177,14 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
     }
     return effect;
   }
+  if (protocol.name == "random-groups") {
+    random_groups_step(protocol, failures, seed, t, x, effect);
+    return effect;
+  }
+  if (protocol.name == "moshpit") {
+    moshpit_step(protocol, failures, seed, t, x, effect, state);
+    return effect;
+  }
   throw std::logic_error("oracle: no model of protocol " + protocol.name);
 }
 
@@ -76,7 +205,7 @@ RoundRow measure(const Matrix& x, const std::vector<double>& reference) {
 }
 
 TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
-  const AveragingOptions options = resolve(raw);
+  const AveragingOptions options = resolve(raw, n);
   const std::uint64_t seed = trial_seed(options.seed, trial);
   const FailureModel failures(seed, options.fail_rate, options.failure, n);
   Matrix x = initial_state(seed, n, options.dim);
@@ -89,9 +218,10 @@ TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
   record.rows.push_back(row);
   std::uint64_t bytes = 0;
   const double min_target = options.targets.back();
+  TrialState state;
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
-    const RoundEffect effect = step(options.protocol, failures, t, x);
+    const RoundEffect effect = step(options.protocol, failures, seed, t, x, state);
     bytes += effect.bytes;
     row = measure(x, reference);
     row.round = t;

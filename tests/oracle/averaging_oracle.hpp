@@ -26,6 +26,17 @@ struct RoundEffect {
   int failed_groups = 0;
   std::uint64_t bytes = 0;
 };
+// What protocols keep across the rounds of one trial (moshpit: the placement and,
+// for chunk keys, every peer's key). Start each trial with an empty one.
+struct TrialState {
+  std::uint64_t seed = 0;
+  std::vector<std::int64_t> cell;
+  std::vector<std::vector<int>> key;
+};
+// `seed` is the trial's seed (Round::seed); `state` starts empty for each trial.
+RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,
+                 TrialState& state);
+// For stateless protocols that ignore the seed (allreduce).
 RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, int t, Matrix& x);
 
 // Metrics as DESIGN.md defines them, with `reference` the initial mean.

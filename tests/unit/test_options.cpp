@@ -11,7 +11,7 @@ namespace {
 
 std::string error_of(const AveragingOptions& o) {
   try {
-    resolve(o);
+    resolve(o, 16);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -19,7 +19,7 @@ std::string error_of(const AveragingOptions& o) {
 }
 
 TEST(Options, DefaultsResolve) {
-  const AveragingOptions r = resolve(AveragingOptions{});
+  const AveragingOptions r = resolve(AveragingOptions{}, 16);
   EXPECT_EQ(r.protocol.name, "allreduce");
   ASSERT_TRUE(r.protocol.on_failure.has_value());
   EXPECT_EQ(*r.protocol.on_failure, FailureSemantics::abort);
@@ -56,7 +56,7 @@ TEST(Options, BadValuesNameTheFlag) {
 TEST(Options, TargetsSortedDescendingWithoutDuplicates) {
   AveragingOptions o;
   o.targets = {1e-9, 1e-4, 1e-9, 1e-2};
-  EXPECT_EQ(resolve(o).targets, (std::vector<double>{1e-2, 1e-4, 1e-9}));
+  EXPECT_EQ(resolve(o, 16).targets, (std::vector<double>{1e-2, 1e-4, 1e-9}));
 }
 
 TEST(Options, RoundsToTargetUsesCapWhenNeverReached) {

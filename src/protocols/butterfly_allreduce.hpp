@@ -1,0 +1,58 @@
+// Butterfly all-reduce, the group all-reduce of Moshpit All-Reduce.
+//
+// The vector is cut into n parts and member j of the group reduces part j: every
+// member sends part j to member j, member j averages what it received and sends the
+// average back to every member. Each member sends 2(n-1) messages of S/n bytes, in
+// two steps; since one member computes each part, all members end with identical
+// bits. Empty parts (a vector shorter than the group) cost no message at all.
+//
+// It also models a failure in the middle of the all-reduce (the `partial`
+// semantics, as in hivemind since Dec 2021). A failed member delivers its first k
+// parts, in the order j+1, j+2, ... (mod n), and then leaves:
+//   - part p is the average over exactly the members that delivered it (the alive
+//     ones always, the reducer's own values included);
+//   - a failed member's own part is never returned, so every alive member keeps its
+//     local values there;
+//   - a failed member's vector stays as it was.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include <mpi.h>
+
+#include "core/comm.hpp"
+
+namespace avb {
+
+struct MemberFate {
+  bool failed = false;
+  int parts_delivered = 0;  // for a failed member: parts sent before it failed, 0..n-1
+};
+
+// Part p of a length-`length` vector cut into n parts: [begin, end).
+struct Part {
+  std::size_t begin, end;
+  std::size_t size() const { return end - begin; }
+};
+Part butterfly_part(std::size_t length, int n, int p);
+
+// Does `sender` deliver its copy of part `reducer` (both ranks of an n-member group)?
+bool delivers(const MemberFate& sender_fate, int sender, int reducer, int n);
+
+class ButterflyAllreduce {
+ public:
+  // The mean over comm's ranks, in place; nobody fails.
+  void average(Comm& comm, std::span<double> x) { average(comm, x, {}); }
+  // With `fates` indexed by comm rank (empty: nobody fails). Every member must pass
+  // the same fates. Collective over comm, failed members included: they still run
+  // (the failure is simulated) and send what they delivered.
+  void average(Comm& comm, std::span<double> x, std::span<const MemberFate> fates);
+
+ private:
+  std::vector<double> incoming_;  // one slot of part size per member, reused
+  std::vector<double> reduced_;
+  std::vector<MPI_Request> requests_;
+};
+
+}  // namespace avb

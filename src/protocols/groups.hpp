@@ -1,0 +1,55 @@
+// What group protocols (moshpit, random-groups) share: the random order of peers in
+// a round, and one group's averaging under a failure semantics.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocols/butterfly_allreduce.hpp"
+#include "protocols/protocol.hpp"
+
+namespace avb {
+
+// Peer `peer`'s shuffle key in round t: 32 bits of the group_shuffle stream, eight
+// peers to one Philox block (counter (t, peer / 8, 0); peer's word is
+// w[(peer % 8) / 2], low half for even peers). Sorting peers by (key, peer) gives a
+// uniformly random order that every peer can compute for every other peer.
+std::uint32_t shuffle_key(std::uint64_t seed, int t, int peer);
+
+// Sorts `peers` into round t's random order.
+void shuffle_peers(std::vector<int>& peers, std::uint64_t seed, int t);
+
+// Does peer `peer` take part in group formation in round t? Under survivors a
+// failed peer skips the round before groups form; under abort and partial it fails
+// after its group has formed, so it is a member.
+bool takes_part(FailureSemantics semantics, const FailureModel& failures, int t, int peer);
+
+// The part a failed member of an n-member group had delivered when it failed
+// (partial semantics): uniform on 0..n-1 from the failure_phase stream, counter
+// (t, peer, 0). 0 = failed before sending; n-1 = sent everything, failed while
+// reducing. Either way its own part is lost.
+int parts_delivered(std::uint64_t seed, int t, int peer, int n);
+
+// Runs one group's averaging: `members` are world ranks in the round's shuffled
+// order (a member's position is its part in the butterfly), formed by the caller
+// from peers that take part. Collective over the members only.
+//   survivors: the members (all alive) average;
+//   abort:     a group with a failed member keeps every value;
+//   partial:   the butterfly runs with each failed member's fate (see butterfly_allreduce.hpp).
+// Groups smaller than min_group_size do not run and are not counted.
+class GroupAverager {
+ public:
+  GroupAverager(FailureSemantics semantics, int min_group_size)
+      : semantics_(semantics), min_group_size_(min_group_size) {}
+  void run(std::span<const int> members, std::span<double> x, Round& round);
+
+ private:
+  static constexpr int kGroupTag = 301;  // MPI_Comm_create_group's tag
+  FailureSemantics semantics_;
+  int min_group_size_;
+  ButterflyAllreduce butterfly_;
+  std::vector<MemberFate> fates_;
+};
+
+}  // namespace avb

@@ -1,0 +1,143 @@
+// Protocol "moshpit": Moshpit All-Reduce.
+//
+// Peers sit in distinct cells of a virtual d-dimensional grid. Each round, peers
+// with equal group keys form a group and average with a butterfly all-reduce.
+// Every peer computes its group alone, from the grid, the failure model and the
+// shuffle keys, which all peers evaluate identically (no matchmaking traffic), and
+// then builds the group's communicator with MPI_Comm_create_group: only members
+// take part, so forming groups costs O(group) per peer, not O(N).
+//
+//   axis:  round t averages along axis (t-1) mod d: the group is the occupied cells
+//          of this peer's line. The authors' simulation.
+//   chunk: Algorithm 1. The key starts as the cell's coordinates on axes 1..d-1;
+//          after a round it becomes (key[1:], c) with c the peer's position in its
+//          group's shuffled order, so groupmates part for the next d-1 rounds.
+//          Every peer tracks every peer's key (O(N) memory, O(N log N) per round).
+//
+// With N = M^d peers and no failures both give the exact average after d rounds.
+#include "protocols/moshpit.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "protocols/grid.hpp"
+#include "protocols/groups.hpp"
+
+namespace avb {
+
+namespace {
+
+class MoshpitProtocol final : public Protocol {
+ public:
+  MoshpitProtocol(const ProtocolOptions& options, int n_peers)
+      : semantics_(*options.on_failure),
+        sides_(options.grid),
+        placement_(options.placement),
+        key_update_(options.key_update),
+        n_(n_peers),
+        averager_(*options.on_failure, options.min_group_size) {}
+
+  void step(std::span<double> x, Round& round) override {
+    if (!placed_ || seed_ != round.seed) place(round.seed);
+    members_.clear();
+    if (key_update_ == KeyUpdate::axis) line_members(round);
+    else chunk_members(round);
+    if (takes_part(semantics_, round.failures, round.t, round.world.rank()))
+      averager_.run(members_, x, round);
+  }
+
+ private:
+  int d() const { return static_cast<int>(sides_.size()); }
+
+  // Placement depends on the trial's seed only, so it is computed once per trial.
+  void place(std::uint64_t seed) {
+    seed_ = seed;
+    placed_ = true;
+    cell_of_ = place_peers(seed, sides_, n_, placement_);
+    occupant_.resize(static_cast<std::size_t>(n_));
+    for (int p = 0; p < n_; ++p) occupant_[static_cast<std::size_t>(p)] = {cell_of_[static_cast<std::size_t>(p)], p};
+    std::sort(occupant_.begin(), occupant_.end());
+    if (key_update_ == KeyUpdate::chunk) {
+      const std::size_t width = static_cast<std::size_t>(std::max(d() - 1, 0));
+      keys_.assign(static_cast<std::size_t>(n_) * width, 0);
+      for (int p = 0; p < n_; ++p)
+        for (int a = 1; a < d(); ++a)
+          keys_[static_cast<std::size_t>(p) * width + static_cast<std::size_t>(a - 1)] =
+              cell_coordinate(sides_, cell_of_[static_cast<std::size_t>(p)], a);
+    }
+  }
+
+  int occupant(std::int64_t cell) const {
+    const auto it = std::lower_bound(occupant_.begin(), occupant_.end(), std::pair<std::int64_t, int>{cell, -1});
+    return it != occupant_.end() && it->first == cell ? it->second : -1;
+  }
+
+  // axis: the participating occupants of this peer's line along axis (t-1) mod d.
+  void line_members(const Round& round) {
+    const int axis = (round.t - 1) % d();
+    const std::int64_t stride = axis_stride(sides_, axis);
+    const std::int64_t mine = cell_of_[static_cast<std::size_t>(round.world.rank())];
+    const std::int64_t first = mine - static_cast<std::int64_t>(cell_coordinate(sides_, mine, axis)) * stride;
+    for (int v = 0; v < sides_[static_cast<std::size_t>(axis)]; ++v) {
+      const int peer = occupant(first + v * stride);
+      if (peer >= 0 && takes_part(semantics_, round.failures, round.t, peer)) members_.push_back(peer);
+    }
+    shuffle_peers(members_, round.seed, round.t);
+  }
+
+  // chunk: buckets of equal keys among the participants, each in shuffled order;
+  // every participant's key then advances (also when its group does not run).
+  void chunk_members(const Round& round) {
+    const std::size_t width = static_cast<std::size_t>(std::max(d() - 1, 0));
+    order_.clear();
+    for (int p = 0; p < n_; ++p)
+      if (takes_part(semantics_, round.failures, round.t, p)) order_.push_back(p);
+    shuffle_peers(order_, round.seed, round.t);
+    // A stable sort by key keeps the shuffled order inside each bucket.
+    auto key = [&](int p) { return keys_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(p) * width); };
+    std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
+      return std::lexicographical_compare(key(a), key(a) + static_cast<std::ptrdiff_t>(width), key(b),
+                                          key(b) + static_cast<std::ptrdiff_t>(width));
+    });
+    const int me = round.world.rank();
+    for (std::size_t begin = 0; begin < order_.size();) {
+      std::size_t end = begin + 1;
+      while (end < order_.size() && std::equal(key(order_[begin]), key(order_[begin]) + static_cast<std::ptrdiff_t>(width),
+                                               key(order_[end])))
+        ++end;
+      if (std::find(order_.begin() + static_cast<std::ptrdiff_t>(begin), order_.begin() + static_cast<std::ptrdiff_t>(end),
+                    me) != order_.begin() + static_cast<std::ptrdiff_t>(end))
+        members_.assign(order_.begin() + static_cast<std::ptrdiff_t>(begin), order_.begin() + static_cast<std::ptrdiff_t>(end));
+      for (std::size_t i = begin; i < end && width > 0; ++i) {
+        auto k = key(order_[i]);
+        std::rotate(k, k + 1, k + static_cast<std::ptrdiff_t>(width));
+        k[static_cast<std::ptrdiff_t>(width) - 1] = static_cast<int>(i - begin);
+      }
+      begin = end;
+    }
+  }
+
+  FailureSemantics semantics_;
+  std::vector<int> sides_;
+  Placement placement_;
+  KeyUpdate key_update_;
+  int n_;
+  GroupAverager averager_;
+
+  bool placed_ = false;
+  std::uint64_t seed_ = 0;
+  std::vector<std::int64_t> cell_of_;                   // peer -> cell
+  std::vector<std::pair<std::int64_t, int>> occupant_;  // (cell, peer), sorted by cell
+  std::vector<int> keys_;                               // chunk: d-1 coordinates per peer
+  std::vector<int> members_, order_;
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_moshpit(const ProtocolOptions& options, int n_peers) {
+  return std::make_unique<MoshpitProtocol>(options, n_peers);
+}
+
+}  // namespace avb

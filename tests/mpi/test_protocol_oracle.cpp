@@ -1,0 +1,277 @@
+// Every protocol under failures against the sequential oracle: every peer's vector
+// after every round, and the whole trace of run_averaging. Also the invariants that
+// need no oracle: the exact average after d rounds on a full Moshpit grid.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "averaging_oracle.hpp"
+#include "core/comm.hpp"
+#include "protocols/grid.hpp"
+#include "run/averaging.hpp"
+
+namespace avb {
+namespace {
+
+struct Case {
+  const char* protocol;
+  const char* semantics;
+  const char* kind;
+  double rate;
+  int dim;
+  const char* collective = "auto";  // allreduce
+  const char* grid = "default";     // moshpit: default, cube (d = 3), line (d = 1) or sides
+  const char* placement = "random";
+  const char* key_update = "axis";
+  int group_size = 3;               // random-groups: small, so that small N has several groups
+};
+
+// True on every rank if `local` is true on any: lets all ranks stop a test together.
+bool any_rank(bool local) {
+  int in = local ? 1 : 0, out = 0;
+  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return out != 0;
+}
+
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"
+            << c.collective << "/" << c.grid << "/" << c.placement << "/" << c.key_update << "/g=" << c.group_size;
+}
+
+std::vector<int> grid_for(const char* spec, int n) {
+  const std::string s = spec;
+  if (s == "default") return {};
+  if (s == "line") return {n};
+  if (s == "cube") {
+    int c = 1;
+    while (c * c * c < n) ++c;
+    return {c, c, c};
+  }
+  return parse_grid(s);
+}
+
+class ProtocolOracle : public ::testing::TestWithParam<Case> {};
+
+AveragingOptions options_for(const Case& c) {
+  AveragingOptions o;
+  o.protocol.name = c.protocol;
+  o.protocol.on_failure = parse_failure_semantics(c.semantics);
+  o.failure = parse_failure_kind(c.kind);
+  o.fail_rate = c.rate;
+  o.dim = c.dim;
+  o.protocol.collective = parse_collective(c.collective);
+  o.protocol.grid = grid_for(c.grid, world_size());
+  o.protocol.placement = parse_placement(c.placement);
+  o.protocol.key_update = parse_key_update(c.key_update);
+  o.protocol.group_size = c.group_size;
+  o.rounds = 12;
+  o.trials = 3;
+  o.seed = 2024;
+  return resolve(o, world_size());
+}
+
+void expect_close(double got, double want, const char* what, int round) {
+  EXPECT_LE(std::fabs(got - want), 1e-12 * std::max(1.0, std::fabs(want))) << what << " at round " << round;
+}
+
+TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
+  const AveragingOptions options = options_for(GetParam());
+  Comm comm = Comm::duplicate(MPI_COMM_WORLD);
+  const int n = comm.size(), me = comm.rank();
+  for (int trial = 0; trial < options.trials; ++trial) {
+    const std::uint64_t seed = trial_seed(options.seed, trial);
+    FailureModel failures(seed, options.fail_rate, options.failure, n);
+    auto protocol = make_protocol(options.protocol, comm);
+    oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
+    oracle::TrialState state;
+    std::vector<double> x = expected[me];
+    for (int t = 1; t <= options.rounds; ++t) {
+      GroupCounters counters;
+      Round round{t, seed, failures, comm, counters};
+      protocol->step(x, round);
+      oracle::step(options.protocol, failures, seed, t, expected, state);
+      int mismatches = 0;
+      for (int k = 0; k < options.dim; ++k)
+        if (!(std::fabs(x[k] - expected[me][k]) <= 1e-12 * std::max(1.0, std::fabs(expected[me][k])))) {
+          ADD_FAILURE() << "peer " << me << " coordinate " << k << " round " << t << " trial " << trial << ": "
+                        << x[k] << " != " << expected[me][k];
+          ++mismatches;
+        }
+      // Stop on every rank together: a rank that left alone would hang the others.
+      ASSERT_FALSE(any_rank(mismatches > 0)) << "round " << t << " trial " << trial;
+    }
+  }
+}
+
+class Collect : public AveragingObserver {
+ public:
+  std::vector<TrialRecord> trials;
+  void on_trial(const TrialRecord& t) override { trials.push_back(t); }
+};
+
+TEST_P(ProtocolOracle, TraceMatchesOracle) {
+  const AveragingOptions options = options_for(GetParam());
+  int n = 0, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  Collect observer;
+  const AveragingResult result = run_averaging(options, MPI_COMM_WORLD, observer);
+  EXPECT_FALSE(result.stopped);
+  if (me != 0) return;
+  ASSERT_EQ(static_cast<int>(result.trials.size()), options.trials);
+  for (int trial = 0; trial < options.trials; ++trial) {
+    const TrialRecord want = oracle::run_trial(options, n, trial);
+    const TrialRecord& got = result.trials[trial];
+    ASSERT_EQ(got.rows.size(), want.rows.size());
+    EXPECT_EQ(got.seed, want.seed);
+    for (std::size_t r = 0; r < want.rows.size(); ++r) {
+      const RoundRow &g = got.rows[r], &w = want.rows[r];
+      EXPECT_EQ(g.round, w.round);
+      expect_close(g.variance, w.variance, "variance", w.round);
+      expect_close(g.error, w.error, "error", w.round);
+      expect_close(g.mean_drift, w.mean_drift, "mean_drift", w.round);
+      EXPECT_EQ(g.alive, w.alive) << "round " << w.round;
+      EXPECT_EQ(g.groups, w.groups) << "round " << w.round;
+      EXPECT_EQ(g.failed_groups, w.failed_groups) << "round " << w.round;
+      EXPECT_EQ(g.bytes_sent, w.bytes_sent) << "round " << w.round;
+      if (r > 0) {
+        EXPECT_GE(g.time, got.rows[r - 1].time);
+      }
+      // Every semantics but partial preserves the mean (beyond rounding).
+      if (*options.protocol.on_failure != FailureSemantics::partial) {
+        EXPECT_LE(g.mean_drift, 1e-28);
+      }
+    }
+    for (std::size_t i = 0; i < want.targets.size(); ++i) {
+      EXPECT_EQ(got.targets[i].rounds, want.targets[i].rounds);
+      EXPECT_EQ(got.targets[i].reached, want.targets[i].reached);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Allreduce, ProtocolOracle,
+    ::testing::Values(Case{"allreduce", "abort", "transient", 0.0, 1}, Case{"allreduce", "abort", "transient", 0.05, 3},
+                      Case{"allreduce", "survivors", "transient", 0.2, 5},
+                      Case{"allreduce", "survivors", "permanent", 0.1, 2},
+                      Case{"allreduce", "abort", "permanent", 0.02, 4},
+                      Case{"allreduce", "survivors", "transient", 0.6, 17},
+                      Case{"allreduce", "survivors", "transient", 0.1, 33, "ring"},
+                      Case{"allreduce", "abort", "transient", 0.01, 33, "doubling"},
+                      Case{"allreduce", "survivors", "transient", 0.3, 3, "tree"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    RandomGroups, ProtocolOracle,
+    ::testing::Values(Case{"random-groups", "survivors", "transient", 0.0, 1},
+                      Case{"random-groups", "survivors", "transient", 0.2, 5},
+                      Case{"random-groups", "abort", "transient", 0.15, 3},
+                      Case{"random-groups", "partial", "transient", 0.25, 7},
+                      Case{"random-groups", "partial", "permanent", 0.1, 2},
+                      Case{"random-groups", "survivors", "transient", 0.1, 1, "auto", "default", "random", "axis", 2},
+                      Case{"random-groups", "survivors", "transient", 0.1, 4, "auto", "default", "random", "axis", 32}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Moshpit, ProtocolOracle,
+    ::testing::Values(Case{"moshpit", "survivors", "transient", 0.0, 1},
+                      Case{"moshpit", "survivors", "transient", 0.2, 3},
+                      Case{"moshpit", "abort", "transient", 0.1, 2},
+                      Case{"moshpit", "partial", "transient", 0.2, 6},
+                      Case{"moshpit", "survivors", "permanent", 0.1, 1},
+                      Case{"moshpit", "survivors", "transient", 0.1, 5, "auto", "cube", "random", "axis"},
+                      Case{"moshpit", "partial", "transient", 0.15, 4, "auto", "cube", "rank", "chunk"},
+                      Case{"moshpit", "survivors", "transient", 0.0, 3, "auto", "default", "rank", "chunk"},
+                      Case{"moshpit", "survivors", "transient", 0.2, 2, "auto", "default", "random", "chunk"},
+                      Case{"moshpit", "abort", "transient", 0.1, 3, "auto", "cube", "random", "chunk"},
+                      Case{"moshpit", "survivors", "transient", 0.1, 2, "auto", "line", "random", "axis"}));
+
+// With N = M^d peers and no failures, Moshpit holds the exact average after d
+// rounds, whatever the placement and key rule (the paper's Section 3.1).
+TEST(MoshpitExact, FullGridAveragesExactlyInDRounds) {
+  const int n = world_size();
+  std::vector<std::vector<int>> grids;
+  for (int m = 1; m <= n; ++m) {
+    if (m * m == n && m > 1) grids.push_back({m, m});
+    if (m * m * m == n && m > 1) grids.push_back({m, m, m});
+  }
+  if (n > 1) grids.push_back({n});
+  Comm comm = Comm::duplicate(MPI_COMM_WORLD);
+  for (const auto& grid : grids)
+    for (const char* placement : {"random", "rank"})
+      for (const char* key_update : {"axis", "chunk"}) {
+        AveragingOptions o;
+        o.protocol.name = "moshpit";
+        o.protocol.grid = grid;
+        o.protocol.placement = parse_placement(placement);
+        o.protocol.key_update = parse_key_update(key_update);
+        o.dim = 3;
+        o = resolve(o, n);
+        const std::uint64_t seed = trial_seed(77, 0);
+        FailureModel failures(seed, 0.0, FailureKind::transient, n);
+        auto protocol = make_protocol(o.protocol, comm);
+        const oracle::Matrix start = oracle::initial_state(seed, n, o.dim);
+        const std::vector<double> mean = oracle::mean(start);
+        std::vector<double> x = start[comm.rank()];
+        for (int t = 1; t <= static_cast<int>(grid.size()); ++t) {
+          GroupCounters counters;
+          Round round{t, seed, failures, comm, counters};
+          protocol->step(x, round);
+        }
+        bool wrong = false;
+        for (int k = 0; k < o.dim; ++k) wrong |= !(std::fabs(x[k] - mean[k]) <= 1e-12 * std::max(1.0, std::fabs(mean[k])));
+        EXPECT_FALSE(wrong) << "grid " << grid_to_string(grid) << " " << placement << "/" << key_update << " peer "
+                            << comm.rank();
+        ASSERT_FALSE(any_rank(wrong));
+      }
+}
+
+}  // namespace
+}  // namespace avb
+
+namespace avb {
+namespace {
+
+// A stop request seen by one rank only (as when a signal reaches one process)
+// must stop every rank after the same round, at the next shared verdict.
+class StopAfter : public AveragingObserver {
+ public:
+  StopAfter(bool asks, int calls) : asks_(asks), calls_(calls) {}
+  bool stop_requested() override { return asks_ && ++seen_ > calls_; }
+  void on_trial(const TrialRecord& t) override { trials.push_back(t); }
+  std::vector<TrialRecord> trials;
+
+ private:
+  bool asks_;
+  int calls_;
+  int seen_ = 0;
+};
+
+TEST(AveragingRun, StopRequestOnOneRankStopsEveryRankTogether) {
+  int n = 0, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  AveragingOptions o;
+  o.rounds = 50;
+  o.trials = 3;
+  o.fail_rate = 0.1;
+  // The last rank asks from round 3 on (its 4th poll: rounds 0, 1, 2, 3).
+  StopAfter observer(me == n - 1, 3);
+  const AveragingResult result = run_averaging(o, MPI_COMM_WORLD, observer);
+  EXPECT_TRUE(result.stopped);
+  if (me != 0) return;
+  ASSERT_EQ(result.trials.size(), 1u);
+  const TrialRecord& trial = result.trials.front();
+  EXPECT_FALSE(trial.complete);
+  // Verdicts are shared every round: everyone stops after round 3.
+  EXPECT_EQ(trial.rows.back().round, 3);
+}
+
+}  // namespace
+}  // namespace avb
