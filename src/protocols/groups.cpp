@@ -15,15 +15,34 @@ std::uint32_t shuffle_key(std::uint64_t seed, int t, int peer) {
 
 void shuffle_peers(std::vector<int>& peers, std::uint64_t seed, int t) {
   // Sort one 64-bit number per peer: (key << 32) | peer orders by key, then by peer.
+  // Callers pass peers in ascending order, so a block usually serves eight peers.
+  const Stream stream(seed, StreamId::group_shuffle);
   std::vector<std::uint64_t> order(peers.size());
-  for (std::size_t i = 0; i < peers.size(); ++i)
-    order[i] = (static_cast<std::uint64_t>(shuffle_key(seed, t, peers[i])) << 32) | static_cast<std::uint32_t>(peers[i]);
+  std::uint64_t cached = ~std::uint64_t{0};
+  Stream::Block block{};
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    const auto p = static_cast<std::uint64_t>(peers[i]);
+    if (p / 8 != cached) {
+      cached = p / 8;
+      block = stream.block(static_cast<std::uint64_t>(t), cached, 0);
+    }
+    const std::uint64_t word = block.w[(p % 8) / 2];
+    const auto key = static_cast<std::uint32_t>(p % 2 == 0 ? word : word >> 32);
+    order[i] = (static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(peers[i]);
+  }
   std::sort(order.begin(), order.end());
   for (std::size_t i = 0; i < peers.size(); ++i) peers[i] = static_cast<int>(order[i] & 0xffffffffu);
 }
 
 bool takes_part(FailureSemantics semantics, const FailureModel& failures, int t, int peer) {
   return semantics != FailureSemantics::survivors || failures.alive(t, peer);
+}
+
+std::vector<int> participants(FailureSemantics semantics, const FailureModel& failures, int t) {
+  if (semantics == FailureSemantics::survivors) return failures.alive_peers(t);
+  std::vector<int> everyone(static_cast<std::size_t>(failures.peers()));
+  for (int p = 0; p < failures.peers(); ++p) everyone[static_cast<std::size_t>(p)] = p;
+  return everyone;
 }
 
 int parts_delivered(std::uint64_t seed, int t, int peer, int n) {

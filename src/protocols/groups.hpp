@@ -17,13 +17,15 @@ namespace avb {
 // uniformly random order that every peer can compute for every other peer.
 std::uint32_t shuffle_key(std::uint64_t seed, int t, int peer);
 
-// Sorts `peers` into round t's random order.
+// Sorts `peers` (distinct) into round t's random order.
 void shuffle_peers(std::vector<int>& peers, std::uint64_t seed, int t);
 
 // Does peer `peer` take part in group formation in round t? Under survivors a
 // failed peer skips the round before groups form; under abort and partial it fails
 // after its group has formed, so it is a member.
 bool takes_part(FailureSemantics semantics, const FailureModel& failures, int t, int peer);
+// All peers that take part in round t, ascending.
+std::vector<int> participants(FailureSemantics semantics, const FailureModel& failures, int t);
 
 // The part a failed member of an n-member group had delivered when it failed
 // (partial semantics): uniform on 0..n-1 from the failure_phase stream, counter

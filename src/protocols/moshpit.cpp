@@ -91,9 +91,7 @@ class MoshpitProtocol final : public Protocol {
   // every participant's key then advances (also when its group does not run).
   void chunk_members(const Round& round) {
     const std::size_t width = static_cast<std::size_t>(std::max(d() - 1, 0));
-    order_.clear();
-    for (int p = 0; p < n_; ++p)
-      if (takes_part(semantics_, round.failures, round.t, p)) order_.push_back(p);
+    order_ = participants(semantics_, round.failures, round.t);
     shuffle_peers(order_, round.seed, round.t);
     // A stable sort by key keeps the shuffled order inside each bucket.
     auto key = [&](int p) { return keys_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(p) * width); };

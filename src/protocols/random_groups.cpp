@@ -33,9 +33,7 @@ class RandomGroupsProtocol final : public Protocol {
   void step(std::span<double> x, Round& round) override {
     const int me = round.world.rank();
     if (!takes_part(semantics_, round.failures, round.t, me)) return;
-    order_.clear();
-    for (int p = 0; p < round.world.size(); ++p)
-      if (takes_part(semantics_, round.failures, round.t, p)) order_.push_back(p);
+    order_ = participants(semantics_, round.failures, round.t);
     shuffle_peers(order_, round.seed, round.t);
     const int participants = static_cast<int>(order_.size());
     int my_group = -1;

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""Self-test of make_table.py on synthetic traces; exit 0 when it passes.
+
+    /usr/bin/python3 experiments/moshpit_table/test_make_table.py
+
+Writes, in a temporary folder, traces holding only what make_table.py reads
+(root n_peers, config protocol and fail-rate, /summary, /trials/<k>/variance),
+with values chosen so the expected table is known, then checks the printed table,
+the CSV copy and the exit status of --strict.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+SCRIPT = Path(__file__).resolve().parent / "make_table.py"
+failures: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None, variances=None):
+    """One trace; variances[k] is trial k's variance column (trials without one get [1])."""
+    complete = [1] * len(r9) if complete is None else complete
+    with h5py.File(path, "w") as f:
+        f.attrs["n_peers"] = np.int32(n)
+        config = f.create_group("config")
+        config.attrs["protocol"] = protocol
+        config.attrs["fail-rate"] = p
+        s = f.create_group("summary")
+        s["trial"] = np.arange(len(r9), dtype=np.int32)
+        s["rounds_to_1e-4"] = np.asarray(r4, dtype=np.int32)
+        s["rounds_to_1e-9"] = np.asarray(r9, dtype=np.int32)
+        s["complete"] = np.asarray(complete, dtype=np.int32)
+        for k in range(len(r9)):
+            v = (variances or {}).get(k, [1.0])
+            f[f"trials/{k}/variance"] = np.asarray(v, dtype=float)
+
+
+def from_ratios(ratios) -> list[float]:
+    return list(np.cumprod([1.0] + list(ratios)))
+
+
+def run(results: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--results", str(results), *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+def cells_of(out: str, n: int, p: str) -> list[str]:
+    """The protocol cells of the table row (N, p): All-Reduce, Random groups, Moshpit."""
+    for line in out.splitlines():
+        parts = line.split("|")
+        if len(parts) > 1 and parts[0].split() == [str(n), p]:
+            return [c.strip() for c in parts[1:]]
+    return []
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        # All-Reduce: equal to the published value; at p = 0.001 mean exactly 1.6.
+        write_trace(d / "a.h5", 512, "allreduce", "0", [1] * 10, [1] * 10)
+        r = [1] * 60 + [2] * 25 + [3] * 10 + [4] * 5
+        write_trace(d / "b.h5", 512, "allreduce", "0.001", r, r)
+        # Random groups: nine 6s and a 7 (mean 6.1 = published, se 0.1); an extra
+        # incomplete trial (45 rounds, ratio 0.9) that must be left out; contraction
+        # from trial 0's rounds 1..5 (its round 6, ratio 0.5, is beyond t = 5) and
+        # trial 1's 3 rounds: 8 ratios.
+        ratios0, ratios1 = [0.03] * 5 + [0.5], [0.028, 0.029, 0.030]
+        write_trace(d / "c.h5", 512, "random-groups", "0", [6] * 9 + [7, 45], [3] * 10 + [40],
+                    complete=[1] * 10 + [0],
+                    variances={0: from_ratios(ratios0), 1: from_ratios(ratios1),
+                               10: from_ratios([0.9] * 5)})
+        # Moshpit: far from the published 8.8; and an N = 1024 cell (nothing published).
+        write_trace(d / "d.h5", 512, "moshpit", "0.01", [30] * 10, [12] * 10)
+        write_trace(d / "e.h5", 1024, "moshpit", "0", [2] * 10, [1] * 10)
+
+        res = run(d, "--csv", str(d / "table.csv"))
+        out = res.stdout
+        print(out)
+        check(res.returncode == 0, f"exit 0 without --strict (got {res.returncode}: {res.stderr.strip()})")
+        rows = {(int(x["N"]), float(x["p"]), x["protocol"]): x
+                for x in csv.DictReader(open(d / "table.csv"))}
+
+        c = cells_of(out, 512, "0")
+        check(len(c) == 3 and c[0].startswith("1.00 (1.00) ± 0.00") and "!" not in c[0],
+              f"allreduce 512/0 equal to published, not flagged: {c[:1]}")
+        check(len(c) == 3 and c[1].startswith("6.10 (3.00) ± 0.10 ") and "!" not in c[1],
+              f"random-groups 512/0: 6.10 (3.00) ± 0.10, incomplete trial left out, not flagged: {c[1:2]}")
+        check(rows[(512, 0.0, "random-groups")]["flag_pub"] == "0", "CSV: random-groups 512/0 flag_pub = 0")
+
+        q = 0.999 ** 512
+        theory = (1 - (1 - q) ** 50) / q
+        c = cells_of(out, 512, "0.001")
+        check(len(c) == 3 and c[0].split()[-1] == f"{theory:.3f}" and 1.668 < theory < 1.670,
+              f"allreduce theory 512/0.001 printed {theory:.3f}: {c[:1]}")
+        got = float(rows[(512, 0.001, "allreduce")]["theory"])
+        check(math.isclose(got, theory, rel_tol=1e-12), f"CSV theory {got!r} == {theory!r}")
+        check(rows[(512, 0.001, "allreduce")]["flag_pub"] == "0"
+              and rows[(512, 0.001, "allreduce")]["flag_theory"] == "0",
+              "allreduce 512/0.001 (mean 1.6) flagged neither against 1.6 nor against theory")
+
+        c = cells_of(out, 512, "0.01")
+        check(len(c) == 3 and c[2].startswith("30.00 (12.00) ± 0.00!"), f"moshpit 512/0.01 flagged: {c[2:]}")
+        check("! N=512 p=0.01 moshpit" in out, "moshpit 512/0.01 listed under Flagged")
+        check(len(c) == 3 and c[1].startswith("—"), f"missing trace shows —: {c[1:2]}")
+
+        c = cells_of(out, 1024, "0")
+        check(len(c) == 3 and c[2].startswith("2.00 (1.00) ± 0.00") and c[2].endswith("—")
+              and "!" not in c[2], f"N=1024 row present, nothing published: {c[2:]}")
+
+        expected = float(np.mean(ratios0[:5] + ratios1))
+        th = 15 / 511
+        got = float(rows[(512, 0.0, "random-groups")]["contraction"])
+        check(math.isclose(got, expected, rel_tol=1e-12), f"contraction {got!r} == {expected!r}")
+        check(f"measured {expected:.5f}" in out and f"theory {th:.5f}" in out
+              and f"{(expected - th) / th:+.1%}" in out, "contraction line: measured, theory, difference")
+        check(rows[(512, 0.0, "random-groups")]["flag_contraction"] == "0", "contraction within 5%: not flagged")
+
+        check(run(d, "--strict").returncode == 1, "--strict exits 1 with a flagged cell")
+        (d / "d.h5").unlink()
+        res = run(d, "--strict")
+        check(res.returncode == 0 and "Flagged: none." in res.stdout, "--strict exits 0 once nothing is flagged")
+
+    print(f"{len(failures)} failure(s)" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
