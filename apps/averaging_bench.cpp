@@ -103,11 +103,21 @@ void define_flags(CLI::App& app, Cli& cli) {
 }
 
 // A flag that does not apply to the chosen protocol is refused rather than
-// silently ignored (the run would not be the one the user asked for).
-void refuse_foreign_flags(const CLI::App& app, const std::string& protocol) {
+// silently ignored (the run would not be the one the user asked for). A default
+// value is let through: a trace's recorded config lists every flag, and must replay.
+void refuse_foreign_flags(const Cli& cli, const std::string& protocol) {
+  const Cli defaults;
+  const std::pair<const char*, bool> changed[] = {
+      {"--collective", cli.collective != defaults.collective},
+      {"--grid", cli.grid != defaults.grid},
+      {"--placement", cli.placement != defaults.placement},
+      {"--key-update", cli.key_update != defaults.key_update},
+      {"--group-size", cli.group_size != defaults.group_size},
+      {"--min-group-size", cli.min_group_size != defaults.min_group_size},
+  };
   const auto own = avb::protocol_flags(protocol);
-  for (const char* flag : {"--collective", "--grid", "--placement", "--key-update", "--group-size", "--min-group-size"}) {
-    if (app.count(flag) == 0 || std::find(own.begin(), own.end(), flag) != own.end()) continue;
+  for (const auto& [flag, set] : changed) {
+    if (!set || std::find(own.begin(), own.end(), flag) != own.end()) continue;
     std::string accepted;
     for (auto f : own) accepted += (accepted.empty() ? "" : ", ") + std::string(f);
     throw avb::ConfigError(std::string(flag) + ": does not apply to --protocol " + protocol + " (its options: " +
@@ -115,7 +125,7 @@ void refuse_foreign_flags(const CLI::App& app, const std::string& protocol) {
   }
 }
 
-avb::AveragingOptions to_options(const CLI::App& app, const Cli& cli, int n_peers) {
+avb::AveragingOptions to_options(const Cli& cli, int n_peers) {
   using avb::app::parse_integer;
   using avb::app::parse_real;
   avb::AveragingOptions o;
@@ -137,7 +147,7 @@ avb::AveragingOptions to_options(const CLI::App& app, const Cli& cli, int n_peer
   for (const auto& t : cli.targets) o.targets.push_back(parse_real("--target", t, "a number > 0"));
   o.stop_at_target = cli.stop_at_target;
   o = avb::resolve(o, n_peers);
-  refuse_foreign_flags(app, o.protocol.name);
+  refuse_foreign_flags(cli, o.protocol.name);
   return o;
 }
 
@@ -157,7 +167,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app.remaining());
-    options = to_options(app, cli, size);
+    options = to_options(cli, size);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
     return 0;

@@ -14,7 +14,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 # Protocols to compare; add a name here when its implementation lands.
-protocols=(allreduce)
+protocols=(allreduce random-groups moshpit)
 peers=1024
 run_args=(--fail-rate 0.001 --trials 20 --rounds 50 --seed 0)
 

@@ -76,7 +76,7 @@ void check_grid(std::span<const int> sides, int n_peers) {
   const std::int64_t cells = grid_cells(sides);
   if (cells < n_peers)
     throw ConfigError("--grid: " + grid_to_string(sides) + " has " + std::to_string(cells) +
-                      " cells, fewer than the " + std::to_string(n_peers) + " peers");
+                      (cells == 1 ? " cell" : " cells") + ", fewer than the " + std::to_string(n_peers) + " peers");
 }
 
 std::int64_t axis_stride(std::span<const int> sides, int axis) {

@@ -110,8 +110,9 @@ else
   bad "--help: exit code $RC (expected 0), 'Usage:' printed $n_usage times (expected 1)"
   show_logs
 fi
-for flag in --config --protocol --fail-rate --failure --on-failure --dim --rounds --trials --seed \
-  --target --stop-at-target --out --overwrite --quiet; do
+for flag in --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
+  --key-update --group-size --min-group-size --dim --rounds --trials --seed --target --stop-at-target --out \
+  --overwrite --quiet; do
   grep -q -- "$flag" "$OUT" || bad "--help does not mention $flag"
 done
 
@@ -138,6 +139,14 @@ bad_case dim_text '--dim' 'abc|[1, ' -- --dim abc "${keep[@]}"
 bad_case failure '--failure' 'sometimes|transient|permanent' -- --failure sometimes "${keep[@]}"
 bad_case on_failure '--on-failure' 'partial|abort|survivors' -- --on-failure partial "${keep[@]}"
 bad_case trials '--trials' '[1, ' -- --trials 0 "${keep[@]}"
+bad_case grid_shape '--grid' '3y3|32x32' -- --protocol moshpit --grid 3y3 "${keep[@]}"
+bad_case grid_small '--grid' '1x1|1 cell|2 peers' -- --protocol moshpit --grid 1x1 "${keep[@]}"
+bad_case placement '--placement' 'diagonal|random|rank' -- --protocol moshpit --placement diagonal "${keep[@]}"
+bad_case key_update '--key-update' 'sideways|axis|chunk' -- --protocol moshpit --key-update sideways "${keep[@]}"
+bad_case group_size '--group-size' '[2, ' -- --protocol random-groups --group-size 1 "${keep[@]}"
+bad_case min_group_size '--min-group-size' '[2, ' -- --protocol moshpit --min-group-size 0 "${keep[@]}"
+bad_case foreign_grid '--grid' 'allreduce|--collective' -- --protocol allreduce --grid 2x2 "${keep[@]}"
+bad_case foreign_collective '--collective' 'moshpit|--grid' -- --protocol moshpit --collective ring "${keep[@]}"
 bad_case unknown_flag '--bogus' '--help' -- --bogus 3 "${keep[@]}"
 bad_case out_missing_dir '--out' 'no-such-dir' -- --out no-such-dir/run.h5
 bad_case out_exists '--out' 'existing.h5|--overwrite' -- --out existing.h5
@@ -193,6 +202,21 @@ with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
     bad "replaying /config text gave different results"
   fi
 fi
+
+# ---- every protocol runs, with every failure semantics it supports ----------------
+for spec in "moshpit --on-failure survivors --grid 2x1" "moshpit --on-failure partial --key-update chunk" \
+  "moshpit --on-failure abort --placement rank" "random-groups --on-failure partial --group-size 2" \
+  "allreduce --on-failure survivors --collective ring"; do
+  read -r -a args <<<"$spec"
+  run_app protocol_run --protocol "${args[@]}" --fail-rate 0.2 --trials 2 --rounds 6 --dim 3 --out proto.h5 \
+    --overwrite --quiet
+  if [ "$RC" -eq 0 ]; then
+    check_trace "$work/proto.h5" --peers 2 --trials 2 --complete 1 --rounds 6
+  else
+    bad "--protocol $spec: exit code $RC"
+    show_logs
+  fi
+done
 
 # ---- --overwrite replaces an existing trace -------------------------------------
 old_sum=$(sha256sum <"$work/existing.h5")
