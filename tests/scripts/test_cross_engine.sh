@@ -13,7 +13,7 @@
 # the rounds; and 0.3) under both `survivors` and `abort`, and the test checks
 # that they did happen. The vector length 5 does not divide among 8 peers, so
 # uneven pieces are exercised too; so is each all-reduce algorithm the program
-# offers.
+# offers, and moshpit and random-groups under all three failure semantics.
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 2 ] || die "usage: test_cross_engine.sh MPI_BINARY SMPI_BINARY"
@@ -55,12 +55,26 @@ say "collectives: ${collectives[*]}"
 # first round without failures), after which every row is trivially equal; at 0.3
 # with survivors, partial groups average for many rounds, so the floating-point
 # sums of most rows are compared.
+configs=()
 for config in survivors:0.05 abort:0.05 survivors:0.3; do
   semantics=${config%%:*} rate=${config#*:}
   for collective in "${collectives[@]}"; do
-    args=(--protocol allreduce --fail-rate "$rate" --on-failure "$semantics" --dim 5 --rounds 40 --trials 3 --seed 12345)
-    [ "$collective" = default ] || args+=(--collective "$collective")
-    tag=$semantics-$rate-$collective
+    c="allreduce --fail-rate $rate --on-failure $semantics"
+    [ "$collective" = default ] || c+=" --collective $collective"
+    configs+=("$c")
+  done
+done
+# Group protocols, under each failure semantics (partial moves the mean, and its
+# failure phases are drawn from their own stream: the same on both engines too).
+configs+=("moshpit --fail-rate 0.2 --on-failure survivors --key-update chunk"
+  "moshpit --fail-rate 0.2 --on-failure partial --grid 2x2x2 --placement rank"
+  "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4"
+  "random-groups --fail-rate 0.1 --on-failure abort --group-size 3"
+  "random-groups --fail-rate 0.3 --on-failure partial --group-size 4")
+for config in "${configs[@]}"; do
+    read -r -a protocol_args <<<"$config"
+    args=(--protocol "${protocol_args[@]}" --dim 5 --rounds 40 --trials 3 --seed 12345)
+    tag=$(printf '%s' "$config" | tr -d ' -' | tr '.' 'p')
     started=$(now)
     run mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
     run smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
@@ -134,6 +148,5 @@ EOF
       bad "$tag: Open MPI and SMPI traces differ:"
       printf '%s\n' "$report" | sed 's/^/    /' >&2
     fi
-  done
 done
 finish
