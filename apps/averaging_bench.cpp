@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/app_support.hpp"
+#include "protocols/gossip.hpp"
 #include "core/comm.hpp"
 #include "core/error.hpp"
 #include "run/averaging.hpp"
@@ -43,6 +44,9 @@ struct Cli {
   std::string key_update = "axis";
   std::string group_size = "32";
   std::string min_group_size = "2";
+  std::string topology = "default";
+  std::string weights = "uniform";
+  std::string alive_weights = "renormalize";
   std::string dim = "1";
   std::string rounds = "50";
   std::string trials = "10";
@@ -86,6 +90,16 @@ void define_flags(CLI::App& app, Cli& cli) {
   app.add_option("--min-group-size", cli.min_group_size,
                  "moshpit, random-groups: smaller groups do not average, an integer >= 2")
       ->capture_default_str();
+  app.add_option("--topology", cli.topology,
+                 "gossip, pushsum, pairwise: ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete or "
+                 "file:PATH (default: ring for gossip, one-peer-exp for pushsum, complete for pairwise)")
+      ->capture_default_str();
+  app.add_option("--weights", cli.weights, "gossip: mixing weights, uniform (1/(deg+1)) or metropolis")
+      ->capture_default_str();
+  app.add_option("--alive-weights", cli.alive_weights,
+                 "gossip under failures: renormalize rows over alive neighbours (moves the mean) or metropolis "
+                 "weights of the alive subgraph (keeps it; needs --weights metropolis)")
+      ->capture_default_str();
   app.add_option("--dim", cli.dim, "vector length per peer, an integer >= 1")->capture_default_str();
   app.add_option("--rounds", cli.rounds, "rounds per trial, an integer >= 0")->capture_default_str();
   app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (each with its own seed drawn from --seed)")
@@ -114,6 +128,9 @@ void refuse_foreign_flags(const Cli& cli, const std::string& protocol) {
       {"--key-update", cli.key_update != defaults.key_update},
       {"--group-size", cli.group_size != defaults.group_size},
       {"--min-group-size", cli.min_group_size != defaults.min_group_size},
+      {"--topology", cli.topology != defaults.topology},
+      {"--weights", cli.weights != defaults.weights},
+      {"--alive-weights", cli.alive_weights != defaults.alive_weights},
   };
   const auto own = avb::protocol_flags(protocol);
   for (const auto& [flag, set] : changed) {
@@ -139,6 +156,9 @@ avb::AveragingOptions to_options(const Cli& cli, int n_peers) {
   o.protocol.key_update = avb::parse_key_update(cli.key_update);
   o.protocol.group_size = static_cast<int>(parse_integer("--group-size", cli.group_size, 2, 1 << 30));
   o.protocol.min_group_size = static_cast<int>(parse_integer("--min-group-size", cli.min_group_size, 2, 1 << 30));
+  if (cli.topology != "default") o.protocol.topology = avb::parse_topology(cli.topology);
+  o.protocol.weights = avb::parse_weights(cli.weights);
+  o.protocol.alive_weights = avb::parse_alive_weights(cli.alive_weights);
   o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
   o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));
   o.trials = static_cast<int>(parse_integer("--trials", cli.trials, 1, 1 << 30));

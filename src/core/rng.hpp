@@ -24,6 +24,8 @@ enum class StreamId : std::uint64_t {
   dither = 8,          // quantizer dithering
   failure_phase = 9,   // where in a round a peer fails (partial semantics)
   trial_seeds = 10,    // the seed of each trial, from the run's seed
+  topology = 11,       // random graphs (random-regular)
+  matching = 12,       // pairwise gossip's matchings
   test = 1000,         // reserved for tests
 };
 

@@ -19,6 +19,7 @@
 #include "protocols/grid.hpp"
 #include "protocols/group_allreduce.hpp"
 #include "sim/failures.hpp"
+#include "sim/topology.hpp"
 
 namespace avb {
 
@@ -47,6 +48,12 @@ class Protocol {
   virtual void progress() {}
 };
 
+// How gossip reweights a row when some of its peers are down.
+enum class AliveWeights {
+  renormalize,  // the row's weights over its alive entries, scaled to sum 1 (the authors'; moves the mean)
+  metropolis,   // Metropolis-Hastings weights of the alive subgraph (doubly stochastic; keeps the mean)
+};
+
 // Options of every protocol; each reads the fields that concern it.
 struct ProtocolOptions {
   std::string name = "allreduce";
@@ -63,6 +70,11 @@ struct ProtocolOptions {
   int group_size = 32;
   // moshpit, random-groups: groups with fewer participants do not average.
   int min_group_size = 2;
+  // gossip, pushsum, pairwise: the graph (unset: the protocol's default) and its
+  // mixing weights; gossip: reweighting under failures.
+  std::optional<TopologySpec> topology;
+  Weights weights = Weights::uniform;
+  AliveWeights alive_weights = AliveWeights::renormalize;
 };
 
 struct ProtocolInfo {

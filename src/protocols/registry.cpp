@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "protocols/allreduce.hpp"
+#include "protocols/gossip.hpp"
 #include "protocols/moshpit.hpp"
 #include "protocols/protocol.hpp"
 #include "protocols/random_groups.hpp"
@@ -20,6 +21,14 @@ std::vector<ProtocolInfo> protocol_catalog() {
        FailureSemantics::survivors, all},
       {"moshpit", "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce",
        FailureSemantics::survivors, all},
+      {"gossip", "synchronous gossip x <- Wx on a --topology (D-PSGD mixing)", FailureSemantics::survivors,
+       {FailureSemantics::survivors}},
+      {"pushsum", "push-sum (SGP): (x, w) pushed along a --topology, estimate x/w", FailureSemantics::survivors,
+       {FailureSemantics::survivors}},
+      {"sgp-paper", "the Moshpit authors' simulated SGP: row-normalised pull average over i +- 2^k",
+       FailureSemantics::survivors, {FailureSemantics::survivors}},
+      {"pairwise", "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
+       FailureSemantics::survivors, {FailureSemantics::survivors}},
   };
 }
 
@@ -36,6 +45,8 @@ std::vector<std::string_view> protocol_flags(std::string_view name) {
   if (name == "allreduce") return {"--collective"};
   if (name == "random-groups") return {"--group-size", "--min-group-size"};
   if (name == "moshpit") return {"--grid", "--placement", "--key-update", "--min-group-size"};
+  if (name == "gossip") return {"--topology", "--weights", "--alive-weights"};
+  if (name == "pushsum" || name == "pairwise") return {"--topology"};
   return {};
 }
 
@@ -69,6 +80,23 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
     if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
     check_grid(resolved.grid, n_peers);
   }
+  if (resolved.name == "gossip" || resolved.name == "pushsum" || resolved.name == "pairwise") {
+    if (!resolved.topology) {
+      TopologySpec spec;
+      spec.kind = resolved.name == "gossip"    ? TopologyKind::ring
+                  : resolved.name == "pushsum" ? TopologyKind::one_peer_exp
+                                               : TopologyKind::complete;
+      resolved.topology = spec;
+    }
+    if (resolved.alive_weights == AliveWeights::metropolis && resolved.weights != Weights::metropolis)
+      throw ConfigError("--alive-weights metropolis: needs --weights metropolis (the weights it recomputes for "
+                        "the alive subgraph)");
+    // Build the graph once here, so that a bad file or an impossible shape is
+    // reported before the run starts (with seed 0: whether a graph can be built does
+    // not depend on the seed).
+    const Topology check(*resolved.topology, n_peers, 0);
+    if (resolved.name == "gossip" && n_peers > 0) check.mixing_row(resolved.weights, 1, 0);
+  }
   return resolved;
 }
 
@@ -77,6 +105,10 @@ std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& wo
   if (resolved.name == "allreduce") return make_allreduce(*resolved.on_failure, resolved.collective);
   if (resolved.name == "random-groups") return make_random_groups(resolved);
   if (resolved.name == "moshpit") return make_moshpit(resolved, world.size());
+  if (resolved.name == "gossip") return make_gossip(resolved, world.size());
+  if (resolved.name == "pushsum") return make_pushsum(resolved, world.size());
+  if (resolved.name == "sgp-paper") return make_sgp_paper(resolved, world.size());
+  if (resolved.name == "pairwise") return make_pairwise(resolved, world.size());
   throw ConfigError("--protocol: '" + options.name + "' is not one of {" + protocol_names() + "}");
 }
 
@@ -93,6 +125,12 @@ std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions&
   if (options.name == "random-groups") out.emplace_back("group-size", std::to_string(options.group_size));
   if (options.name == "moshpit" || options.name == "random-groups")
     out.emplace_back("min-group-size", std::to_string(options.min_group_size));
+  if (options.name == "gossip" || options.name == "pushsum" || options.name == "pairwise")
+    out.emplace_back("topology", options.topology ? to_string(*options.topology) : "default");
+  if (options.name == "gossip") {
+    out.emplace_back("weights", std::string(to_string(options.weights)));
+    out.emplace_back("alive-weights", std::string(to_string(options.alive_weights)));
+  }
   return out;
 }
 

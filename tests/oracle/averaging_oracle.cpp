@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "protocols/butterfly_allreduce.hpp"
+#include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/groups.hpp"
 
@@ -132,6 +133,80 @@ void moshpit_step(const ProtocolOptions& protocol, const FailureModel& failures,
   }
 }
 
+// Graph protocols: one synchronous step on the old values, with the rows, matchings
+// and neighbour rules of docs/protocols.md.
+void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,
+                RoundEffect& effect, TrialState& state) {
+  const int n = static_cast<int>(x.size());
+  const std::size_t d = x.front().size();
+  if (protocol.name != "sgp-paper" && (!state.topology || state.seed != seed)) {
+    state.topology.emplace(*protocol.topology, n, seed);
+    state.seed = seed;
+  }
+  const Matrix old = x;
+  if (protocol.name == "gossip") {
+    for (int i = 0; i < n; ++i) {
+      const MixingRow row = alive_mixing_row(*state.topology, protocol.weights, protocol.alive_weights, failures, t, i);
+      if (row.peers.empty()) continue;
+      std::vector<double> mixed(d, 0.0);
+      for (std::size_t k = 0; k < row.peers.size(); ++k)
+        for (std::size_t c = 0; c < d; ++c) mixed[c] += row.weights[k] * old[row.peers[k]][c];
+      x[i] = mixed;
+      for (int j : state.topology->out_neighbours(t, i))
+        if (failures.alive(t, j)) effect.bytes += 8 * d;
+    }
+  } else if (protocol.name == "sgp-paper") {
+    for (int i = 0; i < n; ++i) {
+      if (n < 2 || !failures.alive(t, i)) continue;
+      std::vector<int> members{i};
+      for (int j : sgp_paper_neighbours(n, t, i))
+        if (failures.alive(t, j)) members.push_back(j);
+      std::sort(members.begin(), members.end());
+      std::vector<double> sum(d, 0.0);
+      for (int j : members)
+        for (std::size_t c = 0; c < d; ++c) sum[c] += old[j][c];
+      for (std::size_t c = 0; c < d; ++c) x[i][c] = sum[c] / static_cast<double>(members.size());
+      effect.bytes += 8 * d * (members.size() - 1);
+    }
+  } else if (protocol.name == "pushsum") {
+    if (state.mass.empty()) {
+      state.mass = x;
+      for (auto& m : state.mass) m.push_back(1.0);
+    }
+    const Topology& g = *state.topology;
+    Matrix sent = state.mass;  // each alive peer's mass times its share
+    for (int i = 0; i < n; ++i) {
+      if (!failures.alive(t, i)) continue;
+      int outs = 0;
+      for (int j : g.out_neighbours(t, i)) outs += failures.alive(t, j) ? 1 : 0;
+      const double share = 1.0 / static_cast<double>(outs + 1);
+      for (double& v : sent[i]) v *= share;
+      effect.bytes += 8 * (d + 1) * static_cast<std::uint64_t>(outs);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!failures.alive(t, i)) continue;
+      std::vector<int> from{i};
+      for (int j : g.in_neighbours(t, i))
+        if (failures.alive(t, j)) from.push_back(j);
+      std::sort(from.begin(), from.end());
+      std::vector<double> sum(d + 1, 0.0);
+      for (int j : from)
+        for (std::size_t c = 0; c <= d; ++c) sum[c] += sent[j][c];
+      state.mass[i] = sum;
+      for (std::size_t c = 0; c < d; ++c) x[i][c] = sum[c] / sum[d];
+    }
+  } else {  // pairwise
+    const std::vector<int> partner = random_matching(*state.topology, seed, failures, t);
+    for (int i = 0; i < n; ++i) {
+      const int j = partner[i];
+      if (j < 0) continue;
+      if (i < j) ++effect.groups;
+      for (std::size_t c = 0; c < d; ++c) x[i][c] = (old[i][c] + old[j][c]) / 2.0;
+      effect.bytes += 8 * d;
+    }
+  }
+}
+
 void random_groups_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t,
                         Matrix& x, RoundEffect& effect) {
   const int n = static_cast<int>(x.size());
@@ -183,6 +258,11 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
   }
   if (protocol.name == "moshpit") {
     moshpit_step(protocol, failures, seed, t, x, effect, state);
+    return effect;
+  }
+  if (protocol.name == "gossip" || protocol.name == "pushsum" || protocol.name == "sgp-paper" ||
+      protocol.name == "pairwise") {
+    graph_step(protocol, failures, seed, t, x, effect, state);
     return effect;
   }
   throw std::logic_error("oracle: no model of protocol " + protocol.name);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "protocols/protocol.hpp"
@@ -32,6 +33,9 @@ struct TrialState {
   std::uint64_t seed = 0;
   std::vector<std::int64_t> cell;
   std::vector<std::vector<int>> key;
+  // pushsum: each peer's mass (x then w); graph protocols: the trial's graph.
+  Matrix mass;
+  std::optional<Topology> topology;
 };
 // `seed` is the trial's seed (Round::seed); `state` starts empty for each trial.
 RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,

@@ -1,0 +1,334 @@
+// Graph protocols. Every peer computes its row, its partners and who needs its
+// value from the topology and the failure function, which every peer evaluates for
+// every other; values then travel by Isend/Irecv between neighbours (SMPI has no
+// neighbour collectives). Sums run over peers in ascending order, so the oracle and
+// every engine add the same terms in the same order.
+#include "protocols/gossip.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace avb {
+
+AliveWeights parse_alive_weights(std::string_view name) {
+  if (name == "renormalize") return AliveWeights::renormalize;
+  if (name == "metropolis") return AliveWeights::metropolis;
+  throw ConfigError("--alive-weights: '" + std::string(name) + "' is not one of {renormalize, metropolis}");
+}
+
+std::string_view to_string(AliveWeights weights) {
+  return weights == AliveWeights::renormalize ? "renormalize" : "metropolis";
+}
+
+MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeights alive, const FailureModel& failures,
+                           int t, int i) {
+  MixingRow row;
+  if (!failures.alive(t, i)) return row;
+  if (alive == AliveWeights::metropolis) {
+    // Metropolis-Hastings on the alive subgraph: 1/(1 + max(d_i, d_j)) per alive
+    // edge, with the degrees counted among alive peers; the rest stays on i.
+    auto alive_degree = [&](int p) {
+      int d = 0;
+      for (int q : topology.in_neighbours(t, p)) d += failures.alive(t, q) ? 1 : 0;
+      return d;
+    };
+    const int di = alive_degree(i);
+    std::vector<std::pair<int, double>> entries;
+    double others = 0.0;
+    for (int j : topology.in_neighbours(t, i)) {
+      if (!failures.alive(t, j)) continue;
+      const double w = 1.0 / (1.0 + std::max(di, alive_degree(j)));
+      entries.emplace_back(j, w);
+      others += w;  // in ascending order of j
+    }
+    entries.emplace_back(i, 1.0 - others);
+    std::sort(entries.begin(), entries.end());
+    for (const auto& [p, w] : entries) {
+      row.peers.push_back(p);
+      row.weights.push_back(w);
+    }
+    return row;
+  }
+  row = topology.mixing_row(weights, t, i);
+  bool everyone = true;
+  for (int p : row.peers) everyone = everyone && failures.alive(t, p);
+  if (everyone) return row;
+  MixingRow kept;
+  double sum = 0.0;
+  for (std::size_t k = 0; k < row.peers.size(); ++k)
+    if (failures.alive(t, row.peers[k])) {
+      kept.peers.push_back(row.peers[k]);
+      kept.weights.push_back(row.weights[k]);
+      sum += row.weights[k];
+    }
+  for (double& w : kept.weights) w /= sum;
+  return kept;
+}
+
+void average_with(Comm& comm, int partner, std::span<double> x, std::vector<double>& scratch) {
+  constexpr int kPairTag = 121;
+  scratch.resize(x.size());
+  comm.sendrecv<double>(x, partner, std::span<double>(scratch), partner, kPairTag);
+  // a + b == b + a in IEEE arithmetic, so both partners get the same bits.
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + scratch[k]) / 2.0;
+}
+
+std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t) {
+  const int n = topology.peers();
+  std::vector<int> partner(static_cast<std::size_t>(n), -1);
+  const Stream stream(seed, StreamId::matching);
+  if (topology.spec().kind == TopologyKind::complete) {
+    // Alive peers by (32-bit key, peer), eight keys per Philox block; pair them up.
+    std::vector<std::uint64_t> order;
+    for (int p : failures.alive_peers(t)) {
+      const auto u = static_cast<std::uint64_t>(p);
+      const std::uint64_t word = stream.block(static_cast<std::uint64_t>(t), u / 8, 0).w[(u % 8) / 2];
+      const auto key = static_cast<std::uint32_t>(u % 2 == 0 ? word : word >> 32);
+      order.push_back((static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(p));
+    }
+    std::sort(order.begin(), order.end());
+    for (std::size_t k = 0; k + 1 < order.size(); k += 2) {
+      const int a = static_cast<int>(order[k] & 0xffffffffu), b = static_cast<int>(order[k + 1] & 0xffffffffu);
+      partner[static_cast<std::size_t>(a)] = b;
+      partner[static_cast<std::size_t>(b)] = a;
+    }
+    return partner;
+  }
+  const auto edges = topology.edges(t);
+  std::vector<std::pair<std::uint64_t, std::size_t>> order;
+  for (std::size_t e = 0; e < edges.size(); ++e)
+    if (failures.alive(t, edges[e].first) && failures.alive(t, edges[e].second))
+      order.emplace_back(stream.bits(static_cast<std::uint64_t>(t), e, 0), e);
+  std::sort(order.begin(), order.end());
+  for (const auto& [key, e] : order) {
+    const auto [a, b] = edges[e];
+    if (partner[static_cast<std::size_t>(a)] < 0 && partner[static_cast<std::size_t>(b)] < 0) {
+      partner[static_cast<std::size_t>(a)] = b;
+      partner[static_cast<std::size_t>(b)] = a;
+    }
+  }
+  return partner;
+}
+
+namespace {
+
+constexpr int kGossipTag = 131;
+
+// The topology of a trial: random graphs depend on the trial's seed.
+class TrialTopology {
+ public:
+  TrialTopology(TopologySpec spec, int n) : spec_(std::move(spec)), n_(n) {}
+  const Topology& get(std::uint64_t seed) {
+    if (!topology_ || seed_ != seed) {
+      topology_.emplace(spec_, n_, seed);
+      seed_ = seed;
+    }
+    return *topology_;
+  }
+
+ private:
+  TopologySpec spec_;
+  int n_;
+  std::optional<Topology> topology_;
+  std::uint64_t seed_ = 0;
+};
+
+// Receives one value vector from each of `from` and sends x to each of `to`.
+class NeighbourExchange {
+ public:
+  // Returns the received vectors, slot k for from[k].
+  const std::vector<double>& run(Comm& comm, std::span<const double> x, const std::vector<int>& to,
+                                 const std::vector<int>& from) {
+    const std::size_t d = x.size();
+    incoming_.resize(from.size() * d);
+    for (std::size_t k = 0; k < from.size(); ++k)
+      comm.irecv<double>(std::span<double>(incoming_.data() + k * d, d), from[k], kGossipTag, requests_);
+    for (int j : to) comm.isend<double>(x, j, kGossipTag, requests_);
+    Comm::wait_all(requests_);
+    return incoming_;
+  }
+
+ private:
+  std::vector<double> incoming_;
+  std::vector<MPI_Request> requests_;
+};
+
+class GossipProtocol final : public Protocol {
+ public:
+  GossipProtocol(const ProtocolOptions& o, int n)
+      : topology_(*o.topology, n), weights_(o.weights), alive_weights_(o.alive_weights) {}
+
+  void step(std::span<double> x, Round& round) override {
+    const Topology& g = topology_.get(round.seed);
+    const int me = round.world.rank(), t = round.t;
+    if (!round.failures.alive(t, me)) return;
+    const MixingRow row = alive_mixing_row(g, weights_, alive_weights_, round.failures, t, me);
+    from_.clear();
+    for (int p : row.peers)
+      if (p != me) from_.push_back(p);
+    to_.clear();
+    for (int j : g.out_neighbours(t, me))
+      if (round.failures.alive(t, j)) to_.push_back(j);
+    const auto& in = exchange_.run(round.world, x, to_, from_);
+    const std::size_t d = x.size();
+    mixed_.assign(d, 0.0);
+    for (std::size_t k = 0, slot = 0; k < row.peers.size(); ++k) {
+      const double* v = row.peers[k] == me ? x.data() : in.data() + (slot++) * d;
+      for (std::size_t c = 0; c < d; ++c) mixed_[c] += row.weights[k] * v[c];
+    }
+    std::copy(mixed_.begin(), mixed_.end(), x.begin());
+  }
+
+ private:
+  TrialTopology topology_;
+  Weights weights_;
+  AliveWeights alive_weights_;
+  NeighbourExchange exchange_;
+  std::vector<int> from_, to_;
+  std::vector<double> mixed_;
+};
+
+// Push-sum: the peer's mass (x, w) is split evenly between itself and its alive
+// out-neighbours and sent as one message of d + 1 values; the estimate is z = x / w.
+// A share meant for a failed peer stays with its sender, so sum(x) and sum(w) are
+// conserved exactly (up to rounding) whatever fails.
+class PushSumProtocol final : public Protocol {
+ public:
+  PushSumProtocol(const ProtocolOptions& o, int n) : topology_(*o.topology, n) {}
+
+  void step(std::span<double> z, Round& round) override {
+    const Topology& g = topology_.get(round.seed);
+    const int me = round.world.rank(), t = round.t;
+    if (mass_.empty() || seed_ != round.seed) {  // a new trial: x = z, w = 1
+      seed_ = round.seed;
+      mass_.assign(z.begin(), z.end());
+      mass_.push_back(1.0);
+    }
+    if (!round.failures.alive(t, me)) return;
+    to_.clear();
+    for (int j : g.out_neighbours(t, me))
+      if (round.failures.alive(t, j)) to_.push_back(j);
+    from_.clear();
+    for (int j : g.in_neighbours(t, me))
+      if (round.failures.alive(t, j)) from_.push_back(j);
+    const double share = 1.0 / static_cast<double>(to_.size() + 1);
+    for (double& v : mass_) v *= share;
+    const auto& in = exchange_.run(round.world, mass_, to_, from_);
+    const std::size_t d = mass_.size();
+    sum_.assign(d, 0.0);
+    // In ascending peer order, this peer's own share at its place.
+    std::size_t slot = 0;
+    bool own_added = false;
+    auto add = [&](const double* v) {
+      for (std::size_t c = 0; c < d; ++c) sum_[c] += v[c];
+    };
+    for (int j : from_) {
+      if (!own_added && j > me) {
+        add(mass_.data());
+        own_added = true;
+      }
+      add(in.data() + (slot++) * d);
+    }
+    if (!own_added) add(mass_.data());
+    mass_ = sum_;
+    for (std::size_t c = 0; c + 1 < d; ++c) z[c] = mass_[c] / mass_[d - 1];
+  }
+
+ private:
+  TrialTopology topology_;
+  NeighbourExchange exchange_;
+  std::vector<double> mass_, sum_;  // x then w
+  std::uint64_t seed_ = 0;
+  std::vector<int> from_, to_;
+};
+
+// The Moshpit authors' simulated "SGP": in round t (k = (t-1) mod ceil(log2 N)),
+// each alive peer replaces its value by the plain mean of itself and its alive
+// exponential neighbours i + 2^k and i - 2^k. Rows are normalised, columns are not:
+// the mean drifts, and there are no push-sum weights to correct it.
+class SgpPaperProtocol final : public Protocol {
+ public:
+  explicit SgpPaperProtocol(int n) : n_(n) {}
+
+  void step(std::span<double> x, Round& round) override {
+    const int me = round.world.rank(), t = round.t;
+    if (n_ < 2 || !round.failures.alive(t, me)) return;
+    neighbours_ = sgp_paper_neighbours(n_, t, me);
+    alive_.clear();
+    for (int j : neighbours_)
+      if (round.failures.alive(t, j)) alive_.push_back(j);
+    // The relation is symmetric: whoever i pulls from also pulls from i.
+    const auto& in = exchange_.run(round.world, x, alive_, alive_);
+    const std::size_t d = x.size();
+    sum_.assign(d, 0.0);
+    std::size_t slot = 0;
+    bool own_added = false;
+    for (int j : alive_) {
+      if (!own_added && j > me) {
+        for (std::size_t c = 0; c < d; ++c) sum_[c] += x[c];
+        own_added = true;
+      }
+      for (std::size_t c = 0; c < d; ++c) sum_[c] += in[slot * d + c];
+      ++slot;
+    }
+    if (!own_added)
+      for (std::size_t c = 0; c < d; ++c) sum_[c] += x[c];
+    const double count = static_cast<double>(alive_.size() + 1);
+    for (std::size_t c = 0; c < d; ++c) x[c] = sum_[c] / count;
+  }
+
+ private:
+  int n_;
+  NeighbourExchange exchange_;
+  std::vector<int> neighbours_, alive_;
+  std::vector<double> sum_;
+};
+
+class PairwiseProtocol final : public Protocol {
+ public:
+  PairwiseProtocol(const ProtocolOptions& o, int n) : topology_(*o.topology, n) {}
+
+  void step(std::span<double> x, Round& round) override {
+    const Topology& g = topology_.get(round.seed);
+    const int me = round.world.rank();
+    if (!round.failures.alive(round.t, me)) return;
+    const int partner = random_matching(g, round.seed, round.failures, round.t)[static_cast<std::size_t>(me)];
+    if (partner < 0) return;
+    if (me < partner) round.counters.groups = 1;
+    average_with(round.world, partner, x, scratch_);
+  }
+
+ private:
+  TrialTopology topology_;
+  std::vector<double> scratch_;
+};
+
+}  // namespace
+
+std::vector<int> sgp_paper_neighbours(int n, int t, int i) {
+  std::vector<int> out;
+  if (n < 2) return out;
+  int period = 0;
+  while ((1 << period) < n) ++period;
+  const int step = 1 << ((t - 1) % period);
+  for (int j : {(i + step) % n, ((i - step) % n + n) % n})
+    if (j != i && std::find(out.begin(), out.end(), j) == out.end()) out.push_back(j);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& o, int n) { return std::make_unique<GossipProtocol>(o, n); }
+std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& o, int n) {
+  return std::make_unique<PushSumProtocol>(o, n);
+}
+std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions&, int n) { return std::make_unique<SgpPaperProtocol>(n); }
+std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, int n) {
+  return std::make_unique<PairwiseProtocol>(o, n);
+}
+
+}  // namespace avb

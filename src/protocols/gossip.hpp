@@ -1,0 +1,44 @@
+// Graph protocols: synchronous gossip (x <- Wx), push-sum, the Moshpit authors'
+// simulated "SGP", and randomized pairwise gossip (docs/protocols.md).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "protocols/protocol.hpp"
+
+namespace avb {
+
+AliveWeights parse_alive_weights(std::string_view name);  // throws ConfigError (--alive-weights)
+std::string_view to_string(AliveWeights weights);
+
+// `options` resolved (topology set).
+std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& options, int n_peers);
+std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& options, int n_peers);
+std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions& options, int n_peers);
+std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& options, int n_peers);
+
+// Row i of round t's gossip matrix among the alive peers (docs/protocols.md):
+// the topology's row as is when every peer in it is alive; otherwise renormalised
+// over the alive entries, or Metropolis weights of the alive subgraph. Empty for a
+// failed peer. Shared with the oracle so that both sum the same terms.
+MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeights alive, const FailureModel& failures,
+                           int t, int i);
+
+// Round t's random matching of alive peers on the topology: partner[i], or -1.
+// Complete graph: alive peers in a random order (matching stream, as shuffle_key),
+// paired first with second, third with fourth, ... Other graphs: the edges between
+// alive peers, in the order of a 64-bit key bits(t, e, 0) of the matching stream
+// (e the edge's index in topology.edges(t)), taken greedily when both ends are free.
+std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t);
+
+// The Moshpit authors' "SGP" neighbours of peer i in round t: i + 2^k and i - 2^k
+// (mod n, k = (t-1) mod ceil(log2 n)), without i and duplicates, ascending.
+std::vector<int> sgp_paper_neighbours(int n, int t, int i);
+
+// Averages x with `partner` (a rank of comm): both end with the same bits.
+void average_with(Comm& comm, int partner, std::span<double> x, std::vector<double>& scratch);
+
+}  // namespace avb

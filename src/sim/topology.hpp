@@ -1,0 +1,93 @@
+// Communication graphs for gossip-style protocols, and their mixing weights.
+//
+// A Topology answers, for round t and peer i, whose values i mixes in (its
+// in-neighbours) and who mixes in i's value (its out-neighbours). Undirected graphs
+// have the two equal; the exponential graphs are directed (i sends to i + 2^j), and
+// the one-peer exponential graph also changes with t. Every peer builds the same
+// graph from (spec, N, seed), so no peer ever asks another who its neighbours are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace avb {
+
+enum class TopologyKind {
+  ring,            // i - 1, i + 1
+  torus,           // 2D torus a x b, a the largest divisor of N with a <= sqrt(N)
+  hypercube,       // i xor 2^j; N a power of two
+  exp,             // static exponential graph, directed: i -> i + 2^j (mod N), j = 0 .. ceil(log2 N) - 1
+  one_peer_exp,    // time-varying, directed: in round t, i -> i + 2^((t-1) mod ceil(log2 N))
+  random_regular,  // random K-regular simple graph drawn from the topology stream
+  complete,        // everyone
+  file,            // undirected edge list read from a file
+};
+
+struct TopologySpec {
+  TopologyKind kind = TopologyKind::ring;
+  int degree = 0;    // random_regular: K
+  std::string path;  // file
+};
+
+// "ring", "torus", "hypercube", "exp", "one-peer-exp", "random-regular:K",
+// "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
+TopologySpec parse_topology(std::string_view text);
+std::string to_string(const TopologySpec& spec);  // parses back to the same spec
+
+enum class Weights {
+  uniform,     // 1/(in-degree + 1) for self and each in-neighbour
+  metropolis,  // Metropolis-Hastings: 1/(1 + max(d_i, d_j)) per edge, the rest on self (undirected only)
+};
+Weights parse_weights(std::string_view name);  // throws ConfigError (--weights)
+std::string_view to_string(Weights weights);
+
+// One row of a mixing matrix: x_i <- sum_k weight[k] * x[peer[k]]. Peers ascending,
+// i itself included.
+struct MixingRow {
+  std::vector<int> peers;
+  std::vector<double> weights;
+};
+
+class Topology {
+ public:
+  // Throws ConfigError ("--topology ...") when the graph cannot be built for n
+  // peers: hypercube with n not a power of two, random-regular with K >= n or n*K
+  // odd, a malformed or disconnected file (with the line number), etc.
+  Topology(const TopologySpec& spec, int n, std::uint64_t seed);
+
+  int peers() const { return n_; }
+  const TopologySpec& spec() const { return spec_; }
+  bool directed() const;
+  bool time_varying() const;  // one_peer_exp
+  // Rounds after which the graph repeats (1 for static graphs).
+  int period() const;
+
+  // Round t >= 1; ascending, without i itself. Throws std::out_of_range for t < 1
+  // or i outside [0, peers()).
+  const std::vector<int>& in_neighbours(int t, int i) const;
+  const std::vector<int>& out_neighbours(int t, int i) const;
+
+  // Undirected edges (i < j) of round t, sorted; for directed graphs, the edges
+  // with their direction forgotten.
+  std::vector<std::pair<int, int>> edges(int t) const;
+
+  // Row i of the mixing matrix of round t. Throws ConfigError for metropolis on a
+  // directed graph.
+  MixingRow mixing_row(Weights weights, int t, int i) const;
+
+ private:
+  // Index into in_/out_ for round t; checks t and i.
+  std::size_t phase(int t, int i) const;
+
+  TopologySpec spec_;
+  int n_;
+  // Static graphs: one list per peer. one_peer_exp: one list per (phase, peer).
+  // Undirected graphs store their lists once, in in_, and leave out_ empty.
+  std::vector<std::vector<std::vector<int>>> in_, out_;  // [phase][peer]
+};
+
+}  // namespace avb
