@@ -385,10 +385,7 @@ Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed) : spec_(
       adj = random_regular(spec, n, seed);
       break;
     case TopologyKind::complete:
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j)
-          if (j != i) adj[static_cast<std::size_t>(i)].push_back(j);
-      break;
+      break;  // not stored: see in_neighbours
     case TopologyKind::file:
       adj = read_edge_list(spec, n);
       break;
@@ -425,13 +422,21 @@ std::size_t Topology::phase(int t, int i) const {
   return static_cast<std::size_t>((t - 1) % period());
 }
 
-const std::vector<int>& Topology::in_neighbours(int t, int i) const {
-  return in_[phase(t, i)][static_cast<std::size_t>(i)];
+std::vector<int> Topology::in_neighbours(int t, int i) const {
+  const std::size_t p = phase(t, i);
+  if (spec_.kind == TopologyKind::complete) {
+    std::vector<int> everyone;
+    everyone.reserve(static_cast<std::size_t>(n_ > 0 ? n_ - 1 : 0));
+    for (int j = 0; j < n_; ++j)
+      if (j != i) everyone.push_back(j);
+    return everyone;
+  }
+  return in_[p][static_cast<std::size_t>(i)];
 }
 
-const std::vector<int>& Topology::out_neighbours(int t, int i) const {
-  const auto& lists = directed() ? out_ : in_;
-  return lists[phase(t, i)][static_cast<std::size_t>(i)];
+std::vector<int> Topology::out_neighbours(int t, int i) const {
+  if (!directed()) return in_neighbours(t, i);
+  return out_[phase(t, i)][static_cast<std::size_t>(i)];
 }
 
 std::vector<std::pair<int, int>> Topology::edges(int t) const {

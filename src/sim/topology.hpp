@@ -67,9 +67,11 @@ class Topology {
   int period() const;
 
   // Round t >= 1; ascending, without i itself. Throws std::out_of_range for t < 1
-  // or i outside [0, peers()).
-  const std::vector<int>& in_neighbours(int t, int i) const;
-  const std::vector<int>& out_neighbours(int t, int i) const;
+  // or i outside [0, peers()). Returned by value: the complete graph is not
+  // stored (N^2 entries per peer would be 4 GB for 1024 simulated peers in one
+  // process), its lists are made on demand.
+  std::vector<int> in_neighbours(int t, int i) const;
+  std::vector<int> out_neighbours(int t, int i) const;
 
   // Undirected edges (i < j) of round t, sorted; for directed graphs, the edges
   // with their direction forgotten.

@@ -111,8 +111,8 @@ else
   show_logs
 fi
 for flag in --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
-  --key-update --group-size --min-group-size --dim --rounds --trials --seed --target --stop-at-target --out \
-  --overwrite --quiet; do
+  --key-update --group-size --min-group-size --topology --weights --alive-weights --dim --rounds --trials --seed \
+  --target --stop-at-target --out --overwrite --quiet; do
   grep -q -- "$flag" "$OUT" || bad "--help does not mention $flag"
 done
 
@@ -146,6 +146,13 @@ bad_case key_update '--key-update' 'sideways|axis|chunk' -- --protocol moshpit -
 bad_case group_size '--group-size' '[2, ' -- --protocol random-groups --group-size 1 "${keep[@]}"
 bad_case min_group_size '--min-group-size' '[2, ' -- --protocol moshpit --min-group-size 0 "${keep[@]}"
 bad_case foreign_grid '--grid' 'allreduce|--collective' -- --protocol allreduce --grid 2x2 "${keep[@]}"
+bad_case topology '--topology' 'star|ring|random-regular:K|file:PATH' -- --protocol gossip --topology star "${keep[@]}"
+bad_case topology_shape '--topology' 'random-regular:5|below the number of peers' -- --protocol gossip --topology random-regular:5 "${keep[@]}"
+bad_case topology_file '--topology' 'no-such.edges' -- --protocol gossip --topology file:no-such.edges "${keep[@]}"
+bad_case weights '--weights' 'max|uniform|metropolis' -- --protocol gossip --weights max "${keep[@]}"
+bad_case alive_weights '--alive-weights' '--weights metropolis' -- --protocol gossip --alive-weights metropolis "${keep[@]}"
+bad_case directed_metropolis '--weights' 'undirected' -- --protocol gossip --topology exp --weights metropolis "${keep[@]}"
+bad_case foreign_topology '--topology' 'moshpit' -- --protocol moshpit --topology ring "${keep[@]}"
 bad_case foreign_collective '--collective' 'moshpit|--grid' -- --protocol moshpit --collective ring "${keep[@]}"
 bad_case unknown_flag '--bogus' '--help' -- --bogus 3 "${keep[@]}"
 bad_case out_missing_dir '--out' 'no-such-dir' -- --out no-such-dir/run.h5
@@ -206,7 +213,8 @@ fi
 # ---- every protocol runs, with every failure semantics it supports ----------------
 for spec in "moshpit --on-failure survivors --grid 2x1" "moshpit --on-failure partial --key-update chunk" \
   "moshpit --on-failure abort --placement rank" "random-groups --on-failure partial --group-size 2" \
-  "allreduce --on-failure survivors --collective ring"; do
+  "allreduce --on-failure survivors --collective ring" "gossip --topology torus" \
+  "gossip --weights metropolis --alive-weights metropolis" "pushsum" "sgp-paper" "pairwise --topology ring"; do
   read -r -a args <<<"$spec"
   run_app protocol_run --protocol "${args[@]}" --fail-rate 0.2 --trials 2 --rounds 6 --dim 3 --out proto.h5 \
     --overwrite --quiet

@@ -78,7 +78,9 @@ TEST(OnePeerExp, ExactAverageInLog2NRounds) {
       while ((1 << rounds) < n) ++rounds;
       const TrialRecord record = oracle::run_trial(gossip_options(protocol, "one-peer-exp", rounds), n, 0);
       EXPECT_LT(record.rows.back().variance, 1e-28) << protocol << " N=" << n;
-      if (rounds > 1) EXPECT_GT(record.rows[rounds - 1].variance, 1e-6) << protocol << " N=" << n;
+      if (rounds > 1) {
+        EXPECT_GT(record.rows[rounds - 1].variance, 1e-6) << protocol << " N=" << n;
+      }
     }
 }
 
@@ -113,8 +115,11 @@ TEST(Pairwise, ContractionAgainstLaplacian) {
     bound /= count;
     std::printf("pairwise %s N=%d: contraction %.5f per round, Laplacian bound %.5f\n", graph.topology, graph.n,
                 measured, bound);
-    if (graph.exact) EXPECT_NEAR(measured / bound, 1.0, 0.05) << graph.topology << " N=" << graph.n;
-    else EXPECT_LE(measured, bound * 1.0) << graph.topology << " N=" << graph.n;
+    if (graph.exact) {
+      EXPECT_NEAR(measured / bound, 1.0, 0.05) << graph.topology << " N=" << graph.n;
+    } else {
+      EXPECT_LE(measured, bound) << graph.topology << " N=" << graph.n;
+    }
     EXPECT_LT(measured, 0.999);  // something was averaged
   }
 }

@@ -44,13 +44,13 @@ bool starts_with(const std::string& text, const std::string& prefix) { return te
 void expect_well_formed(const Topology& g, int t) {
   const int n = g.peers();
   for (int i = 0; i < n; ++i)
-    for (const auto* list : {&g.in_neighbours(t, i), &g.out_neighbours(t, i)}) {
-      for (std::size_t k = 0; k < list->size(); ++k) {
-        ASSERT_GE((*list)[k], 0);
-        ASSERT_LT((*list)[k], n);
-        ASSERT_NE((*list)[k], i) << "self in the list of " << i;
+    for (const auto& list : {g.in_neighbours(t, i), g.out_neighbours(t, i)}) {
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        ASSERT_GE(list[k], 0);
+        ASSERT_LT(list[k], n);
+        ASSERT_NE(list[k], i) << "self in the list of " << i;
         if (k > 0) {
-          ASSERT_LT((*list)[k - 1], (*list)[k]) << "not strictly ascending at peer " << i;
+          ASSERT_LT(list[k - 1], list[k]) << "not strictly ascending at peer " << i;
         }
       }
     }

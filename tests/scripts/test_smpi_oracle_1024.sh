@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Every protocol on 1024 simulated peers under SMPI against the sequential oracle.
+#
+#   tests/scripts/test_smpi_oracle_1024.sh ORACLE_CLI SMPI_BINARY
+#
+# ORACLE_CLI (build/tests/oracle_cli) prints the rows the oracle predicts; the SMPI
+# run's trace must agree: variance, error and mean_drift within 1e-12 of the initial
+# variance, alive, groups, failed_groups and bytes_sent exactly. (GoogleTest cannot
+# run on 1024 SMPI ranks: each privatized copy takes a pthread key, and there are
+# only 1024.)
+source "$(dirname "$0")/common.sh"
+
+[ $# -eq 2 ] || die "usage: test_smpi_oracle_1024.sh ORACLE_CLI SMPI_BINARY"
+[ -x "$1" ] || die "no oracle at $1 (build the default preset: cmake --build build --target oracle_cli)"
+[ -e "$2" ] || die "no SMPI program at $2 (build it first)"
+ORACLE=$(realpath "$1")
+BIN=$(realpath "$2")
+PEERS=1024
+common=(--dim 2 --rounds 8 --trials 2 --seed 77)
+
+configs=(
+  "gossip --topology torus --fail-rate 0.01"
+  "gossip --topology random-regular:8 --weights metropolis --alive-weights metropolis --fail-rate 0.02"
+  "pushsum --fail-rate 0.01"
+  "sgp-paper --fail-rate 0.01"
+  "pairwise --fail-rate 0.01"
+  "pairwise --topology hypercube --fail-rate 0.01"
+  "moshpit --grid 32x32 --key-update chunk --fail-rate 0.02"
+  "moshpit --on-failure partial --fail-rate 0.02"
+  "random-groups --on-failure abort --fail-rate 0.01"
+)
+for config in "${configs[@]}"; do
+  read -r -a args <<<"$config"
+  tag=$(printf '%s' "$config" | tr -c 'a-z0-9\n' '_')
+  started=$(now)
+  rc=0
+  timeout -k 10 300 "$AVB_SMPIRUN" -n "$PEERS" "$BIN" --protocol "${args[@]}" "${common[@]}" \
+    --out "$SCRATCH/$tag.h5" --quiet >"$SCRATCH/$tag.log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    tail -5 "$SCRATCH/$tag.log" >&2
+    bad "$config: exit code $rc"
+    continue
+  fi
+  if ! timeout 120 "$ORACLE" --peers "$PEERS" --protocol "${args[@]}" "${common[@]}" >"$SCRATCH/$tag.csv" \
+      2>"$SCRATCH/$tag.oracle.err"; then
+    bad "$config: the oracle failed: $(cat "$SCRATCH/$tag.oracle.err")"
+    continue
+  fi
+  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/$tag.h5" "$SCRATCH/$tag.csv" 2>&1 <<'PY'
+import csv, sys
+import h5py
+rows = list(csv.DictReader(open(sys.argv[2])))
+problems = []
+with h5py.File(sys.argv[1], "r") as f:
+    for k, g in f["trials"].items():
+        want = [r for r in rows if int(r["trial"]) == int(k)]
+        if len(want) != len(g["round"]):
+            problems.append(f"trial {k}: {len(g['round'])} rows, oracle {len(want)}")
+            continue
+        scale = float(want[0]["variance"])
+        for i, w in enumerate(want):
+            for name in ("variance", "error", "mean_drift"):
+                got, exp = float(g[name][i]), float(w[name])
+                if abs(got - exp) > 1e-12 * max(scale, abs(exp)):
+                    problems.append(f"trial {k} round {i} {name}: {got!r} vs oracle {exp!r}")
+            for name in ("alive", "groups", "failed_groups", "bytes_sent"):
+                if int(g[name][i]) != int(w[name]):
+                    problems.append(f"trial {k} round {i} {name}: {int(g[name][i])} vs oracle {w[name]}")
+    last = [float(r["variance"]) for r in rows][-1]
+print("\n".join(problems[:5]) if problems else f"{len(rows)} rows agree (last variance {last:.3g})")
+sys.exit(1 if problems else 0)
+PY
+  ); then
+    ok "$config: $report ($(elapsed "$started") s)"
+  else
+    bad "$config: the trace differs from the oracle:"
+    printf '%s\n' "$report" | sed 's/^/    /' >&2
+  fi
+done
+finish
