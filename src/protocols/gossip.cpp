@@ -78,7 +78,8 @@ void average_with(Comm& comm, int partner, std::span<double> x, std::vector<doub
   for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + scratch[k]) / 2.0;
 }
 
-std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t) {
+std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t,
+                                 const std::vector<std::pair<int, int>>* edges) {
   const int n = topology.peers();
   std::vector<int> partner(static_cast<std::size_t>(n), -1);
   const Stream stream(seed, StreamId::matching);
@@ -99,14 +100,28 @@ std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, c
     }
     return partner;
   }
-  const auto edges = topology.edges(t);
-  std::vector<std::pair<std::uint64_t, std::size_t>> order;
-  for (std::size_t e = 0; e < edges.size(); ++e)
-    if (failures.alive(t, edges[e].first) && failures.alive(t, edges[e].second))
-      order.emplace_back(stream.bits(static_cast<std::uint64_t>(t), e, 0), e);
+  const std::vector<std::pair<int, int>> own_edges = edges ? std::vector<std::pair<int, int>>{} : topology.edges(t);
+  const auto& list = edges ? *edges : own_edges;
+  // (32-bit key << 32 | edge index): ordered by key, ties by index; eight edges
+  // share a Philox block, as the shuffle keys do.
+  std::vector<char> up(static_cast<std::size_t>(n), 0);  // one pass over the failure draws
+  for (int p : failures.alive_peers(t)) up[static_cast<std::size_t>(p)] = 1;
+  std::vector<std::uint64_t> order;
+  std::uint64_t cached = ~std::uint64_t{0};
+  Stream::Block block{};
+  for (std::size_t e = 0; e < list.size(); ++e) {
+    if (!up[static_cast<std::size_t>(list[e].first)] || !up[static_cast<std::size_t>(list[e].second)]) continue;
+    if (e / 8 != cached) {
+      cached = e / 8;
+      block = stream.block(static_cast<std::uint64_t>(t), cached, 0);
+    }
+    const std::uint64_t word = block.w[(e % 8) / 2];
+    const auto key = static_cast<std::uint32_t>(e % 2 == 0 ? word : word >> 32);
+    order.push_back((static_cast<std::uint64_t>(key) << 32) | e);
+  }
   std::sort(order.begin(), order.end());
-  for (const auto& [key, e] : order) {
-    const auto [a, b] = edges[e];
+  for (std::uint64_t entry : order) {
+    const auto [a, b] = list[entry & 0xffffffffu];
     if (partner[static_cast<std::size_t>(a)] < 0 && partner[static_cast<std::size_t>(b)] < 0) {
       partner[static_cast<std::size_t>(a)] = b;
       partner[static_cast<std::size_t>(b)] = a;
@@ -297,7 +312,13 @@ class PairwiseProtocol final : public Protocol {
     const Topology& g = topology_.get(round.seed);
     const int me = round.world.rank();
     if (!round.failures.alive(round.t, me)) return;
-    const int partner = random_matching(g, round.seed, round.failures, round.t)[static_cast<std::size_t>(me)];
+    // A static graph's edge list is computed once per trial.
+    if (g.time_varying() || edges_seed_ != round.seed || edges_.empty()) {
+      edges_ = g.spec().kind == TopologyKind::complete ? std::vector<std::pair<int, int>>{} : g.edges(round.t);
+      edges_seed_ = round.seed;
+    }
+    const int partner =
+        random_matching(g, round.seed, round.failures, round.t, &edges_)[static_cast<std::size_t>(me)];
     if (partner < 0) return;
     if (me < partner) round.counters.groups = 1;
     average_with(round.world, partner, x, scratch_);
@@ -306,6 +327,8 @@ class PairwiseProtocol final : public Protocol {
  private:
   TrialTopology topology_;
   std::vector<double> scratch_;
+  std::vector<std::pair<int, int>> edges_;
+  std::uint64_t edges_seed_ = 0;
 };
 
 }  // namespace

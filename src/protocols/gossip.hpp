@@ -30,9 +30,12 @@ MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeigh
 // Round t's random matching of alive peers on the topology: partner[i], or -1.
 // Complete graph: alive peers in a random order (matching stream, as shuffle_key),
 // paired first with second, third with fourth, ... Other graphs: the edges between
-// alive peers, in the order of a 64-bit key bits(t, e, 0) of the matching stream
-// (e the edge's index in topology.edges(t)), taken greedily when both ends are free.
-std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t);
+// alive peers, ordered by (32-bit key, e), the key of edge e (its index in
+// topology.edges(t)) packed eight to a Philox block (t, e / 8, 0) of the matching
+// stream, and taken greedily when both ends are free. `edges`, when given, must be
+// topology.edges(t) (callers cache it for static graphs).
+std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t,
+                                 const std::vector<std::pair<int, int>>* edges = nullptr);
 
 // The Moshpit authors' "SGP" neighbours of peer i in round t: i + 2^k and i - 2^k
 // (mod n, k = (t-1) mod ceil(log2 n)), without i and duplicates, ascending.

@@ -77,4 +77,23 @@ PY
     printf '%s\n' "$report" | sed 's/^/    /' >&2
   fi
 done
+
+# One-peer exponential graph, 1024 = 2^10 peers, no failures: gossip and push-sum
+# hold the exact average after log2 N = 10 rounds, and not before.
+for protocol in gossip pushsum; do
+  rc=0
+  timeout -k 10 300 "$AVB_SMPIRUN" -n "$PEERS" "$BIN" --protocol "$protocol" --topology one-peer-exp --trials 2 \
+    --rounds 10 --seed 5 --out "$SCRATCH/exact-$protocol.h5" --quiet >"$SCRATCH/exact-$protocol.log" 2>&1 \
+    </dev/null || rc=$?
+  [ "$rc" -eq 0 ] || { bad "$protocol one-peer-exp: exit code $rc"; continue; }
+  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/exact-$protocol.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    v = [g["variance"][()] for g in f["trials"].values()]
+print("variance after rounds 9 and 10:", [(f"{x[9]:.2g}", f"{x[10]:.2g}") for x in v])
+sys.exit(0 if all(x[10] < 1e-25 and x[9] > 1e-6 for x in v) else 1)
+PY
+  ); then ok "$protocol, one-peer-exp: exact in 10 rounds: $report"; else bad "$protocol, one-peer-exp: $report"; fi
+done
 finish
