@@ -211,10 +211,14 @@ with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
 fi
 
 # ---- every protocol runs, with every failure semantics it supports ----------------
+printf '# two peers, one edge\n0 1\n' >"$conf/pair.edges"
+printf '0 1\n1 x\n' >"$conf/bad.edges"
+bad_case topology_bad_line '--topology' 'line 2|1 x' -- --protocol gossip --topology "file:$conf/bad.edges" "${keep[@]}"
 for spec in "moshpit --on-failure survivors --grid 2x1" "moshpit --on-failure partial --key-update chunk" \
   "moshpit --on-failure abort --placement rank" "random-groups --on-failure partial --group-size 2" \
   "allreduce --on-failure survivors --collective ring" "gossip --topology torus" \
-  "gossip --weights metropolis --alive-weights metropolis" "pushsum" "sgp-paper" "pairwise --topology ring"; do
+  "gossip --weights metropolis --alive-weights metropolis" "pushsum" "sgp-paper" "pairwise --topology ring" \
+  "gossip --topology file:$conf/pair.edges"; do
   read -r -a args <<<"$spec"
   run_app protocol_run --protocol "${args[@]}" --fail-rate 0.2 --trials 2 --rounds 6 --dim 3 --out proto.h5 \
     --overwrite --quiet
