@@ -6,7 +6,9 @@
 Writes, in a temporary folder, traces holding only what make_table.py reads
 (root n_peers, config protocol and fail-rate, /summary, /trials/<k>/variance),
 with values chosen so the expected table is known, then checks the printed table,
-the CSV copy and the exit status of --strict.
+the CSV copy and the exit status of --strict: first for the default protocols,
+then for the graph columns alone (gossip under the published Gossip, sgp-paper
+under SGP, pushsum with nothing published), then for all six together.
 """
 
 from __future__ import annotations
@@ -58,8 +60,17 @@ def run(results: Path, *extra: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def titles_of(out: str) -> list[str]:
+    """The column titles of the table, protocol columns only."""
+    for line in out.splitlines():
+        parts = line.split("|")
+        if len(parts) > 1 and parts[0].split() == ["N", "p"]:
+            return [c.strip() for c in parts[1:]]
+    return []
+
+
 def cells_of(out: str, n: int, p: str) -> list[str]:
-    """The protocol cells of the table row (N, p): All-Reduce, Random groups, Moshpit."""
+    """The protocol cells of the table row (N, p), in column order."""
     for line in out.splitlines():
         parts = line.split("|")
         if len(parts) > 1 and parts[0].split() == [str(n), p]:
@@ -129,10 +140,67 @@ def main() -> int:
               and f"{(expected - th) / th:+.1%}" in out, "contraction line: measured, theory, difference")
         check(rows[(512, 0.0, "random-groups")]["flag_contraction"] == "0", "contraction within 5%: not flagged")
 
+        check(titles_of(out) == ["All-Reduce", "Random groups", "Moshpit"],
+              f"columns: only the protocols with traces: {titles_of(out)}")
         check(run(d, "--strict").returncode == 1, "--strict exits 1 with a flagged cell")
         (d / "d.h5").unlink()
         res = run(d, "--strict")
         check(res.returncode == 0 and "Flagged: none." in res.stdout, "--strict exits 0 once nothing is flagged")
+
+    # The graph columns alone (PROTOCOLS="gossip sgp-paper pushsum"): gossip is the
+    # published Gossip column, sgp-paper the published SGP, pushsum has nothing published.
+    with tempfile.TemporaryDirectory() as tmp:
+        g = Path(tmp)
+        write_trace(g / "g0.h5", 512, "gossip", "0", [50] * 20, [50] * 20)
+        # Thirteen 50s, two 37s, five 46s: mean 47.7 against the published 47.6.
+        sgp = [50] * 13 + [37] * 2 + [46] * 5
+        write_trace(g / "s0.h5", 512, "sgp-paper", "0", sgp, [13] * 20)
+        write_trace(g / "s1.h5", 512, "sgp-paper", "0.01", [30] * 20, [10] * 20)  # far from 47.8
+        write_trace(g / "p0.h5", 512, "pushsum", "0", [9] * 20, [9] * 20)
+        write_trace(g / "p1.h5", 1024, "pushsum", "0", [10] * 20, [10] * 20)
+        res = run(g, "--csv", str(g / "table.csv"))
+        out = res.stdout
+        print(out)
+        check(res.returncode == 0, f"graph columns alone: exit 0 (got {res.returncode}: {res.stderr.strip()})")
+        titles = titles_of(out)
+        check(titles == ["Gossip", "SGP", "Push-sum (not in the paper)"], f"graph columns: titles {titles}")
+        rows = {(int(x["N"]), float(x["p"]), x["protocol"]): x
+                for x in csv.DictReader(open(g / "table.csv"))}
+        c = cells_of(out, 512, "0")
+        check(len(c) == 3 and c[0].startswith("50.00 (50.00) ± 0.00 ") and c[0].endswith("50.0 (50.0)")
+              and "!" not in c[0], f"gossip 512/0: ours 50 next to the published Gossip 50.0: {c[:1]}")
+        check(len(c) == 3 and c[1].startswith("47.70 (13.00) ± ") and c[1].endswith("47.6 (15.6)")
+              and "!" not in c[1], f"sgp-paper 512/0: 47.70 next to the published SGP 47.6: {c[1:2]}")
+        check(len(c) == 3 and c[2].startswith("9.00 (9.00) ± 0.00") and c[2].endswith("—")
+              and "!" not in c[2], f"pushsum 512/0: no published value, not flagged: {c[2:]}")
+        check(rows[(512, 0.0, "gossip")]["pub_1e-9"] == "50.0" and rows[(512, 0.0, "gossip")]["flag_pub"] == "0",
+              "CSV: gossip 512/0 pub 50.0, flag_pub 0")
+        check(rows[(512, 0.0, "sgp-paper")]["pub_1e-9"] == "47.6", "CSV: sgp-paper 512/0 pub 47.6")
+        check(rows[(512, 0.0, "pushsum")]["pub_1e-9"] == "" and rows[(512, 0.0, "pushsum")]["flag_pub"] == "",
+              "CSV: pushsum 512/0 has no published value and no flag")
+        c = cells_of(out, 512, "0.01")
+        check(len(c) == 3 and c[1].startswith("30.00 (10.00) ± 0.00!") and c[1].endswith("47.8 (15.6)"),
+              f"sgp-paper 512/0.01 flagged against the published SGP: {c[1:2]}")
+        check("! N=512 p=0.01 sgp-paper" in out, "sgp-paper 512/0.01 listed under Flagged")
+        check(len(c) == 3 and c[0].startswith("—") and c[0].endswith("50.0 (50.0)"),
+              f"missing gossip trace: — next to the published value: {c[:1]}")
+        c = cells_of(out, 1024, "0")
+        check(len(c) == 3 and c[2].startswith("10.00 (10.00)") and c[0].startswith("—"),
+              f"N=1024 row from the pushsum trace alone: {c}")
+        check(run(g, "--strict").returncode == 1, "graph columns: --strict exits 1 with a flagged cell")
+
+        # All six protocols: the paper's column order, push-sum last.
+        write_trace(g / "a.h5", 512, "allreduce", "0", [1] * 10, [1] * 10)
+        write_trace(g / "c.h5", 512, "random-groups", "0", [6] * 9 + [7], [3] * 10)
+        write_trace(g / "d.h5", 512, "moshpit", "0", [8] * 10, [4] * 10)
+        res = run(g)
+        titles = titles_of(res.stdout)
+        check(res.returncode == 0 and titles == ["All-Reduce", "Gossip", "SGP", "Random groups", "Moshpit",
+                                                 "Push-sum (not in the paper)"],
+              f"all six protocols: columns in the paper's order, push-sum last: {titles}")
+        c = cells_of(res.stdout, 512, "0")
+        check(len(c) == 6 and c[3].startswith("6.10 (3.00)") and c[5].startswith("9.00 (9.00)"),
+              f"all six protocols: cells under their titles: {c}")
 
     print(f"{len(failures)} failure(s)" if failures else "all passed")
     return 1 if failures else 0

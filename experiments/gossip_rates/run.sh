@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Synchronous gossip (uniform weights, no failures) on every topology at N = 1024:
+# rounds to relative error 1e-3 (variance / initial variance < 1e-6), measured,
+# against graph_info's spectral predictions. Writes $RESULTS (see README.md):
+#
+#   predict_<graph>[_<k>].txt   graph_info output with the expected curve
+#                               (random-regular: one per trial, its graph is the trial's)
+#   oracle_<graph>.csv          oracle_cli, every trial, thinned by oracle_curves.py
+#   smpi_<graph>.h5             averaging_bench under SMPI (where feasible), a trace
+#   walltime.tsv                step, graph, engine, trials, rounds, seconds
+#
+#   experiments/gossip_rates/run.sh                 # everything, ~12 min here
+#   GRAPHS="torus hypercube" experiments/gossip_rates/run.sh
+#
+# Settings, as environment variables [default]:
+#   PEERS    N                                   [1024]
+#   GRAPHS   topologies                          [ring torus hypercube exp one-peer-exp random-regular:8 complete]
+#   TRIALS   trials per graph (oracle)           [5]
+#   SMPI     graphs also run under SMPI, as graph or graph=trials (trials: the first
+#            ones of the oracle's)  [torus=2 hypercube exp one-peer-exp random-regular:8]
+#            (SMPI costs ~0.03-0.05 s of wall time per 1,000 messages here: the torus, 4,096
+#            messages a round, ~75 s per trial of ~530 rounds, so 2 trials; complete
+#            sends 1M messages a round and did not finish 2 rounds in 12 min; the
+#            ring needs ~300,000 rounds. Those two are measured by the oracle only.)
+#   SEED     seed                                [1]
+#   RESULTS  output folder                       [experiments/gossip_rates/results]
+#   FORCE    1: redo steps whose output exists   [0]
+#   PYTHON   interpreter with h5py               [/usr/bin/python3]
+#
+# Every run gets a round budget of min(asymptotic + 1, 1.5 × full-spectrum prediction),
+# at least full-spectrum + 10. The asymptotic count alone could not be missed (for a
+# normal W the ratio is at most rho^2t), but is ~2x longer than needed for the ring;
+# a trial that does not get there is reported as "never" by make_table.py. SMPI runs
+# stop at a target 1e-6 × the smallest initial variance of their trials (from the
+# oracle's round 0, the same values bit for bit), so each trial stops at or a few
+# rounds after its own crossing.
+# Resumable: a step whose output exists is skipped. Then:
+#   /usr/bin/python3 experiments/gossip_rates/make_table.py
+#   /usr/bin/python3 experiments/gossip_rates/plot.py
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+n=${PEERS:-1024} trials=${TRIALS:-5} seed=${SEED:-1} force=${FORCE:-0}
+python=${PYTHON:-/usr/bin/python3}
+read -r -a graphs <<<"${GRAPHS:-ring torus hypercube exp one-peer-exp random-regular:8 complete}"
+read -r -a smpi <<<"${SMPI-torus=2 hypercube exp one-peer-exp random-regular:8}"
+results=${RESULTS:-$here/results}
+
+die() { echo "run.sh: error: $*" >&2; exit 2; }
+for p in build/apps/graph_info build/tests/oracle_cli build-smpi/apps/averaging_bench; do
+  [ -x "$root/$p" ] || die "$root/$p is missing (build/: cmake --preset default; build-smpi/: cmake --preset smpi)"
+done
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+cd "$root"
+
+slug() { echo "${1//:/-}"; }
+smpi_trials() {  # graph -> trials to run under SMPI (0: none)
+  local s
+  for s in "${smpi[@]}"; do
+    case "$s" in "$1") echo "$trials"; return ;; "$1="*) echo "${s#*=}"; return ;; esac
+  done
+  echo 0
+}
+field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+log_walltime() {  # step graph engine trials rounds seconds
+  [ -s "$results/walltime.tsv" ] || printf 'step\tgraph\tengine\ttrials\trounds\tseconds\n' >"$results/walltime.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results/walltime.tsv"
+}
+timed() {  # step graph engine trials rounds -- command...: run it, log its wall time
+  local step=$1 graph=$2 engine=$3 t=$4 r=$5 start end
+  shift 6
+  start=$(date +%s.%N)
+  "$@"
+  end=$(date +%s.%N)
+  local s; s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  log_walltime "$step" "$graph" "$engine" "$t" "$r" "$s"
+  echo "      $step $graph: ${s} s"
+}
+oracle() {  # graph rounds out
+  build/tests/oracle_cli --peers "$n" --protocol gossip --topology "$1" --rounds "$2" \
+    --trials "$trials" --seed "$seed" | "$python" "$here/oracle_curves.py" >"$3.tmp"
+  mv "$3.tmp" "$3"
+}
+curve() {  # graph seed rounds out: graph_info with the expected curve, then the budget
+  { build/apps/graph_info --peers "$n" --topology "$1" --seed "$2" --curve "$3"; echo "budget $3"; } >"$4.tmp"
+  mv "$4.tmp" "$4"
+}
+smpi_run() {  # log command...
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 || die "SMPI run failed (exit $?); see $log"
+}
+
+for graph in "${graphs[@]}"; do
+  s=$(slug "$graph")
+  echo "== $graph"
+  # 1. Predictions and the round budget.
+  budget=0
+  case "$graph" in
+    random-regular:*) seeds=(); for ((k = 0; k < trials; k++)); do seeds+=("$(build/apps/graph_info --trial-of "$seed" "$k")"); done ;;
+    *) seeds=("$seed") ;;
+  esac
+  for ((k = 0; k < ${#seeds[@]}; k++)); do
+    if [ ${#seeds[@]} -gt 1 ]; then out=$results/predict_${s}_$k.txt; else out=$results/predict_$s.txt; fi
+    if [ "$force" = 1 ] || [ ! -s "$out" ]; then
+      info=$(build/apps/graph_info --peers "$n" --topology "$graph" --seed "${seeds[k]}")
+      if grep -q time-varying <<<"$info"; then  # exact after the period: budget period + 2
+        b=$(awk '{ for (i = 1; i < NF; i++) if ($i == "after") print $(i + 1) + 2 }' <<<"$info")
+        printf '%s\nbudget %s\n' "$info" "$b" >"$out"
+      else
+        b=$(awk '$1 == "asymptotic_rounds_to_1e-3" { a = $2 } $1 == "spectrum_rounds_to_1e-3" { s = $2 }
+                 END { c = int(a) + 2; h = int(1.5 * s + 0.999); b = (c < h ? c : h); if (b < s + 10) b = s + 10; print b }' <<<"$info")
+        timed predict "$graph" graph_info 1 "$b" -- curve "$graph" "${seeds[k]}" "$b" "$out"
+      fi
+    fi
+    b=$(field budget "$out")
+    [ "$b" -gt "$budget" ] && budget=$b
+    echo "   predicted: $(grep -E '^(rho|asymptotic|spectrum)|time-varying' "$out" | tr '\n' ' ')"
+  done
+
+  # 2. The oracle: every trial, every graph (the ring only here).
+  out=$results/oracle_$s.csv
+  if [ "$force" = 1 ] || [ ! -s "$out" ]; then
+    echo "   oracle_cli: $trials trials of $budget rounds"
+    timed measure "$graph" oracle "$trials" "$budget" -- oracle "$graph" "$budget" "$out"
+  fi
+
+  # 3. averaging_bench under SMPI, the first t trials.
+  t=$(smpi_trials "$graph")
+  out=$results/smpi_$s.h5
+  if [ "$t" -gt 0 ] && { [ "$force" = 1 ] || [ ! -s "$out" ]; }; then
+    target=$(awk -F, -v t="$t" 'NR > 1 && $2 == 0 && $1 < t { v = $3 + 0; if (m == "" || v < m) m = v }
+                                 END { printf "%.17g", m * 1e-6 }' "$results/oracle_$s.csv")
+    cmd=(scripts/smpirun.sh -n "$n" build-smpi/apps/averaging_bench --protocol gossip --topology "$graph"
+         --trials "$t" --rounds "$budget" --seed "$seed" --target "$target" --stop-at-target
+         --out "$out" --quiet)
+    [ "$force" = 1 ] && cmd+=(--overwrite)
+    echo "   SMPI: ${cmd[*]}"
+    timed measure "$graph" smpi "$t" "$budget" -- smpi_run "$results/smpi_$s.log" "${cmd[@]}"
+  fi
+done
+echo "run.sh: done; table: $python $here/make_table.py --results $results; plot: $python $here/plot.py --results $results"
