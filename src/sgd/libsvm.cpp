@@ -1,0 +1,142 @@
+#include "sgd/libsvm.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace avb {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// The next whitespace-separated word of `rest`, which is advanced past it; empty
+// at the end.
+std::string_view next_word(std::string_view& rest) {
+  std::size_t begin = 0;
+  while (begin < rest.size() && is_space(rest[begin])) ++begin;
+  std::size_t end = begin;
+  while (end < rest.size() && !is_space(rest[end])) ++end;
+  const std::string_view word = rest.substr(begin, end - begin);
+  rest.remove_prefix(end);
+  return word;
+}
+
+// from_chars over the whole word; it rejects a leading '+', which LIBSVM files
+// use on labels ("+1"), so one is skipped here.
+bool parse_double(std::string_view word, double& value) {
+  if (!word.empty() && word.front() == '+') {
+    word.remove_prefix(1);
+    if (!word.empty() && word.front() == '-') return false;  // "+-1"
+  }
+  if (word.empty()) return false;
+  const char* end = word.data() + word.size();
+  const auto [ptr, ec] = std::from_chars(word.data(), end, value);
+  return ec == std::errc() && ptr == end && std::isfinite(value);
+}
+
+bool parse_index(std::string_view word, std::int64_t& index) {
+  if (word.empty()) return false;
+  const char* end = word.data() + word.size();
+  const auto [ptr, ec] = std::from_chars(word.data(), end, index);
+  return ec == std::errc() && ptr == end;
+}
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+// The file's samples in compressed-row form, before the dimension is known.
+struct SparseRows {
+  std::vector<double> labels;
+  std::vector<std::size_t> row_start{0};
+  std::vector<int> columns;  // 0-based
+  std::vector<double> values;
+  std::int64_t max_index = 0;
+};
+
+}  // namespace
+
+Dataset read_libsvm(const std::string& path, int dim) {
+  const std::string where = "--data " + path + ": ";
+  std::error_code dir_error;
+  if (std::filesystem::is_directory(path, dir_error))
+    throw ConfigError(where + "cannot read the file (it is a directory)");
+  errno = 0;
+  std::ifstream in(path);
+  if (!in) {
+    const int err = errno;
+    throw ConfigError(where + "cannot read the file" + (err != 0 ? std::string(" (") + std::strerror(err) + ")" : ""));
+  }
+
+  SparseRows rows;
+  std::string line;
+  for (long number = 1; std::getline(in, line); ++number) {
+    std::string_view rest(line);
+    if (const auto hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
+    const std::string_view label_word = next_word(rest);
+    if (label_word.empty()) continue;
+    const std::string at = where + "line " + std::to_string(number) + ": ";
+
+    double label = 0.0;
+    if (!parse_double(label_word, label)) throw ConfigError(at + "label " + quoted(label_word) + " is not a number");
+    rows.labels.push_back(label > 0.0 ? 1.0 : -1.0);
+
+    std::int64_t previous = 0;
+    for (std::string_view word = next_word(rest); !word.empty(); word = next_word(rest)) {
+      const auto colon = word.find(':');
+      std::int64_t index = 0;
+      double value = 0.0;
+      if (colon == std::string_view::npos || !parse_index(word.substr(0, colon), index) ||
+          !parse_double(word.substr(colon + 1), value))
+        throw ConfigError(at + quoted(word) + " is not idx:val (an integer index and a finite number)");
+      if (index < 1) throw ConfigError(at + "index " + std::to_string(index) + " is below 1 (indices are 1-based)");
+      if (index <= previous)
+        throw ConfigError(at + "index " + std::to_string(index) + " does not increase (it follows index " +
+                          std::to_string(previous) + ")");
+      if (dim > 0 && index > dim)
+        throw ConfigError(at + "index " + std::to_string(index) + " exceeds the given dimension " +
+                          std::to_string(dim));
+      if (index > (std::int64_t{1} << 30))
+        throw ConfigError(at + "index " + std::to_string(index) + " is too large for dense storage");
+      previous = index;
+      if (value != 0.0) {
+        rows.columns.push_back(static_cast<int>(index - 1));
+        rows.values.push_back(value);
+      }
+    }
+    rows.max_index = std::max(rows.max_index, previous);
+    rows.row_start.push_back(rows.columns.size());
+  }
+  if (in.bad()) throw ConfigError(where + "cannot read the file");
+  if (rows.labels.empty()) throw ConfigError(where + "no samples (only blank or comment lines)");
+
+  const auto m = static_cast<Eigen::Index>(rows.labels.size());
+  const auto d = static_cast<Eigen::Index>(dim > 0 ? dim : rows.max_index);
+  Dataset data;
+  data.features = SampleMatrix::Zero(m, d);
+  data.labels = Eigen::Map<const Eigen::VectorXd>(rows.labels.data(), m);
+  for (Eigen::Index r = 0; r < m; ++r)
+    for (std::size_t k = rows.row_start[static_cast<std::size_t>(r)];
+         k < rows.row_start[static_cast<std::size_t>(r) + 1]; ++k)
+      data.features(r, rows.columns[k]) = rows.values[k];
+  return data;
+}
+
+double accuracy(const Dataset& data, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  if (data.samples() == 0) return 0.0;
+  const Eigen::VectorXd margins = data.features * x;
+  Eigen::Index correct = 0;
+  for (Eigen::Index s = 0; s < margins.size(); ++s) correct += (margins[s] > 0.0 ? 1.0 : -1.0) == data.labels[s];
+  return static_cast<double>(correct) / static_cast<double>(margins.size());
+}
+
+}  // namespace avb

@@ -1,0 +1,35 @@
+// Labelled data sets for binary classification, and the LIBSVM text reader.
+//
+// Storage is dense (a9a has 123 features, w8a 300) and row-major, because a
+// minibatch touches a few whole samples at a time.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <string>
+
+namespace avb {
+
+using SampleMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// m samples of dimension d with labels in {-1, +1}.
+struct Dataset {
+  SampleMatrix features;   // m x d, one sample per row
+  Eigen::VectorXd labels;  // m entries, each -1.0 or +1.0
+
+  int samples() const { return static_cast<int>(features.rows()); }
+  int dim() const { return static_cast<int>(features.cols()); }
+};
+
+// Reads "label idx:val ..." lines (1-based increasing indices, '#' starts a
+// comment). Labels > 0 become +1, others -1, so +1/-1 and 1/0 files both work.
+// dim = 0 takes the largest index; dim > 0 fixes it, since a test file may lack
+// its training file's last features. Errors are one-line ConfigErrors naming the
+// flag, file and line: "--data PATH: line L: ...".
+Dataset read_libsvm(const std::string& path, int dim = 0);
+
+// Fraction of samples with label sign(a^T x); sign(0) = -1, so that the zero
+// model scores the share of negatives rather than a free 100%.
+double accuracy(const Dataset& data, const Eigen::Ref<const Eigen::VectorXd>& x);
+
+}  // namespace avb

@@ -1,0 +1,431 @@
+#include "sgd/objective.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace avb {
+
+namespace {
+
+// Round words of Stream(seed, StreamId::data): what a draw is for. Part of the
+// reproducibility contract (a run's data must not change between versions):
+// never renumber.
+enum DataDraw : std::uint64_t {
+  draw_target = 1,     // b_i[k]: counter (1, i, k)
+  draw_direction = 2,  // e[k] before normalisation: counter (2, 0, k)
+  draw_features = 3,   // feature k of sample j of peer i: counter (3, i, j * d + k)
+  draw_shuffle = 4,    // Fisher-Yates swap at position p: counter (4, 0, p)
+};
+
+// The shortest text that reads back to the same double.
+std::string format_number(double v) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  return ec == std::errc() ? std::string(buffer, end) : std::to_string(v);
+}
+
+void check_peer(int peer, int n_peers) {
+  if (n_peers < 1) throw std::invalid_argument("objective: n_peers = " + std::to_string(n_peers) + " is below 1");
+  if (peer != pooled && (peer < 0 || peer >= n_peers))
+    throw std::out_of_range("objective: peer " + std::to_string(peer) + " is outside [0, " + std::to_string(n_peers) +
+                            ")");
+}
+
+std::uint64_t counter_peer_of(int peer, int n_peers) {
+  return static_cast<std::uint64_t>(peer == pooled ? n_peers : peer);
+}
+
+void check_batch(int batch) {
+  if (batch < 1) throw ConfigError("--batch: " + std::to_string(batch) + " is not an integer >= 1");
+}
+
+// ---- quadratic members ------------------------------------------------------------
+
+Eigen::VectorXd quadratic_diagonal(const ObjectiveOptions& options, int peer, int n_peers) {
+  const int d = options.dim;
+  if (options.preset == QuadraticPreset::epfl)
+    return Eigen::VectorXd::Constant(d, static_cast<double>(peer + 1) / std::sqrt(static_cast<double>(n_peers)));
+  // Geometric spacing from 1 to sqrt(kappa) makes the squares span exactly [1, kappa].
+  Eigen::VectorXd a(d);
+  for (int k = 0; k < d; ++k)
+    a[k] = d == 1 ? 1.0 : std::pow(options.condition, static_cast<double>(k) / (2.0 * (d - 1)));
+  return a;
+}
+
+Eigen::VectorXd quadratic_target(const ObjectiveOptions& options, int peer, std::uint64_t seed) {
+  const Stream stream(seed, StreamId::data);
+  const double scale = options.heterogeneity / static_cast<double>(peer + 1);
+  Eigen::VectorXd b(options.dim);
+  for (int k = 0; k < options.dim; ++k)
+    b[k] = scale * stream.normal(draw_target, static_cast<std::uint64_t>(peer), static_cast<std::uint64_t>(k));
+  return b;
+}
+
+// ---- logistic data ----------------------------------------------------------------
+
+// Row order that the shards cut into contiguous blocks (see shard_rows).
+std::vector<int> split_order(const Dataset& data, DataSplit split, std::uint64_t seed) {
+  std::vector<int> order(static_cast<std::size_t>(data.samples()));
+  std::iota(order.begin(), order.end(), 0);
+  if (split == DataSplit::sorted) {
+    std::stable_sort(order.begin(), order.end(), [&](int r, int s) { return data.labels[r] < data.labels[s]; });
+  } else {
+    const Stream stream(seed, StreamId::data);
+    for (std::size_t p = order.size(); p > 1; --p) {
+      const auto j = stream.below(p, draw_shuffle, 0, p - 1);
+      std::swap(order[p - 1], order[static_cast<std::size_t>(j)]);
+    }
+  }
+  return order;
+}
+
+// [first, last) of peer's block among m rows.
+std::pair<std::size_t, std::size_t> block_of(std::size_t m, int peer, int n_peers) {
+  const auto n = static_cast<std::size_t>(n_peers), i = static_cast<std::size_t>(peer);
+  return {i * m / n, (i + 1) * m / n};
+}
+
+void check_splittable(const Dataset& data, int n_peers, const std::string& path) {
+  if (data.samples() < n_peers)
+    throw ConfigError("--data " + path + ": " + std::to_string(data.samples()) + " samples cannot be split across " +
+                      std::to_string(n_peers) + " peers");
+}
+
+struct WeightedSamples {
+  Dataset samples;
+  Eigen::VectorXd weights;
+  double l2 = 0.0;
+};
+
+// The peer's shard (weights 1/m_i) or all shards in peer order (weights 1/(N m_i)).
+WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                                 const Dataset* given) {
+  WeightedSamples out;
+  if (options.data_path.empty() && given == nullptr) {
+    const double m_total = static_cast<double>(n_peers) * options.samples_per_peer;
+    out.l2 = 1.0 / m_total;
+    if (peer != pooled) {
+      out.samples = synthetic_shard(options, peer, n_peers, seed);
+      out.weights = Eigen::VectorXd::Constant(out.samples.samples(), 1.0 / options.samples_per_peer);
+      return out;
+    }
+    const Eigen::Index m_i = options.samples_per_peer;
+    out.samples.features.resize(n_peers * m_i, options.dim);
+    out.samples.labels.resize(n_peers * m_i);
+    for (int i = 0; i < n_peers; ++i) {
+      const Dataset shard = synthetic_shard(options, i, n_peers, seed);
+      out.samples.features.middleRows(i * m_i, m_i) = shard.features;
+      out.samples.labels.segment(i * m_i, m_i) = shard.labels;
+    }
+    out.weights = Eigen::VectorXd::Constant(n_peers * m_i, 1.0 / m_total);
+    return out;
+  }
+
+  Dataset read;
+  if (given == nullptr) read = read_libsvm(options.data_path, options.data_dim);
+  const Dataset& data = given != nullptr ? *given : read;
+  check_splittable(data, n_peers, options.data_path);
+  out.l2 = 1.0 / data.samples();
+  const std::vector<int> order = split_order(data, options.split, seed);
+  const auto m = order.size();
+  std::vector<int> rows;
+  std::vector<double> weights;
+  for (int i = 0; i < n_peers; ++i) {
+    if (peer != pooled && i != peer) continue;
+    const auto [first, last] = block_of(m, i, n_peers);
+    const double share = 1.0 / static_cast<double>(last - first) / (peer == pooled ? n_peers : 1);
+    std::vector<int> block(order.begin() + static_cast<std::ptrdiff_t>(first),
+                           order.begin() + static_cast<std::ptrdiff_t>(last));
+    if (options.split == DataSplit::random) std::sort(block.begin(), block.end());
+    rows.insert(rows.end(), block.begin(), block.end());
+    weights.insert(weights.end(), block.size(), share);
+  }
+  out.samples = select_rows(data, rows);
+  out.weights = Eigen::Map<const Eigen::VectorXd>(weights.data(), static_cast<Eigen::Index>(weights.size()));
+  return out;
+}
+
+}  // namespace
+
+// ---- names ----------------------------------------------------------------------
+
+ObjectiveKind parse_objective_kind(std::string_view name) {
+  if (name == "quadratic") return ObjectiveKind::quadratic;
+  if (name == "logistic") return ObjectiveKind::logistic;
+  throw ConfigError("--objective: '" + std::string(name) + "' is not one of {quadratic, logistic}");
+}
+
+QuadraticPreset parse_quadratic_preset(std::string_view name) {
+  if (name == "epfl") return QuadraticPreset::epfl;
+  if (name == "conditioned") return QuadraticPreset::conditioned;
+  throw ConfigError("--preset: '" + std::string(name) + "' is not one of {epfl, conditioned}");
+}
+
+DataSplit parse_data_split(std::string_view name) {
+  if (name == "random") return DataSplit::random;
+  if (name == "sorted") return DataSplit::sorted;
+  throw ConfigError("--split: '" + std::string(name) + "' is not one of {random, sorted}");
+}
+
+std::string_view to_string(ObjectiveKind kind) { return kind == ObjectiveKind::quadratic ? "quadratic" : "logistic"; }
+std::string_view to_string(QuadraticPreset preset) { return preset == QuadraticPreset::epfl ? "epfl" : "conditioned"; }
+std::string_view to_string(DataSplit split) { return split == DataSplit::random ? "random" : "sorted"; }
+
+// ---- options --------------------------------------------------------------------
+
+ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
+  check_peer(pooled, n_peers);
+  const ObjectiveOptions& o = options;
+  auto non_negative = [](const char* flag, double v) {
+    if (!(v >= 0.0 && std::isfinite(v)))
+      throw ConfigError(std::string(flag) + ": " + format_number(v) + " is not a number >= 0");
+  };
+  const bool synthetic = o.kind == ObjectiveKind::logistic && o.data_path.empty();
+  if ((o.kind == ObjectiveKind::quadratic || synthetic) && o.dim < 1)
+    throw ConfigError("--dim: " + std::to_string(o.dim) + " is not an integer >= 1");
+  if (o.kind == ObjectiveKind::quadratic) {
+    non_negative("--zeta", o.heterogeneity);
+    non_negative("--sigma", o.gradient_noise);
+    if (o.preset == QuadraticPreset::conditioned) {
+      if (!(o.condition >= 1.0 && std::isfinite(o.condition)))
+        throw ConfigError("--condition: " + format_number(o.condition) + " is not a number >= 1");
+      if (o.dim == 1 && o.condition != 1.0)
+        throw ConfigError("--condition: " + format_number(o.condition) +
+                          " needs --dim >= 2 (one coordinate has condition 1)");
+    }
+  } else if (synthetic) {
+    if (o.samples_per_peer < 1)
+      throw ConfigError("--samples-per-peer: " + std::to_string(o.samples_per_peer) + " is not an integer >= 1");
+    non_negative("--separation", o.separation);
+    if (!(o.label_skew >= 0.0 && o.label_skew <= 1.0))
+      throw ConfigError("--label-skew: " + format_number(o.label_skew) + " is not a number in [0, 1]");
+  } else if (o.data_dim < 0) {
+    throw ConfigError("--data-dim: " + std::to_string(o.data_dim) + " is not an integer >= 0 (0: from the file)");
+  }
+  return options;
+}
+
+std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.emplace_back("objective", std::string(to_string(o.kind)));
+  if (o.kind == ObjectiveKind::quadratic) {
+    out.emplace_back("dim", std::to_string(o.dim));
+    out.emplace_back("preset", std::string(to_string(o.preset)));
+    if (o.preset == QuadraticPreset::conditioned) out.emplace_back("condition", format_number(o.condition));
+    out.emplace_back("zeta", format_number(o.heterogeneity));
+    out.emplace_back("sigma", format_number(o.gradient_noise));
+  } else if (o.data_path.empty()) {
+    out.emplace_back("data", "synthetic");
+    out.emplace_back("dim", std::to_string(o.dim));
+    out.emplace_back("samples-per-peer", std::to_string(o.samples_per_peer));
+    out.emplace_back("separation", format_number(o.separation));
+    out.emplace_back("label-skew", format_number(o.label_skew));
+  } else {
+    out.emplace_back("data", o.data_path);
+    out.emplace_back("data-dim", std::to_string(o.data_dim));
+    out.emplace_back("split", std::string(to_string(o.split)));
+  }
+  return out;
+}
+
+// ---- Objective ------------------------------------------------------------------
+
+void Objective::check_sizes(const ConstVector& x, const Vector* g) const {
+  if (x.size() != dim() || (g != nullptr && g->size() != dim()))
+    throw std::invalid_argument("objective: vectors of length " + std::to_string(x.size()) + " and " +
+                                std::to_string(g != nullptr ? g->size() : x.size()) + " for dimension " +
+                                std::to_string(dim()));
+}
+
+// ---- quadratic ------------------------------------------------------------------
+
+QuadraticObjective::QuadraticObjective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed)
+    : Objective((check_peer(peer, n_peers), counter_peer_of(peer, n_peers))), gradient_noise_(options.gradient_noise) {
+  const int first = peer == pooled ? 0 : peer;
+  const int members = peer == pooled ? n_peers : 1;
+  diagonals_.resize(options.dim, members);
+  targets_.resize(options.dim, members);
+  for (int j = 0; j < members; ++j) {
+    diagonals_.col(j) = quadratic_diagonal(options, first + j, n_peers);
+    targets_.col(j) = quadratic_target(options, first + j, seed);
+  }
+}
+
+QuadraticObjective::QuadraticObjective(Eigen::MatrixXd diagonals, Eigen::MatrixXd targets, double gradient_noise,
+                                       std::uint64_t counter_peer)
+    : Objective(counter_peer),
+      diagonals_(std::move(diagonals)),
+      targets_(std::move(targets)),
+      gradient_noise_(gradient_noise) {
+  if (diagonals_.rows() != targets_.rows() || diagonals_.cols() != targets_.cols() || diagonals_.cols() < 1)
+    throw std::invalid_argument("QuadraticObjective: diagonals and targets must have the same non-empty shape");
+}
+
+double QuadraticObjective::loss(const ConstVector& x) const {
+  check_sizes(x, nullptr);
+  const Eigen::ArrayXXd residual = diagonals_.array().colwise() * x.array() - targets_.array();
+  return 0.5 * residual.square().sum() / static_cast<double>(diagonals_.cols());
+}
+
+void QuadraticObjective::gradient(const ConstVector& x, Vector g) const {
+  check_sizes(x, &g);
+  const Eigen::ArrayXXd residual = diagonals_.array().colwise() * x.array() - targets_.array();
+  g = (diagonals_.array() * residual).rowwise().sum().matrix() / static_cast<double>(diagonals_.cols());
+}
+
+void QuadraticObjective::stochastic_gradient(const ConstVector& x, int batch, std::uint64_t seed, std::uint64_t step,
+                                             Vector g) const {
+  check_batch(batch);
+  gradient(x, g);
+  if (gradient_noise_ == 0.0) return;
+  const Stream stream(seed, StreamId::sgd_noise);
+  const double scale = gradient_noise_ / std::sqrt(static_cast<double>(dim()) * batch);
+  for (Eigen::Index k = 0; k < g.size(); ++k)
+    g[k] += scale * stream.normal(step, counter_peer(), static_cast<std::uint64_t>(k));
+}
+
+Eigen::MatrixXd QuadraticObjective::normal_matrix() const {
+  return diagonals_.array().square().rowwise().sum().matrix().asDiagonal();
+}
+
+Eigen::VectorXd QuadraticObjective::normal_rhs() const {
+  return (diagonals_.array() * targets_.array()).rowwise().sum().matrix();
+}
+
+// ---- logistic -------------------------------------------------------------------
+
+LogisticObjective::LogisticObjective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                                     const Dataset* data)
+    : Objective((check_peer(peer, n_peers), counter_peer_of(peer, n_peers))) {
+  WeightedSamples s = logistic_samples(options, peer, n_peers, seed, data);
+  samples_ = std::move(s.samples);
+  weights_ = std::move(s.weights);
+  l2_ = s.l2;
+}
+
+LogisticObjective::LogisticObjective(Dataset samples, Eigen::VectorXd weights, double l2, std::uint64_t counter_peer)
+    : Objective(counter_peer), samples_(std::move(samples)), weights_(std::move(weights)), l2_(l2) {
+  if (samples_.samples() < 1 || samples_.labels.size() != samples_.samples() || weights_.size() != samples_.samples())
+    throw std::invalid_argument("LogisticObjective: samples, labels and weights must have the same non-zero count");
+}
+
+double LogisticObjective::loss(const ConstVector& x) const {
+  check_sizes(x, nullptr);
+  const Eigen::VectorXd margins = samples_.features * x;
+  double sum = 0.0;
+  for (Eigen::Index s = 0; s < margins.size(); ++s) sum += weights_[s] * log1p_exp(-samples_.labels[s] * margins[s]);
+  return sum + 0.5 * l2_ * x.squaredNorm();
+}
+
+void LogisticObjective::gradient(const ConstVector& x, Vector g) const {
+  check_sizes(x, &g);
+  Eigen::VectorXd coefficients = samples_.features * x;
+  for (Eigen::Index s = 0; s < coefficients.size(); ++s) {
+    const double y = samples_.labels[s];
+    coefficients[s] = -weights_[s] * y * sigmoid(-y * coefficients[s]);
+  }
+  g.noalias() = samples_.features.transpose() * coefficients;
+  g += l2_ * x;
+}
+
+void LogisticObjective::stochastic_gradient(const ConstVector& x, int batch, std::uint64_t seed, std::uint64_t step,
+                                            Vector g) const {
+  check_sizes(x, &g);
+  check_batch(batch);
+  const Stream stream(seed, StreamId::sgd_noise);
+  const auto m = static_cast<std::uint64_t>(samples_.samples());
+  const double scale = static_cast<double>(m) / batch;
+  g = l2_ * x;
+  for (int b = 0; b < batch; ++b) {
+    const auto s = static_cast<Eigen::Index>(stream.below(m, step, counter_peer(), static_cast<std::uint64_t>(b)));
+    const double y = samples_.labels[s];
+    const double margin = samples_.features.row(s).dot(x);
+    g += (-scale * weights_[s] * y * sigmoid(-y * margin)) * samples_.features.row(s).transpose();
+  }
+}
+
+std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                                          const Dataset* data) {
+  if (options.kind == ObjectiveKind::quadratic)
+    return std::make_unique<QuadraticObjective>(options, peer, n_peers, seed);
+  return std::make_unique<LogisticObjective>(options, peer, n_peers, seed, data);
+}
+
+// ---- data -----------------------------------------------------------------------
+
+Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed) {
+  check_peer(peer, n_peers);
+  if (peer == pooled) throw std::invalid_argument("synthetic_shard: a shard belongs to one peer");
+  const Stream stream(seed, StreamId::data);
+  const int d = options.dim;
+  const int m = options.samples_per_peer;
+
+  // The direction is keyed by peer word 0 for everyone: one problem, not N.
+  Eigen::VectorXd direction(d);
+  for (int k = 0; k < d; ++k) direction[k] = stream.normal(draw_direction, 0, static_cast<std::uint64_t>(k));
+  if (direction.norm() > 0.0)
+    direction.normalize();
+  else
+    direction[0] = 1.0;
+
+  const double majority = peer % 2 == 0 ? 1.0 : -1.0;
+  const long long majority_count = std::llround(m * (1.0 + options.label_skew) / 2.0);
+  Dataset shard;
+  shard.features.resize(m, d);
+  shard.labels.resize(m);
+  const auto p = static_cast<std::uint64_t>(peer);
+  for (int j = 0; j < m; ++j) {
+    const double y = j < majority_count ? majority : -majority;
+    shard.labels[j] = y;
+    for (int k = 0; k < d; ++k) {
+      const auto draw = static_cast<std::uint64_t>(j) * static_cast<std::uint64_t>(d) + static_cast<std::uint64_t>(k);
+      shard.features(j, k) = y * options.separation * direction[k] + stream.normal(draw_features, p, draw);
+    }
+  }
+  return shard;
+}
+
+std::vector<int> shard_rows(const Dataset& data, DataSplit split, int peer, int n_peers, std::uint64_t seed,
+                            const std::string& path_for_errors) {
+  check_peer(peer, n_peers);
+  if (peer == pooled) throw std::invalid_argument("shard_rows: a shard belongs to one peer");
+  check_splittable(data, n_peers, path_for_errors);
+  const std::vector<int> order = split_order(data, split, seed);
+  const auto [first, last] = block_of(order.size(), peer, n_peers);
+  std::vector<int> rows(order.begin() + static_cast<std::ptrdiff_t>(first),
+                        order.begin() + static_cast<std::ptrdiff_t>(last));
+  if (split == DataSplit::random) std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+Dataset select_rows(const Dataset& data, const std::vector<int>& rows) {
+  Dataset out;
+  out.features.resize(static_cast<Eigen::Index>(rows.size()), data.dim());
+  out.labels.resize(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto e = static_cast<Eigen::Index>(r);
+    out.features.row(e) = data.features.row(rows[r]);
+    out.labels[e] = data.labels[rows[r]];
+  }
+  return out;
+}
+
+double log1p_exp(double z) {
+  // For z > 0, log(1 + e^z) = z + log(1 + e^-z): no overflow, and log1p keeps
+  // the tiny tail exact where 1 + e^z would round to 1.
+  return z > 0.0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z));
+}
+
+double sigmoid(double z) {
+  if (z >= 0.0) return 1.0 / (1.0 + std::exp(-z));
+  const double e = std::exp(z);  // in (0, 1): e / (1 + e) cannot overflow
+  return e / (1.0 + e);
+}
+
+}  // namespace avb

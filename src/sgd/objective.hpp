@@ -1,0 +1,187 @@
+// The convex test problems of sgd_bench: peer i of N holds f_i, the experiment
+// minimises f(x) = (1/N) sum_i f_i(x). Each peer builds its own f_i from (options,
+// peer, N, seed) without communication, and any process can build the pooled f
+// (peer = avb::pooled) for the optimum or to evaluate the average model.
+//
+// Keyed randomness (DESIGN.md, core idea 4): data comes from Stream(seed, data),
+// minibatches and gradient noise from Stream(seed, sgd_noise) at counter (step,
+// peer, draw). Separate keys let the trainer draw any step in any order without
+// shifting the data, and keep results independent of the rank count.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sgd/libsvm.hpp"
+
+namespace avb {
+
+enum class ObjectiveKind { quadratic, logistic };
+
+// Quadratic f_i(x) = 1/2 ||A_i x - b_i||^2 with b_i ~ N(0, (zeta^2 / i^2) I), i 1-based.
+enum class QuadraticPreset {
+  epfl,         // A_i = (i / sqrt(N)) I (Koloskova et al.)
+  conditioned,  // A_i = diag(a) for all i, a_k = kappa^((k-1) / (2(d-1))): cond(sum A^T A) = kappa
+};
+
+// random: i.i.d. shards; sorted by label: CHOCO-SGD's heterogeneous split.
+enum class DataSplit { random, sorted };
+
+ObjectiveKind parse_objective_kind(std::string_view name);      // throws ConfigError (--objective)
+QuadraticPreset parse_quadratic_preset(std::string_view name);  // throws ConfigError (--preset)
+DataSplit parse_data_split(std::string_view name);              // throws ConfigError (--split)
+std::string_view to_string(ObjectiveKind kind);
+std::string_view to_string(QuadraticPreset preset);
+std::string_view to_string(DataSplit split);
+
+// Each kind reads the fields that concern it; comments name the flags that
+// resolve() uses in its errors.
+struct ObjectiveOptions {
+  ObjectiveKind kind = ObjectiveKind::quadratic;  // --objective
+  int dim = 10;                                   // --dim (quadratic, synthetic logistic)
+
+  // quadratic
+  QuadraticPreset preset = QuadraticPreset::epfl;  // --preset
+  double condition = 100.0;                        // --condition: kappa, conditioned preset only
+  double heterogeneity = 1.0;                      // --zeta: scale of the b_i
+  // --sigma: noise N(0, sigma^2/d I) per sample, so N(0, sigma^2/(d B) I) for a batch of B.
+  double gradient_noise = 0.0;
+
+  // logistic: f_i = (1/m_i) sum log(1 + exp(-y a^T x)) + (lambda/2)||x||^2, lambda = 1/m
+  std::string data_path;                // --data: a LIBSVM file; empty for synthetic data
+  int data_dim = 0;                     // --data-dim: 0 = the largest index in the file
+  DataSplit split = DataSplit::random;  // --split (LIBSVM)
+  // Synthetic: unit-covariance Gaussian classes at +-separation * e, e one random
+  // unit direction for all peers.
+  int samples_per_peer = 100;  // --samples-per-peer
+  double separation = 1.0;     // --separation
+  // --label-skew s: a share (1 + s)/2 of peer i's samples has label +1 (i even) or
+  // -1 (i odd); 0 = balanced shards, 1 = single-label shards.
+  double label_skew = 0.0;
+};
+
+// Range checks (ConfigError naming the flag). A LIBSVM file's size is checked
+// only when it is read.
+ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers);
+// The options of the chosen kind, as (key, value) pairs for traces.
+std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions& options);
+
+// The `peer` that builds the pooled (1/N) sum_i f_i. Its draws use peer word N,
+// which no real peer has.
+inline constexpr int pooled = -1;
+
+// One peer's f_i (or the pooled f). Immutable: safe to share between threads.
+class Objective {
+ public:
+  using ConstVector = Eigen::Ref<const Eigen::VectorXd>;
+  using Vector = Eigen::Ref<Eigen::VectorXd>;
+
+  virtual ~Objective() = default;
+
+  virtual int dim() const = 0;
+  virtual double loss(const ConstVector& x) const = 0;
+  virtual void gradient(const ConstVector& x, Vector g) const = 0;
+  // Unbiased estimate of the gradient, a pure function of (x, batch, seed, step,
+  // peer). Throws ConfigError ("--batch: ...") for batch < 1.
+  virtual void stochastic_gradient(const ConstVector& x, int batch, std::uint64_t seed, std::uint64_t step,
+                                   Vector g) const = 0;
+
+  // The counter's peer word: the peer, or N for the pooled objective.
+  std::uint64_t counter_peer() const { return counter_peer_; }
+
+ protected:
+  explicit Objective(std::uint64_t counter_peer) : counter_peer_(counter_peer) {}
+  // std::invalid_argument unless x (and g) have length dim(): a caller's bug.
+  void check_sizes(const ConstVector& x, const Vector* g) const;
+
+ private:
+  std::uint64_t counter_peer_;
+};
+
+class QuadraticObjective final : public Objective {
+ public:
+  // f_i of `peer` in [0, n_peers), or the pooled f for peer == pooled.
+  QuadraticObjective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed);
+  // Column j holds diag(A_j) and b_j; f = mean over j of 1/2 ||A_j x - b_j||^2.
+  // Diagonals, not matrices: a pooled objective of 1024 peers stays small.
+  QuadraticObjective(Eigen::MatrixXd diagonals, Eigen::MatrixXd targets, double gradient_noise,
+                     std::uint64_t counter_peer);
+
+  int dim() const override { return static_cast<int>(diagonals_.rows()); }
+  double loss(const ConstVector& x) const override;
+  void gradient(const ConstVector& x, Vector g) const override;
+  void stochastic_gradient(const ConstVector& x, int batch, std::uint64_t seed, std::uint64_t step,
+                           Vector g) const override;
+
+  // x* solves normal_matrix() x = normal_rhs() (sums of A_j^T A_j and A_j^T b_j).
+  Eigen::MatrixXd normal_matrix() const;
+  Eigen::VectorXd normal_rhs() const;
+
+  const Eigen::MatrixXd& diagonals() const { return diagonals_; }
+  const Eigen::MatrixXd& targets() const { return targets_; }
+  double gradient_noise() const { return gradient_noise_; }
+
+ private:
+  Eigen::MatrixXd diagonals_;  // d x members
+  Eigen::MatrixXd targets_;    // d x members
+  double gradient_noise_;
+};
+
+class LogisticObjective final : public Objective {
+ public:
+  // `data`: the LIBSVM file already read, so that a process holding many peers
+  // (SMPI) reads it once; null reads options.data_path. Throws ConfigError
+  // ("--data PATH: ...") for a bad file or fewer samples than peers.
+  LogisticObjective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                    const Dataset* data = nullptr);
+  // f = sum_s w_s log(1 + exp(-y_s a_s^T x)) + (l2/2)||x||^2. Peers have w = 1/m_i,
+  // the pooled objective 1/(N m_i): exactly the mean of f_i for unequal shards.
+  LogisticObjective(Dataset samples, Eigen::VectorXd weights, double l2, std::uint64_t counter_peer);
+
+  int dim() const override { return samples_.dim(); }
+  double loss(const ConstVector& x) const override;
+  void gradient(const ConstVector& x, Vector g) const override;
+  // Uniform with replacement; terms scaled by m w_s to stay unbiased for unequal w.
+  void stochastic_gradient(const ConstVector& x, int batch, std::uint64_t seed, std::uint64_t step,
+                           Vector g) const override;
+
+  double accuracy(const ConstVector& x) const { return avb::accuracy(samples_, x); }
+
+  const Dataset& samples() const { return samples_; }
+  const Eigen::VectorXd& weights() const { return weights_; }
+  double l2() const { return l2_; }
+
+ private:
+  Dataset samples_;
+  Eigen::VectorXd weights_;
+  double l2_;
+};
+
+std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                                          const Dataset* data = nullptr);
+
+// ---- data ----------------------------------------------------------------------
+
+// Majority-label rows first. Independent of n_peers, so a peer's data survives a
+// change of rank count.
+Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed);
+
+// Block [floor(i m / N), floor((i+1) m / N)) of a keyed Fisher-Yates permutation
+// (returned ascending) or of the rows stably sorted by label, -1 first. Every peer
+// computes the whole permutation: O(m), and no one has to send it.
+std::vector<int> shard_rows(const Dataset& data, DataSplit split, int peer, int n_peers, std::uint64_t seed,
+                            const std::string& path_for_errors = "");
+
+Dataset select_rows(const Dataset& data, const std::vector<int>& rows);
+
+// Without overflow or cancellation for any finite z.
+double log1p_exp(double z);
+double sigmoid(double z);
+
+}  // namespace avb

@@ -1,0 +1,99 @@
+#include "sgd/optimum.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace avb {
+
+namespace {
+
+// Rows per block when the Hessian is accumulated, so that the scaled copy of the
+// data stays small (w8a whole would be 120 MB).
+constexpr Eigen::Index hessian_block_rows = 1024;
+
+// sum_s w_s s(z_s)(1 - s(z_s)) a_s a_s^T + l2 I at x.
+Eigen::MatrixXd logistic_hessian(const LogisticObjective& objective, const Eigen::VectorXd& x) {
+  const SampleMatrix& features = objective.samples().features;
+  const Eigen::Index m = features.rows(), d = features.cols();
+  Eigen::MatrixXd hessian = Eigen::MatrixXd::Zero(d, d);
+  for (Eigen::Index first = 0; first < m; first += hessian_block_rows) {
+    const Eigen::Index rows = std::min(hessian_block_rows, m - first);
+    const auto block = features.middleRows(first, rows);
+    Eigen::VectorXd curvature = block * x;
+    for (Eigen::Index s = 0; s < rows; ++s) {
+      // s(z)(1 - s(z)) = s(z) s(-z) is even in z, so the label does not matter.
+      const double z = curvature[s];
+      curvature[s] = objective.weights()[first + s] * sigmoid(z) * sigmoid(-z);
+    }
+    // Symmetric rank-k update of the lower triangle: half the work of a product.
+    const SampleMatrix scaled = curvature.cwiseSqrt().asDiagonal() * block;
+    hessian.selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
+  }
+  hessian.triangularView<Eigen::StrictlyUpper>() = hessian.transpose();
+  hessian.diagonal().array() += objective.l2();
+  return hessian;
+}
+
+}  // namespace
+
+Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance) {
+  Optimum out;
+  out.x = objective.normal_matrix().ldlt().solve(objective.normal_rhs());
+  out.loss = objective.loss(out.x);
+  Eigen::VectorXd g(objective.dim());
+  objective.gradient(out.x, g);
+  out.gradient_norm = g.norm();
+  out.converged = out.gradient_norm <= tolerance;
+  return out;
+}
+
+Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, int max_iterations) {
+  constexpr double armijo = 1e-4;
+  constexpr int max_halvings = 60;
+  const int d = objective.dim();
+  Optimum out;
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(d), g(d), trial(d);
+  double loss = objective.loss(x);
+  objective.gradient(x, g);
+  int iteration = 0;
+  for (; g.norm() > tolerance && iteration < max_iterations; ++iteration) {
+    const Eigen::VectorXd step = logistic_hessian(objective, x).ldlt().solve(-g);
+    const double slope = g.dot(step);  // < 0 for a positive definite Hessian
+    // Near x*, f(x + step) - f(x) falls below the rounding error of f itself; the
+    // slack lets the full Newton step through there instead of halving it away.
+    const double slack = 10.0 * std::numeric_limits<double>::epsilon() * std::abs(loss);
+    double t = 1.0, trial_loss = 0.0;
+    bool accepted = false;
+    for (int h = 0; h < max_halvings; ++h) {
+      trial = x + t * step;
+      trial_loss = objective.loss(trial);
+      if (trial_loss <= loss + armijo * t * slope + slack) {
+        accepted = true;
+        break;
+      }
+      t *= 0.5;
+    }
+    if (!accepted) break;  // stalled: report what we have, converged = false
+    x = trial;
+    loss = trial_loss;
+    objective.gradient(x, g);
+  }
+  out.x = std::move(x);
+  out.loss = loss;
+  out.gradient_norm = g.norm();
+  out.iterations = iteration;
+  out.converged = out.gradient_norm <= tolerance;
+  return out;
+}
+
+Optimum find_optimum(const Objective& objective, double tolerance) {
+  if (const auto* quadratic = dynamic_cast<const QuadraticObjective*>(&objective))
+    return quadratic_optimum(*quadratic, tolerance);
+  if (const auto* logistic = dynamic_cast<const LogisticObjective*>(&objective))
+    return logistic_optimum(*logistic, tolerance);
+  throw std::invalid_argument("find_optimum: neither a quadratic nor a logistic objective");
+}
+
+}  // namespace avb
