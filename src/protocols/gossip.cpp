@@ -173,6 +173,27 @@ class NeighbourExchange {
   std::vector<MPI_Request> requests_;
 };
 
+// sum = own + the received vectors, added in ascending peer order with `own` at
+// this peer's place, so that every engine and the oracle add the same terms in
+// the same order. `from` is ascending; slot k of `received` came from from[k].
+void sum_in_peer_order(int me, std::span<const double> own, const std::vector<int>& from,
+                       const std::vector<double>& received, std::vector<double>& sum) {
+  const std::size_t d = own.size();
+  sum.assign(d, 0.0);
+  auto add = [&](const double* v) {
+    for (std::size_t c = 0; c < d; ++c) sum[c] += v[c];
+  };
+  bool own_added = false;
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    if (!own_added && from[k] > me) {
+      add(own.data());
+      own_added = true;
+    }
+    add(received.data() + k * d);
+  }
+  if (!own_added) add(own.data());
+}
+
 class GossipProtocol final : public Protocol {
  public:
   GossipProtocol(const ProtocolOptions& o, int n)
@@ -234,23 +255,9 @@ class PushSumProtocol final : public Protocol {
     const double share = 1.0 / static_cast<double>(to_.size() + 1);
     for (double& v : mass_) v *= share;
     const auto& in = exchange_.run(round.world, mass_, to_, from_);
-    const std::size_t d = mass_.size();
-    sum_.assign(d, 0.0);
-    // In ascending peer order, this peer's own share at its place.
-    std::size_t slot = 0;
-    bool own_added = false;
-    auto add = [&](const double* v) {
-      for (std::size_t c = 0; c < d; ++c) sum_[c] += v[c];
-    };
-    for (int j : from_) {
-      if (!own_added && j > me) {
-        add(mass_.data());
-        own_added = true;
-      }
-      add(in.data() + (slot++) * d);
-    }
-    if (!own_added) add(mass_.data());
+    sum_in_peer_order(me, mass_, from_, in, sum_);
     mass_ = sum_;
+    const std::size_t d = mass_.size();
     for (std::size_t c = 0; c + 1 < d; ++c) z[c] = mass_[c] / mass_[d - 1];
   }
 
@@ -279,22 +286,9 @@ class SgpPaperProtocol final : public Protocol {
       if (round.failures.alive(t, j)) alive_.push_back(j);
     // The relation is symmetric: whoever i pulls from also pulls from i.
     const auto& in = exchange_.run(round.world, x, alive_, alive_);
-    const std::size_t d = x.size();
-    sum_.assign(d, 0.0);
-    std::size_t slot = 0;
-    bool own_added = false;
-    for (int j : alive_) {
-      if (!own_added && j > me) {
-        for (std::size_t c = 0; c < d; ++c) sum_[c] += x[c];
-        own_added = true;
-      }
-      for (std::size_t c = 0; c < d; ++c) sum_[c] += in[slot * d + c];
-      ++slot;
-    }
-    if (!own_added)
-      for (std::size_t c = 0; c < d; ++c) sum_[c] += x[c];
+    sum_in_peer_order(me, x, alive_, in, sum_);
     const double count = static_cast<double>(alive_.size() + 1);
-    for (std::size_t c = 0; c < d; ++c) x[c] = sum_[c] / count;
+    for (std::size_t c = 0; c < x.size(); ++c) x[c] = sum_[c] / count;
   }
 
  private:

@@ -13,7 +13,8 @@
 # the rounds; and 0.3) under both `survivors` and `abort`, and the test checks
 # that they did happen. The vector length 5 does not divide among 8 peers, so
 # uneven pieces are exercised too; so is each all-reduce algorithm the program
-# offers, and moshpit and random-groups under all three failure semantics.
+# offers, moshpit and random-groups under all three failure semantics, and the
+# graph protocols.
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 2 ] || die "usage: test_cross_engine.sh MPI_BINARY SMPI_BINARY"
@@ -70,7 +71,8 @@ configs+=("moshpit --fail-rate 0.2 --on-failure survivors --key-update chunk"
   "moshpit --fail-rate 0.2 --on-failure partial --grid 2x2x2 --placement rank"
   "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4"
   "random-groups --fail-rate 0.1 --on-failure abort --group-size 3"
-  "random-groups --fail-rate 0.3 --on-failure partial --group-size 4")
+  "random-groups --fail-rate 0.3 --on-failure partial --group-size 4"
+  "gossip --fail-rate 0.2 --topology torus" "pushsum --fail-rate 0.2" "pairwise --fail-rate 0.2 --topology ring")
 for config in "${configs[@]}"; do
     read -r -a protocol_args <<<"$config"
     args=(--protocol "${protocol_args[@]}" --dim 5 --rounds 40 --trials 3 --seed 12345)
