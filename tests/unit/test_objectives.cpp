@@ -4,6 +4,8 @@
 // LIBSVM reader on good and malformed files.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -27,18 +29,8 @@
 namespace avb {
 namespace {
 
-// The ConfigError message of f(), or "" if it did not throw one.
-template <class F>
-std::string config_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+using test::config_error;
+using test::starts_with;
 
 // A file under the temporary directory, removed when the test ends.
 class TempFile {

@@ -2,6 +2,8 @@
 // graphs, edge-list files, mixing weights, and eigenvalues against closed forms.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,18 +29,8 @@ Topology make(const std::string& text, int n, std::uint64_t seed = 1) {
   return Topology(parse_topology(text), n, seed);
 }
 
-// The ConfigError message of f(), or "" if it did not throw one.
-template <class F>
-std::string config_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+using test::config_error;
+using test::starts_with;
 
 // Neighbour lists are ascending, free of i and duplicates, in range.
 void expect_well_formed(const Topology& g, int t) {
