@@ -240,12 +240,21 @@ class PushSumProtocol final : public Protocol {
   void step(std::span<double> z, Round& round) override {
     const Topology& g = topology_.get(round.seed);
     const int me = round.world.rank(), t = round.t;
+    const std::size_t d = z.size();
     if (mass_.empty() || seed_ != round.seed) {  // a new trial: x = z, w = 1
       seed_ = round.seed;
       mass_.assign(z.begin(), z.end());
       mass_.push_back(1.0);
+    } else {
+      // What the caller did to z since the last round (SGD steps) goes into the
+      // numerator as is: the sum of numerators then moves by the sum of the
+      // steps, unweighted, as in SGP. Pure averaging leaves z alone: adding 0.
+      for (std::size_t c = 0; c < d; ++c) mass_[c] += z[c] - last_[c];
     }
-    if (!round.failures.alive(t, me)) return;
+    if (!round.failures.alive(t, me)) {
+      publish(z);
+      return;
+    }
     to_.clear();
     for (int j : g.out_neighbours(t, me))
       if (round.failures.alive(t, j)) to_.push_back(j);
@@ -257,14 +266,21 @@ class PushSumProtocol final : public Protocol {
     const auto& in = exchange_.run(round.world, mass_, to_, from_);
     sum_in_peer_order(me, mass_, from_, in, sum_);
     mass_ = sum_;
-    const std::size_t d = mass_.size();
-    for (std::size_t c = 0; c + 1 < d; ++c) z[c] = mass_[c] / mass_[d - 1];
+    publish(z);
   }
 
  private:
+  // z = x / w, remembered to see the caller's changes at the next round.
+  void publish(std::span<double> z) {
+    const std::size_t d = z.size();
+    for (std::size_t c = 0; c < d; ++c) z[c] = mass_[c] / mass_[d];
+    last_.assign(z.begin(), z.end());
+  }
+
   TrialTopology topology_;
   NeighbourExchange exchange_;
   std::vector<double> mass_, sum_;  // x then w
+  std::vector<double> last_;        // z as the last round left it
   std::uint64_t seed_ = 0;
   std::vector<int> from_, to_;
 };

@@ -65,8 +65,8 @@ struct SparseRows {
 
 }  // namespace
 
-Dataset read_libsvm(const std::string& path, int dim) {
-  const std::string where = "--data " + path + ": ";
+Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
+  const std::string where = flag + " " + path + ": ";
   std::error_code dir_error;
   if (std::filesystem::is_directory(path, dir_error))
     throw ConfigError(where + "cannot read the file (it is a directory)");

@@ -25,8 +25,8 @@ struct Dataset {
 // comment). Labels > 0 become +1, others -1, so +1/-1 and 1/0 files both work.
 // dim = 0 takes the largest index; dim > 0 fixes it, since a test file may lack
 // its training file's last features. Errors are one-line ConfigErrors naming the
-// flag, file and line: "--data PATH: line L: ...".
-Dataset read_libsvm(const std::string& path, int dim = 0);
+// flag (--data unless told), file and line: "--data PATH: line L: ...".
+Dataset read_libsvm(const std::string& path, int dim = 0, const std::string& flag = "--data");
 
 // Fraction of samples with label sign(a^T x); sign(0) = -1, so that the zero
 // model scores the share of negatives rather than a free 100%.

@@ -44,6 +44,23 @@ struct SummaryRow {
   std::int32_t complete = 0;
 };
 
+// /summary of a training run, one per trial.
+struct TrainingSummaryRow {
+  std::int32_t trial = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::int32_t> steps_to;
+  std::vector<std::int32_t> reached;
+  double final_gap = 0;
+  double final_relative_gap = 0;
+  double final_consensus = 0;
+  double final_accuracy = 0;
+  std::uint64_t bytes_sent = 0;
+  double time = 0;
+  std::int32_t steps = 0;
+  std::int32_t rounds = 0;
+  std::int32_t complete = 0;
+};
+
 // Collects one field of every row into a column: the file stores columns, which
 // is what a reader (numpy, pandas) wants, while the caller hands over rows.
 template <class Row, class F>
@@ -126,6 +143,35 @@ struct TraceWriter::Impl {
   bool keep_temporary = false;
   std::optional<std::vector<double>> targets;  // fixed by the first trial written
   std::vector<SummaryRow> summary;
+  std::vector<TrainingSummaryRow> training_summary;
+  bool optimum_written = false;
+  // "averaging" or "sgd", from RunInfo; trials of the other kind are refused.
+  std::string kind;
+
+  void require_kind(const std::string& wanted, const std::string& where) const {
+    if (kind != wanted)
+      throw TraceError(where + ": this trace records a " + kind + " run, not a " + wanted + " run");
+  }
+
+  // Checks a trial's targets against the first trial's and returns their names.
+  std::vector<std::string> target_suffixes(const std::vector<TargetResult>& results, const std::string& where) {
+    std::vector<double> values;
+    std::vector<std::string> suffixes;
+    for (const auto& t : results) {
+      values.push_back(t.target);
+      suffixes.push_back(target_suffix(t.target));
+      for (std::size_t k = 0; k + 1 < suffixes.size(); ++k)
+        if (suffixes[k] == suffixes.back()) throw TraceError(where + ": target " + suffixes.back() + " given twice");
+    }
+    // Every trial must report the same targets in the same order, since /summary
+    // has one column per target.
+    if (!targets) {
+      targets = values;
+    } else if (*targets != values) {
+      throw TraceError(where + ": targets differ from those of the first trial written");
+    }
+    return suffixes;
+  }
 
   void require_open(const std::filesystem::path& tmp, std::string_view operation) const {
     if (finished || !file.is_open()) {
@@ -153,6 +199,10 @@ TraceWriter::TraceWriter(std::filesystem::path path, bool overwrite, const RunIn
     file.set_string("engine", info.engine);
     file.set_string("mpi_library", info.mpi_library);
     file.set_int32("n_peers", info.n_peers);
+    if (info.run_kind != "averaging" && info.run_kind != "sgd")
+      throw TraceError("run_kind must be averaging or sgd, not '" + info.run_kind + "'");
+    file.set_string("run_kind", info.run_kind);
+    impl->kind = info.run_kind;
     file.set_int32("complete", 0);  // until finish() says otherwise
     impl->trials = file.create_group("trials");
   } catch (...) {
@@ -203,22 +253,10 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   if (trial.index < 0) throw TraceError(where + ": negative trial index");
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
 
-  // Every trial must report the same targets in the same order, since /summary
-  // has one column per target.
+  impl_->require_kind("averaging", where);
+  const std::vector<std::string> suffixes = impl_->target_suffixes(trial.targets, where);
   std::vector<double> targets;
-  std::vector<std::string> suffixes;
-  for (const auto& t : trial.targets) {
-    targets.push_back(t.target);
-    suffixes.push_back(target_suffix(t.target));
-    for (std::size_t k = 0; k + 1 < suffixes.size(); ++k) {
-      if (suffixes[k] == suffixes.back()) throw TraceError(where + ": target " + suffixes.back() + " given twice");
-    }
-  }
-  if (!impl_->targets) {
-    impl_->targets = targets;
-  } else if (*impl_->targets != targets) {
-    throw TraceError(where + ": targets differ from those of the first trial written");
-  }
+  for (const auto& t : trial.targets) targets.push_back(t.target);
 
   h5::Node group = impl_->trials->create_group(std::to_string(trial.index));
   group.set_uint64("seed", trial.seed);
@@ -263,13 +301,112 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   impl_->summary.push_back(std::move(s));
 }
 
+void TraceWriter::write_optimum(const OptimumRecord& optimum) {
+  impl_->require_open(tmp_path_, "write_optimum");
+  const std::string where = "write_optimum to " + tmp_path_.string();
+  impl_->require_kind("sgd", where);
+  if (impl_->optimum_written) throw TraceError(where + ": /optimum was already written");
+  h5::Node group = impl_->file.create_group("optimum");
+  impl_->optimum_written = true;
+  group.write_dataset("x", optimum.x);
+  group.set_double("loss", optimum.loss);
+  group.set_double("initial_loss", optimum.initial_loss);
+  group.set_double("gradient_norm", optimum.gradient_norm);
+  group.set_int32("iterations", optimum.iterations);
+  group.set_int32("converged", optimum.converged ? 1 : 0);
+  group.set_string("method", optimum.method);
+  group.set_string("test_set", optimum.test_set);
+}
+
+void TraceWriter::write_trial(const TrainingTrial& trial) {
+  impl_->require_open(tmp_path_, "write_trial");
+  const std::string where = "write_trial " + std::to_string(trial.index) + " to " + tmp_path_.string();
+  impl_->require_kind("sgd", where);
+  if (!impl_->optimum_written) throw TraceError(where + ": /optimum must be written first");
+  if (trial.index < 0) throw TraceError(where + ": negative trial index");
+  if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
+  const std::vector<std::string> suffixes = impl_->target_suffixes(trial.targets, where);
+
+  h5::Node group = impl_->trials->create_group(std::to_string(trial.index));
+  group.set_uint64("seed", trial.seed);
+  group.set_int32("complete", trial.complete ? 1 : 0);
+  std::vector<double> targets;
+  for (std::size_t k = 0; k < trial.targets.size(); ++k) {
+    group.set_int32("steps_to_" + suffixes[k], trial.targets[k].rounds);
+    targets.push_back(trial.targets[k].target);
+  }
+  for (std::size_t k = 0; k < trial.targets.size(); ++k)
+    group.set_int32("reached_" + suffixes[k], trial.targets[k].reached ? 1 : 0);
+  group.write_dataset("targets", targets);
+
+  using Row = TrainingRow;
+  const auto& rows = trial.rows;
+  group.write_dataset("step", column(rows, [](const Row& r) { return r.step; }));
+  group.write_dataset("round", column(rows, [](const Row& r) { return r.round; }));
+  group.write_dataset("loss", column(rows, [](const Row& r) { return r.loss; }));
+  group.write_dataset("gap", column(rows, [](const Row& r) { return r.gap; }));
+  group.write_dataset("relative_gap", column(rows, [](const Row& r) { return r.relative_gap; }));
+  group.write_dataset("distance", column(rows, [](const Row& r) { return r.distance; }));
+  group.write_dataset("consensus", column(rows, [](const Row& r) { return r.consensus; }));
+  group.write_dataset("accuracy", column(rows, [](const Row& r) { return r.accuracy; }));
+  group.write_dataset("alive", column(rows, [](const Row& r) { return r.alive; }));
+  group.write_dataset("groups", column(rows, [](const Row& r) { return r.groups; }));
+  group.write_dataset("failed_groups", column(rows, [](const Row& r) { return r.failed_groups; }));
+  group.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
+  group.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
+  impl_->file.flush();
+
+  TrainingSummaryRow s;
+  s.trial = trial.index;
+  s.seed = trial.seed;
+  for (const auto& t : trial.targets) {
+    s.steps_to.push_back(t.rounds);
+    s.reached.push_back(t.reached ? 1 : 0);
+  }
+  const Row& last = rows.back();
+  s.final_gap = last.gap;
+  s.final_relative_gap = last.relative_gap;
+  s.final_consensus = last.consensus;
+  s.final_accuracy = last.accuracy;
+  s.bytes_sent = last.bytes_sent;
+  s.time = last.time;
+  s.steps = last.step;
+  s.rounds = last.round;
+  s.complete = trial.complete ? 1 : 0;
+  impl_->training_summary.push_back(std::move(s));
+}
+
 void TraceWriter::finish(bool complete) {
   impl_->require_open(tmp_path_, "finish");
   Impl& im = *impl_;
   // The schema promises /config; a run stopped before writing it still gets one.
   if (!im.config_written) write_config({}, "");
 
-  {
+  if (im.kind == "sgd") {
+    // A run stopped before its first trial still records what it was training.
+    if (!im.optimum_written) im.file.create_group("optimum");
+    h5::Node summary = im.file.create_group("summary");
+    const auto& rows = im.training_summary;
+    using Row = TrainingSummaryRow;
+    summary.write_dataset("trial", column(rows, [](const Row& r) { return r.trial; }));
+    summary.write_dataset("seed", column(rows, [](const Row& r) { return r.seed; }));
+    const std::vector<double> targets = im.targets.value_or(std::vector<double>{});
+    for (std::size_t k = 0; k < targets.size(); ++k)
+      summary.write_dataset("steps_to_" + target_suffix(targets[k]),
+                            column(rows, [k](const Row& r) { return r.steps_to[k]; }));
+    for (std::size_t k = 0; k < targets.size(); ++k)
+      summary.write_dataset("reached_" + target_suffix(targets[k]),
+                            column(rows, [k](const Row& r) { return r.reached[k]; }));
+    summary.write_dataset("final_gap", column(rows, [](const Row& r) { return r.final_gap; }));
+    summary.write_dataset("final_relative_gap", column(rows, [](const Row& r) { return r.final_relative_gap; }));
+    summary.write_dataset("final_consensus", column(rows, [](const Row& r) { return r.final_consensus; }));
+    summary.write_dataset("final_accuracy", column(rows, [](const Row& r) { return r.final_accuracy; }));
+    summary.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
+    summary.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
+    summary.write_dataset("steps", column(rows, [](const Row& r) { return r.steps; }));
+    summary.write_dataset("rounds", column(rows, [](const Row& r) { return r.rounds; }));
+    summary.write_dataset("complete", column(rows, [](const Row& r) { return r.complete; }));
+  } else {
     // Scoped so that the group is closed before the file.
     h5::Node summary = im.file.create_group("summary");
     const auto& rows = im.summary;

@@ -1,4 +1,6 @@
-// The HDF5 trace of one run, schema v1 (docs/trace-format.md).
+// The HDF5 trace of one run, schema v2 (docs/trace-format.md): an averaging run
+// (averaging_bench) or a training run (sgd_bench), told apart by the root
+// attribute run_kind.
 //
 // Only rank 0 ever constructs a TraceWriter: the HDF5 library keeps global state,
 // which SMPI ranks would share. The file is written under a temporary name beside
@@ -15,7 +17,8 @@
 
 namespace avb {
 
-inline constexpr int kTraceSchemaVersion = 1;
+// v2 added run_kind and the training layout; an averaging trace is otherwise v1's.
+inline constexpr int kTraceSchemaVersion = 2;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -46,6 +49,44 @@ struct TrialRecord {
   bool complete = true;  // false for a trial cut short by a stop request
 };
 
+// One row per evaluation of a training run; row 0 is the initial state (step 0).
+// x_bar = (1/N) sum_i x_i over all N peers, down ones included.
+struct TrainingRow {
+  std::int32_t step = 0;            // SGD steps done
+  std::int32_t round = 0;           // averaging rounds done
+  double loss = 0;                  // f(x_bar) on the pooled problem
+  double gap = 0;                   // f(x_bar) - f*
+  double relative_gap = 0;          // gap / (f(x_0) - f*)
+  double distance = 0;              // ||x_bar - x*||^2
+  double consensus = 0;             // (1/N) sum_i ||x_i - x_bar||^2
+  double accuracy = 0;              // logistic: share of test samples classified right; NaN otherwise
+  std::int32_t alive = 0;           // peers up in the last round
+  std::int32_t groups = 0;          // groups formed since the previous row
+  std::int32_t failed_groups = 0;   // of those, cancelled
+  std::uint64_t bytes_sent = 0;     // all peers, cumulative
+  double time = 0;                  // seconds in SGD steps and rounds, cumulative (see trainer.hpp)
+};
+
+struct TrainingTrial {
+  std::int32_t index = 0;
+  std::uint64_t seed = 0;
+  std::vector<TrainingRow> rows;
+  std::vector<TargetResult> targets;  // `rounds` holds steps: first row with relative_gap <= target
+  bool complete = true;
+};
+
+// The optimum of the pooled problem, written once to /optimum.
+struct OptimumRecord {
+  std::vector<double> x;      // x*
+  double loss = 0;            // f*
+  double initial_loss = 0;    // f(x_0)
+  double gradient_norm = 0;   // ||grad f(x*)||
+  std::int32_t iterations = 0;
+  bool converged = false;
+  std::string method;         // "ldlt" or "newton"
+  std::string test_set;       // logistic: what the accuracy column is measured on
+};
+
 // Root attributes that describe the run (the writer adds schema_version,
 // created_utc and complete itself).
 struct RunInfo {
@@ -55,6 +96,7 @@ struct RunInfo {
   std::string engine;       // openmpi | mpich | smpi
   std::string mpi_library;  // MPI_Get_library_version, first line
   std::int32_t n_peers = 0;
+  std::string run_kind = "averaging";  // averaging | sgd
 };
 
 // Attribute name for a target, e.g. 1e-09 -> "rounds_to_1e-9", 2.5e-3 -> "rounds_to_2.5e-3".
@@ -75,6 +117,11 @@ class TraceWriter {
 
   // /trials/<index>/ with one dataset per column and the target attributes.
   void write_trial(const TrialRecord& trial);
+
+  // A training run: /optimum once, then /trials/<index>/ with TrainingRow columns.
+  // A file holds trials of one kind only.
+  void write_optimum(const OptimumRecord& optimum);
+  void write_trial(const TrainingTrial& trial);
 
   // Writes /summary from the trials written so far, sets `complete`, closes the
   // file and renames it to the final path.
