@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/app_support.hpp"
-#include "protocols/gossip.hpp"
+#include "common/protocol_flags.hpp"
 #include "core/comm.hpp"
 #include "core/error.hpp"
 #include "run/averaging.hpp"
@@ -30,23 +30,10 @@ namespace {
 
 constexpr const char* kProgram = "averaging_bench";
 
-// Every value is read as text and converted here, so that every refusal is one
-// line that starts with the flag and says what is accepted (CLI11's own messages
-// name neither).
+// Values are read as text and converted by avb::app, so that every refusal is one
+// line that starts with the flag and says what is accepted.
 struct Cli {
-  std::string protocol = "allreduce";
-  std::string fail_rate = "0";
-  std::string failure = "transient";
-  std::string on_failure = "default";
-  std::string collective = "auto";
-  std::string grid = "default";
-  std::string placement = "random";
-  std::string key_update = "axis";
-  std::string group_size = "32";
-  std::string min_group_size = "2";
-  std::string topology = "default";
-  std::string weights = "uniform";
-  std::string alive_weights = "renormalize";
+  avb::app::ProtocolFlags protocol;
   std::string dim = "1";
   std::string rounds = "50";
   std::string trials = "10";
@@ -64,42 +51,7 @@ void define_flags(CLI::App& app, Cli& cli) {
   // use the default. Unknown command-line flags are collected and refused below.
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.allow_extras();
-  app.add_option("--protocol", cli.protocol, "averaging protocol: " + avb::protocol_names())->capture_default_str();
-  app.add_option("--fail-rate", cli.fail_rate, "probability that a peer fails in a round, in [0, 1]")
-      ->capture_default_str();
-  app.add_option("--failure", cli.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
-  app.add_option("--on-failure", cli.on_failure,
-                 "failure semantics: survivors, abort, partial (default: the protocol's own)")
-      ->capture_default_str();
-  app.add_option("--collective", cli.collective,
-                 "all-reduce inside groups: auto, ring (bandwidth-optimal), doubling (latency-optimal), "
-                 "tree (fewest messages: cheapest to simulate)")
-      ->capture_default_str();
-  app.add_option("--grid", cli.grid,
-                 "moshpit: virtual grid, sides joined by 'x' such as 32x32 or 8x8x8 (default: MxM, M = "
-                 "ceil(sqrt(N)))")
-      ->capture_default_str();
-  app.add_option("--placement", cli.placement,
-                 "moshpit: peers in random distinct cells (random) or row-major by rank (rank)")
-      ->capture_default_str();
-  app.add_option("--key-update", cli.key_update,
-                 "moshpit: average along axis (t-1) mod d (axis) or Algorithm 1's chunk-index keys (chunk)")
-      ->capture_default_str();
-  app.add_option("--group-size", cli.group_size, "random-groups: peers per group, an integer >= 2")
-      ->capture_default_str();
-  app.add_option("--min-group-size", cli.min_group_size,
-                 "moshpit, random-groups: smaller groups do not average, an integer >= 2")
-      ->capture_default_str();
-  app.add_option("--topology", cli.topology,
-                 "gossip, pushsum, pairwise: ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete or "
-                 "file:PATH (default: ring for gossip, one-peer-exp for pushsum, complete for pairwise)")
-      ->capture_default_str();
-  app.add_option("--weights", cli.weights, "gossip: mixing weights, uniform (1/(deg+1)) or metropolis")
-      ->capture_default_str();
-  app.add_option("--alive-weights", cli.alive_weights,
-                 "gossip under failures: renormalize rows over alive neighbours (moves the mean) or metropolis "
-                 "weights of the alive subgraph (keeps it; needs --weights metropolis)")
-      ->capture_default_str();
+  avb::app::add_protocol_flags(app, cli.protocol);
   app.add_option("--dim", cli.dim, "vector length per peer, an integer >= 1")->capture_default_str();
   app.add_option("--rounds", cli.rounds, "rounds per trial, an integer >= 0")->capture_default_str();
   app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (each with its own seed drawn from --seed)")
@@ -116,49 +68,13 @@ void define_flags(CLI::App& app, Cli& cli) {
   app.add_flag("--quiet", cli.quiet, "no progress lines on stderr");
 }
 
-// A flag that does not apply to the chosen protocol is refused rather than
-// silently ignored (the run would not be the one the user asked for). A default
-// value is let through: a trace's recorded config lists every flag, and must replay.
-void refuse_foreign_flags(const Cli& cli, const std::string& protocol) {
-  const Cli defaults;
-  const std::pair<const char*, bool> changed[] = {
-      {"--collective", cli.collective != defaults.collective},
-      {"--grid", cli.grid != defaults.grid},
-      {"--placement", cli.placement != defaults.placement},
-      {"--key-update", cli.key_update != defaults.key_update},
-      {"--group-size", cli.group_size != defaults.group_size},
-      {"--min-group-size", cli.min_group_size != defaults.min_group_size},
-      {"--topology", cli.topology != defaults.topology},
-      {"--weights", cli.weights != defaults.weights},
-      {"--alive-weights", cli.alive_weights != defaults.alive_weights},
-  };
-  const auto own = avb::protocol_flags(protocol);
-  for (const auto& [flag, set] : changed) {
-    if (!set || std::find(own.begin(), own.end(), flag) != own.end()) continue;
-    std::string accepted;
-    for (auto f : own) accepted += (accepted.empty() ? "" : ", ") + std::string(f);
-    throw avb::ConfigError(std::string(flag) + ": does not apply to --protocol " + protocol + " (its options: " +
-                           (accepted.empty() ? "none" : accepted) + ")");
-  }
-}
-
 avb::AveragingOptions to_options(const Cli& cli, int n_peers) {
   using avb::app::parse_integer;
   using avb::app::parse_real;
   avb::AveragingOptions o;
-  o.protocol.name = cli.protocol;
-  o.fail_rate = parse_real("--fail-rate", cli.fail_rate, "a number in [0, 1]");
-  o.failure = avb::parse_failure_kind(cli.failure);
-  if (cli.on_failure != "default") o.protocol.on_failure = avb::parse_failure_semantics(cli.on_failure);
-  o.protocol.collective = avb::parse_collective(cli.collective);
-  if (cli.grid != "default") o.protocol.grid = avb::parse_grid(cli.grid);
-  o.protocol.placement = avb::parse_placement(cli.placement);
-  o.protocol.key_update = avb::parse_key_update(cli.key_update);
-  o.protocol.group_size = static_cast<int>(parse_integer("--group-size", cli.group_size, 2, 1 << 30));
-  o.protocol.min_group_size = static_cast<int>(parse_integer("--min-group-size", cli.min_group_size, 2, 1 << 30));
-  if (cli.topology != "default") o.protocol.topology = avb::parse_topology(cli.topology);
-  o.protocol.weights = avb::parse_weights(cli.weights);
-  o.protocol.alive_weights = avb::parse_alive_weights(cli.alive_weights);
+  o.protocol = avb::app::protocol_options(cli.protocol);
+  o.fail_rate = avb::app::fail_rate(cli.protocol);
+  o.failure = avb::app::failure_kind(cli.protocol);
   o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
   o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));
   o.trials = static_cast<int>(parse_integer("--trials", cli.trials, 1, 1 << 30));
@@ -167,7 +83,7 @@ avb::AveragingOptions to_options(const Cli& cli, int n_peers) {
   for (const auto& t : cli.targets) o.targets.push_back(parse_real("--target", t, "a number > 0"));
   o.stop_at_target = cli.stop_at_target;
   o = avb::resolve(o, n_peers);
-  refuse_foreign_flags(cli, o.protocol.name);
+  avb::app::refuse_foreign_flags(cli.protocol, o.protocol.name);
   return o;
 }
 
@@ -196,46 +112,14 @@ int run(int argc, char** argv) {
   } catch (const avb::Error& e) {
     problem = e.what();
   }
-  int parsed = problem.empty() ? 1 : 0, everywhere = 0;
-  avb::check_mpi(MPI_Allreduce(&parsed, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
-  if (!everywhere) {
-    avb::app::report_error(kProgram, problem.empty() ? "the options could not be read on every rank (is the "
-                                                       "--config file on a file system all nodes see?)"
-                                                     : problem);
-    return 2;
-  }
+  if (!avb::app::options_agreed(kProgram, problem)) return 2;
 
-  avb::RunInfo info;
-  info.avbench_version = AVB_VERSION;
-  info.git_sha = AVB_GIT_SHA;
-  info.command_line = avb::app::join_command_line(argc, argv);
-  info.engine = avb::engine_name();
-  info.mpi_library = avb::mpi_library_version();
-  info.n_peers = size;
+  const avb::RunInfo info = avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);
   if (!cli.out.empty()) described.emplace_back("out", cli.out);
-
-  // Rank 0 alone touches the file system; the others learn whether it succeeded.
-  // Stop handlers first, so that a signal cannot leave the temporary file behind.
-  avb::app::install_stop_handlers();
   std::unique_ptr<avb::TraceWriter> trace;
-  int trace_ok = 1;
-  if (rank == 0 && !cli.out.empty()) {
-    try {
-      avb::app::check_out_flag(cli.out, cli.overwrite);
-      trace = std::make_unique<avb::TraceWriter>(cli.out, cli.overwrite, info);
-      trace->write_config(described, app.config_to_str(true, false));
-    } catch (const avb::ConfigError& e) {
-      avb::app::report_error(kProgram, e.what());
-      trace_ok = 0;
-    } catch (const avb::Error& e) {
-      trace.reset();
-      avb::app::report_error(kProgram, std::string("--out: ") + e.what());
-      trace_ok = 0;
-    }
-  }
-  avb::check_mpi(MPI_Bcast(&trace_ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  if (!trace_ok) return 2;
+  if (!avb::app::open_trace(kProgram, cli.out, cli.overwrite, info, described, app.config_to_str(true, false), trace))
+    return 2;
 
   avb::app::Reporter reporter(options, std::move(trace), cli.quiet);
   reporter.set_peers(size);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/comm.hpp"
 #include "core/error.hpp"
 
 namespace avb::app {
@@ -24,9 +25,8 @@ int world_rank() {
   return rank;
 }
 
-struct MeanSe {
-  double mean = 0, se = 0;
-};
+}  // namespace
+
 MeanSe mean_se(const std::vector<double>& v) {
   MeanSe r;
   if (v.empty()) return r;
@@ -38,7 +38,54 @@ MeanSe mean_se(const std::vector<double>& v) {
   r.se = std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
   return r;
 }
-}  // namespace
+
+bool options_agreed(const std::string& program, const std::string& problem) {
+  int parsed = problem.empty() ? 1 : 0, everywhere = 0;
+  check_mpi(MPI_Allreduce(&parsed, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (everywhere) return true;
+  report_error(program, problem.empty() ? "the options could not be read on every rank (is the --config file on a "
+                                          "file system all nodes see?)"
+                                        : problem);
+  return false;
+}
+
+RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
+                 const std::string& git_sha) {
+  RunInfo info;
+  info.avbench_version = version;
+  info.git_sha = git_sha;
+  info.command_line = join_command_line(argc, argv);
+  info.engine = engine_name();
+  info.mpi_library = mpi_library_version();
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  info.n_peers = size;
+  info.run_kind = run_kind;
+  return info;
+}
+
+bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
+                const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace) {
+  install_stop_handlers();
+  int ok = 1;
+  if (world_rank() == 0 && !out.empty()) {
+    try {
+      check_out_flag(out, overwrite);
+      trace = std::make_unique<TraceWriter>(out, overwrite, info);
+      trace->write_config(described, config_text);
+    } catch (const ConfigError& e) {
+      report_error(program, e.what());
+      ok = 0;
+    } catch (const Error& e) {
+      trace.reset();
+      report_error(program, std::string("--out: ") + e.what());
+      ok = 0;
+    }
+  }
+  check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (!ok) trace.reset();
+  return ok != 0;
+}
 
 void install_stop_handlers() {
   struct sigaction action {};

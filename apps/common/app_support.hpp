@@ -44,6 +44,29 @@ std::string explain(const CLI::ParseError& error);
 // --out must name a new file in an existing folder, unless --overwrite.
 void check_out_flag(const std::string& out, bool overwrite);
 
+// Every rank parses the same arguments; the verdicts are combined, so that a file
+// readable on some nodes only (--config) cannot leave ranks waiting for others
+// that quit. False (after rank 0 reported the problem) unless all ranks parsed.
+bool options_agreed(const std::string& program, const std::string& problem);
+
+// The root attributes of a trace, from the command line and the MPI library.
+RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
+                 const std::string& git_sha);
+
+// Collective. Rank 0 alone touches the file system: it checks --out, creates the
+// trace and writes /config; the others learn whether that worked. Returns false
+// (after rank 0 reported why) when it did not; `trace` stays empty on other ranks
+// and when out is empty. Installs the stop handlers first, so that a signal
+// cannot leave the temporary file behind.
+bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
+                const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace);
+
+// mean +- standard error (0 for fewer than two values).
+struct MeanSe {
+  double mean = 0, se = 0;
+};
+MeanSe mean_se(const std::vector<double>& values);
+
 // Rank 0's observer: prints the table, writes the trace, shows progress.
 class Reporter final : public AveragingObserver {
  public:

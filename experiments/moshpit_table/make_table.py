@@ -98,8 +98,9 @@ def contraction_theory(n: int) -> float:
 
 def read_trace(path: Path) -> dict:
     with h5py.File(path, "r") as f:
-        if int(f.attrs.get("schema_version", 1)) != 1:
-            raise ValueError(f"schema_version {f.attrs['schema_version']} is not 1")
+        # v2 added run_kind and the sgd layout; an averaging trace is otherwise v1's.
+        if int(f.attrs.get("schema_version", 1)) not in (1, 2) or f.attrs.get("run_kind", "averaging") != "averaging":
+            raise ValueError(f"{path}: not an averaging trace of schema 1 or 2")
         config = f["config"].attrs
         s = f["summary"]
         done = s["complete"][()] == 1

@@ -157,7 +157,9 @@ class Meter {
       for (std::size_t k = 0; k < dim_; ++k) drift += (buffer_[k] / n) * (buffer_[k] / n);
       out.row.mean_drift = drift / d;
       out.row.error = buffer_[dim_] / (n * d);
-      out.row.variance = std::max(0.0, out.row.error - out.row.mean_drift);
+      // Rounding can take the difference below 0; NaN (overflow) must stay NaN.
+      const double variance = out.row.error - out.row.mean_drift;
+      out.row.variance = variance < 0.0 ? 0.0 : variance;
       out.row.bytes_sent = static_cast<std::uint64_t>(buffer_[dim_ + 1]);
       out.row.groups = static_cast<std::int32_t>(buffer_[dim_ + 2]);
       out.row.failed_groups = static_cast<std::int32_t>(buffer_[dim_ + 3]);

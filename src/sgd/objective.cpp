@@ -169,13 +169,13 @@ QuadraticPreset parse_quadratic_preset(std::string_view name) {
 
 DataSplit parse_data_split(std::string_view name) {
   if (name == "random") return DataSplit::random;
-  if (name == "sorted") return DataSplit::sorted;
-  throw ConfigError("--split: '" + std::string(name) + "' is not one of {random, sorted}");
+  if (name == "label-sorted") return DataSplit::sorted;
+  throw ConfigError("--split: '" + std::string(name) + "' is not one of {random, label-sorted}");
 }
 
 std::string_view to_string(ObjectiveKind kind) { return kind == ObjectiveKind::quadratic ? "quadratic" : "logistic"; }
 std::string_view to_string(QuadraticPreset preset) { return preset == QuadraticPreset::epfl ? "epfl" : "conditioned"; }
-std::string_view to_string(DataSplit split) { return split == DataSplit::random ? "random" : "sorted"; }
+std::string_view to_string(DataSplit split) { return split == DataSplit::random ? "random" : "label-sorted"; }
 
 // ---- options --------------------------------------------------------------------
 

@@ -321,9 +321,9 @@ class TrainingMeter {
       : comm_(Comm::duplicate(world)),
         dim_(static_cast<std::size_t>(problem.local->dim())),
         problem_(problem),
-        buffer_(dim_ + kExtra),
+        buffer_(2 * dim_ + kExtra),
         scratch_(buffer_.size()) {
-    if (comm_.rank() == 0) gaps_.emplace(*problem.pooled, problem.optimum, problem.initial_loss);
+    if (comm_.rank() == 0) gaps_ = std::make_unique<GapEvaluator>(*problem.pooled, problem.optimum, problem.initial_loss);
   }
 
   struct Inputs {
@@ -346,37 +346,46 @@ class TrainingMeter {
     for (std::size_t k = 0; k < dim_; ++k) {
       const auto e = static_cast<Eigen::Index>(k);
       buffer_[k] = in.x[e] - problem_.optimum.x[e];
+      buffer_[dim_ + k] = in.x[e];
       squares += buffer_[k] * buffer_[k];
     }
-    buffer_[dim_ + 0] = squares;
-    buffer_[dim_ + 1] = static_cast<double>(in.bytes_sent);
-    buffer_[dim_ + 2] = in.counters.groups;
-    buffer_[dim_ + 3] = in.counters.failed_groups;
-    buffer_[dim_ + 4] = in.end - in.start;  // maxima from here on
-    buffer_[dim_ + 5] = in.start;
-    buffer_[dim_ + 6] = in.end;
-    buffer_[dim_ + 7] = in.stop_requested ? 1.0 : 0.0;
-    tree_reduce_to_root(comm_, buffer_, dim_ + 4, scratch_);
+    const std::size_t m = 2 * dim_;
+    buffer_[m + 0] = squares;
+    buffer_[m + 1] = static_cast<double>(in.bytes_sent);
+    buffer_[m + 2] = in.counters.groups;
+    buffer_[m + 3] = in.counters.failed_groups;
+    buffer_[m + 4] = in.end - in.start;  // maxima from here on
+    buffer_[m + 5] = in.start;
+    buffer_[m + 6] = in.end;
+    buffer_[m + 7] = in.stop_requested ? 1.0 : 0.0;
+    tree_reduce_to_root(comm_, buffer_, m + 4, scratch_);
 
     Outputs out{};
     std::array<double, 2> verdict{};
     if (comm_.rank() == 0) {
-      Eigen::VectorXd offset(static_cast<Eigen::Index>(dim_));
-      for (std::size_t k = 0; k < dim_; ++k) offset[static_cast<Eigen::Index>(k)] = buffer_[k] / n;
-      const Eigen::VectorXd mean = problem_.optimum.x + offset;
+      // Two sums: sum_i (x_i - x*) gives distance, gap and consensus to rounding
+      // of the distance to x*; sum_i x_i gives the model itself, which must be
+      // exactly 0 when every x_i is (accuracy takes signs of a^T x).
+      Eigen::VectorXd offset(static_cast<Eigen::Index>(dim_)), mean(static_cast<Eigen::Index>(dim_));
+      for (std::size_t k = 0; k < dim_; ++k) {
+        offset[static_cast<Eigen::Index>(k)] = buffer_[k] / n;
+        mean[static_cast<Eigen::Index>(k)] = buffer_[dim_ + k] / n;
+      }
       TrainingRow& row = out.row;
       row.distance = offset.squaredNorm();
-      row.consensus = std::max(0.0, buffer_[dim_] / n - row.distance);
+      // Rounding can take the difference below 0; a diverged run's NaN must stay NaN.
+      const double consensus = buffer_[m] / n - row.distance;
+      row.consensus = consensus < 0.0 ? 0.0 : consensus;
       row.loss = gaps_->loss(mean);
       row.gap = gaps_->gap(mean, offset);
       row.relative_gap = gaps_->initial_gap() > 0 ? row.gap / gaps_->initial_gap() : 0.0;
       row.accuracy = problem_.test ? accuracy(*problem_.test, mean) : std::numeric_limits<double>::quiet_NaN();
-      row.bytes_sent = static_cast<std::uint64_t>(buffer_[dim_ + 1]);
-      row.groups = static_cast<std::int32_t>(buffer_[dim_ + 2]);
-      row.failed_groups = static_cast<std::int32_t>(buffer_[dim_ + 3]);
+      row.bytes_sent = static_cast<std::uint64_t>(buffer_[m + 1]);
+      row.groups = static_cast<std::int32_t>(buffer_[m + 2]);
+      row.failed_groups = static_cast<std::int32_t>(buffer_[m + 3]);
       // As in averaging: from the last peer's start to the last peer's end.
-      out.seconds = global_clock_ ? buffer_[dim_ + 6] - buffer_[dim_ + 5] : buffer_[dim_ + 4];
-      verdict = {row.relative_gap, buffer_[dim_ + 7]};
+      out.seconds = global_clock_ ? buffer_[m + 6] - buffer_[m + 5] : buffer_[m + 4];
+      verdict = {row.relative_gap, buffer_[m + 7]};
     }
     tree_broadcast_from_root(comm_, verdict);
     out.relative_gap = verdict[0];
@@ -390,7 +399,7 @@ class TrainingMeter {
   std::size_t dim_;
   const Problem& problem_;
   std::vector<double> buffer_, scratch_;
-  std::optional<GapEvaluator> gaps_;
+  std::unique_ptr<GapEvaluator> gaps_;  // rank 0 only
   bool global_clock_ = clock_is_global(comm_);
 };
 
@@ -444,6 +453,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     bool stop = m.stop;
     bool reached = options.stop_at_target && m.relative_gap <= min_target;
     start = MPI_Wtime();
+    int done = 0;  // steps run
     for (int s = 0; s < options.steps && !stop && !reached; ++s) {
       const int r = s / H + 1;
       if (failures.alive(r, me)) {
@@ -459,6 +469,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
         since_eval.failed_groups += counters.failed_groups;
         rounds_done = r;
       }
+      done = s + 1;
       if ((s + 1) % options.eval_every == 0 || s + 1 == options.steps) {
         m = measure(s + 1, start, MPI_Wtime());
         stop = m.stop;
@@ -468,7 +479,8 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     }
     result.stopped = stop;
     if (me == 0) {
-      trial.complete = !stop;
+      // A stop seen at the last evaluation cuts nothing short.
+      trial.complete = !stop || done == options.steps;
       for (double target : options.targets) trial.targets.push_back(steps_to_target(trial.rows, target));
       observer.on_trial(trial);
       result.trials.push_back(std::move(trial));

@@ -24,10 +24,10 @@
 // across protocols, as in averaging_bench).
 //
 // Measurement (DESIGN.md, idea 5): rank 0 holds the pooled f. One reduction on a
-// communicator of its own brings sum_i (x_i - x*) and sum_i ||x_i - x*||^2 to rank
-// 0, which evaluates f(x_bar) on the pooled problem; neither its bytes nor its
-// time are counted. Shifting by x* keeps the consensus distance exact to rounding
-// of the distance to x*, not of ||x*||.
+// communicator of its own brings sum_i x_i, sum_i (x_i - x*) and
+// sum_i ||x_i - x*||^2 to rank 0, which evaluates f(x_bar) on the pooled problem;
+// neither its bytes nor its time are counted. Shifting by x* keeps the distance,
+// gap and consensus exact to rounding of the distance to x*, not of ||x*||.
 #pragma once
 
 #include <cstdint>

@@ -80,7 +80,7 @@ std::string target_suffix(double target) {
 
 std::string target_attribute_name(double target) {
   if (!std::isfinite(target) || target <= 0) {
-    throw TraceError("variance target must be a positive finite number, got " + std::to_string(target));
+    throw TraceError("target must be a positive finite number, got " + std::to_string(target));
   }
   // Shortest digits that read back as the same double, in scientific form:
   // 2.5e-3 -> "2.5e-03". The name therefore identifies the target exactly.
@@ -150,7 +150,7 @@ struct TraceWriter::Impl {
 
   void require_kind(const std::string& wanted, const std::string& where) const {
     if (kind != wanted)
-      throw TraceError(where + ": this trace records a " + kind + " run, not a " + wanted + " run");
+      throw TraceError(where + ": this trace records a run of kind " + kind + ", not " + wanted);
   }
 
   // Checks a trial's targets against the first trial's and returns their names.

@@ -172,6 +172,11 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
     if (state.mass.empty()) {
       state.mass = x;
       for (auto& m : state.mass) m.push_back(1.0);
+    } else {
+      // What the caller did to x since the last round (SGD steps) joins the
+      // numerator, on alive and down peers alike; pure averaging adds zeros.
+      for (int i = 0; i < n; ++i)
+        for (std::size_t c = 0; c < d; ++c) state.mass[i][c] += x[i][c] - state.last[i][c];
     }
     const Topology& g = *state.topology;
     Matrix sent = state.mass;  // each alive peer's mass times its share
@@ -193,8 +198,11 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
       for (int j : from)
         for (std::size_t c = 0; c <= d; ++c) sum[c] += sent[j][c];
       state.mass[i] = sum;
-      for (std::size_t c = 0; c < d; ++c) x[i][c] = sum[c] / sum[d];
     }
+    // Every peer, alive or down, shows x / w and remembers it.
+    for (int i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < d; ++c) x[i][c] = state.mass[i][c] / state.mass[i][d];
+    state.last = x;
   } else {  // pairwise
     const std::vector<int> partner = random_matching(*state.topology, seed, failures, t);
     for (int i = 0; i < n; ++i) {

@@ -33,8 +33,11 @@ struct TrialState {
   std::uint64_t seed = 0;
   std::vector<std::int64_t> cell;
   std::vector<std::vector<int>> key;
-  // pushsum: each peer's mass (x then w); graph protocols: the trial's graph.
+  // pushsum: each peer's mass (x then w) and the x/w the last round left it (the
+  // caller's changes since then are added to the numerator); graph protocols: the
+  // trial's graph.
   Matrix mass;
+  Matrix last;
   std::optional<Topology> topology;
 };
 // `seed` is the trial's seed (Round::seed); `state` starts empty for each trial.

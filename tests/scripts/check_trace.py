@@ -1,16 +1,23 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v1 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v2 (docs/trace-format.md).
+
+Both kinds of run are checked: averaging traces (averaging_bench) and training
+traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
+which predate run_kind and were all averaging traces, are accepted as such.
 
 As a module:
 
     from check_trace import check_file
     problems = check_file("run.h5", peers=1024, trials=10, complete=1, rounds=50)
+    problems = check_file("sgd.h5", kind="sgd", peers=16, trials=3, complete=1, steps=1000)
 
 returns a list of human-readable problems (empty when the file is valid).
 
 As a program:
 
-    check_trace.py FILE [--peers N] [--trials K] [--complete 0|1] [--rounds R]
+    check_trace.py FILE [--kind averaging|sgd] [--peers N] [--trials K] [--complete 0|1]
+                        [--rounds R]                                    (averaging)
+                        [--steps S] [--local-steps H] [--eval-every E]  (sgd)
 
 prints one line per problem and exits 1, or prints one confirmation line and
 exits 0. Run it with Debian's /usr/bin/python3, which sees python3-h5py.
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import re
 import sys
 from decimal import Decimal
@@ -30,10 +38,12 @@ from decimal import Decimal
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+KNOWN_VERSIONS = (1, 2)  # v1: averaging traces without run_kind
+RUN_KINDS = ("averaging", "sgd")
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
-ROOT_ATTRS = {
+ROOT_ATTRS_V1 = {
     "schema_version": "int32",
     "avbench_version": "str",
     "git_sha": "str",
@@ -44,10 +54,11 @@ ROOT_ATTRS = {
     "n_peers": "int32",
     "complete": "int32",
 }
+ROOT_ATTRS = {**{k: v for k, v in ROOT_ATTRS_V1.items() if k != "complete"}, "run_kind": "str", "complete": "int32"}
 ENGINES = ("openmpi", "mpich", "smpi")
-ROOT_GROUPS = ("config", "trials", "summary")
+ROOT_GROUPS = {"averaging": ("config", "trials", "summary"), "sgd": ("config", "optimum", "trials", "summary")}
 
-# Per-round columns of /trials/<k>, in the order the writer creates them.
+# Per-round columns of an averaging trial /trials/<k>, in the order the writer creates them.
 TRIAL_COLUMNS = {
     "round": "int32",
     "variance": "float64",
@@ -59,6 +70,44 @@ TRIAL_COLUMNS = {
     "bytes_sent": "uint64",
     "time": "float64",
 }
+
+# Per-evaluation columns of a training trial /trials/<k>, in writing order.
+TRAINING_COLUMNS = {
+    "step": "int32",
+    "round": "int32",
+    "loss": "float64",
+    "gap": "float64",
+    "relative_gap": "float64",
+    "distance": "float64",
+    "consensus": "float64",
+    "accuracy": "float64",
+    "alive": "int32",
+    "groups": "int32",
+    "failed_groups": "int32",
+    "bytes_sent": "uint64",
+    "time": "float64",
+}
+
+# The columns that measure the average model. A run that diverges overflows them
+# to +inf or NaN; all other floats of a trace (accuracy aside) are finite.
+MODEL_COLUMNS = ("loss", "gap", "relative_gap", "distance", "consensus")
+
+# Attributes of /optimum (a training trace), in writing order; its one dataset is x.
+OPTIMUM_ATTRS = {
+    "loss": "float64",
+    "initial_loss": "float64",
+    "gradient_norm": "float64",
+    "iterations": "int32",
+    "converged": "int32",
+    "method": "str",
+    "test_set": "str",
+}
+OPTIMUM_METHODS = ("ldlt", "newton")
+
+# "Equal up to rounding" for quantities computed two ways (the gap as f(x̄) - f*
+# and as 1/2 (x̄-x*)ᵀH(x̄-x*), the initial state against /optimum): relative to
+# the loss scale. Rounding is ~1e-16; a real error is far above this.
+REL_TOL = 1e-9
 
 # (kind, itemsize) of each numeric type name; byte order is not checked, since
 # h5py converts on read and the writer always writes little endian anyway.
@@ -89,20 +138,34 @@ def target_attribute_name(target: float) -> str:
     return "rounds_to_" + target_suffix(target)
 
 
-def summary_columns(targets) -> dict[str, str]:
-    """The /summary datasets, in order, for the given targets."""
+def summary_columns(targets, kind: str = "averaging") -> dict[str, str]:
+    """The /summary datasets, in order, for the given targets and run kind."""
     cols = {"trial": "int32", "seed": "uint64"}
     suffixes = [target_suffix(t) for t in targets]
-    cols.update({f"rounds_to_{s}": "int32" for s in suffixes})
+    to = "rounds_to" if kind == "averaging" else "steps_to"
+    cols.update({f"{to}_{s}": "int32" for s in suffixes})
     cols.update({f"reached_{s}": "int32" for s in suffixes})
-    cols.update({
-        "final_variance": "float64",
-        "final_error": "float64",
-        "bytes_sent": "uint64",
-        "time": "float64",
-        "rounds": "int32",
-        "complete": "int32",
-    })
+    if kind == "averaging":
+        cols.update({
+            "final_variance": "float64",
+            "final_error": "float64",
+            "bytes_sent": "uint64",
+            "time": "float64",
+            "rounds": "int32",
+            "complete": "int32",
+        })
+    else:
+        cols.update({
+            "final_gap": "float64",
+            "final_relative_gap": "float64",
+            "final_consensus": "float64",
+            "final_accuracy": "float64",
+            "bytes_sent": "uint64",
+            "time": "float64",
+            "steps": "int32",
+            "rounds": "int32",
+            "complete": "int32",
+        })
     return cols
 
 
@@ -174,6 +237,14 @@ class _Checker:
         if extra:
             self.problem(group.name, f"unexpected {what}: {', '.join(extra)}")
 
+    def first_bad(self, where: str, bad_mask, describe) -> bool:
+        """Reports the first row where bad_mask holds, as describe(row); True if any."""
+        bad = np.nonzero(bad_mask)[0]
+        if bad.size:
+            self.problem(where, describe(int(bad[0])))
+            return True
+        return False
+
 
 def _first_difference(a, b):
     """Index of the first element where a and b differ (bitwise for floats), or None."""
@@ -187,13 +258,19 @@ def _first_difference(a, b):
     return int(bad[0]) if bad.size else None
 
 
-def _check_root(c: _Checker, f, peers, complete):
+def _check_root(c: _Checker, f, peers, complete, kind):
+    """Returns (n_peers, complete flag, run kind); the kind falls back to the
+    expected one, or to what the layout suggests, when run_kind is unusable."""
+    version = c.attr(f, "schema_version", "int32")
+    if version is not None and version not in KNOWN_VERSIONS:
+        c.problem("/ attribute schema_version",
+                  f"is {version}, this checker knows {', '.join(map(str, KNOWN_VERSIONS))}")
+    expected = ROOT_ATTRS_V1 if version == 1 else ROOT_ATTRS
+    shown = version if version in KNOWN_VERSIONS else SCHEMA_VERSION
     for name in f.attrs:
-        if name not in ROOT_ATTRS:
-            c.problem("/ attribute " + name, "not part of schema v1")
-    values = {name: c.attr(f, name, kind) for name, kind in ROOT_ATTRS.items()}
-    if values["schema_version"] is not None and values["schema_version"] != SCHEMA_VERSION:
-        c.problem("/ attribute schema_version", f"is {values['schema_version']}, this checker knows {SCHEMA_VERSION}")
+        if name not in expected:
+            c.problem("/ attribute " + name, f"not part of schema v{shown}")
+    values = {name: c.attr(f, name, k) for name, k in expected.items() if name != "schema_version"}
     for name in ("avbench_version", "git_sha", "command_line"):
         if values[name] == "":
             c.problem(f"/ attribute {name}", "empty")
@@ -220,7 +297,16 @@ def _check_root(c: _Checker, f, peers, complete):
         done = None
     if complete is not None and done is not None and done != complete:
         c.problem("/ attribute complete", f"is {done}, expected {complete}")
-    return n_peers, done
+
+    run_kind = "averaging" if version == 1 else values.get("run_kind")
+    if run_kind is not None and run_kind not in RUN_KINDS:
+        c.problem("/ attribute run_kind", f"{run_kind!r} is not one of {', '.join(RUN_KINDS)}")
+        run_kind = None
+    if kind is not None and run_kind is not None and run_kind != kind:
+        c.problem("/ attribute run_kind", f"is {run_kind}, expected {kind}")
+    if run_kind is None:
+        run_kind = kind if kind is not None else ("sgd" if "optimum" in f else "averaging")
+    return n_peers, done, run_kind
 
 
 def _check_config(c: _Checker, f):
@@ -236,79 +322,90 @@ def _check_config(c: _Checker, f):
         c.problem("/config attribute text", "missing")
 
 
-def _check_trial(c: _Checker, g, n_peers, rounds):
-    """Checks one /trials/<k> group; returns what /summary must agree with, or None."""
+def _trial_targets(c: _Checker, g, to: str):
+    """The trial's targets and their name suffixes, after checking the trial's
+    attribute names against them; (None, None) when unusable."""
     where = g.name
     targets = c.column(g, "targets", "float64")
     if targets is None:
-        return None
+        return None, None
     suffixes = []
     for t in targets:
         try:
             suffixes.append(target_suffix(t))
         except ValueError as e:
             c.problem(f"{where}/targets", str(e))
-            return None
+            return None, None
     if len(set(suffixes)) != len(suffixes):
         c.problem(f"{where}/targets", "a target appears twice")
-        return None
-
-    expected_attrs = ["seed", "complete"] + [f"rounds_to_{s}" for s in suffixes] + [f"reached_{s}" for s in suffixes]
+        return None, None
+    expected_attrs = ["seed", "complete"] + [f"{to}_{s}" for s in suffixes] + [f"reached_{s}" for s in suffixes]
     for name in g.attrs:
         if name not in expected_attrs:
-            c.problem(f"{where} attribute {name}", "not part of schema v1 (or no matching entry in targets)")
-    c.exact_members(g, ["targets", *TRIAL_COLUMNS], "members")
-    seed = c.attr(g, "seed", "uint64")
-    trial_complete = c.flag(g, "complete")
+            c.problem(f"{where} attribute {name}", "not part of the schema (or no matching entry in targets)")
+    return targets, suffixes
 
-    cols = {name: c.column(g, name, kind) for name, kind in TRIAL_COLUMNS.items()}
+
+def _read_columns(c: _Checker, g, spec):
+    """Every column of `spec`, or None when one is unusable or lengths differ."""
+    cols = {name: c.column(g, name, kind) for name, kind in spec.items()}
     if any(v is None for v in cols.values()):
         return None
     lengths = {name: len(v) for name, v in cols.items()}
     if len(set(lengths.values())) != 1:
-        c.problem(where, "columns differ in length: " + ", ".join(f"{k}={v}" for k, v in lengths.items()))
+        c.problem(g.name, "columns differ in length: " + ", ".join(f"{k}={v}" for k, v in lengths.items()))
         return None
-    n = lengths["round"]
-    if n == 0:
-        c.problem(where, "no rows (row 0, the initial state, is required)")
+    if next(iter(lengths.values())) == 0:
+        c.problem(g.name, "no rows (row 0, the initial state, is required)")
+        return None
+    return cols
+
+
+def _check_counters(c: _Checker, where: str, cols, n_peers, origin: str):
+    """bytes_sent/time cumulative from 0, time finite; alive, groups, failed_groups in range."""
+    for name in ("bytes_sent", "time"):
+        v = cols[name]
+        if v[0] != 0:
+            c.problem(f"{where}/{name}", f"row 0 is {v[0]}, expected 0 (cumulative since {origin})")
+        # Compare neighbours directly: np.diff on uint64 would wrap around.
+        c.first_bad(f"{where}/{name}", v[1:] < v[:-1],
+                    lambda i: f"decreases at row {i + 1} ({v[i]} -> {v[i + 1]}); it is cumulative")
+    alive, groups, failed = cols["alive"], cols["groups"], cols["failed_groups"]
+    c.first_bad(f"{where}/alive", (alive < 0) | ((alive > n_peers) if n_peers is not None else False),
+                lambda i: f"row {i} has {alive[i]} alive peers, outside 0..n_peers")
+    c.first_bad(f"{where}/groups", groups < 0, lambda i: f"negative at row {i}")
+    c.first_bad(f"{where}/failed_groups", (failed < 0) | (failed > groups),
+                lambda i: f"row {i}: {failed[i]} failed of {groups[i]} groups")
+
+
+def _check_trial(c: _Checker, g, n_peers, rounds):
+    """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
+    where = g.name
+    targets, suffixes = _trial_targets(c, g, "rounds_to")
+    if targets is None:
+        return None
+    c.exact_members(g, ["targets", *TRIAL_COLUMNS], "members")
+    seed = c.attr(g, "seed", "uint64")
+    trial_complete = c.flag(g, "complete")
+
+    cols = _read_columns(c, g, TRIAL_COLUMNS)
+    if cols is None:
         return None
 
     rnd = cols["round"]
     if rnd[0] != 0:
         c.problem(f"{where}/round", f"row 0 is round {rnd[0]}, expected 0")
     steps = np.diff(rnd.astype(np.int64))
-    bad = np.nonzero(steps != 1)[0]
-    if bad.size:
-        i = int(bad[0])
-        c.problem(f"{where}/round", f"does not increase by 1 at row {i + 1} ({rnd[i]} -> {rnd[i + 1]})")
+    c.first_bad(f"{where}/round", steps != 1,
+                lambda i: f"does not increase by 1 at row {i + 1} ({rnd[i]} -> {rnd[i + 1]})")
 
     for name in ("variance", "error", "mean_drift", "time"):
         v = cols[name]
-        bad = np.nonzero(~np.isfinite(v))[0]
-        if bad.size:
-            c.problem(f"{where}/{name}", f"not finite at row {int(bad[0])} ({v[bad[0]]})")
+        if c.first_bad(f"{where}/{name}", ~np.isfinite(v), lambda i: f"not finite at row {i} ({v[i]})"):
             continue
-        bad = np.nonzero(v < 0)[0]
-        if bad.size:
-            c.problem(f"{where}/{name}", f"negative at row {int(bad[0])} ({v[bad[0]]})")
+        c.first_bad(f"{where}/{name}", v < 0, lambda i: f"negative at row {i} ({v[i]})")
 
-    for name in ("bytes_sent", "time"):
-        v = cols[name]
-        if v[0] != 0:
-            c.problem(f"{where}/{name}", f"row 0 is {v[0]}, expected 0 (cumulative since round 0)")
-        # Compare neighbours directly: np.diff on uint64 would wrap around.
-        bad = np.nonzero(v[1:] < v[:-1])[0]
-        if bad.size:
-            i = int(bad[0])
-            c.problem(f"{where}/{name}", f"decreases at row {i + 1} ({v[i]} -> {v[i + 1]}); it is cumulative")
-
-    alive, groups, failed = cols["alive"], cols["groups"], cols["failed_groups"]
-    for i in np.nonzero((alive < 0) | ((alive > n_peers) if n_peers is not None else False))[0][:1]:
-        c.problem(f"{where}/alive", f"row {int(i)} has {alive[i]} alive peers, outside 0..n_peers")
-    for i in np.nonzero(groups < 0)[0][:1]:
-        c.problem(f"{where}/groups", f"negative at row {int(i)}")
-    for i in np.nonzero((failed < 0) | (failed > groups))[0][:1]:
-        c.problem(f"{where}/failed_groups", f"row {int(i)}: {failed[i]} failed of {groups[i]} groups")
+    _check_counters(c, where, cols, n_peers, "round 0")
 
     # Rounds-to-target: the first round whose variance is below the target; when
     # never, the cap, which is the number of rounds run (the last round).
@@ -341,32 +438,263 @@ def _check_trial(c: _Checker, g, n_peers, rounds):
             # A complete trial may stop early only once every target is reached.
             c.problem(f"{where}/round", f"complete trial ran {last_round} rounds, expected {rounds}")
 
-    return {
-        "targets": targets,
+    summary = {
         "seed": seed,
         "complete": trial_complete,
-        "rounds_to": rounds_to,
-        "reached": reached,
         "final_variance": variance[-1],
         "final_error": cols["error"][-1],
         "bytes_sent": cols["bytes_sent"][-1],
         "time": cols["time"][-1],
         "rounds": last_round,
     }
+    for s, rt, re_ in zip(suffixes, rounds_to, reached):
+        summary[f"rounds_to_{s}"] = rt
+        summary[f"reached_{s}"] = re_
+    return {"targets": targets, "complete": trial_complete, "summary": summary}
 
 
-def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], targets):
+def _check_optimum(c: _Checker, f):
+    """Checks /optimum of a training trace. Returns (present, info): present is
+    False for the empty group of a run stopped before it was written; info holds
+    what the trials are checked against, or None when unusable."""
+    if "optimum" not in f or not isinstance(f["optimum"], h5py.Group):
+        c.problem("/optimum", "missing group")
+        return True, None
+    g = f["optimum"]
+    if len(g) == 0 and len(g.attrs) == 0:
+        return False, None
+    c.exact_members(g, ["x"], "members")
+    for name in g.attrs:
+        if name not in OPTIMUM_ATTRS:
+            c.problem(f"/optimum attribute {name}", "not part of the schema")
+    # converged is a flag only: whether an unconverged optimum will do is the
+    # program's decision, not the format's.
+    values = {name: c.attr(g, name, kind) for name, kind in OPTIMUM_ATTRS.items() if name != "converged"}
+    c.flag(g, "converged")
+    x = c.column(g, "x", "float64")
+    ok = x is not None and all(values[n] is not None for n in ("loss", "initial_loss", "test_set"))
+    if x is not None:
+        if len(x) == 0:
+            c.problem("/optimum/x", "empty (x* has the model's dimension, at least 1)")
+            ok = False
+        elif c.first_bad("/optimum/x", ~np.isfinite(x), lambda i: f"not finite at entry {i} ({x[i]})"):
+            ok = False
+    for name in ("loss", "initial_loss", "gradient_norm"):
+        v = values[name]
+        if v is not None and not math.isfinite(v):
+            c.problem(f"/optimum attribute {name}", f"not finite ({v})")
+            ok = False
+    if values["gradient_norm"] is not None and values["gradient_norm"] < 0:
+        c.problem("/optimum attribute gradient_norm", f"negative ({values['gradient_norm']})")
+    iterations, method, test_set = values["iterations"], values["method"], values["test_set"]
+    if iterations is not None and iterations < 0:
+        c.problem("/optimum attribute iterations", f"negative ({iterations})")
+    if method is not None:
+        if method not in OPTIMUM_METHODS:
+            c.problem("/optimum attribute method", f"{method!r} is not one of {', '.join(OPTIMUM_METHODS)}")
+        elif method == "ldlt":
+            # The direct solve of a quadratic: no iterations, and no accuracy column.
+            if iterations is not None and iterations != 0:
+                c.problem("/optimum attribute iterations", f"is {iterations}, but method ldlt (a direct solve) has 0")
+            if test_set is not None and test_set != "":
+                c.problem("/optimum attribute test_set", f"is {test_set!r}, but method ldlt (a quadratic) has none")
+        elif test_set == "":
+            c.problem("/optimum attribute test_set", "empty, but method newton (logistic) measures accuracy on one")
+    if not ok:
+        return True, None
+    loss, initial = values["loss"], values["initial_loss"]
+    scale = max(abs(loss), abs(initial), np.finfo(float).tiny)
+    if initial < loss - REL_TOL * scale:
+        c.problem("/optimum attribute initial_loss", f"{initial!r} is below the minimum loss {loss!r}")
+    return True, {
+        "loss": loss,
+        "initial_loss": initial,
+        "scale": scale,
+        "x_norm2": float(np.dot(x, x)),
+        "test_set": test_set,
+    }
+
+
+def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every):
+    """Checks one training /trials/<k> group against /optimum (when usable);
+    returns what /summary must agree with, or None."""
+    where = g.name
+    targets, suffixes = _trial_targets(c, g, "steps_to")
+    if targets is None:
+        return None
+    c.exact_members(g, ["targets", *TRAINING_COLUMNS], "members")
+    seed = c.attr(g, "seed", "uint64")
+    trial_complete = c.flag(g, "complete")
+
+    cols = _read_columns(c, g, TRAINING_COLUMNS)
+    if cols is None:
+        return None
+    n = len(cols["step"])
+
+    # ---- step and round ----
+    step = cols["step"].astype(np.int64)
+    rnd = cols["round"].astype(np.int64)
+    if step[0] != 0:
+        c.problem(f"{where}/step", f"row 0 is step {step[0]}, expected 0 (the initial state)")
+    c.first_bad(f"{where}/step", step[1:] <= step[:-1],
+                lambda i: f"does not increase at row {i + 1} ({step[i]} -> {step[i + 1]})")
+    if rnd[0] != 0:
+        c.problem(f"{where}/round", f"row 0 is round {rnd[0]}, expected 0")
+    c.first_bad(f"{where}/round", rnd[1:] < rnd[:-1],
+                lambda i: f"decreases at row {i + 1} ({rnd[i]} -> {rnd[i + 1]})")
+    c.first_bad(f"{where}/round", rnd > step,
+                lambda i: f"row {i}: {rnd[i]} rounds after {step[i]} steps (at most one round per step)")
+    if local_steps is not None:
+        c.first_bad(f"{where}/round", rnd != step // local_steps,
+                    lambda i: f"row {i}: round {rnd[i]} after step {step[i]}, expected "
+                              f"{step[i] // local_steps} with {local_steps} local steps per round")
+    if eval_every is not None and n > 1:
+        # Every eval_every steps, plus the last step when it is not a multiple.
+        # (Row 0 is checked above.)
+        c.first_bad(f"{where}/step", step[1:-1] != np.arange(1, n - 1) * eval_every,
+                    lambda i: f"row {i + 1} is step {step[i + 1]}, expected {(i + 1) * eval_every} "
+                              f"(every {eval_every} steps)")
+        last, full = int(step[-1]), (n - 1) * eval_every
+        if last != full and (not (n - 2) * eval_every < last < full or (steps is not None and last != steps)):
+            c.problem(f"{where}/step", f"last row is step {last}, expected {full}"
+                      + (f" or the last step {steps}" if steps is not None else " or the run's last step"))
+
+    # ---- values that must be finite and not negative ----
+    # A diverging run overflows: after row 0 the model columns may hold +inf or
+    # NaN (never -inf). Rows where they are all finite are checked in full below.
+    for name in MODEL_COLUMNS:
+        v = cols[name]
+        if not np.isfinite(v[0]):
+            c.problem(f"{where}/{name}", f"row 0 is {v[0]}: the initial state is finite")
+        c.first_bad(f"{where}/{name}", np.isneginf(v), lambda i: f"-inf at row {i}")
+    t = cols["time"]
+    c.first_bad(f"{where}/time", ~np.isfinite(t), lambda i: f"not finite at row {i} ({t[i]})")
+    for name in ("distance", "consensus", "time"):
+        v = cols[name]
+        c.first_bad(f"{where}/{name}", v < 0, lambda i: f"negative at row {i} ({v[i]})")
+    ok = np.logical_and.reduce([np.isfinite(cols[k]) for k in MODEL_COLUMNS])
+    acc = cols["accuracy"]
+    c.first_bad(f"{where}/accuracy", ~np.isnan(acc) & ((acc < 0) | (acc > 1)),
+                lambda i: f"row {i} is {acc[i]}, outside [0, 1]")
+    if np.isnan(acc).any() and not np.isnan(acc).all():
+        c.problem(f"{where}/accuracy", "NaN in some rows only (NaN means the run measures no accuracy)")
+
+    # ---- counters: cumulative, and unchanged while no round ran ----
+    _check_counters(c, where, cols, n_peers, "step 0")
+    groups, alive, sent = cols["groups"], cols["alive"], cols["bytes_sent"]
+    if groups[0] != 0:
+        c.problem(f"{where}/groups", f"row 0 has {groups[0]} groups, expected 0 (no round yet)")
+    same = np.concatenate(([False], rnd[1:] == rnd[:-1]))
+    c.first_bad(f"{where}/groups", same & (groups != 0),
+                lambda i: f"row {i} has {groups[i]} groups, but no round ran since the previous row")
+    c.first_bad(f"{where}/bytes_sent", same[1:] & (sent[1:] != sent[:-1]),
+                lambda i: f"changes at row {i + 1} ({sent[i]} -> {sent[i + 1]}), but no round ran "
+                          f"(SGD steps send nothing)")
+    if n_peers is not None:
+        c.first_bad(f"{where}/alive", (rnd == 0) & (alive != n_peers),
+                    lambda i: f"row {i} has {alive[i]} alive peers before any round, expected all {n_peers}")
+
+    # ---- the gaps, against /optimum and each other (rows with finite values) ----
+    loss, gap, rel = cols["loss"], cols["gap"], cols["relative_gap"]
+    with np.errstate(invalid="ignore", over="ignore"):
+        if optimum is not None and ok[0]:
+            f_star, scale = optimum["loss"], optimum["scale"]
+            tol = REL_TOL * scale
+            if abs(loss[0] - optimum["initial_loss"]) > tol:
+                c.problem(f"{where}/loss", f"row 0 is {loss[0]!r}, but /optimum initial_loss is "
+                                           f"{optimum['initial_loss']!r} (row 0 is x_0)")
+            c.first_bad(f"{where}/gap",
+                        ok & (np.abs(gap - (loss - f_star)) > REL_TOL * np.maximum(scale, np.abs(loss))),
+                        lambda i: f"row {i} is {gap[i]!r}, but loss - f* = {loss[i] - f_star!r}")
+            c.first_bad(f"{where}/gap", gap < -tol, lambda i: f"negative at row {i} ({gap[i]!r}) beyond rounding")
+            x2 = optimum["x_norm2"]
+            if abs(cols["distance"][0] - x2) > REL_TOL * x2:
+                c.problem(f"{where}/distance", f"row 0 is {cols['distance'][0]!r}, but ||x_0 - x*||^2 = ||x*||^2 "
+                                               f"= {x2!r} (every peer starts at 0)")
+            if cols["consensus"][0] > REL_TOL * x2:
+                c.problem(f"{where}/consensus", f"row 0 is {cols['consensus'][0]!r}, expected 0 "
+                                                f"(every peer starts at the same point)")
+        if optimum is not None:
+            if optimum["test_set"] == "" and not np.isnan(acc).all():
+                c.problem(f"{where}/accuracy", "measured, but /optimum names no test set (expected NaN)")
+            elif optimum["test_set"] != "" and np.isnan(acc).any():
+                c.problem(f"{where}/accuracy", f"NaN, but /optimum says it is measured on {optimum['test_set']!r}")
+        if ok[0]:
+            # relative_gap = gap / (f(x_0) - f*), and row 0 is x_0: the common factor
+            # is gap[0]. A run whose initial gap is 0 (x* = x_0) has relative_gap 0.
+            c0 = gap[0]
+            if not rel[ok].any():
+                scale = optimum["scale"] if optimum is not None else max(abs(loss[0]), np.finfo(float).tiny)
+                if c0 > REL_TOL * scale:
+                    c.problem(f"{where}/relative_gap", f"0 throughout, but the initial gap is {c0!r}")
+            elif c0 <= 0:
+                c.problem(f"{where}/relative_gap", f"not 0, but the initial gap (gap at row 0) is {c0!r}")
+            else:
+                if abs(rel[0] - 1) > REL_TOL:
+                    c.problem(f"{where}/relative_gap", f"row 0 is {rel[0]!r}, expected 1 (row 0 is x_0)")
+                c.first_bad(f"{where}/relative_gap",
+                            ok & (np.abs(rel * c0 - gap) > REL_TOL * (np.abs(gap) + np.abs(rel) * c0)),
+                            lambda i: f"row {i} is {rel[i]!r}, but gap / initial gap = {gap[i] / c0!r}")
+
+    # ---- steps to each target: first row with relative_gap <= target, else the cap ----
+    last_step = int(step[-1])
+    steps_to, reached = [], []
+    for t, s in zip(targets, suffixes):
+        st = c.attr(g, f"steps_to_{s}", "int32")
+        re_ = c.flag(g, f"reached_{s}")
+        steps_to.append(st)
+        reached.append(re_)
+        if st is None or re_ is None:
+            continue
+        at = np.nonzero(rel <= t)[0]
+        if at.size:
+            first = int(step[at[0]])
+            if re_ != 1 or st != first:
+                c.problem(f"{where} attribute steps_to_{s}",
+                          f"relative_gap is first at or below {float(t)!r} at step {first}, "
+                          f"but steps_to={st} reached={re_}")
+        elif re_ != 0 or st != last_step:
+            c.problem(f"{where} attribute steps_to_{s}",
+                      f"relative_gap never reaches {float(t)!r}: expected steps_to={last_step} (the cap) "
+                      f"and reached=0, found steps_to={st} reached={re_}")
+
+    if steps is not None:
+        if last_step > steps:
+            c.problem(f"{where}/step", f"ran {last_step} steps, more than the expected {steps}")
+        elif trial_complete == 1 and last_step != steps and not all(r == 1 for r in reached):
+            # A complete trial may stop early only once every target is reached.
+            c.problem(f"{where}/step", f"complete trial ran {last_step} steps, expected {steps}")
+
+    summary = {
+        "seed": seed,
+        "complete": trial_complete,
+        "final_gap": gap[-1],
+        "final_relative_gap": rel[-1],
+        "final_consensus": cols["consensus"][-1],
+        "final_accuracy": acc[-1],
+        "bytes_sent": sent[-1],
+        "time": cols["time"][-1],
+        "steps": last_step,
+        "rounds": int(rnd[-1]),
+    }
+    for s, st, re_ in zip(suffixes, steps_to, reached):
+        summary[f"steps_to_{s}"] = st
+        summary[f"reached_{s}"] = re_
+    return {"targets": targets, "complete": trial_complete, "summary": summary}
+
+
+def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], targets, kind):
     if "summary" not in f or not isinstance(f["summary"], h5py.Group):
         c.problem("/summary", "missing group")
         return
     s = f["summary"]
     if len(s.attrs):
         c.problem("/summary", "must hold datasets only, has attributes: " + ", ".join(s.attrs))
-    expected = summary_columns(targets if targets is not None else [])
+    expected = summary_columns(targets if targets is not None else [], kind)
     c.exact_members(s, expected, "datasets (or no matching target in the trials)")
     cols = {}
-    for name, kind in expected.items():
-        v = c.column(s, name, kind)
+    for name, k in expected.items():
+        v = c.column(s, name, k)
         if v is None:
             continue
         if len(v) != len(order):
@@ -383,25 +711,12 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
         c.problem("/summary/trial", f"order {trial} differs from the order trials were written {order}")
 
     # Row i of /summary describes /trials/<trial[i]>; it must repeat that trial's
-    # attributes and last row exactly.
-    suffixes = [target_suffix(t) for t in (targets if targets is not None else [])]
+    # attributes and last row exactly (NaN as NaN).
     for i, k in enumerate(trial):
         info = infos.get(k)
         if info is None:
             continue
-        expect = {
-            "seed": info["seed"],
-            "complete": info["complete"],
-            "final_variance": info["final_variance"],
-            "final_error": info["final_error"],
-            "bytes_sent": info["bytes_sent"],
-            "time": info["time"],
-            "rounds": info["rounds"],
-        }
-        for j, suf in enumerate(suffixes):
-            expect[f"rounds_to_{suf}"] = info["rounds_to"][j]
-            expect[f"reached_{suf}"] = info["reached"][j]
-        for name, want in expect.items():
+        for name, want in info["summary"].items():
             if name not in cols or want is None:
                 continue
             got = cols[name][i]
@@ -409,12 +724,16 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
                 c.problem(f"/summary/{name}", f"row {i} (trial {k}) is {got}, the trial says {want}")
 
 
-def check_file(path, peers=None, trials=None, complete=None, rounds=None) -> list[str]:
-    """Every way `path` departs from schema v1, as one message per problem.
+def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=None,
+               steps=None, local_steps=None, eval_every=None) -> list[str]:
+    """Every way `path` departs from schema v2, as one message per problem.
 
-    Optional expectations: peers (n_peers), trials (number of trials written),
-    complete (root flag, 0 or 1), rounds (rounds per trial: a complete trial ran
-    exactly this many unless it reached every target earlier; none ran more).
+    Optional expectations: kind (run_kind, "averaging" or "sgd"), peers
+    (n_peers), trials (number of trials written), complete (root flag, 0 or 1).
+    Averaging only: rounds (rounds per trial: a complete trial ran exactly this
+    many unless it reached every target earlier; none ran more). Training only:
+    steps (likewise, for the last row's step), local_steps (round = step // H in
+    every row), eval_every (rows every E steps, plus the last step).
     """
     c = _Checker()
     try:
@@ -423,9 +742,16 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None) -> lis
         return [f"cannot open as HDF5: {e}"]
     try:
         with f:
-            n_peers, done = _check_root(c, f, peers, complete)
-            c.exact_members(f, ROOT_GROUPS, "members")
+            n_peers, done, run_kind = _check_root(c, f, peers, complete, kind)
+            if run_kind == "sgd" and rounds is not None:
+                c.problem("expectation rounds", "applies to averaging traces; this is an sgd trace (use steps)")
+            if run_kind == "averaging":
+                for name, value in (("steps", steps), ("local_steps", local_steps), ("eval_every", eval_every)):
+                    if value is not None:
+                        c.problem(f"expectation {name}", "applies to sgd traces; this is an averaging trace")
+            c.exact_members(f, ROOT_GROUPS[run_kind], "members")
             _check_config(c, f)
+            optimum_present, optimum = (_check_optimum(c, f) if run_kind == "sgd" else (True, None))
 
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
                 c.problem("/trials", "missing group")
@@ -440,11 +766,17 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None) -> lis
                     continue
                 k = int(name)
                 order.append(k)
-                info = _check_trial(c, group[name], n_peers, rounds)
+                if run_kind == "sgd":
+                    info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every)
+                else:
+                    info = _check_trial(c, group[name], n_peers, rounds)
                 if info is not None:
                     infos[k] = info
             if trials is not None and len(order) != trials:
                 c.problem("/trials", f"holds {len(order)} trials, expected {trials}")
+            if not optimum_present and len(group):
+                c.problem("/optimum", "empty (no x, no attributes), but /trials holds trials: "
+                                      "only a run stopped before its first trial may leave it empty")
 
             # All trials share one list of targets (the summary has a column each).
             targets = None
@@ -466,29 +798,42 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None) -> lis
                 if flag == 0 and done == 1:
                     c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
 
-            _check_summary(c, f, infos, order, targets)
+            _check_summary(c, f, infos, order, targets, run_kind)
     except Exception as e:  # a broken file must give a message, not a traceback
         c.problem("file", f"unreadable: {type(e).__name__}: {e}")
     return c.problems
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v1).")
+    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v2; v1 averaging traces too).")
     parser.add_argument("file")
+    parser.add_argument("--kind", choices=RUN_KINDS, help="expected run_kind")
     parser.add_argument("--peers", type=int, help="expected n_peers")
     parser.add_argument("--trials", type=int, help="expected number of trials")
     parser.add_argument("--complete", type=int, choices=(0, 1), help="expected root complete flag")
     parser.add_argument("--rounds", type=int,
-                        help="rounds per trial: complete trials ran exactly R unless every "
+                        help="averaging: rounds per trial: complete trials ran exactly R unless every "
                              "target was reached earlier; no trial ran more")
+    parser.add_argument("--steps", type=int,
+                        help="sgd: steps per trial: complete trials end at step S unless every target "
+                             "was reached earlier; no trial ran more")
+    parser.add_argument("--local-steps", type=int, help="sgd: H, SGD steps per averaging round (round = step // H)")
+    parser.add_argument("--eval-every", type=int, help="sgd: E, steps between rows (and the last step)")
     args = parser.parse_args(argv)
-    problems = check_file(args.file, peers=args.peers, trials=args.trials,
-                          complete=args.complete, rounds=args.rounds)
+    for name in ("local_steps", "eval_every"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    problems = check_file(args.file, peers=args.peers, trials=args.trials, complete=args.complete,
+                          rounds=args.rounds, kind=args.kind, steps=args.steps,
+                          local_steps=args.local_steps, eval_every=args.eval_every)
     for p in problems:
         print(f"{args.file}: {p}")
     if problems:
         return 1
-    print(f"{args.file}: valid avbench trace (schema v{SCHEMA_VERSION})")
+    with h5py.File(args.file, "r") as f:
+        version = f.attrs["schema_version"]
+        kind = f.attrs.get("run_kind", "averaging")
+    print(f"{args.file}: valid avbench {kind} trace (schema v{version})")
     return 0
 
 

@@ -1,14 +1,20 @@
 #!/usr/bin/python3
-"""Test the checker itself: it must accept the sample trace and catch each kind of
+"""Test the checker itself: it must accept the sample traces and catch each kind of
 damage the schema rules out.
 
-    /usr/bin/python3 test_check_trace.py sample.h5
+    /usr/bin/python3 test_check_trace.py sample.h5 [sample_sgd.h5]
 
-where sample.h5 comes from `AVB_TRACE_SAMPLE=sample.h5 test_trace
---gtest_filter=TraceSample.*` (2 trials, 8 peers, run cut short, at most 4 rounds).
-Every case copies the sample, damages the copy with h5py, and expects
-check_trace.check_file to report a problem mentioning a given text. A checker that
-accepts everything would pass test_trace_roundtrip.py; it fails here.
+where sample.h5 comes from `AVB_TRACE_SAMPLE=sample.h5 unit_tests
+--gtest_filter=TraceSample.Write` (averaging: 2 trials, 8 peers, run cut short, at
+most 4 rounds) and sample_sgd.h5 from `AVB_TRACE_SAMPLE_SGD=sample_sgd.h5
+unit_tests --gtest_filter=TraceSample.WriteTraining` (sgd: 2 trials, 4 peers, run
+cut short, 8 steps, a round every 4 steps, a row every 2). Each file is tested
+with the cases of its run_kind. Every case copies the sample, damages the copy
+with h5py, and expects check_trace.check_file to report a problem mentioning a
+given text; a few cases instead turn the sample into another valid trace (a v1
+file, a logistic run, a run stopped before its first trial) and expect no
+problem at all. A checker that accepts everything would pass the round-trip
+tests; it fails here.
 """
 
 import os
@@ -25,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_trace import check_file  # noqa: E402
 
 EXPECT = dict(peers=8, trials=2, complete=0, rounds=4)
+EXPECT_SGD = dict(kind="sgd", peers=4, trials=2, complete=0, steps=8, local_steps=4, eval_every=2)
 
 
 def replace_dataset(f, name, values, dtype=None):
@@ -47,8 +54,24 @@ def set_attr(obj, name, value, dtype=None):
         if dtype is None:
             target.attrs.modify(name, value)
         else:
-            del target.attrs[name]
+            if name in target.attrs:
+                del target.attrs[name]
             target.attrs.create(name, value, dtype=dtype)
+    return damage
+
+
+def rename_attr(obj, old, new):
+    def damage(f):
+        value = f[obj].attrs[old]
+        del f[obj].attrs[old]
+        f[obj].attrs[new] = value
+    return damage
+
+
+def both(*damages):
+    def damage(f):
+        for d in damages:
+            d(f)
     return damage
 
 
@@ -68,7 +91,14 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 2, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 3, "int32"), {}, "schema_version"),
+    ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
+    ("run_kind unknown", set_attr("/", "run_kind", "gossip", h5py.string_dtype()), {}, "run_kind"),
+    ("training kind expected", None, {"kind": "sgd"}, "run_kind: is averaging, expected sgd"),
+    ("steps expected of an averaging trace", None, {"steps": 4}, "applies to sgd traces"),
+    ("averaging layout marked sgd", set_attr("/", "run_kind", "sgd", h5py.string_dtype()), {}, "/optimum: missing"),
+    ("run_kind in a v1 file", set_attr("/", "schema_version", 1, "int32"), {}, "not part of schema v1"),
+    ("a v1 file is valid", both(set_attr("/", "schema_version", 1, "int32"), delete("/", "run_kind")), {}, None),
     ("int attribute of wrong width", set_attr("/", "n_peers", 8, "int64"), {}, "n_peers"),
     ("string stored as fixed-length bytes", set_attr("/", "engine", np.bytes_(b"smpi"), "S4"), {}, "engine"),
     ("unknown engine", set_attr("/", "engine", "mpi", h5py.string_dtype()), {}, "engine"),
@@ -103,23 +133,255 @@ CASES = [
 ]
 
 
-def main(sample):
-    failures = []
-    ok = check_file(sample, **EXPECT)
-    if ok:
-        failures.append(f"the sample itself is reported invalid: {ok}")
+# ---- the training sample (run_kind sgd) -------------------------------------------
 
+STR = h5py.string_dtype()
+SUMMARY_SUFFIXES = ("2.5e-1", "1e-3", "1e-6")
+
+
+def as_logistic(f):
+    """The sample as a logistic run: Newton's optimum, a test set, accuracy measured."""
+    opt = f["optimum"]
+    opt.attrs.modify("method", "newton")
+    opt.attrs.modify("iterations", 6)
+    del opt.attrs["test_set"]
+    opt.attrs.create("test_set", "synthetic-held-out", dtype=STR)
+    finals = []
+    for k in ("0", "1"):
+        acc = f[f"/trials/{k}/accuracy"]
+        values = np.linspace(0.5, 0.875, len(acc))
+        acc[...] = values
+        finals.append(values[-1])
+    f["/summary/final_accuracy"][...] = finals
+
+
+def empty_optimum(f):
+    """/optimum as finish() leaves it when write_optimum was never called."""
+    del f["/optimum/x"]
+    for name in list(f["optimum"].attrs):
+        del f["optimum"].attrs[name]
+
+
+def stopped_before_any_trial(keep_optimum):
+    """The sample as a run stopped before its first trial: no trials, an empty
+    summary (no target columns), /optimum empty unless it had been written."""
+    def damage(f):
+        if not keep_optimum:
+            empty_optimum(f)
+        for k in list(f["trials"]):
+            del f["trials"][k]
+        s = f["summary"]
+        for name in list(s):
+            dtype = s[name].dtype
+            del s[name]
+            if not name.startswith(("steps_to_", "reached_")):
+                s.create_dataset(name, data=np.zeros(0, dtype=dtype))
+    return damage
+
+
+def zero_initial_gap(f):
+    """The sample as a run whose x* is x_0 = 0 (a quadratic with zeta = 0): the
+    initial gap is 0, so relative_gap is 0 throughout and every target is met at
+    step 0, while later rows may still have a gap (gradient noise moves x)."""
+    f["/optimum/x"][...] = [0.0, 0.0]
+    f["optimum"].attrs.modify("initial_loss", 0.25)
+    for k in ("0", "1"):
+        g = f["trials"][k]
+        for name, value in (("loss", 0.25), ("gap", 0.0), ("distance", 0.0)):
+            g[name][0] = value
+        g["relative_gap"][...] = np.zeros(len(g["relative_gap"]))
+        for s in SUMMARY_SUFFIXES:
+            g.attrs.modify(f"steps_to_{s}", 0)
+            g.attrs.modify(f"reached_{s}", 1)
+    s = f["summary"]
+    for suffix in SUMMARY_SUFFIXES:
+        s[f"steps_to_{suffix}"][...] = [0, 0]
+        s[f"reached_{suffix}"][...] = [1, 1]
+    s["final_relative_gap"][...] = [0.0, 0.0]
+
+
+def diverged(f):
+    """The sample with trial 1 diverging at its last row: the model columns
+    overflow (+inf, NaN), which the summary repeats; consensus becomes NaN."""
+    for name, value in (("loss", np.inf), ("gap", np.inf), ("relative_gap", np.inf),
+                        ("distance", np.nan), ("consensus", np.nan)):
+        set_item(f"/trials/1/{name}", 2, value)(f)
+    f["trials/1"].attrs.modify("reached_2.5e-1", 0)
+    f["summary/reached_2.5e-1"][1] = 0
+    f["summary/final_gap"][1] = np.inf
+    f["summary/final_relative_gap"][1] = np.inf
+    f["summary/final_consensus"][1] = np.nan
+
+
+def negative_gap(f):
+    # Consistent columns (loss - f* = gap = relative_gap * 2) that go below f*.
+    for name, value in (("loss", 0.25 - 0.125), ("gap", -0.125), ("relative_gap", -0.0625)):
+        set_item(f"/trials/0/{name}", 4, value)(f)
+    set_item("/summary/final_gap", 0, -0.125)(f)
+    set_item("/summary/final_relative_gap", 0, -0.0625)(f)
+
+
+SGD_CASES = [
+    ("averaging expected", None, {"kind": "averaging", "steps": None, "local_steps": None, "eval_every": None},
+     "run_kind: is sgd, expected averaging"),
+    ("rounds expected of a training trace", None, {"rounds": 2}, "applies to averaging traces"),
+    ("fewer steps expected", None, {"steps": 6}, "more than the expected 6"),
+    ("more steps expected", None, {"steps": 10}, "complete trial ran 8 steps, expected 10"),
+    ("other local steps expected", None, {"local_steps": 2}, "2 local steps per round"),
+    ("other eval interval expected", None, {"eval_every": 4}, "every 4 steps"),
+    ("wrong peer count expected", None, {"peers": 5}, "n_peers"),
+    ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
+    ("run_kind unknown", set_attr("/", "run_kind", "training", STR), {}, "'training' is not one of"),
+    ("a v1 file cannot be a training trace", both(set_attr("/", "schema_version", 1, "int32"),
+                                                   delete("/", "run_kind")), {}, "run_kind: is averaging"),
+    ("optimum missing", delete("/optimum"), {}, "/optimum: missing group"),
+    ("optimum attribute missing", delete("/optimum", "initial_loss"), {}, "/optimum attribute initial_loss: missing"),
+    ("optimum float stored as float32", set_attr("/optimum", "loss", 0.25, "float32"), {}, "/optimum attribute loss: type"),
+    ("optimum string stored as bytes", set_attr("/optimum", "method", np.bytes_(b"ldlt"), "S4"), {}, "method"),
+    ("optimum extra attribute", set_attr("/optimum", "condition", 1.0, "float64"), {}, "condition"),
+    ("x* missing", delete("/optimum/x"), {}, "/optimum/x: missing"),
+    ("x* not finite", set_item("/optimum/x", 1, np.inf), {}, "/optimum/x: not finite"),
+    ("unknown method", set_attr("/optimum", "method", "cg", STR), {}, "'cg' is not one of"),
+    ("direct solve with iterations", set_attr("/optimum", "iterations", 3), {}, "direct solve"),
+    ("negative gradient norm", set_attr("/optimum", "gradient_norm", -1.0), {}, "gradient_norm: negative"),
+    ("converged not a flag", set_attr("/optimum", "converged", 2), {}, "converged: must be 0 or 1"),
+    ("initial loss below the minimum", set_attr("/optimum", "initial_loss", 0.125), {}, "below the minimum"),
+    ("f* disagrees with loss and gap", set_attr("/optimum", "loss", 0.5), {}, "loss - f*"),
+    ("f(x_0) disagrees with row 0", set_attr("/optimum", "initial_loss", 2.5), {}, "/optimum initial_loss"),
+    ("x* disagrees with distance", set_item("/optimum/x", 0, 2.0), {}, "||x*||^2"),
+    ("test set named for a quadratic", set_attr("/optimum", "test_set", "train", STR), {}, "ldlt (a quadratic)"),
+    ("empty optimum in a run with trials", empty_optimum, {}, "only a run stopped before its first trial"),
+    ("row 0 not step 0", set_item("/trials/0/step", 0, 1), {}, "row 0 is step 1"),
+    ("step repeats", set_item("/trials/0/step", 2, 2), {}, "/trials/0/step: does not increase at row 2"),
+    ("row 0 not round 0", set_item("/trials/0/round", 0, 1), {}, "row 0 is round 1"),
+    ("round decreases", set_item("/trials/0/round", 3, 0), {}, "/trials/0/round: decreases at row 3"),
+    ("more rounds than steps", set_item("/trials/1/round", 1, 3), {"local_steps": None},
+     "at most one round per step"),
+    ("gap disagrees with loss", set_item("/trials/0/gap", 2, 0.375), {}, "/trials/0/gap: row 2"),
+    ("relative gap off the common factor", set_item("/trials/0/relative_gap", 3, 0.125), {},
+     "but gap / initial gap"),
+    ("relative gap of row 0", set_item("/trials/1/relative_gap", 0, 0.5), {}, "row 0 is 0.5, expected 1"),
+    ("relative gap 0 throughout", lambda f: replace_dataset(f, "/trials/1/relative_gap", [0.0, 0.0, 0.0]), {},
+     "0 throughout"),
+    ("gap below f*", negative_gap, {}, "/trials/0/gap: negative at row 4"),
+    ("loss not finite at the start", set_item("/trials/1/loss", 0, np.nan), {}, "/trials/1/loss: row 0 is nan"),
+    ("distance not finite at the start", set_item("/trials/0/distance", 0, np.inf), {},
+     "/trials/0/distance: row 0 is inf"),
+    ("gap -inf", set_item("/trials/1/gap", 1, -np.inf), {}, "/trials/1/gap: -inf at row 1"),
+    ("time not finite", set_item("/trials/0/time", 4, np.inf), {}, "/trials/0/time: not finite"),
+    ("a diverged run is valid", diverged, {}, None),
+    ("diverged, yet a target reached", both(diverged, set_attr("/trials/1", "reached_1e-6", 1)), {}, "reached=1"),
+    ("diverged, yet a finite row inconsistent", both(diverged, set_item("/trials/1/gap", 1, 1.0)), {},
+     "/trials/1/gap: row 1"),
+    ("negative distance", set_item("/trials/0/distance", 3, -0.0625), {}, "/trials/0/distance: negative"),
+    ("negative consensus", set_item("/trials/1/consensus", 2, -0.125), {}, "/trials/1/consensus: negative"),
+    ("consensus at the start", set_item("/trials/0/consensus", 0, 0.25), {}, "starts at the same point"),
+    ("accuracy outside [0, 1]", set_item("/trials/0/accuracy", 1, 1.5), {}, "outside [0, 1]"),
+    ("accuracy in some rows only", set_item("/trials/0/accuracy", 1, 0.5), {}, "some rows only"),
+    ("bytes sent without a round", set_item("/trials/0/bytes_sent", 1, 8), {}, "SGD steps send nothing"),
+    ("groups without a round", set_item("/trials/0/groups", 3, 1), {}, "no round ran since the previous row"),
+    ("groups in row 0", set_item("/trials/0/groups", 0, 1), {}, "no round yet"),
+    ("peers down before the first round", set_item("/trials/1/alive", 1, 3), {}, "before any round"),
+    ("too many alive", set_item("/trials/0/alive", 2, 5), {}, "outside 0..n_peers"),
+    ("more failed groups than groups", set_item("/trials/1/failed_groups", 2, 2), {}, "2 failed of 1 groups"),
+    ("time decreases", set_item("/trials/0/time", 3, 0.5), {}, "/trials/0/time: decreases"),
+    ("time not zero at step 0", set_item("/trials/1/time", 0, 0.125), {}, "cumulative since step 0"),
+    ("bytes not zero at step 0", set_item("/trials/0/bytes_sent", 0, 1), {}, "/trials/0/bytes_sent: row 0"),
+    ("steps_to disagrees with relative_gap", set_attr("/trials/0", "steps_to_2.5e-1", 6), {}, "first at or below"),
+    ("target met with equality not counted", set_attr("/trials/1", "reached_2.5e-1", 0), {}, "reached=0"),
+    ("cap is not the steps run", set_attr("/trials/1", "steps_to_1e-6", 8), {}, "the cap"),
+    ("averaging attribute names", rename_attr("/trials/0", "steps_to_1e-3", "rounds_to_1e-3"), {},
+     "rounds_to_1e-3"),
+    ("averaging column in a training trial",
+     lambda f: f["/trials/1"].create_dataset("variance", data=np.zeros(3)), {}, "unexpected members: variance"),
+    ("column missing", delete("/trials/1/relative_gap"), {}, "/trials/1/relative_gap: missing"),
+    ("column of wrong type", lambda f: replace_dataset(f, "/trials/0/step", [0, 2, 4, 6, 8], "int64"), {},
+     "/trials/0/step: type"),
+    ("column too short", lambda f: replace_dataset(f, "/trials/1/loss", [2.25, 1.75]), {}, "differ in length"),
+    ("cut trial before a complete one", set_attr("/trials/0", "complete", 0), {}, "not the last trial"),
+    ("targets differ between trials", set_item("/trials/1/targets", 1, 1e-4), {}, "differ from"),
+    ("summary final_gap", set_item("/summary/final_gap", 1, 0.25), {}, "/summary/final_gap"),
+    ("summary final_relative_gap", set_item("/summary/final_relative_gap", 0, 0.0), {}, "/summary/final_relative_gap"),
+    ("summary final_consensus", set_item("/summary/final_consensus", 1, 0.5), {}, "/summary/final_consensus"),
+    ("summary final_accuracy not NaN", set_item("/summary/final_accuracy", 0, 0.5), {}, "/summary/final_accuracy"),
+    ("summary steps", set_item("/summary/steps", 1, 8), {}, "/summary/steps"),
+    ("summary rounds", set_item("/summary/rounds", 0, 8), {}, "/summary/rounds"),
+    ("summary steps_to", set_item("/summary/steps_to_1e-3", 0, 6), {}, "/summary/steps_to_1e-3"),
+    ("summary averaging column", lambda f: f.move("/summary/final_gap", "/summary/final_variance"), {},
+     "unexpected datasets"),
+    ("summary too long", lambda f: replace_dataset(f, "/summary/steps", [8, 4, 4]), {}, "3 rows for 2 trials"),
+    ("extra root member", lambda f: f.create_group("extra"), {}, "extra"),
+
+    # Other valid training traces, and damage that only they can show.
+    ("a logistic run is valid", as_logistic, {}, None),
+    ("logistic accuracy outside [0, 1]", both(as_logistic, set_item("/trials/1/accuracy", 2, 1.25)), {},
+     "outside [0, 1]"),
+    ("logistic accuracy NaN", both(as_logistic, set_item("/trials/1/accuracy", 2, np.nan)), {}, "/trials/1/accuracy"),
+    ("logistic accuracy not measured", both(as_logistic, lambda f: f["/trials/0/accuracy"].__setitem__(
+        Ellipsis, np.full(5, np.nan))), {}, "NaN, but /optimum says"),
+    ("newton without a test set", both(as_logistic, set_attr("/optimum", "test_set", "", STR)), {},
+     "method newton"),
+    ("a run with no initial gap is valid", zero_initial_gap, {}, None),
+    ("no initial gap, yet a relative gap", both(zero_initial_gap, set_item("/trials/1/relative_gap", 2, 0.25)), {},
+     "not 0, but the initial gap"),
+    ("a run stopped before its optimum is valid", stopped_before_any_trial(False), {"trials": 0}, None),
+    ("a run stopped before its first trial is valid", stopped_before_any_trial(True), {"trials": 0}, None),
+    ("a stopped run marked complete", both(stopped_before_any_trial(True), set_attr("/", "complete", 1, "int32")),
+     {"trials": 0}, "/ attribute complete: is 1, expected 0"),
+]
+
+
+def run_cases(sample, cases, expect, tmp, failures):
+    ok = check_file(sample, **expect)
+    if ok:
+        failures.append(f"{sample}: the sample itself is reported invalid: {ok}")
+    for i, (what, damage, overrides, needle) in enumerate(cases):
+        path = os.path.join(tmp, f"case{i}.h5")
+        shutil.copyfile(sample, path)
+        if damage is not None:
+            with h5py.File(path, "r+") as f:
+                damage(f)
+        problems = check_file(path, **{**expect, **overrides})
+        if needle is None:
+            if problems:
+                failures.append(f"{what}: expected a valid trace, got {problems}")
+        elif not any(needle in p for p in problems):
+            failures.append(f"{what}: expected a problem mentioning {needle!r}, got {problems}")
+
+
+def run_cli(script, sample, good_args, bad_args, bad_lines, failures):
+    """The command line: exit 0 and one line when valid, exit 1 and one line per problem."""
+    good = subprocess.run([sys.executable, script, sample, *good_args], capture_output=True, text=True)
+    if good.returncode != 0 or len(good.stdout.splitlines()) != 1 or good.stderr:
+        failures.append(f"CLI on {sample}: exit {good.returncode}: {good.stdout}{good.stderr}")
+    bad = subprocess.run([sys.executable, script, sample, *bad_args], capture_output=True, text=True)
+    lines = bad.stdout.splitlines()
+    if bad.returncode != 1 or len(lines) != bad_lines or bad.stderr:
+        failures.append(f"CLI on {sample} with wrong expectations: exit {bad.returncode}, "
+                        f"output {bad.stdout!r}{bad.stderr!r}")
+
+
+def main(samples):
+    failures = []
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_trace.py")
+    counts = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (what, damage, overrides, needle) in enumerate(CASES):
-            path = os.path.join(tmp, f"case{i}.h5")
-            shutil.copyfile(sample, path)
-            if damage is not None:
-                with h5py.File(path, "r+") as f:
-                    damage(f)
-            kwargs = {**EXPECT, **overrides}
-            problems = check_file(path, **kwargs)
-            if not any(needle in p for p in problems):
-                failures.append(f"{what}: expected a problem mentioning {needle!r}, got {problems}")
+        for sample in samples:
+            with h5py.File(sample, "r") as f:
+                kind = f.attrs.get("run_kind")
+            if kind == "averaging":
+                run_cases(sample, CASES, EXPECT, tmp, failures)
+                run_cli(script, sample, ["--peers", "8", "--trials", "2", "--complete", "0", "--rounds", "4"],
+                        ["--peers", "9", "--trials", "3"], 2, failures)
+                counts.append(f"{len(CASES)} averaging")
+            elif kind == "sgd":
+                run_cases(sample, SGD_CASES, EXPECT_SGD, tmp, failures)
+                run_cli(script, sample, ["--kind", "sgd", "--peers", "4", "--trials", "2", "--complete", "0",
+                                         "--steps", "8", "--local-steps", "4", "--eval-every", "2"],
+                        ["--kind", "sgd", "--steps", "6", "--rounds", "4"], 2, failures)
+                counts.append(f"{len(SGD_CASES)} sgd")
+            else:
+                failures.append(f"{sample}: run_kind {kind!r}: not a sample of either kind")
 
         # Not an HDF5 file at all: a message, not a traceback.
         junk = os.path.join(tmp, "junk.h5")
@@ -129,28 +391,16 @@ def main(sample):
         if len(problems) != 1 or "cannot open" not in problems[0]:
             failures.append(f"junk file: {problems}")
 
-        # The command line: exit codes and one line per problem.
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_trace.py")
-        good = subprocess.run([sys.executable, script, sample, "--peers", "8", "--trials", "2",
-                               "--complete", "0", "--rounds", "4"], capture_output=True, text=True)
-        if good.returncode != 0:
-            failures.append(f"CLI on the sample: exit {good.returncode}: {good.stdout}{good.stderr}")
-        bad = subprocess.run([sys.executable, script, sample, "--peers", "9", "--trials", "3"],
-                             capture_output=True, text=True)
-        lines = bad.stdout.splitlines()
-        if bad.returncode != 1 or len(lines) != 2 or bad.stderr:
-            failures.append(f"CLI with wrong expectations: exit {bad.returncode}, output {bad.stdout!r}{bad.stderr!r}")
-
     for f in failures:
         print(f"FAIL {f}")
     if failures:
         return 1
-    print(f"check_trace.py caught all {len(CASES)} kinds of damage")
+    print(f"check_trace.py caught all {' and '.join(counts)} kinds of damage")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: test_check_trace.py SAMPLE_FILE", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: test_check_trace.py SAMPLE_FILE [SAMPLE_FILE...]", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Read back the sample trace written by the C++ writer and compare every value.
+"""Read back the sample averaging trace written by the C++ writer and compare every value.
 
     AVB_TRACE_SAMPLE=sample.h5 test_trace --gtest_filter=TraceSample.*
     /usr/bin/python3 test_trace_roundtrip.py sample.h5
@@ -8,7 +8,8 @@ The expected values below are those of TEST(TraceSample, Write) in
 tests/unit/test_trace.cpp; keep the two in sync. They are exact in binary, so
 floats are compared with ==. This test pins what a Python reader sees (types
 included: strings must come back as str, not bytes); check_trace.py separately
-checks that the file obeys the schema.
+checks that the file obeys the schema. test_trace_roundtrip_sgd.py does the
+same for the training sample.
 """
 
 import sys
@@ -17,13 +18,14 @@ import h5py
 import numpy as np
 
 ROOT = {
-    "schema_version": (np.int32, 1),
+    "schema_version": (np.int32, 2),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "averaging_bench --protocol moshpit --note 'café σ'"),
     "engine": (str, "smpi"),
     "mpi_library": (str, "SimGrid SMPI (sample)"),
     "n_peers": (np.int32, 8),
+    "run_kind": (str, "averaging"),
     "complete": (np.int32, 0),
 }
 
@@ -127,6 +129,8 @@ def main(path):
         # except the creation time, which only has to be a str.
         expected_order = list(ROOT)
         expected_order.insert(3, "created_utc")
+        if list(f) != ["config", "summary", "trials"]:
+            problems.append(f"/: members {list(f)}, expected config, summary, trials (no /optimum)")
         if list(f.attrs) != expected_order:
             problems.append(f"/: attributes {list(f.attrs)}, expected {expected_order}")
         for name, (typ, want) in ROOT.items():

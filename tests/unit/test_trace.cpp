@@ -2,8 +2,10 @@
 // runs on rank 0 and does not depend on a communicator.
 //
 // The executable doubles as the sample writer for the Python checks: with
-// AVB_TRACE_SAMPLE=<path> in the environment, TraceSample.Write writes a trace
-// with the known values that tests/scripts/test_trace_roundtrip.py expects.
+// AVB_TRACE_SAMPLE=<path> in the environment, TraceSample.Write writes an
+// averaging trace with the known values that tests/scripts/test_trace_roundtrip.py
+// expects; with AVB_TRACE_SAMPLE_SGD=<path>, TraceSample.WriteTraining writes the
+// training trace that tests/scripts/test_trace_roundtrip_sgd.py expects.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,19 +14,25 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 #include "trace/h5.hpp"
 #include "trace/trace.hpp"
 
 namespace fs = std::filesystem;
+using avb::OptimumRecord;
 using avb::RoundRow;
 using avb::RunInfo;
 using avb::TargetResult;
 using avb::TraceError;
 using avb::TraceWriter;
+using avb::TrainingRow;
+using avb::TrainingTrial;
 using avb::TrialRecord;
 
 namespace {
@@ -80,6 +88,126 @@ TrialRecord small_trial(std::int32_t index) {
   }
   t.targets = {{1e-9, 2, false}, {0.5, 1, true}};
   return t;
+}
+
+RunInfo training_info() {
+  RunInfo info = run_info();
+  info.command_line = "sgd_bench --peers 4";
+  info.run_kind = "sgd";
+  return info;
+}
+
+OptimumRecord small_optimum() {
+  OptimumRecord o;
+  o.x = {1.0, -0.5};
+  o.loss = 0.25;
+  o.initial_loss = 2.25;
+  o.gradient_norm = 1e-14;
+  o.iterations = 0;
+  o.converged = true;
+  o.method = "ldlt";
+  return o;
+}
+
+// Rows at steps 0, 2, 4 with one round every 4 steps; relative gaps 1, 1/2, 1/8.
+TrainingTrial small_training_trial(std::int32_t index) {
+  TrainingTrial t;
+  t.index = index;
+  t.seed = 2000 + static_cast<std::uint64_t>(index);
+  const double rel[] = {1.0, 0.5, 0.125};
+  for (int i = 0; i <= 2; ++i) {
+    TrainingRow row;
+    row.step = 2 * i;
+    row.round = i / 2;
+    row.relative_gap = rel[i];
+    row.gap = 2.0 * rel[i];
+    row.loss = row.gap + 0.25;
+    row.distance = 1.25 * rel[i];
+    row.consensus = i == 0 ? 0.0 : 0.0625 * i;
+    row.accuracy = std::numeric_limits<double>::quiet_NaN();
+    row.alive = 4;
+    row.groups = i == 2 ? 2 : 0;
+    row.bytes_sent = i == 2 ? 128u : 0u;
+    row.time = 0.25 * i;
+    t.rows.push_back(row);
+  }
+  t.targets = {{0.25, 4, true}, {1e-3, 4, false}};
+  return t;
+}
+
+// Reads a whole 1-D dataset as T, checking that it is stored as T (class, size, sign).
+template <class T>
+std::vector<T> read_column(const avb::h5::Node& node, const std::string& name) {
+  const hid_t ds = H5Dopen2(node.id(), name.c_str(), H5P_DEFAULT);
+  if (ds < 0) {
+    ADD_FAILURE() << "no dataset " << name << " in " << node.object_path();
+    return {};
+  }
+  const hid_t type = H5Dget_type(ds);
+  const hid_t space = H5Dget_space(ds);
+  EXPECT_EQ(H5Sget_simple_extent_ndims(space), 1) << name;
+  EXPECT_EQ(H5Tget_size(type), sizeof(T)) << name;
+  hid_t mem = H5T_NATIVE_DOUBLE;
+  if constexpr (std::is_floating_point_v<T>) {
+    EXPECT_EQ(H5Tget_class(type), H5T_FLOAT) << name;
+  } else {
+    EXPECT_EQ(H5Tget_class(type), H5T_INTEGER) << name;
+    EXPECT_EQ(H5Tget_sign(type), std::is_signed_v<T> ? H5T_SGN_2 : H5T_SGN_NONE) << name;
+    mem = std::is_signed_v<T> ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT64;
+  }
+  std::vector<T> out(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
+  if (!out.empty()) {
+    EXPECT_GE(H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0) << name;
+  }
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Dclose(ds);
+  return out;
+}
+
+double read_double_attribute(const avb::h5::Node& node, const std::string& name) {
+  double value = std::nan("");
+  const hid_t a = H5Aopen(node.id(), name.c_str(), H5P_DEFAULT);
+  if (a < 0) {
+    ADD_FAILURE() << "no attribute " << name << " on " << node.object_path();
+    return value;
+  }
+  const hid_t type = H5Aget_type(a);
+  EXPECT_EQ(H5Tget_class(type), H5T_FLOAT) << name;
+  EXPECT_EQ(H5Tget_size(type), sizeof(double)) << name;
+  EXPECT_GE(H5Aread(a, H5T_NATIVE_DOUBLE, &value), 0) << name;
+  H5Tclose(type);
+  H5Aclose(a);
+  return value;
+}
+
+bool has_link(const avb::h5::Node& node, const std::string& name) {
+  return H5Lexists(node.id(), name.c_str(), H5P_DEFAULT) > 0;
+}
+
+// Member names of a group in creation order.
+std::vector<std::string> members(const avb::h5::Node& node) {
+  std::vector<std::string> out;
+  H5G_info_t info;
+  if (H5Gget_info(node.id(), &info) < 0) return out;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    char name[256];
+    const ssize_t n = H5Lget_name_by_idx(node.id(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, name, sizeof name,
+                                         H5P_DEFAULT);
+    if (n > 0) out.emplace_back(name, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+int attribute_count(const avb::h5::Node& node) {
+  int count = 0;
+  hsize_t index = 0;
+  auto add = [](hid_t, const char*, const H5A_info_t*, void* data) -> herr_t {
+    ++*static_cast<int*>(data);
+    return 0;
+  };
+  if (H5Aiterate2(node.id(), H5_INDEX_NAME, H5_ITER_INC, &index, add, &count) < 0) return -1;
+  return count;
 }
 
 std::string read_all(const fs::path& p) {
@@ -356,6 +484,260 @@ TEST_F(TraceTest, StringsAreValidUtf8) {
             "run --note caf\xc3\xa9 --bad \xef\xbf\xbd\xef\xbf\xbd end");
 }
 
+// ---- run kinds and the training layout (schema v2) -------------------------------
+
+TEST_F(TraceTest, RunKindIsARootAttribute) {
+  for (const std::string kind : {"averaging", "sgd"}) {
+    RunInfo info = run_info();
+    info.run_kind = kind;
+    const fs::path path = dir_ / (kind + ".h5");
+    TraceWriter w(path, false, info);
+    w.finish(true);
+    const auto file = avb::h5::File::open_read_only(path);
+    EXPECT_EQ(file.get_int32("schema_version"), 2);
+    EXPECT_EQ(file.get_string("run_kind"), kind);
+    // Only a training trace has /optimum.
+    EXPECT_EQ(has_link(file, "optimum"), kind == "sgd");
+  }
+  EXPECT_EQ(RunInfo{}.run_kind, "averaging");
+}
+
+TEST_F(TraceTest, UnknownRunKindIsRefusedBeforeAnythingIsLeft) {
+  RunInfo info = run_info();
+  info.run_kind = "training";
+  try {
+    TraceWriter w(dir_ / "run.h5", false, info);
+    FAIL() << "expected TraceError";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("'training'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(files().empty());  // the temporary file was removed
+}
+
+TEST_F(TraceTest, TrainingTrialBeforeOptimumIsRefused) {
+  const fs::path path = dir_ / "run.h5";
+  TraceWriter w(path, false, training_info());
+  try {
+    w.write_trial(small_training_trial(0));
+    ADD_FAILURE() << "expected TraceError";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("/optimum must be written first"), std::string::npos) << e.what();
+  }
+  w.write_optimum(small_optimum());
+  EXPECT_THROW(w.write_optimum(small_optimum()), TraceError);  // once only
+  // The refused trial left nothing behind: index 0 is still free.
+  EXPECT_NO_THROW(w.write_trial(small_training_trial(0)));
+  w.finish(true);
+  const auto trials = avb::h5::File::open_read_only(path).open_group("trials");
+  EXPECT_EQ(members(trials), std::vector<std::string>{"0"});
+}
+
+TEST_F(TraceTest, TrialKindsDoNotMix) {
+  {
+    const fs::path path = dir_ / "averaging.h5";
+    TraceWriter w(path, false, run_info());
+    try {
+      w.write_optimum(small_optimum());
+      ADD_FAILURE() << "expected TraceError";
+    } catch (const TraceError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("averaging"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("sgd"), std::string::npos) << msg;
+    }
+    EXPECT_THROW(w.write_trial(small_training_trial(0)), TraceError);
+    w.write_trial(small_trial(0));
+    w.finish(true);
+    const auto file = avb::h5::File::open_read_only(path);
+    EXPECT_FALSE(has_link(file, "optimum"));
+    EXPECT_EQ(members(file.open_group("trials")), std::vector<std::string>{"0"});
+    EXPECT_TRUE(has_link(file.open_group("summary"), "final_variance"));
+    EXPECT_FALSE(has_link(file.open_group("summary"), "final_gap"));
+  }
+  {
+    const fs::path path = dir_ / "sgd.h5";
+    TraceWriter w(path, false, training_info());
+    w.write_optimum(small_optimum());
+    try {
+      w.write_trial(small_trial(0));
+      ADD_FAILURE() << "expected TraceError";
+    } catch (const TraceError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("averaging"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("sgd"), std::string::npos) << msg;
+    }
+    w.write_trial(small_training_trial(0));
+    w.finish(true);
+    const auto file = avb::h5::File::open_read_only(path);
+    EXPECT_EQ(members(file.open_group("trials")), std::vector<std::string>{"0"});
+    EXPECT_TRUE(has_link(file.open_group("summary"), "final_gap"));
+    EXPECT_FALSE(has_link(file.open_group("summary"), "final_variance"));
+  }
+}
+
+TEST_F(TraceTest, OptimumIsWrittenAsGiven) {
+  const fs::path path = dir_ / "run.h5";
+  TraceWriter w(path, false, training_info());
+  OptimumRecord o = small_optimum();
+  o.method = "newton";
+  o.iterations = 7;
+  o.test_set = "synthetic-held-out";
+  w.write_optimum(o);
+  w.finish(true);
+  const auto optimum = avb::h5::File::open_read_only(path).open_group("optimum");
+  EXPECT_EQ(members(optimum), std::vector<std::string>{"x"});
+  EXPECT_EQ(read_column<double>(optimum, "x"), o.x);
+  EXPECT_EQ(read_double_attribute(optimum, "loss"), 0.25);
+  EXPECT_EQ(read_double_attribute(optimum, "initial_loss"), 2.25);
+  EXPECT_EQ(read_double_attribute(optimum, "gradient_norm"), 1e-14);
+  EXPECT_EQ(optimum.get_int32("iterations"), 7);
+  EXPECT_EQ(optimum.get_int32("converged"), 1);
+  EXPECT_EQ(optimum.get_string("method"), "newton");
+  EXPECT_EQ(optimum.get_string("test_set"), "synthetic-held-out");
+  EXPECT_EQ(attribute_count(optimum), 7);
+}
+
+TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
+  const fs::path path = dir_ / "run.h5";
+  TraceWriter w(path, false, training_info());
+  w.write_optimum(small_optimum());
+  const TrainingTrial t = small_training_trial(3);
+  w.write_trial(t);
+  w.finish(true);
+  const auto g = avb::h5::File::open_read_only(path).open_group("trials").open_group("3");
+  EXPECT_EQ(members(g), (std::vector<std::string>{"targets", "step", "round", "loss", "gap", "relative_gap",
+                                                  "distance", "consensus", "accuracy", "alive", "groups",
+                                                  "failed_groups", "bytes_sent", "time"}));
+  EXPECT_EQ(g.get_int32("complete"), 1);
+  EXPECT_EQ(g.get_int32("steps_to_2.5e-1"), 4);
+  EXPECT_EQ(g.get_int32("reached_2.5e-1"), 1);
+  EXPECT_EQ(g.get_int32("steps_to_1e-3"), 4);
+  EXPECT_EQ(g.get_int32("reached_1e-3"), 0);
+  EXPECT_FALSE(g.has_attribute("rounds_to_1e-3"));  // averaging's name, not training's
+  EXPECT_EQ(attribute_count(g), 6);
+  EXPECT_EQ(read_column<double>(g, "targets"), (std::vector<double>{0.25, 1e-3}));
+  EXPECT_EQ(read_column<std::int32_t>(g, "step"), (std::vector<std::int32_t>{0, 2, 4}));
+  EXPECT_EQ(read_column<std::int32_t>(g, "round"), (std::vector<std::int32_t>{0, 0, 1}));
+  EXPECT_EQ(read_column<double>(g, "loss"), (std::vector<double>{2.25, 1.25, 0.5}));
+  EXPECT_EQ(read_column<double>(g, "gap"), (std::vector<double>{2.0, 1.0, 0.25}));
+  EXPECT_EQ(read_column<double>(g, "relative_gap"), (std::vector<double>{1.0, 0.5, 0.125}));
+  EXPECT_EQ(read_column<double>(g, "distance"), (std::vector<double>{1.25, 0.625, 0.15625}));
+  EXPECT_EQ(read_column<double>(g, "consensus"), (std::vector<double>{0.0, 0.0625, 0.125}));
+  const auto accuracy = read_column<double>(g, "accuracy");
+  ASSERT_EQ(accuracy.size(), 3u);
+  for (double a : accuracy) EXPECT_TRUE(std::isnan(a)) << a;  // NaN survives the round trip
+  EXPECT_EQ(read_column<std::int32_t>(g, "alive"), (std::vector<std::int32_t>{4, 4, 4}));
+  EXPECT_EQ(read_column<std::int32_t>(g, "groups"), (std::vector<std::int32_t>{0, 0, 2}));
+  EXPECT_EQ(read_column<std::int32_t>(g, "failed_groups"), (std::vector<std::int32_t>{0, 0, 0}));
+  EXPECT_EQ(read_column<std::uint64_t>(g, "bytes_sent"), (std::vector<std::uint64_t>{0, 0, 128}));
+  EXPECT_EQ(read_column<double>(g, "time"), (std::vector<double>{0.0, 0.25, 0.5}));
+}
+
+TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
+  const fs::path path = dir_ / "run.h5";
+  TraceWriter w(path, false, training_info());
+  w.write_optimum(small_optimum());
+  TrainingTrial t0 = small_training_trial(0);
+  for (auto& row : t0.rows) row.accuracy = 0.5 + row.step / 16.0;  // a measured accuracy
+  w.write_trial(t0);
+  TrainingTrial t1 = small_training_trial(1);
+  t1.rows.pop_back();  // cut short after step 2
+  t1.complete = false;
+  t1.targets = {{0.25, 2, false}, {1e-3, 2, false}};
+  w.write_trial(t1);
+  w.finish(false);
+
+  const auto s = avb::h5::File::open_read_only(path).open_group("summary");
+  EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "steps_to_2.5e-1", "steps_to_1e-3",
+                                                  "reached_2.5e-1", "reached_1e-3", "final_gap",
+                                                  "final_relative_gap", "final_consensus", "final_accuracy",
+                                                  "bytes_sent", "time", "steps", "rounds", "complete"}));
+  EXPECT_EQ(attribute_count(s), 0);
+  EXPECT_EQ(read_column<std::int32_t>(s, "trial"), (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(read_column<std::uint64_t>(s, "seed"), (std::vector<std::uint64_t>{2000, 2001}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "steps_to_2.5e-1"), (std::vector<std::int32_t>{4, 2}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "steps_to_1e-3"), (std::vector<std::int32_t>{4, 2}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "reached_2.5e-1"), (std::vector<std::int32_t>{1, 0}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "reached_1e-3"), (std::vector<std::int32_t>{0, 0}));
+  EXPECT_EQ(read_column<double>(s, "final_gap"), (std::vector<double>{0.25, 1.0}));
+  EXPECT_EQ(read_column<double>(s, "final_relative_gap"), (std::vector<double>{0.125, 0.5}));
+  EXPECT_EQ(read_column<double>(s, "final_consensus"), (std::vector<double>{0.125, 0.0625}));
+  const auto accuracy = read_column<double>(s, "final_accuracy");
+  ASSERT_EQ(accuracy.size(), 2u);
+  EXPECT_EQ(accuracy[0], 0.75);
+  EXPECT_TRUE(std::isnan(accuracy[1]));
+  EXPECT_EQ(read_column<std::uint64_t>(s, "bytes_sent"), (std::vector<std::uint64_t>{128, 0}));
+  EXPECT_EQ(read_column<double>(s, "time"), (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "steps"), (std::vector<std::int32_t>{4, 2}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "rounds"), (std::vector<std::int32_t>{1, 0}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "complete"), (std::vector<std::int32_t>{1, 0}));
+}
+
+// A run stopped before its first trial: /optimum and /summary are there all the
+// same, the optimum filled in if it was written, the summary with no rows.
+TEST_F(TraceTest, TrainingRunStoppedBeforeAnyTrial) {
+  for (const bool with_optimum : {false, true}) {
+    const fs::path path = dir_ / (with_optimum ? "optimum.h5" : "bare.h5");
+    TraceWriter w(path, false, training_info());
+    if (with_optimum) w.write_optimum(small_optimum());
+    w.finish(false);
+    const auto file = avb::h5::File::open_read_only(path);
+    EXPECT_EQ(file.get_int32("complete"), 0);
+    EXPECT_EQ(file.get_string("run_kind"), "sgd");
+    EXPECT_EQ(file.open_group("config").get_string("text"), "");
+    EXPECT_TRUE(members(file.open_group("trials")).empty());
+    const auto optimum = file.open_group("optimum");
+    if (with_optimum) {
+      EXPECT_EQ(read_column<double>(optimum, "x"), small_optimum().x);
+      EXPECT_EQ(attribute_count(optimum), 7);
+    } else {
+      EXPECT_TRUE(members(optimum).empty());
+      EXPECT_EQ(attribute_count(optimum), 0);
+    }
+    const auto s = file.open_group("summary");
+    EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "final_gap", "final_relative_gap",
+                                                    "final_consensus", "final_accuracy", "bytes_sent", "time",
+                                                    "steps", "rounds", "complete"}));
+    for (const auto& name : members(s)) {
+      if (name == "seed" || name == "bytes_sent") {
+        EXPECT_TRUE(read_column<std::uint64_t>(s, name).empty()) << name;
+      } else if (name.starts_with("final_") || name == "time") {
+        EXPECT_TRUE(read_column<double>(s, name).empty()) << name;
+      } else {
+        EXPECT_TRUE(read_column<std::int32_t>(s, name).empty()) << name;
+      }
+    }
+  }
+}
+
+TEST_F(TraceTest, RejectsMalformedTrainingTrials) {
+  TraceWriter w(dir_ / "run.h5", false, training_info());
+  w.write_optimum(small_optimum());
+  TrainingTrial empty = small_training_trial(0);
+  empty.rows.clear();
+  EXPECT_THROW(w.write_trial(empty), TraceError);
+
+  EXPECT_THROW(w.write_trial(small_training_trial(-1)), TraceError);
+
+  TrainingTrial twice = small_training_trial(0);
+  twice.targets = {{1e-3, 4, false}, {1e-3, 4, false}};
+  EXPECT_THROW(w.write_trial(twice), TraceError);
+
+  w.write_trial(small_training_trial(0));
+  EXPECT_THROW(w.write_trial(small_training_trial(0)), TraceError);  // same index twice
+  TrainingTrial other_targets = small_training_trial(1);
+  other_targets.targets = {{1e-3, 4, false}};
+  EXPECT_THROW(w.write_trial(other_targets), TraceError);
+  EXPECT_NO_THROW(w.write_trial(small_training_trial(1)));
+}
+
+TEST_F(TraceTest, NoTrainingWritesAfterFinish) {
+  TraceWriter w(dir_ / "run.h5", false, training_info());
+  w.write_optimum(small_optimum());
+  w.finish(true);
+  EXPECT_THROW(w.write_optimum(small_optimum()), TraceError);
+  EXPECT_THROW(w.write_trial(small_training_trial(0)), TraceError);
+}
+
 // ---- h5 wrappers ------------------------------------------------------------------
 
 // Errors carry the operation, the object, the file and HDF5's own reason; the
@@ -456,6 +838,85 @@ TEST(TraceSample, Write) {
   }
   t1.targets = {{1e-9, 2, false}, {2.5e-3, 2, false}, {0.5, 1, true}};
   w.write_trial(t1);
+
+  w.finish(/*complete=*/false);
+  EXPECT_TRUE(fs::exists(out));
+}
+
+// A training trace (run_kind sgd) with the same care: a quadratic objective, so
+// the accuracy column is NaN throughout. Keep in sync with
+// tests/scripts/test_trace_roundtrip_sgd.py and the damage cases of
+// tests/scripts/test_check_trace.py.
+TEST(TraceSample, WriteTraining) {
+  const char* out = std::getenv("AVB_TRACE_SAMPLE_SGD");
+  if (out == nullptr || *out == '\0') GTEST_SKIP() << "set AVB_TRACE_SAMPLE_SGD=<path> to write the sample trace";
+
+  RunInfo info;
+  info.avbench_version = "0.1.0-sample";
+  info.git_sha = "0123456789ab";
+  info.command_line = "sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2";
+  info.engine = "openmpi";
+  info.mpi_library = "Open MPI v4.1.4 (sample)";
+  info.n_peers = 4;
+  info.run_kind = "sgd";
+
+  TraceWriter w(out, /*overwrite=*/true, info);
+  w.write_config({{"objective", "quadratic"},
+                  {"protocol", "moshpit"},
+                  {"peers", "4"},
+                  {"steps", "8"},
+                  {"local-steps", "4"},
+                  {"eval-every", "2"},
+                  {"target", "0.25,0.001,1e-06"}},
+                 "objective = quadratic\nprotocol = moshpit\npeers = 4\nsteps = 8\nlocal-steps = 4\n"
+                 "eval-every = 2\ntarget = 0.25,0.001,1e-06\n");
+
+  // f* = 1/4, f(x_0) = 9/4: the initial gap is 2; ||x*||^2 = 5/4.
+  OptimumRecord optimum;
+  optimum.x = {1.0, -0.5};
+  optimum.loss = 0.25;
+  optimum.initial_loss = 2.25;
+  optimum.gradient_norm = std::ldexp(1.0, -40);
+  optimum.iterations = 0;
+  optimum.converged = true;
+  optimum.method = "ldlt";
+  optimum.test_set = "";
+  w.write_optimum(optimum);
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto trial = [&](std::int32_t index, std::uint64_t seed, bool complete, std::vector<TrainingRow> rows,
+                   std::vector<TargetResult> targets) {
+    TrainingTrial t;
+    t.index = index;
+    t.seed = seed;
+    t.complete = complete;
+    t.rows = std::move(rows);
+    t.targets = std::move(targets);
+    w.write_trial(t);
+  };
+
+  // Trial 0: complete, 8 steps, a round every 4 steps, rows every 2 steps;
+  // reaches 0.25 at step 4 and 1e-3 at step 8 (2^-12), never 1e-6 (cap 8).
+  const double g = std::ldexp(1.0, -11);
+  trial(0, 7, true,
+        {
+            {0, 0, 2.25, 2.0, 1.0, 1.25, 0.0, nan, 4, 0, 0, 0, 0.0},
+            {2, 0, 1.25, 1.0, 0.5, 0.5, 0.25, nan, 4, 0, 0, 0, 0.25},
+            {4, 1, 0.5, 0.25, 0.125, 0.125, 0.0625, nan, 3, 2, 1, 256, 0.75},
+            {6, 1, 0.375, 0.125, 0.0625, 0.0625, 0.125, nan, 3, 0, 0, 256, 1.0},
+            {8, 2, 0.25 + g, g, g / 2, std::ldexp(1.0, -10), std::ldexp(1.0, -8), nan, 4, 2, 0, 512, 1.5},
+        },
+        {{0.25, 4, true}, {1e-3, 8, true}, {1e-6, 8, false}});
+
+  // Trial 1: cut short after step 4; reaches 0.25 exactly there (relative_gap <=
+  // target counts), never the others (cap 4).
+  trial(1, 8, false,
+        {
+            {0, 0, 2.25, 2.0, 1.0, 1.25, 0.0, nan, 4, 0, 0, 0, 0.0},
+            {2, 0, 1.75, 1.5, 0.75, 0.75, 0.5, nan, 4, 0, 0, 0, 0.5},
+            {4, 1, 0.75, 0.5, 0.25, 0.25, 0.125, nan, 2, 1, 1, 64, 1.25},
+        },
+        {{0.25, 4, true}, {1e-3, 4, false}, {1e-6, 4, false}});
 
   w.finish(/*complete=*/false);
   EXPECT_TRUE(fs::exists(out));

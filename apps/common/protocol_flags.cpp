@@ -1,0 +1,94 @@
+#include "common/protocol_flags.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/app_support.hpp"
+#include "core/error.hpp"
+#include "protocols/gossip.hpp"
+
+namespace avb::app {
+
+void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
+  app.add_option("--protocol", f.protocol, "averaging protocol: " + avb::protocol_names())->capture_default_str();
+  app.add_option("--fail-rate", f.fail_rate, "probability that a peer fails in a round, in [0, 1]")
+      ->capture_default_str();
+  app.add_option("--failure", f.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
+  app.add_option("--on-failure", f.on_failure,
+                 "failure semantics: survivors, abort, partial (default: the protocol's own)")
+      ->capture_default_str();
+  app.add_option("--collective", f.collective,
+                 "all-reduce inside groups: auto, ring (bandwidth-optimal), doubling (latency-optimal), "
+                 "tree (fewest messages: cheapest to simulate)")
+      ->capture_default_str();
+  app.add_option("--grid", f.grid,
+                 "moshpit: virtual grid, sides joined by 'x' such as 32x32 or 8x8x8 (default: MxM, M = "
+                 "ceil(sqrt(N)))")
+      ->capture_default_str();
+  app.add_option("--placement", f.placement,
+                 "moshpit: peers in random distinct cells (random) or row-major by rank (rank)")
+      ->capture_default_str();
+  app.add_option("--key-update", f.key_update,
+                 "moshpit: average along axis (t-1) mod d (axis) or Algorithm 1's chunk-index keys (chunk)")
+      ->capture_default_str();
+  app.add_option("--group-size", f.group_size, "random-groups: peers per group, an integer >= 2")
+      ->capture_default_str();
+  app.add_option("--min-group-size", f.min_group_size,
+                 "moshpit, random-groups: smaller groups do not average, an integer >= 2")
+      ->capture_default_str();
+  app.add_option("--topology", f.topology,
+                 "gossip, pushsum, pairwise: ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete or "
+                 "file:PATH (default: ring for gossip, one-peer-exp for pushsum, complete for pairwise)")
+      ->capture_default_str();
+  app.add_option("--weights", f.weights, "gossip: mixing weights, uniform (1/(deg+1)) or metropolis")
+      ->capture_default_str();
+  app.add_option("--alive-weights", f.alive_weights,
+                 "gossip under failures: renormalize rows over alive neighbours (moves the mean) or metropolis "
+                 "weights of the alive subgraph (keeps it; needs --weights metropolis)")
+      ->capture_default_str();
+}
+
+ProtocolOptions protocol_options(const ProtocolFlags& f) {
+  ProtocolOptions o;
+  o.name = f.protocol;
+  if (f.on_failure != "default") o.on_failure = parse_failure_semantics(f.on_failure);
+  o.collective = parse_collective(f.collective);
+  if (f.grid != "default") o.grid = parse_grid(f.grid);
+  o.placement = parse_placement(f.placement);
+  o.key_update = parse_key_update(f.key_update);
+  o.group_size = static_cast<int>(parse_integer("--group-size", f.group_size, 2, 1 << 30));
+  o.min_group_size = static_cast<int>(parse_integer("--min-group-size", f.min_group_size, 2, 1 << 30));
+  if (f.topology != "default") o.topology = parse_topology(f.topology);
+  o.weights = parse_weights(f.weights);
+  o.alive_weights = parse_alive_weights(f.alive_weights);
+  return o;
+}
+
+double fail_rate(const ProtocolFlags& f) { return parse_real("--fail-rate", f.fail_rate, "a number in [0, 1]"); }
+
+FailureKind failure_kind(const ProtocolFlags& f) { return parse_failure_kind(f.failure); }
+
+void refuse_foreign_flags(const ProtocolFlags& f, const std::string& protocol) {
+  const ProtocolFlags defaults;
+  const std::pair<const char*, bool> changed[] = {
+      {"--collective", f.collective != defaults.collective},
+      {"--grid", f.grid != defaults.grid},
+      {"--placement", f.placement != defaults.placement},
+      {"--key-update", f.key_update != defaults.key_update},
+      {"--group-size", f.group_size != defaults.group_size},
+      {"--min-group-size", f.min_group_size != defaults.min_group_size},
+      {"--topology", f.topology != defaults.topology},
+      {"--weights", f.weights != defaults.weights},
+      {"--alive-weights", f.alive_weights != defaults.alive_weights},
+  };
+  const auto own = protocol_flags(protocol);
+  for (const auto& [flag, set] : changed) {
+    if (!set || std::find(own.begin(), own.end(), flag) != own.end()) continue;
+    std::string accepted;
+    for (auto name : own) accepted += (accepted.empty() ? "" : ", ") + std::string(name);
+    throw ConfigError(std::string(flag) + ": does not apply to --protocol " + protocol + " (its options: " +
+                      (accepted.empty() ? "none" : accepted) + ")");
+  }
+}
+
+}  // namespace avb::app

@@ -1,0 +1,38 @@
+// sgd_bench's rank-0 observer: the table on stdout, progress on stderr, the trace.
+#pragma once
+
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/app_support.hpp"
+#include "sgd/trainer.hpp"
+#include "trace/trace.hpp"
+
+namespace avb::app {
+
+class TrainingReporter final : public TrainingObserver {
+ public:
+  TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
+
+  // Also writes /optimum to the trace.
+  void print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
+                    const OptimumRecord& optimum);
+  void on_eval(const TrainingTrial& trial, const TrainingRow& row) override;
+  void on_trial(const TrainingTrial& trial) override;
+  bool stop_requested() override { return stop_signal() != 0; }
+  // Mean +- standard error over the complete trials, then the trace is finished.
+  void finish(const std::vector<TrainingTrial>& trials, bool complete);
+
+ private:
+  TrainingOptions options_;
+  int peers_;
+  std::unique_ptr<TraceWriter> trace_;
+  bool quiet_;
+  // Wall-clock seconds from std::time(): under SMPI, std::chrono reads simulated time.
+  std::time_t started_ = std::time(nullptr);
+  std::time_t last_progress_ = started_;
+};
+
+}  // namespace avb::app

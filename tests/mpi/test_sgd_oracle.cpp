@@ -1,0 +1,504 @@
+// The local-SGD trainer against its sequential oracle (tests/oracle/sgd_oracle):
+// build_problem + run_training on MPI_COMM_WORLD, every peer's final model
+// gathered to rank 0 and every recorded row compared there. Also the acceptance
+// criterion that allreduce every step without failures is centralized minibatch
+// SGD, a LIBSVM file dealt by rank 0, stop-at-target and the last evaluation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "core/rng.hpp"
+#include "run/averaging.hpp"
+#include "sgd/libsvm.hpp"
+#include "sgd/trainer.hpp"
+#include "sgd_oracle.hpp"
+
+namespace avb {
+namespace {
+
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// ---- problems ---------------------------------------------------------------------
+
+// Koloskova et al.'s quadratic: peer i's curvature is (i+1)^2 / N, up to N, so the
+// learning rates below scale with 1/N to keep local steps stable at 64 peers.
+ObjectiveOptions quadratic(double sigma) {
+  ObjectiveOptions o;
+  o.kind = ObjectiveKind::quadratic;
+  o.preset = QuadraticPreset::epfl;
+  o.dim = 4;
+  o.heterogeneity = 1.0;
+  o.gradient_noise = sigma;
+  return o;
+}
+
+ObjectiveOptions synthetic_logistic() {
+  ObjectiveOptions o;
+  o.kind = ObjectiveKind::logistic;
+  o.dim = 5;
+  o.samples_per_peer = 16;
+  o.separation = 1.0;
+  o.label_skew = 0.6;
+  return o;
+}
+
+double quadratic_lr(int n) { return 0.6 / n; }
+
+// ---- comparison -------------------------------------------------------------------
+
+// Relative 1e-12, or absolute 1e-12 for values below 1 in magnitude (a gap or a
+// consensus distance near 0 is only known to rounding of the larger terms).
+bool close(double got, double want, double scale = 1.0) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::fabs(got - want) <= 1e-12 * std::max({1.0, std::fabs(want), scale});
+}
+
+// Counts mismatches between a recorded trial and the oracle's, reporting each.
+int compare_trials(const TrainingTrial& got, const TrainingTrial& want) {
+  int bad = 0;
+  auto fail = [&](const std::string& what) {
+    ++bad;
+    ADD_FAILURE() << "trial " << want.index << ": " << what;
+  };
+  if (got.index != want.index) fail("index " + std::to_string(got.index));
+  if (got.seed != want.seed) fail("seed");
+  if (!got.complete) fail("not complete");
+  if (got.rows.size() != want.rows.size()) {
+    fail("rows " + std::to_string(got.rows.size()) + " != " + std::to_string(want.rows.size()) +
+         " (last steps " + std::to_string(got.rows.empty() ? -1 : got.rows.back().step) + ", " +
+         std::to_string(want.rows.empty() ? -1 : want.rows.back().step) + ")");
+    return bad;
+  }
+  for (std::size_t r = 0; r < want.rows.size(); ++r) {
+    const TrainingRow &g = got.rows[r], &w = want.rows[r];
+    const std::string at = " at step " + std::to_string(w.step);
+    auto value = [&](const char* name, double a, double b, double scale = 1.0) {
+      if (!close(a, b, scale)) {
+        char text[160];
+        std::snprintf(text, sizeof text, "%s %.17g != %.17g (difference %.3g)", name, a, b, a - b);
+        fail(text + at);
+      }
+    };
+    auto exact = [&](const char* name, long long a, long long b) {
+      if (a != b) fail(std::string(name) + " " + std::to_string(a) + " != " + std::to_string(b) + at);
+    };
+    exact("step", g.step, w.step);
+    exact("round", g.round, w.round);
+    value("loss", g.loss, w.loss);
+    value("gap", g.gap, w.gap);
+    value("relative_gap", g.relative_gap, w.relative_gap);
+    value("distance", g.distance, w.distance);
+    // The trainer's consensus is sum ||x_i - x*||^2 / N - distance: exact to
+    // rounding of the distance to x*, not of the consensus itself.
+    value("consensus", g.consensus, w.consensus, w.distance);
+    value("accuracy", g.accuracy, w.accuracy);
+    exact("alive", g.alive, w.alive);
+    exact("groups", g.groups, w.groups);
+    exact("failed_groups", g.failed_groups, w.failed_groups);
+    exact("bytes_sent", static_cast<long long>(g.bytes_sent), static_cast<long long>(w.bytes_sent));
+    if (r > 0 && g.time < got.rows[r - 1].time) fail("time goes back" + at);
+  }
+  if (got.targets.size() != want.targets.size()) {
+    fail("targets");
+    return bad;
+  }
+  for (std::size_t t = 0; t < want.targets.size(); ++t) {
+    if (got.targets[t].target != want.targets[t].target || got.targets[t].rounds != want.targets[t].rounds ||
+        got.targets[t].reached != want.targets[t].reached)
+      fail("target " + std::to_string(want.targets[t].target) + ": steps " + std::to_string(got.targets[t].rounds) +
+           " != " + std::to_string(want.targets[t].rounds));
+  }
+  return bad;
+}
+
+int compare_models(const oracle::Matrix& got, const oracle::Matrix& want, const char* what) {
+  int bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    for (std::size_t k = 0; k < want[i].size(); ++k)
+      if (!close(got[i][k], want[i][k]) && ++bad <= 10)
+        ADD_FAILURE() << what << ": peer " << i << " coordinate " << k << ": " << got[i][k] << " != " << want[i][k];
+  return bad;
+}
+
+// What every rank's stop_requested() saw: one poll per evaluation.
+class CountingObserver : public TrainingObserver {
+ public:
+  bool stop_requested() override {
+    ++polls;
+    return false;
+  }
+  int polls = 0;
+};
+
+struct Trained {
+  TrainingResult result;
+  oracle::Matrix models;  // rank 0: every peer's final model, in rank order
+  int polls = 0;          // this rank's evaluations
+  std::string test_set_kind;
+};
+
+// build_problem and run_training on MPI_COMM_WORLD; the models gathered to rank 0.
+Trained train(const TrainingOptions& options) {
+  const Problem problem = build_problem(options, MPI_COMM_WORLD);
+  CountingObserver observer;
+  Trained run;
+  run.result = run_training(options, problem, MPI_COMM_WORLD, observer);
+  run.polls = observer.polls;
+  run.test_set_kind = problem.test_set_kind;
+  const int n = world_size(), d = problem.local->dim();
+  std::vector<double> all(static_cast<std::size_t>(n) * static_cast<std::size_t>(d));
+  if (static_cast<int>(run.result.model.size()) != d) ADD_FAILURE() << "model of length " << run.result.model.size();
+  run.result.model.resize(static_cast<std::size_t>(d));
+  MPI_Gather(run.result.model.data(), d, MPI_DOUBLE, all.data(), d, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (world_rank() == 0)
+    for (int i = 0; i < n; ++i) run.models.emplace_back(all.begin() + i * d, all.begin() + (i + 1) * d);
+  return run;
+}
+
+// Called on every rank after `train`; rank 0 compares every trial's rows and the
+// last trial's models with the oracle's. EXPECTs only: no rank may leave early.
+void expect_matches_oracle(const TrainingOptions& options, const Trained& run, const Dataset* data = nullptr) {
+  EXPECT_FALSE(run.result.stopped);
+  if (world_rank() != 0) return;
+  std::vector<oracle::TrainingOutcome> want;
+  const int n = world_size();
+  EXPECT_EQ(static_cast<int>(run.result.trials.size()), options.trials);
+  for (int k = 0; k < options.trials; ++k) want.push_back(oracle::run_training_trial(options, n, k, data));
+  for (int k = 0; k < std::min<int>(options.trials, static_cast<int>(run.result.trials.size())); ++k)
+    compare_trials(run.result.trials[k], want[k].trial);
+  compare_models(run.models, want.back().models, "final model");
+}
+
+// ---- acceptance: allreduce every step is centralized minibatch SGD ----------------
+
+void expect_allreduce_is_centralized_sgd(TrainingOptions o) {
+  const int n = world_size();
+  o.protocol.name = "allreduce";
+  o.local_steps = 1;
+  o.fail_rate = 0.0;
+  o.trials = 2;
+  o.eval_every = 8;
+  o.seed = 515;
+  const Trained run = train(o);
+  expect_matches_oracle(o, run);
+  if (world_rank() != 0) return;
+  const std::vector<double> central = oracle::centralized_sgd(o, n, o.trials - 1);
+  const oracle::Matrix expected(static_cast<std::size_t>(n), central);
+  EXPECT_EQ(compare_models(run.models, expected, "against centralized SGD"), 0);
+  // Not vacuous: the model moved away from 0, and the trial's minibatches (or
+  // gradient noise) decide where it went.
+  const std::vector<double> other = oracle::centralized_sgd(o, n, o.trials - 2);
+  double norm = 0.0, difference = 0.0;
+  for (std::size_t k = 0; k < central.size(); ++k) {
+    norm += central[k] * central[k];
+    difference += (central[k] - other[k]) * (central[k] - other[k]);
+  }
+  EXPECT_GT(norm, 0.0);
+  EXPECT_GT(difference, 1e-6 * norm) << "another trial's noise gives the same model";
+}
+
+TEST(SgdAcceptance, AllreduceEveryStepWithoutFailuresIsCentralizedMinibatchSgdQuadratic) {
+  TrainingOptions o;
+  o.objective = quadratic(0.5);  // gradient noise
+  o.batch = 2;
+  o.momentum = 0.9;
+  o.steps = 40;
+  o.lr.lr = 0.3 / world_size();
+  expect_allreduce_is_centralized_sgd(o);
+}
+
+TEST(SgdAcceptance, AllreduceEveryStepWithoutFailuresIsCentralizedMinibatchSgdLogistic) {
+  TrainingOptions o;
+  o.objective = synthetic_logistic();  // label skew: every peer's data differs
+  o.batch = 3;
+  o.momentum = 0.5;
+  o.steps = 40;
+  o.lr.lr = 0.5;
+  o.lr.schedule = LrSchedule::inverse;
+  o.lr.decay_steps = 10;
+  expect_allreduce_is_centralized_sgd(o);
+}
+
+// ---- every protocol, against the oracle ---------------------------------------------
+
+struct SgdCase {
+  const char* protocol;
+  int local_steps;
+  int steps;
+  double rate;
+  const char* kind = "transient";
+  const char* schedule = "constant";
+  bool logistic = false;
+  double momentum = 0.0;
+  int batch = 1;
+  const char* semantics = "default";
+  const char* topology = "default";
+};
+
+std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
+  return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
+            << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
+            << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology;
+}
+
+TrainingOptions options_for(const SgdCase& c) {
+  const int n = world_size();
+  TrainingOptions o;
+  o.protocol.name = c.protocol;
+  if (std::string(c.semantics) != "default") o.protocol.on_failure = parse_failure_semantics(c.semantics);
+  if (std::string(c.topology) != "default") o.protocol.topology = parse_topology(c.topology);
+  o.protocol.group_size = 3;  // random-groups: several groups at small N
+  o.objective = c.logistic ? synthetic_logistic() : quadratic(0.3);
+  o.fail_rate = c.rate;
+  o.failure = parse_failure_kind(c.kind);
+  o.steps = c.steps;
+  o.local_steps = c.local_steps;
+  o.batch = c.batch;
+  o.momentum = c.momentum;
+  o.lr.schedule = parse_lr_schedule(c.schedule);
+  o.lr.lr = c.logistic ? 0.5 : quadratic_lr(n);
+  o.lr.decay_steps = 8;
+  o.lr.decay_factor = 0.5;
+  o.eval_every = 7;  // does not divide the steps: the last step gets a row of its own
+  o.trials = 2;
+  o.seed = 2027;
+  o.targets = {0.5, 1e-2};
+  return o;
+}
+
+class SgdOracle : public ::testing::TestWithParam<SgdCase> {};
+
+TEST_P(SgdOracle, EveryModelAndRowMatches) {
+  const TrainingOptions options = options_for(GetParam());
+  const Trained run = train(options);
+  expect_matches_oracle(options, run);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdAllreduce, SgdOracle,
+    ::testing::Values(SgdCase{"allreduce", 1, 30, 0.2, "transient", "step", false, 0.5, 2, "survivors"},
+                      SgdCase{"allreduce", 3, 31, 0.2, "transient", "inverse", true},
+                      SgdCase{"allreduce", 3, 30, 0.1, "permanent", "constant", false, 0.0, 1, "survivors"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdMoshpit, SgdOracle,
+    ::testing::Values(SgdCase{"moshpit", 1, 30, 0.2, "transient", "constant", true},
+                      SgdCase{"moshpit", 3, 30, 0.1, "permanent", "inverse", false, 0.9},
+                      SgdCase{"moshpit", 3, 31, 0.2, "transient", "step", false, 0.0, 2, "partial"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdRandomGroups, SgdOracle,
+    ::testing::Values(SgdCase{"random-groups", 1, 30, 0.2, "transient", "step", false},
+                      SgdCase{"random-groups", 3, 32, 0.2, "transient", "constant", true, 0.0, 1, "partial"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdGossip, SgdOracle,
+    ::testing::Values(SgdCase{"gossip", 1, 30, 0.0, "transient", "inverse", false},  // D-PSGD
+                      SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", true, 0.5},
+                      SgdCase{"gossip", 3, 31, 0.2, "transient", "step", false, 0.0, 1, "default", "exp"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdPushSum, SgdOracle,
+    ::testing::Values(SgdCase{"pushsum", 1, 30, 0.0, "transient", "constant", false, 0.5},  // SGP
+                      SgdCase{"pushsum", 1, 30, 0.2, "transient", "inverse", true},
+                      SgdCase{"pushsum", 3, 31, 0.2, "transient", "step", false, 0.0, 2},
+                      SgdCase{"pushsum", 2, 30, 0.1, "permanent", "inverse", true, 0.0, 1, "default", "exp"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdSgpPaper, SgdOracle,
+    ::testing::Values(SgdCase{"sgp-paper", 1, 30, 0.2, "transient", "inverse", true},
+                      SgdCase{"sgp-paper", 3, 30, 0.2, "transient", "constant", false, 0.9}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SgdPairwise, SgdOracle,
+    ::testing::Values(SgdCase{"pairwise", 1, 30, 0.2, "transient", "step", true},
+                      SgdCase{"pairwise", 3, 29, 0.2, "transient", "inverse", false, 0.9, 1, "default", "ring"}));
+
+// ---- a LIBSVM file, read and dealt by rank 0 ---------------------------------------------
+
+// m samples in dimension d from the test stream, some features left out (sparse),
+// the last one always present so the file's dimension is d.
+std::string libsvm_text(int m, int d, std::uint64_t which) {
+  const Stream stream(which, StreamId::test);
+  std::string text;
+  char number[64];
+  for (int s = 0; s < m; ++s) {
+    const bool positive = stream.uniform(1, static_cast<std::uint64_t>(s), 0) < 0.4;
+    text += positive ? "+1" : "-1";
+    for (int k = 0; k < d; ++k) {
+      if (k + 1 < d && stream.uniform(2, static_cast<std::uint64_t>(s), static_cast<std::uint64_t>(k)) < 0.25)
+        continue;
+      const double v =
+          stream.normal(3, static_cast<std::uint64_t>(s), static_cast<std::uint64_t>(k)) + (positive ? 0.6 : -0.6);
+      std::snprintf(number, sizeof number, " %d:%.17g", k + 1, v);
+      text += number;
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+// Rank 0 writes the file under a name every rank learns; removed at the end.
+class SharedFile {
+ public:
+  SharedFile(const std::string& name, const std::string& content) {
+    if (world_rank() == 0) {
+      path_ = (std::filesystem::temp_directory_path() /
+               ("avb_sgd_oracle_" + std::to_string(::getpid()) + "_" + name))
+                  .string();
+      std::ofstream(path_) << content;
+    }
+    int size = static_cast<int>(path_.size());
+    MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    path_.resize(static_cast<std::size_t>(size));
+    MPI_Bcast(path_.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ~SharedFile() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) std::filesystem::remove(path_);
+  }
+  SharedFile(const SharedFile&) = delete;
+  SharedFile& operator=(const SharedFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheOracle) {
+  const SharedFile train_file("train.svm", libsvm_text(160, 5, 31));
+  const SharedFile test_file("test.svm", libsvm_text(40, 4, 32));  // lacks the last feature: --data-dim applies
+  struct Variant {
+    DataSplit split;
+    bool test_data;
+    const char* protocol;
+    int local_steps;
+    double rate;
+  };
+  for (const Variant& v : {Variant{DataSplit::random, false, "gossip", 2, 0.1},
+                           Variant{DataSplit::sorted, true, "moshpit", 1, 0.2},
+                           Variant{DataSplit::sorted, false, "pushsum", 3, 0.1}}) {
+    TrainingOptions o;
+    o.objective.kind = ObjectiveKind::logistic;
+    o.objective.data_path = train_file.path();
+    o.objective.split = v.split;
+    if (v.test_data) o.test_data = test_file.path();
+    o.protocol.name = v.protocol;
+    o.local_steps = v.local_steps;
+    o.fail_rate = v.rate;
+    o.steps = 25;
+    o.batch = 2;
+    o.lr.lr = 1.0;
+    o.lr.schedule = LrSchedule::inverse;
+    o.lr.decay_steps = 5;
+    o.momentum = 0.3;
+    o.eval_every = 6;
+    o.trials = 2;
+    o.seed = 99;
+    SCOPED_TRACE(std::string(to_string(v.split)) + (v.test_data ? " with --test-data " : " ") + v.protocol);
+    const Trained run = train(o);
+    // No ASSERT here: a rank that left the loop alone would hang the others.
+    if (world_rank() == 0) {
+      EXPECT_EQ(run.test_set_kind, v.test_data ? "file" : "train");
+      const Dataset data = read_libsvm(o.objective.data_path);
+      EXPECT_EQ(data.dim(), 5);
+      expect_matches_oracle(o, run, &data);
+      for (const TrainingTrial& trial : run.result.trials)
+        for (const TrainingRow& row : trial.rows) EXPECT_TRUE(row.accuracy >= 0.0 && row.accuracy <= 1.0);
+    } else {
+      expect_matches_oracle(o, run);
+    }
+  }
+}
+
+// ---- stopping and the last evaluation -------------------------------------------------
+
+TEST(SgdRun, StopAtTargetStopsEveryRankAtTheSameStep) {
+  const int n = world_size();
+  TrainingOptions o;
+  // Groups of up to 32 under 20% failures: the target within 3 to 12 steps at
+  // every N up to 64 (gossip on a ring, or a sparse Moshpit grid, need not get there).
+  o.protocol.name = "random-groups";
+  o.fail_rate = 0.2;
+  o.objective = quadratic(0.0);
+  o.lr.lr = quadratic_lr(n);
+  o.steps = 200;
+  o.eval_every = 3;
+  o.trials = 2;
+  o.seed = 7;
+  o.targets = {0.3, 0.05};
+  o.stop_at_target = true;
+  const Trained run = train(o);
+  // Every rank evaluated as often as rank 0 recorded rows: they stopped together.
+  std::vector<int> polls(static_cast<std::size_t>(n));
+  MPI_Gather(&run.polls, 1, MPI_INT, polls.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  expect_matches_oracle(o, run);
+  if (world_rank() != 0) return;
+  ASSERT_EQ(run.result.trials.size(), 2u);
+  const int rows = static_cast<int>(run.result.trials[0].rows.size() + run.result.trials[1].rows.size());
+  for (int i = 0; i < n; ++i) EXPECT_EQ(polls[i], rows) << "rank " << i;
+  for (const TrainingTrial& trial : run.result.trials) {
+    const TrainingRow& last = trial.rows.back();
+    EXPECT_LT(last.step, o.steps) << "trial " << trial.index << " never reached the target: the test tests nothing";
+    EXPECT_LE(last.relative_gap, 0.05);
+    ASSERT_GE(trial.rows.size(), 2u);
+    EXPECT_GT(trial.rows[trial.rows.size() - 2].relative_gap, 0.05);
+    EXPECT_TRUE(trial.targets.back().reached);
+    EXPECT_EQ(trial.targets.back().rounds, last.step);
+  }
+}
+
+TEST(SgdRun, EvalEveryNotDividingTheStepsRecordsTheLastStep) {
+  TrainingOptions o;
+  o.protocol.name = "moshpit";
+  o.objective = quadratic(0.2);
+  o.lr.lr = quadratic_lr(world_size());
+  o.steps = 23;
+  o.local_steps = 3;
+  o.eval_every = 5;
+  o.fail_rate = 0.1;
+  o.trials = 1;
+  const Trained run = train(o);
+  expect_matches_oracle(o, run);
+  if (world_rank() == 0 && run.result.trials.size() == 1) {
+    std::vector<int> steps, rounds;
+    for (const TrainingRow& row : run.result.trials[0].rows) {
+      steps.push_back(row.step);
+      rounds.push_back(row.round);
+    }
+    EXPECT_EQ(steps, (std::vector<int>{0, 5, 10, 15, 20, 23}));
+    EXPECT_EQ(rounds, (std::vector<int>{0, 1, 3, 5, 6, 7}));  // round r after step 3r
+  }
+  // No steps at all: the initial row only, and the models stay at 0.
+  o.steps = 0;
+  const Trained none = train(o);
+  expect_matches_oracle(o, none);
+  if (world_rank() == 0 && none.result.trials.size() == 1) {
+    EXPECT_EQ(none.result.trials[0].rows.size(), 1u);
+    for (const auto& x : none.models)
+      for (double v : x) EXPECT_EQ(v, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace avb
