@@ -75,3 +75,18 @@ check_trace() {
     printf '%s\n' "$report" | sed 's/^/    /' >&2
   fi
 }
+
+# Runs BIN on NP peers (a variable of the calling script) under ENGINE, writing the
+# trace OUT and its log OUT.log; ends the test when the run fails.
+#   run_engine mpi|smpi BIN OUT ARGS...
+run_engine() {
+  local engine=$1 bin=$2 out=$3
+  shift 3
+  set_launcher "$engine" "$NP"
+  local rc=0 log=$out.log
+  timeout -k 10 120 "${LAUNCH[@]}" "$bin" "$@" --out "$out" --quiet >"$log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    sed 's/^/    /' "$log" >&2
+    die "$engine run failed with exit code $rc: $*"
+  fi
+}

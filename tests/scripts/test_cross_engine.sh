@@ -25,17 +25,6 @@ SMPI_BIN=$(realpath "$2")
 NP=8
 
 # run ENGINE BIN OUT ARGS...: runs one engine; dies on failure.
-run() {
-  local engine=$1 bin=$2 out=$3
-  shift 3
-  set_launcher "$engine" "$NP"
-  local rc=0 log=$out.log
-  timeout -k 10 120 "${LAUNCH[@]}" "$bin" "$@" --out "$out" --quiet >"$log" 2>&1 </dev/null || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    sed 's/^/    /' "$log" >&2
-    die "$engine run failed with exit code $rc: $*"
-  fi
-}
 
 # Every all-reduce algorithm the program accepts (a singleton run of 0 rounds
 # tells); add new ones to this list. Without --collective, just the default.
@@ -78,27 +67,20 @@ for config in "${configs[@]}"; do
     args=(--protocol "${protocol_args[@]}" --dim 5 --rounds 40 --trials 3 --seed 12345)
     tag=$(printf '%s' "$config" | tr -d ' -' | tr '.' 'p')
     started=$(now)
-    run mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
-    run smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
+    run_engine mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
+    run_engine smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
     say "$tag: both engines ran ${args[*]} ($(elapsed "$started") s)"
     check_trace "$SCRATCH/mpi-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
     check_trace "$SCRATCH/smpi-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
-    if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" 2>&1 <<'EOF'
+    if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" "$AVB_TESTS_DIR" 2>&1 <<'EOF'
 import sys
 import h5py
 import numpy as np
 
-COLUMNS = ["round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups", "bytes_sent"]
+sys.path.insert(0, sys.argv[3])
+from bitwise import same
 
-def same(a, b):
-    """Exact equality; floats compared bit for bit (so -0.0 != 0.0, NaN == NaN)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.dtype.kind == "f":
-        return np.array_equal(a.view(np.uint64 if a.itemsize == 8 else np.uint32),
-                              b.view(np.uint64 if b.itemsize == 8 else np.uint32))
-    return np.array_equal(a, b)
+COLUMNS = ["round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups", "bytes_sent"]
 
 problems = []
 with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# sgd_bench gives the same numbers on both engines: 8 peers under Open MPI and
+# under SMPI must write bit-identical traces, every column of every row but time,
+# every trial attribute, /optimum and /summary (time excepted).
+#
+#   tests/scripts/test_cross_engine_sgd.sh MPI_BINARY SMPI_BINARY
+#
+# Minibatches, gradient noise, failures and the data are keyed draws, and the
+# collectives fix their order of summation, so nothing may depend on the engine.
+# The cases cover both objectives, a LIBSVM file dealt by rank 0, failures, local
+# steps, momentum and the three schedules.
+source "$(dirname "$0")/common.sh"
+
+[ $# -eq 2 ] || die "usage: test_cross_engine_sgd.sh MPI_BINARY SMPI_BINARY"
+[ -e "$1" ] || die "no Open MPI program at $1 (build the default preset first)"
+[ -e "$2" ] || die "no SMPI program at $2 (build it first)"
+MPI_BIN=$(realpath "$1")
+SMPI_BIN=$(realpath "$2")
+NP=8
+
+# A small LIBSVM file: 40 samples, 6 features, labels +-1 (awk's own seeded rand).
+awk 'BEGIN { srand(7); for (i = 0; i < 40; i++) { y = (i % 3 == 0) ? -1 : 1; line = y;
+       for (k = 1; k <= 6; k++) if (rand() < 0.7) line = line " " k ":" sprintf("%.3f", y * 0.5 + rand() - 0.5);
+       print line } }' >"$SCRATCH/data.svm"
+
+configs=(
+  "--protocol moshpit --fail-rate 0.2 --objective logistic --label-skew 0.6 --batch 4 --lr 0.5 --momentum 0.5"
+  "--protocol pushsum --fail-rate 0.2 --objective quadratic --sigma 0.3 --batch 2 --lr 0.05 --lr-schedule inverse --lr-decay-steps 5"
+  "--protocol gossip --topology exp --local-steps 3 --objective quadratic --preset conditioned --condition 10 --lr 0.1 --lr-schedule step --lr-decay-steps 20"
+  "--protocol allreduce --fail-rate 0.1 --objective logistic --data $SCRATCH/data.svm --split label-sorted --batch 2 --lr 1"
+  "--protocol random-groups --group-size 3 --fail-rate 0.2 --failure permanent --objective quadratic --lr 0.05"
+)
+for config in "${configs[@]}"; do
+  read -r -a args <<<"$config"
+  args+=(--steps 60 --eval-every 7 --trials 2 --seed 4242)
+  tag=$(printf '%s' "${args[1]}")
+  started=$(now)
+  run_engine mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
+  run_engine smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
+  say "$tag: both engines ran ${args[*]} ($(elapsed "$started") s)"
+  check_trace "$SCRATCH/mpi-$tag.h5" --kind sgd --peers "$NP" --trials 2 --complete 1 --steps 60
+  check_trace "$SCRATCH/smpi-$tag.h5" --kind sgd --peers "$NP" --trials 2 --complete 1 --steps 60
+  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" "$AVB_TESTS_DIR" 2>&1 <<'EOF'
+import sys
+import h5py
+import numpy as np
+
+sys.path.insert(0, sys.argv[3])
+from bitwise import same
+
+problems = []
+with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
+    if (m.attrs["engine"], s.attrs["engine"]) != ("openmpi", "smpi"):
+        problems.append(f"engines {m.attrs['engine']!r}, {s.attrs['engine']!r}")
+    for name in sorted(set(m["optimum"].attrs) | set(s["optimum"].attrs)):
+        if not same(m["optimum"].attrs.get(name, np.nan), s["optimum"].attrs.get(name, np.nan)) and \
+                m["optimum"].attrs.get(name) != s["optimum"].attrs.get(name):
+            problems.append(f"/optimum attribute {name} differs")
+    if not same(m["optimum/x"][()], s["optimum/x"][()]):
+        problems.append("/optimum/x differs")
+    rows = 0
+    for k in m["trials"]:
+        a, b = m["trials"][k], s["trials"][k]
+        for name in a:
+            if name != "time" and not same(a[name][()], b[name][()]):
+                problems.append(f"/trials/{k}/{name} differs: {a[name][()]} vs {b[name][()]}")
+        for name in set(a.attrs) | set(b.attrs):
+            if not same(a.attrs.get(name), b.attrs.get(name)):
+                problems.append(f"/trials/{k} attribute {name} differs")
+        rows += len(a["step"])
+    for name in m["summary"]:
+        if name != "time" and not same(m["summary"][name][()], s["summary"][name][()]):
+            problems.append(f"/summary/{name} differs")
+    first, last = m["trials/0/relative_gap"][0], m["trials/0/relative_gap"][-1]
+    if not last < first:
+        problems.append(f"relative gap did not fall ({first} -> {last}): nothing was trained")
+for p in problems:
+    print(p)
+sys.exit(1 if problems else print(f"identical: {rows} rows, attributes, /optimum, /summary but time") or 0)
+EOF
+  ); then
+    ok "$tag: $report"
+  else
+    bad "$tag: Open MPI and SMPI traces differ:"
+    printf '%s\n' "$report" | sed 's/^/    /' >&2
+  fi
+done
+finish
