@@ -218,15 +218,8 @@ int run(int argc, char** argv) {
   }
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
 
-  const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
-  auto described = avb::describe(options);
-  if (!cli.out.empty()) described.emplace_back("out", cli.out);
-  std::unique_ptr<avb::TraceWriter> trace;
-  if (!avb::app::open_trace(kProgram, cli.out, cli.overwrite, info, described, app.config_to_str(true, false), trace))
-    return 2;
-
-  // A bad --data file is bad input too: every rank throws the same error, and the
-  // trace's temporary file goes with the writer.
+  // The data before the trace: a bad --data file is bad input, refused before
+  // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
   try {
     setup = avb::build_problem(options, MPI_COMM_WORLD);
@@ -234,6 +227,13 @@ int run(int argc, char** argv) {
     avb::app::report_error(kProgram, e.what());
     return 2;
   }
+
+  const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
+  auto described = avb::describe(options);
+  if (!cli.out.empty()) described.emplace_back("out", cli.out);
+  std::unique_ptr<avb::TraceWriter> trace;
+  if (!avb::app::open_trace(kProgram, cli.out, cli.overwrite, info, described, app.config_to_str(true, false), trace))
+    return 2;
 
   avb::app::TrainingReporter reporter(options, size, std::move(trace), cli.quiet);
   if (rank == 0) {

@@ -177,6 +177,17 @@ void refuse_extras(const std::vector<std::string>& extras) {
 std::string explain(const CLI::ParseError& error) {
   std::string what = error.what();
   if (error.get_name() == "FileError") return "--config: cannot read the file (" + what + ")";
+  if (error.get_name() == "ConversionError") {
+    // "Could not convert: --flag = value": only on/off flags convert in CLI11 here.
+    const std::string marker = "Could not convert: ";
+    const auto at = what.find(marker);
+    if (at != std::string::npos) {
+      const std::string rest = what.substr(at + marker.size());
+      const auto eq = rest.find(" = ");
+      if (eq != std::string::npos)
+        return rest.substr(0, eq) + ": '" + rest.substr(eq + 3) + "' is not one of {true, false}";
+    }
+  }
   if (error.get_name() == "ConfigError") {
     // "INI was not able to parse <key>": a key that is not an option.
     const std::string marker = "parse ";

@@ -46,6 +46,15 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
                  "gossip under failures: renormalize rows over alive neighbours (moves the mean) or metropolis "
                  "weights of the alive subgraph (keeps it; needs --weights metropolis)")
       ->capture_default_str();
+  app.add_option("--mode", f.mode,
+                 "swarm: blocking (both peers average, local progress re-applied) or non-blocking (the initiator "
+                 "averages with the partner's last published model)")
+      ->capture_default_str();
+  app.add_option("--quantizer", f.quantizer, "swarm: none, fp16, uniform8, stochastic:B (B bits, 1..16) or lattice")
+      ->capture_default_str();
+  app.add_option("--lattice-q", f.lattice_q, "swarm --quantizer lattice: q, an integer >= 2")->capture_default_str();
+  app.add_option("--lattice-eps", f.lattice_eps, "swarm --quantizer lattice: epsilon, a number > 0")
+      ->capture_default_str();
 }
 
 ProtocolOptions protocol_options(const ProtocolFlags& f) {
@@ -61,6 +70,10 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
   if (f.topology != "default") o.topology = parse_topology(f.topology);
   o.weights = parse_weights(f.weights);
   o.alive_weights = parse_alive_weights(f.alive_weights);
+  o.swarm_mode = parse_swarm_mode(f.mode);
+  o.quantizer = parse_quantizer(f.quantizer,
+                                parse_integer("--lattice-q", f.lattice_q, 2, 4294967295LL),
+                                parse_real("--lattice-eps", f.lattice_eps, "a number > 0"));
   return o;
 }
 
@@ -80,6 +93,10 @@ void refuse_foreign_flags(const ProtocolFlags& f, const std::string& protocol) {
       {"--topology", f.topology != defaults.topology},
       {"--weights", f.weights != defaults.weights},
       {"--alive-weights", f.alive_weights != defaults.alive_weights},
+      {"--mode", f.mode != defaults.mode},
+      {"--quantizer", f.quantizer != defaults.quantizer},
+      {"--lattice-q", f.lattice_q != defaults.lattice_q},
+      {"--lattice-eps", f.lattice_eps != defaults.lattice_eps},
   };
   const auto own = protocol_flags(protocol);
   for (const auto& [flag, set] : changed) {

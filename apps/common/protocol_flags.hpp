@@ -28,6 +28,10 @@ struct ProtocolFlags {
   std::string topology = "default";
   std::string weights = "uniform";
   std::string alive_weights = "renormalize";
+  std::string mode = "blocking";
+  std::string quantizer = "none";
+  std::string lattice_q = "65536";
+  std::string lattice_eps = "0.0001";
 };
 
 void add_protocol_flags(CLI::App& app, ProtocolFlags& flags);

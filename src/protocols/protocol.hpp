@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "protocols/compress.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/group_allreduce.hpp"
 #include "sim/failures.hpp"
@@ -26,8 +27,9 @@ namespace avb {
 // What a protocol reports about the groups it formed in a round. Each group is
 // counted once, by one of its members, so the sum over peers is the number of groups.
 struct GroupCounters {
-  int groups = 0;         // groups that attempted to average
-  int failed_groups = 0;  // of those, groups whose averaging was cancelled by a failure
+  int groups = 0;           // groups that attempted to average (swarm: interactions initiated)
+  int failed_groups = 0;    // of those, groups whose averaging was cancelled by a failure
+  int decode_failures = 0;  // quantized messages that could not be decoded (lattice)
 };
 
 // Everything one averaging round may use.
@@ -44,9 +46,24 @@ class Protocol {
   virtual ~Protocol() = default;
   // One round on this peer's vector; collective over round.world.
   virtual void step(std::span<double> x, Round& round) = 0;
-  // Asynchronous protocols serve partners' requests here between local steps.
-  virtual void progress() {}
+  // Asynchronous protocols serve partners' requests here, between local steps and
+  // whenever they wait; x is this peer's current model, which a partner's request
+  // may change.
+  virtual void progress(std::span<double> /*x*/) {}
+  // Collective over the trial's communicator: completes every interaction still in
+  // flight. Runners call it before each measurement, so that the models measured
+  // are settled. Synchronous protocols have nothing in flight between rounds.
+  // Failures this peer noticed while serving are added to `counters`.
+  virtual void settle(std::span<double> /*x*/, GroupCounters& /*counters*/) {}
 };
+
+// SwarmSGD's two forms of an interaction between initiator i and partner j.
+enum class SwarmMode {
+  blocking,      // both take the mean of their pre-local-step models, then re-apply their own progress
+  non_blocking,  // i averages with j's last published model; j is not written
+};
+SwarmMode parse_swarm_mode(std::string_view name);  // throws ConfigError (--mode)
+std::string_view to_string(SwarmMode mode);
 
 // How gossip reweights a row when some of its peers are down.
 enum class AliveWeights {
@@ -75,6 +92,10 @@ struct ProtocolOptions {
   std::optional<TopologySpec> topology;
   Weights weights = Weights::uniform;
   AliveWeights alive_weights = AliveWeights::renormalize;
+  // swarm: who is written in an interaction (docs/protocols.md), and how models
+  // travel on the wire.
+  SwarmMode swarm_mode = SwarmMode::blocking;
+  QuantizerSpec quantizer;
 };
 
 struct ProtocolInfo {

@@ -8,6 +8,7 @@
 #include "protocols/moshpit.hpp"
 #include "protocols/protocol.hpp"
 #include "protocols/random_groups.hpp"
+#include "protocols/swarm.hpp"
 
 namespace avb {
 
@@ -29,6 +30,8 @@ std::vector<ProtocolInfo> protocol_catalog() {
        FailureSemantics::survivors, {FailureSemantics::survivors}},
       {"pairwise", "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
        FailureSemantics::survivors, {FailureSemantics::survivors}},
+      {"swarm", "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
+       FailureSemantics::survivors, {FailureSemantics::survivors}},
   };
 }
 
@@ -47,6 +50,7 @@ std::vector<std::string_view> protocol_flags(std::string_view name) {
   if (name == "moshpit") return {"--grid", "--placement", "--key-update", "--min-group-size"};
   if (name == "gossip") return {"--topology", "--weights", "--alive-weights"};
   if (name == "pushsum" || name == "pairwise") return {"--topology"};
+  if (name == "swarm") return {"--topology", "--mode", "--quantizer", "--lattice-q", "--lattice-eps"};
   return {};
 }
 
@@ -80,7 +84,9 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
     if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
     check_grid(resolved.grid, n_peers);
   }
-  if (resolved.name == "gossip" || resolved.name == "pushsum" || resolved.name == "pairwise") {
+  validate(resolved.quantizer);
+  if (resolved.name == "gossip" || resolved.name == "pushsum" || resolved.name == "pairwise" ||
+      resolved.name == "swarm") {
     if (!resolved.topology) {
       TopologySpec spec;
       spec.kind = resolved.name == "gossip"    ? TopologyKind::ring
@@ -109,6 +115,7 @@ std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& wo
   if (resolved.name == "pushsum") return make_pushsum(resolved, world.size());
   if (resolved.name == "sgp-paper") return make_sgp_paper(resolved, world.size());
   if (resolved.name == "pairwise") return make_pairwise(resolved, world.size());
+  if (resolved.name == "swarm") return make_swarm(resolved, world);
   throw ConfigError("--protocol: '" + options.name + "' is not one of {" + protocol_names() + "}");
 }
 
@@ -125,8 +132,13 @@ std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions&
   if (options.name == "random-groups") out.emplace_back("group-size", std::to_string(options.group_size));
   if (options.name == "moshpit" || options.name == "random-groups")
     out.emplace_back("min-group-size", std::to_string(options.min_group_size));
-  if (options.name == "gossip" || options.name == "pushsum" || options.name == "pairwise")
+  if (options.name == "gossip" || options.name == "pushsum" || options.name == "pairwise" ||
+      options.name == "swarm")
     out.emplace_back("topology", options.topology ? to_string(*options.topology) : "default");
+  if (options.name == "swarm") {
+    out.emplace_back("mode", std::string(to_string(options.swarm_mode)));
+    for (auto& kv : describe(options.quantizer)) out.push_back(std::move(kv));
+  }
   if (options.name == "gossip") {
     out.emplace_back("weights", std::string(to_string(options.weights)));
     out.emplace_back("alive-weights", std::string(to_string(options.alive_weights)));

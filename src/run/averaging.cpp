@@ -250,6 +250,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
       Round round{t, seed, failures, comm, counters};
       const double start = MPI_Wtime();
       protocol->step(x, round);
+      protocol->settle(x, counters);  // asynchronous protocols: nothing left in flight
       m = measure(t, start, MPI_Wtime(), counters);
       stop = m.stop;
     }

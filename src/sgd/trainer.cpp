@@ -19,7 +19,7 @@ LrSchedule parse_lr_schedule(std::string_view name) {
   if (name == "constant") return LrSchedule::constant;
   if (name == "inverse") return LrSchedule::inverse;
   if (name == "step") return LrSchedule::step;
-  throw ConfigError("--lr-schedule: '" + std::string(name) + "' is not one of constant, inverse, step");
+  throw ConfigError("--lr-schedule: '" + std::string(name) + "' is not one of {constant, inverse, step}");
 }
 
 std::string_view to_string(LrSchedule schedule) {
@@ -461,16 +461,19 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
         velocity = options.momentum * velocity + g;
         x -= options.lr.at(s) * velocity;
       }
+      const std::span<double> model(x.data(), static_cast<std::size_t>(d));
+      protocol->progress(model);  // asynchronous protocols: serve partners, publish x
       if ((s + 1) % H == 0) {
         GroupCounters counters;
         Round round{r, seed, failures, comm, counters};
-        protocol->step(std::span<double>(x.data(), static_cast<std::size_t>(d)), round);
+        protocol->step(model, round);
         since_eval.groups += counters.groups;
         since_eval.failed_groups += counters.failed_groups;
         rounds_done = r;
       }
       done = s + 1;
       if ((s + 1) % options.eval_every == 0 || s + 1 == options.steps) {
+        protocol->settle(model, since_eval);
         m = measure(s + 1, start, MPI_Wtime());
         stop = m.stop;
         reached = options.stop_at_target && m.relative_gap <= min_target;

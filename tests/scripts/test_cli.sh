@@ -5,116 +5,20 @@
 #
 #   tests/scripts/test_cli.sh BINARY ENGINE      ENGINE: mpi (mpirun) or smpi (smpirun.sh)
 #
-# What a refusal must look like, checked for every bad input:
-#   - exit code 2 from the launcher (mpirun and smpirun pass the rank's code on);
-#   - exactly one line on stderr starting "averaging_bench: error:", and that line
-#     starts with the offending flag ("averaging_bench: error: --dim: ...") and
-#     names what is accepted (each case lists the words it must contain);
-#   - no run header on stdout (the run never started);
-#   - the working folder is unchanged: same names, sizes, modes and modification
-#     times, the folder's own included (so a temporary file created and deleted
-#     also counts), and the pre-existing trace keeps its SHA-256.
-# Launcher noise is ignored: Open MPI's "-----" banners never start with
-# "averaging_bench: error:", and lines starting with '[' are dropped before
-# counting: they are SimGrid's log lines (e.g. "[peer-0:0:(1) 0.000000] ...
-# SMPI process did not return 0") and the app's own "[12s] trial ..." progress.
+# What a refusal must look like is checked by bad_case (cli_common.sh, shared with
+# test_sgd_cli.sh): exit code 2, one "averaging_bench: error: --flag: ..." line on
+# stderr naming what is accepted, no run header, and the working folder unchanged
+# (a pre-existing trace keeps its SHA-256).
 source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/cli_common.sh"
 
 [ $# -eq 2 ] || die "usage: test_cli.sh BINARY mpi|smpi"
-[ -e "$1" ] || die "no program at $1 (build it first)"
-BIN=$(realpath "$1")
-ENGINE=$2
-set_launcher "$ENGINE" 2
-
-work=$SCRATCH/work    # where the app runs and writes; watched for changes
-logs=$SCRATCH/logs    # its stdout and stderr, outside the watched folder
-conf=$SCRATCH/conf    # --config files, also outside
-mkdir -p "$work" "$logs" "$conf"
-
-# run_app TAG ARGS...: runs the app on 2 peers in $work; sets RC, OUT and ERR.
-run_app() {
-  local tag=$1
-  shift
-  OUT=$logs/$tag.out
-  ERR=$logs/$tag.err
-  set +e
-  (cd "$work" && timeout -k 10 120 "${LAUNCH[@]}" "$BIN" "$@") >"$OUT" 2>"$ERR" </dev/null
-  RC=$?
-  set -e
-  if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
-    bad "$tag: timed out after 120 s: ${*}"
-  fi
-}
-
-show_logs() {
-  { echo "    --- stdout"; sed 's/^/    /' "$OUT"; echo "    --- stderr"; sed 's/^/    /' "$ERR"; } >&2
-}
-
-snapshot() {
-  find "$work" -printf '%P|%y|%s|%m|%T@\n' | LC_ALL=C sort
-  if [ -f "$work/existing.h5" ]; then sha256sum "$work/existing.h5"; fi
-}
-
-# bad_case TAG FLAG_REGEX NEEDLES -- ARGS...
-#   FLAG_REGEX: the flag the error line must start with (an ERE, e.g. --dim)
-#   NEEDLES:    words the error line must contain, separated by '|'
-bad_case() {
-  local tag=$1 flag_re=$2 needles=$3
-  shift 4
-  local before after lines line needle missing=""
-  before=$(snapshot)
-  run_app "$tag" "$@"
-  after=$(snapshot)
-  local problems=()
-  [ "$RC" -eq 2 ] || problems+=("exit code $RC, expected 2")
-  lines=$(grep -v '^\[' "$ERR" | grep -c '^averaging_bench: error:' || true)
-  line=$(grep -v '^\[' "$ERR" | grep -m1 '^averaging_bench: error:' || true)
-  if [ "$lines" -ne 1 ]; then
-    problems+=("$lines 'averaging_bench: error:' lines on stderr, expected exactly 1")
-  fi
-  if [ -n "$line" ]; then
-    if ! printf '%s\n' "$line" | grep -Eq "^averaging_bench: error: ($flag_re)([:= ]|\$)"; then
-      problems+=("the error line does not start with the flag ($flag_re)")
-    fi
-    IFS='|' read -r -a words <<<"$needles"
-    for needle in "${words[@]}"; do
-      printf '%s\n' "$line" | grep -Fq -- "$needle" || missing+=" '$needle'"
-    done
-    [ -z "$missing" ] || problems+=("the error line does not name the accepted values:$missing")
-  fi
-  if grep -q '^# averaging_bench' "$OUT"; then problems+=("the run started (header on stdout)"); fi
-  if [ "$before" != "$after" ]; then
-    local changes
-    changes=$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ' || true)
-    problems+=("files changed in the working folder: $changes")
-  fi
-  if [ ${#problems[@]} -eq 0 ]; then
-    ok "refused $* -> exit 2, \"$line\""
-  else
-    bad "$tag: averaging_bench $*"
-    local p
-    for p in "${problems[@]}"; do echo "    - $p" >&2; done
-    show_logs
-  fi
-}
-
-say "engine $ENGINE: ${LAUNCH[*]} $BIN"
+cli_init averaging_bench "$1" "$2"
 
 # ---- --help ------------------------------------------------------------------
-before=$(snapshot)
-run_app help --help
-n_usage=$(grep -c '^Usage:' "$OUT" || true)
-if [ "$RC" -eq 0 ] && [ "$n_usage" -eq 1 ] && [ "$before" = "$(snapshot)" ]; then
-  ok "--help: exit 0, usage printed once, no file written"
-else
-  bad "--help: exit code $RC (expected 0), 'Usage:' printed $n_usage times (expected 1)"
-  show_logs
-fi
-for flag in --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
+check_help --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
   --key-update --group-size --min-group-size --topology --weights --alive-weights --dim --rounds --trials --seed \
-  --target --stop-at-target --out --overwrite --quiet; do
-  grep -q -- "$flag" "$OUT" || bad "--help does not mention $flag"
-done
+  --target --stop-at-target --out --overwrite --quiet
 
 # ---- a good run; its trace is then the pre-existing file the bad cases must keep
 run_app good --fail-rate 0.05 --trials 2 --rounds 10 --dim 3 --out existing.h5 --quiet
@@ -125,8 +29,7 @@ if [ "$RC" -ne 0 ]; then
 fi
 ok "good run (--fail-rate 0.05 --trials 2 --rounds 10 --dim 3): exit 0"
 check_trace "$work/existing.h5" --peers 2 --trials 2 --complete 1 --rounds 10
-leftover=$(find "$work" -name '.*.tmp.*')
-[ -z "$leftover" ] || bad "temporary file left behind: $leftover"
+no_temp_files
 
 # ---- bad input ---------------------------------------------------------------------
 # Every case but the --out ones also asks to overwrite the existing trace: a valid
@@ -188,26 +91,7 @@ with h5py.File(sys.argv[1], "r") as f:
   fi
 
   # The config text recorded in a trace replays the run: same results.
-  timeout 60 "$AVB_PYTHON" -c '
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    open(sys.argv[2], "w").write(f["config"].attrs["text"])
-' "$work/config.h5" "$conf/replay.ini"
-  run_app config_replay --config "$conf/replay.ini" --out replay.h5
-  if [ "$RC" -ne 0 ]; then
-    bad "replaying /config text: exit code $RC"
-    show_logs
-  elif timeout 60 "$AVB_PYTHON" -c '
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
-    for name in a["summary"]:
-        if name != "time" and not np.array_equal(a["summary"][name][()], b["summary"][name][()]):
-            sys.exit(f"/summary/{name} differs")
-' "$work/config.h5" "$work/replay.h5"; then
-    ok "the /config text of a trace replays the run (same /summary but time)"
-  else
-    bad "replaying /config text gave different results"
-  fi
+  replay_config config_replay "$work/config.h5" "$logs/config_good.out"
 fi
 
 # ---- every protocol runs, with every failure semantics it supports ----------------
@@ -239,7 +123,6 @@ else
   bad "--overwrite: exit code $RC, or the file was not replaced"
   show_logs
 fi
-leftover=$(find "$work" -name '.*.tmp.*')
-[ -z "$leftover" ] || bad "temporary file left behind: $leftover"
+no_temp_files
 
 finish

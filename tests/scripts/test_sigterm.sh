@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
 # A run stopped by SIGTERM (Slurm's time limit, scancel) or SIGINT (Ctrl-C) keeps
-# the rounds it has done: the launcher exits non-zero, and the trace exists under
-# its final name, is readable, valid, marked complete = 0, holds at least one round
+# what it has measured: the launcher exits non-zero, and the trace exists under
+# its final name, is readable, valid, marked complete = 0, holds at least one row
 # after the initial state, and no temporary file is left beside it.
 #
 #   tests/scripts/test_sigterm.sh BINARY ENGINE      ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#
+# BINARY is averaging_bench (rounds of averaging) or sgd_bench (SGD steps, a row
+# every --eval-every steps); the test tells them apart by the file name.
 #
 # The signal goes to the launcher, as Slurm and a terminal would send it:
 #   - Open MPI 4.1's mpirun sends the ranks SIGCONT, waits odls_base_sigkill_timeout
 #     (1 s by default), sends SIGTERM, waits as long again, then SIGKILLs them
 #     (orte/mca/odls/base/odls_base_default_fns.c). A rank therefore has 1 s to
-#     finish its round and save; here rounds take under a millisecond. A run whose
-#     rounds take longer loses its trace (only the temporary file is left) unless
-#     OMPI_MCA_odls_base_sigkill_timeout is raised. mpirun then exits with 1, not
-#     the ranks' 143.
+#     finish its round (or its --eval-every steps) and save; here that takes under
+#     a millisecond. A run whose rounds take longer loses its trace (only the
+#     temporary file is left) unless OMPI_MCA_odls_base_sigkill_timeout is raised.
+#     mpirun then exits with 1, not the ranks' 143. So that the app's own exit
+#     code 128+signal is checked as well, the mpi engine also stops a singleton:
+#     the program started without mpirun (1 peer), which gets the signal itself.
 #   - SimGrid's smpirun sends SIGTERM to the simulation process (whatever signal it
-#     got) and exits at once, while the simulation is still saving. The test
-#     therefore waits for the launcher's whole process group to end, not just the
-#     launcher, before looking at the file.
+#     got; every rank returns 143) and exits at once with 128+signal, while the
+#     simulation is still saving. The test therefore waits for the launcher's whole
+#     process group to end, not just the launcher, before looking at the file.
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 2 ] || die "usage: test_sigterm.sh BINARY mpi|smpi"
@@ -25,6 +30,26 @@ source "$(dirname "$0")/common.sh"
 BIN=$(realpath "$1")
 ENGINE=$2
 set_launcher "$ENGINE" 2
+
+APP=$(basename "$BIN")
+case "$APP" in
+  averaging_bench)
+    # 100 trials of 100,000 rounds of 20,000 values on 2 peers: hours, far longer
+    # than the test, which stops it after a few seconds.
+    RUN_ARGS=(--dim 20000 --rounds 100000 --trials 100 --fail-rate 0.01)
+    PROGRESS='trial 1/100, round [1-9]'  # "[3s] trial 1/100, round 812/100000, ..."
+    EXPECT=(--kind averaging --complete 0 --rounds 100000)
+    ROW=round
+    ;;
+  sgd_bench)
+    # 100 trials of 10^8 SGD steps, measured every 1,000 steps: hours again.
+    RUN_ARGS=(--steps 100000000 --eval-every 1000 --trials 100 --fail-rate 0.01)
+    PROGRESS='trial 1/100, step [1-9]'  # "[3s] trial 1/100, step 1025000/100000000, ..."
+    EXPECT=(--kind sgd --complete 0 --steps 100000000 --local-steps 1 --eval-every 1000)
+    ROW=step
+    ;;
+  *) die "BINARY must be averaging_bench or sgd_bench, got '$APP'" ;;
+esac
 
 # The launcher runs in its own process group (job control, set -m), so that the
 # test can wait for every process it started and, if something hangs, kill them
@@ -51,18 +76,19 @@ wait_gone() {
   done
 }
 
-# stop_run SIGNAL: starts a long run, sends SIGNAL to the launcher once rounds are
-# being done, and checks what it leaves.
+# stop_run SIGNAL [singleton]: starts a long run, sends SIGNAL to the launcher (or,
+# for a singleton, to the program) once it is measuring, and checks what it leaves.
 stop_run() {
-  local sig=$1
-  local dir=$SCRATCH/$sig
+  local sig=$1 mode=${2:-launcher}
+  local what=SIG$sig peers=2 command=("${LAUNCH[@]}" "$BIN")
+  if [ "$mode" = singleton ]; then
+    what="SIG$sig (singleton)" peers=1 command=("$BIN")
+  fi
+  local dir=$SCRATCH/$sig-$mode
   mkdir -p "$dir"
   local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt
-  # 100 trials of 100,000 rounds of 20,000 values on 2 peers: hours, far longer
-  # than the test, which stops it after a few seconds.
   set -m
-  "${LAUNCH[@]}" "$BIN" --dim 20000 --rounds 100000 --trials 100 --fail-rate 0.01 \
-    --out "$out" >"$log" 2>"$err" </dev/null &
+  "${command[@]}" "${RUN_ARGS[@]}" --out "$out" >"$log" 2>"$err" </dev/null &
   LAUNCHER_PID=$!
   set +m
   local pgid
@@ -71,72 +97,96 @@ stop_run() {
   local started
   started=$(now)
 
-  # Rounds are being done once a progress line ("[3s] trial 1/100, round 812/...")
-  # is printed; the app prints the first after a few seconds of running.
+  # It is measuring once a progress line is printed; the app prints the first
+  # after a few seconds of running.
   local waited=0
-  until grep -q '^\[[0-9]*s\] trial 1/100, round [1-9]' "$err"; do
+  until grep -q "^\[[0-9]*s\] $PROGRESS" "$err"; do
     if ! kill -0 "$LAUNCHER_PID" 2>/dev/null; then
       echo "--- stdout" >&2; cat "$log" >&2; echo "--- stderr" >&2; cat "$err" >&2
-      die "SIG$sig: the run ended before it could be stopped"
+      die "$what: the run ended before it could be stopped"
     fi
     waited=$((waited + 1))
-    [ "$waited" -le 600 ] || die "SIG$sig: no progress line after 60 s (killed the run)"
+    [ "$waited" -le 600 ] || die "$what: no progress line after 60 s (killed the run)"
     sleep 0.1
   done
-  say "SIG$sig: run going after $(elapsed "$started") s: $(grep '^\[' "$err" | tail -1)"
+  say "$what: run going after $(elapsed "$started") s: $(grep '^\[' "$err" | tail -1)"
 
-  # To the launcher alone, as its PID (mpirun, or the smpirun shell script).
+  # To the launcher alone, as its PID (mpirun, the smpirun shell script, or the
+  # singleton program).
   local sent
   sent=$(now)
   kill -s "$sig" "$LAUNCHER_PID"
   # The launcher must go within 60 s, and so must everything it started.
-  wait_gone "$LAUNCHER_PID" 60 || die "SIG$sig: processes still running 60 s after the signal (killed them)"
+  wait_gone "$LAUNCHER_PID" 60 || die "$what: processes still running 60 s after the signal (killed them)"
   local rc=0
   wait "$LAUNCHER_PID" || rc=$?
   local launcher_s
   launcher_s=$(elapsed "$sent")
-  say "SIG$sig: launcher exit code $rc, every process gone $launcher_s s after the signal"
+  say "$what: exit code $rc, every process gone $launcher_s s after the signal"
   LAUNCHER_PID=""
 
-  if [ "$rc" -eq 0 ]; then
-    bad "SIG$sig: the launcher exited 0; a stopped run must exit non-zero"
+  # The program exits with 128+signal; smpirun passes that on, mpirun exits 1.
+  local code=$((128 + $(kill -l "$sig")))
+  if [ "$mode" = singleton ] || [ "$ENGINE" = smpi ]; then
+    if [ "$rc" -eq "$code" ]; then
+      ok "$what: exit code $code (128 + SIG$sig)"
+    else
+      bad "$what: exit code $rc, expected $code (128 + SIG$sig)"
+    fi
+  elif [ "$rc" -eq 0 ]; then
+    bad "$what: the launcher exited 0; a stopped run must exit non-zero"
   else
-    ok "SIG$sig: non-zero exit ($rc)"
+    ok "$what: non-zero exit ($rc)"
+  fi
+  if [ "$ENGINE" = smpi ] && [ "$mode" = launcher ]; then
+    # Every simulated rank got SIGTERM from smpirun and returned 143.
+    local returns
+    returns=$(grep -o 'Return value : [0-9]*' "$err" | awk '{ print $4 }' | sort | uniq -c | awk '{ printf "%s%sx%s", s, $1, $2; s = " " }')
+    if [ "$returns" = "2x143" ] || [ "$returns" = "2x$code" ]; then
+      ok "$what: both simulated ranks returned 128+signal ($returns)"
+    else
+      bad "$what: the simulated ranks returned '$returns', expected 2x143 (smpirun relays SIGTERM)"
+    fi
   fi
   if grep -q '^# run cut short by a stop request' "$log"; then
-    ok "SIG$sig: rank 0 reported the stop on stdout"
+    ok "$what: rank 0 reported the stop on stdout"
   else
-    bad "SIG$sig: no '# run cut short by a stop request' line on stdout"
+    bad "$what: no '# run cut short by a stop request' line on stdout"
   fi
 
   local leftover
   leftover=$(find "$dir" -name '.*.tmp.*')
-  [ -z "$leftover" ] || bad "SIG$sig: temporary file left behind: $leftover"
+  [ -z "$leftover" ] || bad "$what: temporary file left behind: $leftover"
   if [ ! -f "$out" ]; then
-    bad "SIG$sig: no trace at $out"
+    bad "$what: no trace at $out"
     echo "--- stdout" >&2; cat "$log" >&2; echo "--- stderr" >&2; grep -v '^\[[0-9]*s\]' "$err" >&2 || true
     return
   fi
-  check_trace "$out" --peers 2 --complete 0 --rounds 100000
+  check_trace "$out" --peers "$peers" "${EXPECT[@]}"
   local rows
   if rows=$(timeout 60 "$AVB_PYTHON" -c '
 import sys, h5py
+column = sys.argv[2]
 with h5py.File(sys.argv[1], "r") as f:
     assert f.attrs["complete"] == 0, "complete is %r" % f.attrs["complete"]
     trials = f["trials"]
-    rows = sum(len(trials[k]["round"]) - 1 for k in trials)
+    rows = sum(len(trials[k][column]) - 1 for k in trials)
     last = trials[list(trials)[-1]]
-    assert rows >= 1, "no round after the initial state"
+    assert rows >= 1, "no row after the initial state"
     assert last.attrs["complete"] == 0, "the last trial is not marked cut short"
-    print(f"{len(trials)} trial(s), {rows} round row(s)")
-' "$out" 2>&1); then
-    ok "SIG$sig: h5py reads it: complete = 0, $rows, last trial cut short"
+    print(f"{len(trials)} trial(s), {rows} row(s) after the initial state, last {column} {last[column][-1]}")
+' "$out" "$ROW" 2>&1); then
+    ok "$what: h5py reads it: complete = 0, $rows, last trial cut short"
   else
-    bad "SIG$sig: trace content: $rows"
+    bad "$what: trace content: $rows"
   fi
 }
 
 say "engine $ENGINE: ${LAUNCH[*]} $BIN"
 stop_run TERM
 stop_run INT
+if [ "$ENGINE" = mpi ]; then
+  stop_run TERM singleton
+  stop_run INT singleton
+fi
 finish

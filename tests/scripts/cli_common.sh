@@ -1,0 +1,213 @@
+# Shared by the command-line tests (test_cli.sh, test_sgd_cli.sh); sourced after
+# common.sh, not run.
+#
+#   cli_init PROGRAM BINARY ENGINE
+#
+# sets APP (the program's name, as it prints it in "APP: error: ..."), BIN, ENGINE,
+# LAUNCH (2 peers) and three folders under $SCRATCH:
+#   work  where the app runs and writes; watched for changes by bad_case
+#   logs  its stdout and stderr, outside the watched folder
+#   conf  --config files and data files, also outside
+#
+# What a refusal must look like, checked by bad_case for every bad input:
+#   - exit code 2 from the launcher (mpirun and smpirun pass the rank's code on);
+#   - exactly one line on stderr starting "APP: error:", and that line starts with
+#     the offending flag ("APP: error: --dim: ...") and names what is accepted (each
+#     case lists the words it must contain);
+#   - no run header ("# APP ...") on stdout: the run never started;
+#   - the working folder is unchanged: same names, sizes, modes and modification
+#     times, the folder's own included (so a temporary file created and deleted
+#     also counts), and the pre-existing trace existing.h5 keeps its SHA-256.
+# Launcher noise is ignored: Open MPI's "-----" banners never start with
+# "APP: error:", and lines starting with '[' are dropped before counting: they are
+# SimGrid's log lines (e.g. "[peer-0:0:(1) 0.000000] ... SMPI process did not
+# return 0") and the app's own "[12s] trial ..." progress.
+
+cli_init() {
+  APP=$1
+  [ -e "$2" ] || die "no program at $2 (build it first)"
+  BIN=$(realpath "$2")
+  ENGINE=$3
+  set_launcher "$ENGINE" 2
+  # When a rank exits non-zero, Open MPI's mpirun aborts the job: it signals the
+  # other ranks and waits odls_base_sigkill_timeout (1 s) twice before SIGKILL,
+  # although they are exiting by themselves: 2.4 s per refused run instead of
+  # 0.5 s. Without the wait nothing is lost: rank 0 prints its error before
+  # MPI_Finalize, which no rank leaves before every rank has entered it, and the
+  # launcher still exits with the ranks' code 2.
+  if [ "$ENGINE" = mpi ]; then export OMPI_MCA_odls_base_sigkill_timeout=0; fi
+  work=$SCRATCH/work
+  logs=$SCRATCH/logs
+  conf=$SCRATCH/conf
+  mkdir -p "$work" "$logs" "$conf"
+  say "engine $ENGINE: ${LAUNCH[*]} $BIN"
+}
+
+# run_app TAG ARGS...: runs the app on 2 peers in $work; sets RC, OUT and ERR.
+run_app() {
+  local tag=$1
+  shift
+  OUT=$logs/$tag.out
+  ERR=$logs/$tag.err
+  set +e
+  (cd "$work" && timeout -k 10 120 "${LAUNCH[@]}" "$BIN" "$@") >"$OUT" 2>"$ERR" </dev/null
+  RC=$?
+  set -e
+  if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+    bad "$tag: timed out after 120 s: ${*}"
+  fi
+}
+
+show_logs() {
+  { echo "    --- stdout"; sed 's/^/    /' "$OUT"; echo "    --- stderr"; sed 's/^/    /' "$ERR"; } >&2
+}
+
+snapshot() {
+  find "$work" -printf '%P|%y|%s|%m|%T@\n' | LC_ALL=C sort
+  if [ -f "$work/existing.h5" ]; then sha256sum "$work/existing.h5"; fi
+}
+
+# bad_case TAG FLAG_REGEX NEEDLES -- ARGS...
+#   FLAG_REGEX: the flag the error line must start with (an ERE, e.g. --dim)
+#   NEEDLES:    words the error line must contain, separated by '|'
+bad_case() {
+  local tag=$1 flag_re=$2 needles=$3
+  shift 4
+  local before after lines line needle missing=""
+  before=$(snapshot)
+  run_app "$tag" "$@"
+  after=$(snapshot)
+  local problems=()
+  [ "$RC" -eq 2 ] || problems+=("exit code $RC, expected 2")
+  lines=$(grep -v '^\[' "$ERR" | grep -c "^$APP: error:" || true)
+  line=$(grep -v '^\[' "$ERR" | grep -m1 "^$APP: error:" || true)
+  if [ "$lines" -ne 1 ]; then
+    problems+=("$lines '$APP: error:' lines on stderr, expected exactly 1")
+  fi
+  if [ -n "$line" ]; then
+    if ! printf '%s\n' "$line" | grep -Eq "^$APP: error: ($flag_re)([:= ]|\$)"; then
+      problems+=("the error line does not start with the flag ($flag_re)")
+    fi
+    IFS='|' read -r -a words <<<"$needles"
+    for needle in "${words[@]}"; do
+      printf '%s\n' "$line" | grep -Fq -- "$needle" || missing+=" '$needle'"
+    done
+    [ -z "$missing" ] || problems+=("the error line does not name the accepted values:$missing")
+  fi
+  if grep -q "^# $APP" "$OUT"; then problems+=("the run started (header on stdout)"); fi
+  if [ "$before" != "$after" ]; then
+    local changes
+    changes=$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ' || true)
+    problems+=("files changed in the working folder: $changes")
+  fi
+  if [ ${#problems[@]} -eq 0 ]; then
+    ok "refused $* -> exit 2, \"$line\""
+  else
+    bad "$tag: $APP $*"
+    local p
+    for p in "${problems[@]}"; do echo "    - $p" >&2; done
+    show_logs
+  fi
+}
+
+# check_help FLAG...: --help exits 0, prints the usage once, writes nothing, and
+# mentions every FLAG.
+check_help() {
+  local before n_usage flag
+  before=$(snapshot)
+  run_app help --help
+  n_usage=$(grep -c '^Usage:' "$OUT" || true)
+  if [ "$RC" -eq 0 ] && [ "$n_usage" -eq 1 ] && [ "$before" = "$(snapshot)" ]; then
+    ok "--help: exit 0, usage printed once, no file written"
+  else
+    bad "--help: exit code $RC (expected 0), 'Usage:' printed $n_usage times (expected 1)"
+    show_logs
+  fi
+  for flag in "$@"; do
+    grep -q -- "$flag" "$OUT" || bad "--help does not mention $flag"
+  done
+}
+
+# no_temp_files: no ".NAME.tmp.*" file (a trace being written) is left in $work.
+no_temp_files() {
+  local leftover
+  leftover=$(find "$work" -name '.*.tmp.*')
+  [ -z "$leftover" ] || bad "temporary file left behind: $leftover"
+}
+
+# h5_eval FILE EXPR: prints the Python expression EXPR of the open h5py.File f.
+h5_eval() {
+  timeout 60 "$AVB_PYTHON" -c '
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(eval(sys.argv[2]))
+' "$1" "$2"
+}
+
+# table_rows FILE: the result rows of a run's stdout (the lines that are not
+# comments: one per trial) and its mean and standard-error lines, without the
+# time column under Open MPI, where it is wall-clock time; under SMPI it is
+# simulated time, the same on every run, and is kept.
+table_rows() {
+  if [ "$ENGINE" = smpi ]; then
+    grep -E '^[^#]|^# +(mean|± se) ' "$1" || true
+  else
+    grep -E '^[^#]|^# +(mean|± se) ' "$1" | awk '{ $NF = ""; print }' || true
+  fi
+}
+
+# replay_config TAG TRACE REFERENCE_OUT: runs the app again with --config set to the
+# /config text that TRACE records (every option, --out included; the replay writes
+# $work/TAG.h5 instead), and checks that it gives the same result as the run that
+# wrote TRACE, whose stdout is REFERENCE_OUT: the same table rows and the same
+# /summary, but for the time columns under Open MPI (wall-clock time there).
+replay_config() {
+  local tag=$1 trace=$2 reference=$3
+  local text=$conf/$tag.ini
+  if ! timeout 60 "$AVB_PYTHON" -c '
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    open(sys.argv[2], "w").write(f["config"].attrs["text"])
+' "$trace" "$text"; then
+    bad "$tag: cannot read the /config text of $(basename "$trace")"
+    return
+  fi
+  rm -f "$work/$tag.h5"
+  run_app "$tag" --config "$text" --out "$tag.h5"
+  if [ "$RC" -ne 0 ]; then
+    bad "$tag: replaying the /config text of $(basename "$trace"): exit code $RC"
+    show_logs
+    return
+  fi
+  local want got
+  want=$(table_rows "$reference")
+  got=$(table_rows "$OUT")
+  if [ -z "$want" ]; then
+    bad "$tag: no table rows in $(basename "$reference") to compare with"
+  elif [ "$want" != "$got" ]; then
+    bad "$tag: replaying the /config text of $(basename "$trace") gave other table rows:"
+    diff <(echo "$want") <(echo "$got") | sed 's/^/    /' >&2 || true
+  else
+    ok "$tag: the /config text of $(basename "$trace") replays the run ($(echo "$want" | wc -l) same table rows)"
+  fi
+  local engine_time=1
+  [ "$ENGINE" = smpi ] && engine_time=0
+  local report
+  if report=$(timeout 60 "$AVB_PYTHON" -c '
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+    sa, sb = a["summary"], b["summary"]
+    if sorted(sa) != sorted(sb):
+        sys.exit(f"/summary members differ: {sorted(sa)} vs {sorted(sb)}")
+    for name in sa:
+        if name == "time" and sys.argv[3] == "1":
+            continue
+        x, y = sa[name][()], sb[name][()]
+        if not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
+            sys.exit(f"/summary/{name} differs: {x} vs {y}")
+' "$trace" "$work/$tag.h5" "$engine_time" 2>&1); then
+    ok "$tag: same /summary$([ "$engine_time" = 1 ] && echo ' but time')"
+  else
+    bad "$tag: replay: $report"
+  fi
+}
