@@ -19,10 +19,10 @@
 // adds its increment both to its current model x (local progress re-applied) and to
 // its pre-local-step model X.
 //
-// settle(): a peer whose own request has been answered enters MPI_Ibarrier and
-// keeps serving until the barrier completes. The barrier completes only when every
-// peer's request has been answered, so no request is left in flight; the replies
-// this peer sent are then completed too.
+// settle(): a peer whose own interaction is over enters a barrier and keeps serving
+// until the barrier completes. The barrier completes only when every peer's
+// interaction is over, so no request is left in flight; the replies this peer sent
+// are then completed too.
 #include "protocols/swarm.hpp"
 
 #include <cstring>
@@ -46,66 +46,54 @@ namespace {
 
 constexpr int kRequestTag = 0x5701;
 constexpr int kReplyTag = 0x5702;
+constexpr int kBarrierTag = 0x5710;  // + round of the dissemination barrier (< 32)
 constexpr std::byte kDecoded{1};
 constexpr std::byte kRefused{0};  // the partner could not decode the request: nobody moves
+constexpr std::byte kBusy{2};     // the partner is waiting on an interaction of its own
+constexpr int kMaxAttempts = 16;  // partners drawn before an initiator gives up for the round
 
 class SwarmProtocol final : public Protocol {
  public:
   SwarmProtocol(const ProtocolOptions& o, Comm& comm)
       : mode_(o.swarm_mode), quantizer_(o.quantizer), topology_spec_(*o.topology), comm_(comm) {}
 
+  ~SwarmProtocol() override {
+    // After the last settle() nothing is in flight but the listening receive.
+    // Errors are ignored: a destructor may run while an MPI error unwinds.
+    if (listen_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&listen_);
+      MPI_Wait(&listen_, MPI_STATUS_IGNORE);
+    }
+    for (auto& r : replies_) MPI_Waitall(static_cast<int>(r.request.size()), r.request.data(), MPI_STATUSES_IGNORE);
+  }
+  SwarmProtocol(const SwarmProtocol&) = delete;
+  SwarmProtocol& operator=(const SwarmProtocol&) = delete;
+
   void step(std::span<double> x, Round& round) override {
     start_trial(x, round);
     const int me = comm_.rank(), t = round.t;
     round.counters.decode_failures += std::exchange(served_failures_, 0);
     if (!round.failures.alive(t, me)) return;
-    const int partner = choose_partner(round);
-    if (partner < 0) return;
-    round.counters.groups += 1;
-
-    // The request, and the receive of its reply, before anything else can happen.
-    sent_.assign(reference().begin(), reference().end());
-    const auto round_word = static_cast<std::uint64_t>(t);
-    request_.resize(sizeof round_word);
-    std::memcpy(request_.data(), &round_word, sizeof round_word);
-    if (mode_ == SwarmMode::blocking) {
-      encoded_.clear();
-      quantizer_.encode(sent_, {round.seed, round_word, static_cast<std::uint64_t>(me), 0}, encoded_);
-      request_.insert(request_.end(), encoded_.begin(), encoded_.end());
+    bool done = false, tried = false;
+    for (int attempt = 0; attempt < kMaxAttempts && !done; ++attempt) {
+      const int partner = choose_partner(round, attempt);
+      if (partner < 0) break;
+      tried = true;
+      const std::byte status = interact(x, round, partner, attempt);
+      if (status == kBusy) continue;  // the partner was in an interaction of its own: draw again
+      done = true;
     }
-    reply_.resize(1 + quantizer_.encoded_bytes(x.size()));
-    std::vector<MPI_Request> mine;
-    comm_.irecv(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(reply_.data()), reply_.size()), partner,
-                kReplyTag, mine);
-    comm_.isend(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(request_.data()), request_.size()),
-                partner, kRequestTag, mine);
-    MPI_Request& reply = mine[0];
-    for (;;) {
-      int done = 0;
-      check_mpi(MPI_Test(&reply, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done) break;
-      serve(x);
+    if (tried) {
+      round.counters.groups += 1;
+      if (!done) round.counters.failed_groups += 1;
     }
-    Comm::wait_all(mine);  // the request's send
-
-    if (reply_[0] == kRefused) return;
-    decoded_.resize(x.size());
-    const std::span<const std::byte> payload(reply_.data() + 1, reply_.size() - 1);
-    if (!quantizer_.decode(payload, sent_, decoded_).ok) {
-      round.counters.decode_failures += 1;
-      return;
+    // Requests deferred while this peer waited, in arrival order.
+    while (!deferred_.empty()) {
+      Deferred r = std::move(deferred_.front());
+      deferred_.pop_front();
+      incoming_ = std::move(r.payload);
+      answer(r.initiator, x);
     }
-    if (mode_ == SwarmMode::blocking) {
-      for (std::size_t k = 0; k < x.size(); ++k) {
-        const double delta = (decoded_[k] - sent_[k]) / 2;
-        x[k] += delta;
-      }
-    } else {
-      for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + decoded_[k]) / 2;
-    }
-    // The averaged model is the new pre-local-step model, and what others now see.
-    pre_local_.assign(x.begin(), x.end());
-    published_.assign(x.begin(), x.end());
   }
 
   void progress(std::span<double> x) override {
@@ -116,20 +104,29 @@ class SwarmProtocol final : public Protocol {
 
   void settle(std::span<double> x, GroupCounters& counters) override {
     if (!started_) return;
-    MPI_Request barrier = MPI_REQUEST_NULL;
-    check_mpi(MPI_Ibarrier(comm_.raw(), &barrier), "MPI_Ibarrier");
-    for (;;) {
-      int done = 0;
-      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done) break;
-      serve(x);
+    // A dissemination barrier (round k: token to me + 2^k, from me - 2^k), in
+    // point-to-point messages so that waiting on it can serve requests with
+    // MPI_Waitany. (SMPI 3.32 deadlocks in MPI_Waitany over an MPI_Ibarrier
+    // request, and polling MPI_Test would charge simulated time per poll.)
+    const int n = comm_.size(), me = comm_.rank();
+    std::vector<MPI_Request> tokens;
+    for (int k = 0, step = 1; step < n; ++k, step *= 2) {
+      MPI_Request in = MPI_REQUEST_NULL;
+      check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, (me - step + n) % n, kBarrierTag + k, comm_.raw(), &in), "MPI_Irecv");
+      comm_.isend(std::span<const std::uint8_t>(), (me + step) % n, kBarrierTag + k, tokens);
+      wait_serving(in, x);
     }
+    Comm::wait_all(tokens);
     for (auto& r : replies_) Comm::wait_all(r.request);
     replies_.clear();
     counters.decode_failures += std::exchange(served_failures_, 0);
   }
 
  private:
+  struct Deferred {
+    int initiator;
+    std::vector<std::byte> payload;
+  };
   struct PendingReply {
     std::vector<std::byte> bytes;
     std::vector<MPI_Request> request;
@@ -143,39 +140,144 @@ class SwarmProtocol final : public Protocol {
     pre_local_.assign(x.begin(), x.end());
     published_.assign(x.begin(), x.end());
     replies_.clear();
+    inbox_.resize(2 * sizeof(std::uint32_t) + quantizer_.encoded_bytes(x.size()));
+    listen();
   }
 
   // The model this peer offers: blocking, its pre-local-step model; non-blocking,
   // the last one it published.
   const std::vector<double>& reference() const { return mode_ == SwarmMode::blocking ? pre_local_ : published_; }
 
-  // Uniform over the neighbours alive in round t, from the partner stream.
-  int choose_partner(const Round& round) {
+  // Uniform over the neighbours alive in round t, from the partner stream (draw
+  // `attempt` after busy partners).
+  int choose_partner(const Round& round, int attempt) {
     const int me = comm_.rank(), t = round.t;
     alive_.clear();
     for (int j : topology_->out_neighbours(t, me))
       if (j != me && round.failures.alive(t, j)) alive_.push_back(j);
     if (alive_.empty()) return -1;
     const std::uint64_t bits = Stream(round.seed, StreamId::partner)
-                                   .bits(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me), 0);
+                                   .bits(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me),
+                                         static_cast<std::uint64_t>(attempt));
     return alive_[static_cast<std::size_t>(bits % alive_.size())];
   }
 
-  // Answers every request that has arrived; never blocks on another peer.
+  // One request to `partner` and its reply; serves others while waiting. Returns
+  // the reply's status.
+  std::byte interact(std::span<double> x, Round& round, int partner, int attempt) {
+    const int me = comm_.rank();
+    sent_.assign(reference().begin(), reference().end());
+    const std::uint32_t header[2] = {static_cast<std::uint32_t>(round.t), static_cast<std::uint32_t>(attempt)};
+    request_.resize(sizeof header);
+    std::memcpy(request_.data(), header, sizeof header);
+    if (mode_ == SwarmMode::blocking) {
+      encoded_.clear();
+      quantizer_.encode(sent_, request_context(round.seed, header, me), encoded_);
+      request_.insert(request_.end(), encoded_.begin(), encoded_.end());
+    }
+    reply_.resize(1 + quantizer_.encoded_bytes(x.size()));
+    std::vector<MPI_Request> mine;
+    comm_.irecv(as_bytes(reply_), partner, kReplyTag, mine);
+    comm_.isend(as_const_bytes(request_), partner, kRequestTag, mine);
+    waiting_ = true;
+    wait_serving(mine[0], x);
+    waiting_ = false;
+    Comm::wait_all(mine);  // the request's send
+
+    const std::byte status = reply_[0];
+    if (status != kDecoded) return status;
+    decoded_.resize(x.size());
+    const std::span<const std::byte> payload(reply_.data() + 1, reply_.size() - 1);
+    if (!quantizer_.decode(payload, sent_, decoded_).ok) {
+      round.counters.decode_failures += 1;
+      return kRefused;
+    }
+    if (mode_ == SwarmMode::blocking) {
+      // Nothing changed this peer's model while it waited (it deferred or refused
+      // every request), so the interaction is atomic: x += (X_j - X_i)/2.
+      for (std::size_t k = 0; k < x.size(); ++k) x[k] += (decoded_[k] - sent_[k]) / 2;
+    } else {
+      for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + decoded_[k]) / 2;
+    }
+    // The averaged model is the new pre-local-step model, and what others now see.
+    pre_local_.assign(x.begin(), x.end());
+    published_.assign(x.begin(), x.end());
+    return status;
+  }
+
+  static EncodeContext request_context(std::uint64_t seed, const std::uint32_t header[2], int initiator) {
+    return {seed, header[0], static_cast<std::uint64_t>(initiator), 2 * static_cast<std::uint64_t>(header[1])};
+  }
+
+  static std::span<std::uint8_t> as_bytes(std::vector<std::byte>& v) {
+    return {reinterpret_cast<std::uint8_t*>(v.data()), v.size()};
+  }
+  static std::span<const std::uint8_t> as_const_bytes(const std::vector<std::byte>& v) {
+    return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size()};
+  }
+
+  // Keeps one receive posted for requests from anyone: waiting on it alongside
+  // one's own request (MPI_Waitany) serves partners without polling, which under
+  // SMPI would cost wall time on every simulated peer.
+  void listen() {
+    check_mpi(MPI_Irecv(inbox_.data(), static_cast<int>(inbox_.size()), MPI_BYTE, MPI_ANY_SOURCE, kRequestTag,
+                        comm_.raw(), &listen_),
+              "MPI_Irecv");
+  }
+
+  // Serves requests until `other` completes.
+  void wait_serving(MPI_Request& other, std::span<double> x) {
+    for (;;) {
+      MPI_Request both[2] = {other, listen_};
+      int which = MPI_UNDEFINED;
+      MPI_Status status;
+      check_mpi(MPI_Waitany(2, both, &which, &status), "MPI_Waitany");
+      other = both[0];
+      listen_ = both[1];
+      if (which == 0) break;
+      handle(status, x);
+    }
+    reap_replies();
+  }
+
+  // Serves the requests that have arrived; never blocks.
   void serve(std::span<double> x) {
     for (;;) {
-      int flag = 0;
+      int arrived = 0;
       MPI_Status status;
-      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kRequestTag, comm_.raw(), &flag, &status), "MPI_Iprobe");
-      if (!flag) break;
-      int bytes = 0;
-      check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
-      incoming_.resize(static_cast<std::size_t>(bytes));
-      comm_.recv(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(incoming_.data()), incoming_.size()),
-                 status.MPI_SOURCE, kRequestTag);
-      answer(status.MPI_SOURCE, x);
+      check_mpi(MPI_Test(&listen_, &arrived, &status), "MPI_Test");
+      if (!arrived) break;
+      handle(status, x);
     }
-    // Free the replies already delivered (their buffers must live until then).
+    reap_replies();
+  }
+
+  // One request, just received into inbox_.
+  void handle(const MPI_Status& status, std::span<double> x) {
+    int bytes = 0;
+    check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+    incoming_.assign(inbox_.begin(), inbox_.begin() + bytes);
+    const int initiator = status.MPI_SOURCE;
+    listen();
+    if (mode_ == SwarmMode::blocking && waiting_) {
+      // This peer's model is promised to its own partner until the reply comes.
+      // Lower ranks wait for it, higher ranks are turned away: a chain of waits
+      // climbs in rank, so it can never close into a cycle.
+      if (initiator < comm_.rank()) {
+        deferred_.push_back({initiator, std::move(incoming_)});
+        incoming_.clear();
+      } else {
+        PendingReply& r = replies_.emplace_back();
+        r.bytes.push_back(kBusy);
+        comm_.isend(as_const_bytes(r.bytes), initiator, kReplyTag, r.request);
+      }
+      return;
+    }
+    answer(initiator, x);
+  }
+
+  // Frees the replies already delivered (their buffers must live until then).
+  void reap_replies() {
     while (!replies_.empty()) {
       int done = 0;
       check_mpi(MPI_Test(&replies_.front().request[0], &done, MPI_STATUS_IGNORE), "MPI_Test");
@@ -190,9 +292,9 @@ class SwarmProtocol final : public Protocol {
     // The reply carries the model as it was before this interaction: the initiator
     // computes its increment from the same two values as this peer.
     const std::vector<double> before = mine;
-    std::uint64_t round_word = 0;
-    std::memcpy(&round_word, incoming_.data(), sizeof round_word);
-    const std::span<const std::byte> payload(incoming_.data() + sizeof round_word, incoming_.size() - sizeof round_word);
+    std::uint32_t header[2];
+    std::memcpy(header, incoming_.data(), sizeof header);
+    const std::span<const std::byte> payload(incoming_.data() + sizeof header, incoming_.size() - sizeof header);
     std::byte status = kDecoded;
     if (mode_ == SwarmMode::blocking) {
       decoded_.resize(x.size());
@@ -210,12 +312,13 @@ class SwarmProtocol final : public Protocol {
     }
     r.bytes.push_back(status);
     encoded_.clear();
-    // Dither keyed by the interaction (initiator's round, initiator) and message 1,
-    // so it differs from the request's (message 0) and does not depend on timing.
-    quantizer_.encode(before, {seed_, round_word, static_cast<std::uint64_t>(initiator), 1}, encoded_);
+    // Dither keyed by the interaction (initiator's round and attempt, initiator),
+    // one message after the request's: it does not depend on timing.
+    EncodeContext context = request_context(seed_, header, initiator);
+    context.message += 1;
+    quantizer_.encode(before, context, encoded_);
     r.bytes.insert(r.bytes.end(), encoded_.begin(), encoded_.end());
-    comm_.isend(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(r.bytes.data()), r.bytes.size()),
-                initiator, kReplyTag, r.request);
+    comm_.isend(as_const_bytes(r.bytes), initiator, kReplyTag, r.request);
   }
 
   SwarmMode mode_;
@@ -227,9 +330,12 @@ class SwarmProtocol final : public Protocol {
   std::uint64_t seed_ = 0;
   int served_failures_ = 0;  // requests this peer could not decode, not yet reported
   std::vector<double> pre_local_, published_, sent_, decoded_;
-  std::vector<std::byte> request_, reply_, incoming_, encoded_;
+  std::vector<std::byte> request_, reply_, incoming_, encoded_, inbox_;
+  MPI_Request listen_ = MPI_REQUEST_NULL;
   std::vector<int> alive_;
   std::deque<PendingReply> replies_;
+  std::deque<Deferred> deferred_;
+  bool waiting_ = false;  // blocking: this peer's request is out; its model must not change
 };
 
 }  // namespace
