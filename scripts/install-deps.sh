@@ -11,6 +11,7 @@ packages=(
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev librandom123-dev
   libgtest-dev libbenchmark-dev
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
+  python3-nbformat python3-nbconvert python3-ipykernel jupyter-nbconvert
 )
 
 missing=()

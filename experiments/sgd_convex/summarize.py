@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""The sgd_convex table: one row per cell (N, objective, p, protocol) from the traces.
+
+    summarize.py [--results DIR] [--csv FILE] [--md FILE]
+
+Reads every sgd trace (*.h5, run_kind = sgd) in DIR (default: results/ beside this
+script) and writes results.csv and table.md beside this script (or where --csv and
+--md say; '-' skips one), then prints the markdown table. Per cell, over the trials
+with complete = 1:
+
+  steps_to_<t>       mean of the trials' steps_to_<t> attribute (first evaluated step
+                     with relative gap <= t; a trial that never gets there counts its
+                     last step, the cap), and reached_<t>, how many trials got there
+  time_to_<t>        mean simulated time (s) at that row, over the trials that got there
+  final_relative_gap, final_consensus, final_accuracy   means of the last rows
+                     (accuracy: logistic only, NaN for a quadratic)
+  bytes_per_peer     mean over trials of bytes_sent / N
+  sim_time           mean total time of a trial (s); simulated under SMPI
+  wall_s             the cell's wall time from DIR/walltime.tsv, if listed there
+
+Importable: load_cells(results) gives the table as a pandas DataFrame, load_rows(path)
+the per-evaluation rows of one trace (the notebook uses both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+# Display order of the protocols, then of the problems.
+PROTOCOL_ORDER = ["allreduce", "allreduce-survivors", "moshpit", "gossip-ring", "gossip-exp", "pushsum"]
+OBJECTIVE_ORDER = ["quadratic", "logistic"]
+
+
+def protocol_label(config: dict) -> str:
+    """The cell's protocol name as run.sh spells it (gossip-ring, gossip-exp, ...)."""
+    name = config.get("protocol", "?")
+    if name == "gossip":
+        return f"gossip-{config.get('topology', 'ring')}"
+    if name == "allreduce" and config.get("on-failure") == "survivors":
+        return "allreduce-survivors"
+    return name
+
+
+def target_suffixes(summary) -> list[str]:
+    """The target suffixes ('1e-2', ...) of a summary group, largest target first."""
+    found = [k[len("steps_to_"):] for k in summary.keys() if k.startswith("steps_to_")]
+    return sorted(found, key=lambda s: -float(s))
+
+
+def load_rows(path: Path) -> pd.DataFrame:
+    """Every evaluation row of every trial of one trace, with a `trial` column."""
+    frames = []
+    with h5py.File(path, "r") as f:
+        for k, g in f["trials"].items():
+            cols = {name: ds[()] for name, ds in g.items() if name != "targets"}
+            frames.append(pd.DataFrame(cols).assign(trial=int(k), complete=int(g.attrs["complete"])))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read_walltimes(results: Path) -> dict[str, float]:
+    """cell name -> seconds, the last line of walltime.tsv for each cell."""
+    out: dict[str, float] = {}
+    path = results / "walltime.tsv"
+    if path.exists():
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                try:
+                    out[row["cell"]] = float(row["seconds"])
+                except (KeyError, TypeError, ValueError):
+                    pass
+    return out
+
+
+def summarize_trace(path: Path) -> dict | None:
+    """One table row for one trace, or None (with a message) if it is not a usable sgd trace."""
+    try:
+        with h5py.File(path, "r") as f:
+            if f.attrs.get("run_kind") != "sgd":
+                print(f"summarize.py: {path.name}: not a training trace, skipped", file=sys.stderr)
+                return None
+            n = int(f.attrs["n_peers"])
+            config = {k: str(v) for k, v in f["config"].attrs.items() if k != "text"}
+            s = f["summary"]
+            columns = {name: ds[()] for name, ds in s.items()}
+            suffixes = target_suffixes(s)
+            trial_ids = list(columns.get("trial", []))
+            rows = {int(k): g for k, g in f["trials"].items()}
+            done = np.asarray(columns.get("complete", []), dtype=int) == 1
+            rec = {
+                "N": n,
+                "objective": config.get("objective", "?"),
+                "p": float(config.get("fail-rate", "nan")),
+                "protocol": protocol_label(config),
+                "trials": int(done.sum()),
+                "steps": int(np.max(columns["steps"][done])) if done.any() else 0,
+            }
+            for t in suffixes:
+                steps_to = np.asarray(columns[f"steps_to_{t}"])[done]
+                reached = np.asarray(columns[f"reached_{t}"])[done] == 1
+                rec[f"steps_to_{t}"] = float(steps_to.mean()) if done.any() else math.nan
+                rec[f"reached_{t}"] = int(reached.sum())
+                # The simulated time of the row where each trial reached t.
+                times = []
+                for k, step, ok in zip(np.asarray(trial_ids)[done], steps_to, reached):
+                    if not ok:
+                        continue
+                    g = rows[int(k)]
+                    at = np.flatnonzero(g["step"][()] == step)
+                    if at.size:
+                        times.append(float(g["time"][()][at[0]]))
+                rec[f"time_to_{t}"] = float(np.mean(times)) if times else math.nan
+            for name in ("final_relative_gap", "final_consensus", "final_accuracy"):
+                vals = np.asarray(columns[name], dtype=float)[done]
+                rec[name] = float(vals.mean()) if vals.size else math.nan
+            bytes_sent = np.asarray(columns["bytes_sent"], dtype=float)[done]
+            rec["bytes_per_peer"] = float(bytes_sent.mean() / n) if bytes_sent.size else math.nan
+            times = np.asarray(columns["time"], dtype=float)[done]
+            rec["sim_time"] = float(times.mean()) if times.size else math.nan
+            rec["engine"] = str(f.attrs.get("engine", ""))
+            rec["trace"] = path.name
+            return rec
+    except (OSError, KeyError, ValueError) as e:
+        print(f"summarize.py: {path.name}: cannot read ({e}), skipped", file=sys.stderr)
+        return None
+
+
+def load_cells(results: Path) -> pd.DataFrame:
+    """The table, one row per trace in `results`, in display order."""
+    walls = read_walltimes(results)
+    records = []
+    for path in sorted(results.glob("*.h5")):
+        rec = summarize_trace(path)
+        if rec is not None:
+            rec["wall_s"] = walls.get(path.stem, math.nan)
+            records.append(rec)
+    if not records:
+        return pd.DataFrame()
+    df = pd.DataFrame(records)
+    order = {name: i for i, name in enumerate(PROTOCOL_ORDER)}
+    objs = {name: i for i, name in enumerate(OBJECTIVE_ORDER)}
+    df = df.assign(_o=df["objective"].map(lambda o: objs.get(o, len(objs))),
+                   _p=df["protocol"].map(lambda p: order.get(p, len(order))))
+    df = df.sort_values(["N", "_o", "objective", "p", "_p", "protocol"]).drop(columns=["_o", "_p"])
+    # Columns in a fixed order: identification, per-target, finals, costs.
+    suffixes = sorted({c[len("steps_to_"):] for c in df.columns if c.startswith("steps_to_")},
+                      key=lambda s: -float(s))
+    cols = ["N", "objective", "p", "protocol", "trials", "steps"]
+    for t in suffixes:
+        cols += [f"steps_to_{t}", f"reached_{t}", f"time_to_{t}"]
+    cols += ["final_relative_gap", "final_consensus", "final_accuracy", "bytes_per_peer", "sim_time",
+             "wall_s", "engine", "trace"]
+    return df[cols].reset_index(drop=True)
+
+
+def fmt_steps(mean: float, reached: int, trials: int, cap: int) -> str:
+    """Steps to a target: the mean if every trial got there, '>cap' if none did."""
+    if trials == 0 or math.isnan(mean):
+        return "—"
+    if reached == trials:
+        return f"{mean:.0f}" if trials == 1 or mean == round(mean) else f"{mean:.1f}"
+    if reached == 0:
+        return f">{cap}"
+    return f"{mean:.0f} ({reached}/{trials})"
+
+
+def fmt_sci(v: float) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2e}"
+
+
+def fmt_time(v: float) -> str:
+    if v is None or math.isnan(v):
+        return "—"
+    if v < 1e-6:  # nothing was sent: SMPI's clock moves only by its 1e-8 s per MPI_Wtime call
+        return "< 1 µs"
+    return f"{v * 1e3:.1f} ms" if v < 1 else f"{v:.2f} s"
+
+
+def fmt_bytes(v: float) -> str:
+    if math.isnan(v):
+        return "—"
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.1f} {unit}"
+    return f"{v:.0f} B"
+
+
+def fmt_wall(v: float) -> str:
+    if math.isnan(v):
+        return "—"
+    return f"{v:.0f} s" if v >= 10 else f"{v:.1f} s"
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """The table as markdown: one block of rows per (N, objective, p)."""
+    if df.empty:
+        return "No sgd traces found.\n"
+    suffixes = [c[len("steps_to_"):] for c in df.columns if c.startswith("steps_to_")]
+    head = ["N", "problem", "p", "protocol", "trials"]
+    head += [f"steps to {t}" for t in suffixes] + [f"sim. time to {t}" for t in suffixes]
+    head += ["final rel. gap", "final consensus", "accuracy", "bytes/peer", "sim. time", "wall"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in df.to_dict("records"):  # not itertuples: it renames 'steps_to_1e-2'
+        cells = [str(r["N"]), r["objective"], f"{r['p']:g}", r["protocol"], str(r["trials"])]
+        cells += [fmt_steps(r[f"steps_to_{t}"], r[f"reached_{t}"], r["trials"], r["steps"]) for t in suffixes]
+        cells += [fmt_time(r[f"time_to_{t}"]) for t in suffixes]
+        acc = r["final_accuracy"]
+        cells += [fmt_sci(r["final_relative_gap"]), fmt_sci(r["final_consensus"]),
+                  "—" if math.isnan(acc) else f"{acc:.4f}", fmt_bytes(r["bytes_per_peer"]),
+                  fmt_time(r["sim_time"]), fmt_wall(r["wall_s"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = ("steps to t: mean over complete trials of the first evaluated step with relative gap <= t; "
+             "'>S': no trial got there in S steps; 'm (k/n)': k of n trials did, the others count S. "
+             "sim. time to t: simulated seconds at that step, over the trials that got there. "
+             "Finals, bytes per peer and sim. time (the whole trial): means over trials.")
+    return "\n".join(lines) + "\n\n" + notes + "\n"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", type=Path, default=HERE / "results", help="folder of the traces")
+    ap.add_argument("--csv", default=str(HERE / "results.csv"), help="CSV output ('-': none)")
+    ap.add_argument("--md", default=str(HERE / "table.md"), help="markdown output ('-': none)")
+    a = ap.parse_args(argv)
+    if not a.results.is_dir():
+        print(f"summarize.py: error: {a.results} is not a folder", file=sys.stderr)
+        return 2
+    df = load_cells(a.results)
+    if df.empty:
+        print(f"summarize.py: error: no sgd traces in {a.results}", file=sys.stderr)
+        return 1
+    text = markdown(df)
+    if a.csv != "-":
+        df.to_csv(a.csv, index=False, float_format="%.6g")
+    if a.md != "-":
+        Path(a.md).write_text(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
