@@ -12,6 +12,7 @@
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "run/averaging.hpp"
+#include "world.hpp"
 
 namespace avb {
 namespace {
@@ -39,11 +40,7 @@ bool any_rank(bool local) {
   return out != 0;
 }
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using test::world_size;
 
 std::ostream& operator<<(std::ostream& os, const Case& c) {
   return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/rng.hpp"
+#include "world.hpp"
 #include "run/averaging.hpp"
 #include "sgd/libsvm.hpp"
 #include "sgd/trainer.hpp"
@@ -25,17 +26,8 @@
 namespace avb {
 namespace {
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using test::world_rank;
+using test::world_size;
 
 // ---- problems ---------------------------------------------------------------------
 
