@@ -83,6 +83,18 @@ void Comm::wait_all(std::vector<MPI_Request>& requests) {
 
 void Comm::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+bool clock_is_global(const Comm& comm) {
+#ifdef AVB_ENGINE_SMPI
+  (void)comm;
+  return true;  // every simulated rank reads the one simulated clock
+#else
+  int* flag = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(comm.raw(), MPI_WTIME_IS_GLOBAL, &flag, &found);
+  return found && flag != nullptr && *flag != 0;
+#endif
+}
+
 std::string engine_name() {
 #ifdef AVB_ENGINE_SMPI
   return "smpi";

@@ -137,6 +137,10 @@ class Comm {
   std::shared_ptr<Traffic> traffic_ = std::make_shared<Traffic>();
 };
 
+// Whether every rank's MPI_Wtime() reads one clock: SMPI's simulated clock always,
+// real MPI when MPI_WTIME_IS_GLOBAL says so.
+bool clock_is_global(const Comm& comm);
+
 // "openmpi", "mpich" or "smpi": which engine this binary was built for and runs on.
 std::string engine_name();
 // First line of MPI_Get_library_version.

@@ -8,6 +8,7 @@
 
 #include "core/comm.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/reduce.hpp"
 #include "core/rng.hpp"
 
@@ -33,24 +34,6 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   r.targets.erase(std::unique(r.targets.begin(), r.targets.end()), r.targets.end());
   return r;
 }
-
-namespace {
-// The shortest text that reads back to the same double.
-std::string format_number(double v) {
-  for (int p = 1; p < 17; ++p) {
-    std::ostringstream t;
-    t.precision(p);
-    t << v;
-    // strtod, not stod: a short form may read back as a subnormal, which stod
-    // reports as out of range.
-    if (std::strtod(t.str().c_str(), nullptr) == v) return t.str();
-  }
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions& o) {
   auto out = describe(o.protocol);
@@ -179,17 +162,6 @@ class Meter {
   }
 
  private:
-  static bool clock_is_global(const Comm& comm) {
-#ifdef AVB_ENGINE_SMPI
-    (void)comm;
-    return true;  // every simulated rank reads the one simulated clock
-#else
-    int* flag = nullptr;
-    int found = 0;
-    MPI_Comm_get_attr(comm.raw(), MPI_WTIME_IS_GLOBAL, &flag, &found);
-    return found && flag != nullptr && *flag != 0;
-#endif
-  }
 
   static constexpr std::size_t kExtra = 8;
   Comm comm_;

@@ -9,6 +9,7 @@
 
 #include "core/comm.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/reduce.hpp"
 #include "core/rng.hpp"
 #include "run/averaging.hpp"  // trial_seed: trial k of a training run has averaging's trial-k seed
@@ -43,22 +44,9 @@ double LearningRate::at(std::int64_t step) const {
 
 namespace {
 
-std::string text(double v) {
-  // The shortest text that reads back to the same double.
-  for (int p = 1; p < 17; ++p) {
-    std::ostringstream t;
-    t.precision(p);
-    t << v;
-    if (std::strtod(t.str().c_str(), nullptr) == v) return t.str();
-  }
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
 
 void require(bool ok, const std::string& flag, double value, const std::string& accepted) {
-  if (!ok) throw ConfigError(flag + ": " + text(value) + " is not " + accepted);
+  if (!ok) throw ConfigError(flag + ": " + format_number(value) + " is not " + accepted);
 }
 
 }  // namespace
@@ -91,21 +79,21 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
 std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions& o) {
   auto out = describe(o.protocol);
   for (auto& kv : describe(o.objective)) out.push_back(std::move(kv));
-  out.emplace_back("fail-rate", text(o.fail_rate));
+  out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
   out.emplace_back("steps", std::to_string(o.steps));
   out.emplace_back("local-steps", std::to_string(o.local_steps));
   out.emplace_back("batch", std::to_string(o.batch));
-  out.emplace_back("lr", text(o.lr.lr));
+  out.emplace_back("lr", format_number(o.lr.lr));
   out.emplace_back("lr-schedule", std::string(to_string(o.lr.schedule)));
   out.emplace_back("lr-decay-steps", std::to_string(o.lr.decay_steps));
-  out.emplace_back("lr-decay-factor", text(o.lr.decay_factor));
-  out.emplace_back("momentum", text(o.momentum));
+  out.emplace_back("lr-decay-factor", format_number(o.lr.decay_factor));
+  out.emplace_back("momentum", format_number(o.momentum));
   out.emplace_back("eval-every", std::to_string(o.eval_every));
   out.emplace_back("trials", std::to_string(o.trials));
   out.emplace_back("seed", std::to_string(o.seed));
   std::string targets;
-  for (double t : o.targets) targets += (targets.empty() ? "" : ",") + text(t);
+  for (double t : o.targets) targets += (targets.empty() ? "" : ",") + format_number(t);
   out.emplace_back("target", targets);
   out.emplace_back("stop-at-target", o.stop_at_target ? "true" : "false");
   if (!o.test_data.empty()) out.emplace_back("test-data", o.test_data);
@@ -273,17 +261,6 @@ TargetResult steps_to_target(const std::vector<TrainingRow>& rows, double target
 
 namespace {
 
-bool clock_is_global(const Comm& comm) {
-#ifdef AVB_ENGINE_SMPI
-  (void)comm;
-  return true;  // every simulated rank reads the one simulated clock
-#else
-  int* flag = nullptr;
-  int found = 0;
-  MPI_Comm_get_attr(comm.raw(), MPI_WTIME_IS_GLOBAL, &flag, &found);
-  return found && flag != nullptr && *flag != 0;
-#endif
-}
 
 // f(x) - f* for the pooled problem. For a quadratic the exact form
 // 1/2 (x - x*)^T H (x - x*) keeps the gap accurate far below f*'s rounding
