@@ -256,20 +256,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rc = 1;
-  try {
-    rc = run(argc, argv);
-  } catch (const std::exception& e) {
-    // An error on one rank mid-run: the others may be waiting in a collective, so
-    // the whole job must go down rather than hang.
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "%s: error on rank %d: %s\n", kProgram, rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char** argv) { return avb::app::run_with_mpi(argc, argv, kProgram, run); }

@@ -87,6 +87,20 @@ bool open_trace(const std::string& program, const std::string& out, bool overwri
   return ok != 0;
 }
 
+int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**)) {
+  MPI_Init(&argc, &argv);
+  int rc = 1;
+  try {
+    rc = run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error on rank %d: %s\n", program, world_rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return rc;
+}
+
 void install_stop_handlers() {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;

@@ -27,6 +27,11 @@ using KeyValues = std::vector<std::pair<std::string, std::string>>;
 void install_stop_handlers();
 int stop_signal();  // 0 when no stop was requested, else the signal number
 
+// A program's main(): MPI_Init, run(argc, argv), MPI_Finalize, and its exit code.
+// An exception on one rank mid-run takes the whole job down with MPI_Abort (the
+// other ranks may be waiting in a collective), after one line naming the rank.
+int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**));
+
 // Prints "<program>: error: <message>" on stderr, once (rank 0 only).
 void report_error(const std::string& program, const std::string& message);
 
