@@ -91,6 +91,13 @@ TEST(Swarm, ProgressEngineNeverDeadlocks) {
 
 // Local SGD with swarm: peers interact after their local steps while others are
 // still computing (progress() serves them); the average model approaches x*.
+// Between evaluations nothing keeps the peers in step, and with ranks
+// oversubscribed on two cores a descheduled rank falls dozens of steps behind:
+// models of different ages then mix, which moves the mean off the gradient path
+// (run to run, the gap after 400 steps ranged over 8e-4 ... 0.25 at N = 3 with
+// an evaluation every 100 steps). Evaluating every 10 steps settles the protocol
+// that often and bounds the lag: 2e-3 ... 8e-3 at N = 3, 2e-4 ... 5e-4 at N = 8
+// and 16.
 TEST(Swarm, LocalSgdConvergesOnTheQuadratic) {
   const int n = world_size();
   if (n < 2) GTEST_SKIP() << "needs two peers";
@@ -103,7 +110,7 @@ TEST(Swarm, LocalSgdConvergesOnTheQuadratic) {
   o.lr.lr = 1.0 / n;
   o.lr.schedule = LrSchedule::inverse;
   o.lr.decay_steps = 6;
-  o.eval_every = 100;
+  o.eval_every = 10;
   o.seed = 3;
   const Problem problem = build_problem(o, MPI_COMM_WORLD);
   TrainingObserver quiet;
@@ -111,7 +118,7 @@ TEST(Swarm, LocalSgdConvergesOnTheQuadratic) {
   if (world_rank() != 0) return;
   const auto& rows = result.trials.front().rows;
   EXPECT_LT(rows.back().relative_gap, 5e-2) << "n " << n;
-  EXPECT_LT(rows.back().relative_gap, rows[1].relative_gap);
+  EXPECT_LT(rows.back().relative_gap, rows[10].relative_gap);
 }
 
 }  // namespace
