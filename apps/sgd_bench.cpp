@@ -49,6 +49,8 @@ struct Cli {
   // the optimiser
   std::string steps = "1000";
   std::string local_steps = "1";
+  std::string local_steps_dist = "fixed";
+  std::string step_flops = "0";
   std::string batch = "1";
   std::string lr = "0.01";
   std::string lr_schedule = "constant";
@@ -93,6 +95,10 @@ void define_flags(CLI::App& app, Cli& cli) {
       "synthetic logistic: in [0, 1]; share (1 + s)/2 of a peer's samples has its majority label");
   opt("--steps", cli.steps, "SGD steps per trial, an integer >= 0");
   opt("--local-steps", cli.local_steps, "SGD steps between averaging rounds (H), an integer >= 1");
+  opt("--local-steps-dist", cli.local_steps_dist,
+      "fixed (H steps) or geometric (mean H, drawn per peer and round; --protocol swarm only)");
+  opt("--step-flops", cli.step_flops,
+      "simulated cost of one local step in flops, >= 0: charged at the host's speed under SMPI, ignored on real MPI");
   opt("--batch", cli.batch, "minibatch per peer and step, an integer >= 1");
   opt("--lr", cli.lr, "learning rate at step 0, > 0");
   opt("--lr-schedule", cli.lr_schedule,
@@ -176,6 +182,11 @@ avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
 
   o.steps = static_cast<int>(parse_integer("--steps", cli.steps, 0, kMaxInt));
   o.local_steps = static_cast<int>(parse_integer("--local-steps", cli.local_steps, 1, kMaxInt));
+  o.local_steps_dist = avb::parse_local_steps_dist(cli.local_steps_dist);
+  o.step_flops = parse_real("--step-flops", cli.step_flops, "a number >= 0");
+  if (cli.protocol.clock != avb::app::ProtocolFlags{}.clock)
+    throw avb::ConfigError("--clock: applies to averaging_bench only (in sgd_bench a swarm peer initiates after its "
+                           "local steps: --local-steps, --local-steps-dist)");
   o.batch = static_cast<int>(parse_integer("--batch", cli.batch, 1, 1 << 24));
   o.lr.lr = parse_real("--lr", cli.lr, "a number > 0");
   o.lr.schedule = avb::parse_lr_schedule(cli.lr_schedule);

@@ -29,6 +29,7 @@ struct ProtocolFlags {
   std::string weights = "uniform";
   std::string alive_weights = "renormalize";
   std::string mode = "blocking";
+  std::string clock = "round";
   std::string quantizer = "none";
   std::string lattice_q = "65536";
   std::string lattice_eps = "0.0001";

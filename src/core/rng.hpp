@@ -26,6 +26,8 @@ enum class StreamId : std::uint64_t {
   trial_seeds = 10,    // the seed of each trial, from the run's seed
   topology = 11,       // random graphs (random-regular)
   matching = 12,       // pairwise gossip's matchings
+  clock = 13,          // swarm's Poisson clocks
+  local_steps = 14,    // random local-step counts (--local-steps-dist geometric)
   test = 1000,         // reserved for tests
 };
 

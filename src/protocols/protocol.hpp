@@ -65,6 +65,17 @@ enum class SwarmMode {
 SwarmMode parse_swarm_mode(std::string_view name);  // throws ConfigError (--mode)
 std::string_view to_string(SwarmMode mode);
 
+// When a swarm peer initiates interactions in a round of pure averaging (in SGD a
+// peer initiates after its local steps instead).
+enum class SwarmClock {
+  round,    // once per round
+  poisson,  // at the ticks of its own rate-1 Poisson clock, a round being one unit of
+            // time: every interaction's initiator is then uniform and independent of
+            // the others, the model of the analysis (docs/protocols.md, swarm)
+};
+SwarmClock parse_swarm_clock(std::string_view name);  // throws ConfigError (--clock)
+std::string_view to_string(SwarmClock clock);
+
 // How gossip reweights a row when some of its peers are down.
 enum class AliveWeights {
   renormalize,  // the row's weights over its alive entries, scaled to sum 1 (the authors'; moves the mean)
@@ -95,6 +106,7 @@ struct ProtocolOptions {
   // swarm: who is written in an interaction (docs/protocols.md), and how models
   // travel on the wire.
   SwarmMode swarm_mode = SwarmMode::blocking;
+  SwarmClock swarm_clock = SwarmClock::round;
   QuantizerSpec quantizer;
 };
 

@@ -25,12 +25,15 @@
 // are then completed too.
 #include "protocols/swarm.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <optional>
 #include <utility>
 
 #include "core/rng.hpp"
+#include "sim/compute.hpp"
 
 namespace avb {
 
@@ -42,6 +45,14 @@ SwarmMode parse_swarm_mode(std::string_view name) {
 
 std::string_view to_string(SwarmMode mode) { return mode == SwarmMode::blocking ? "blocking" : "non-blocking"; }
 
+SwarmClock parse_swarm_clock(std::string_view name) {
+  if (name == "round") return SwarmClock::round;
+  if (name == "poisson") return SwarmClock::poisson;
+  throw ConfigError("--clock: '" + std::string(name) + "' is not one of {round, poisson}");
+}
+
+std::string_view to_string(SwarmClock clock) { return clock == SwarmClock::round ? "round" : "poisson"; }
+
 namespace {
 
 constexpr int kRequestTag = 0x5701;
@@ -50,12 +61,22 @@ constexpr int kBarrierTag = 0x5710;  // + round of the dissemination barrier (< 
 constexpr std::byte kDecoded{1};
 constexpr std::byte kRefused{0};  // the partner could not decode the request: nobody moves
 constexpr std::byte kBusy{2};     // the partner is waiting on an interaction of its own
-constexpr int kMaxAttempts = 16;  // partners drawn before an initiator gives up for the round
+constexpr int kMaxAttempts = 16;  // partners drawn before an initiator gives up on an interaction
+// The Poisson clock's unit of time in simulated seconds (one round), and the slice
+// in which an idle peer serves. An interaction on the default platform takes about
+// 1.3 ms (two messages over two 50 us host links and the 500 us backbone), so at
+// 64 peers (64 ticks a second, 16 ms apart on average) interactions rarely overlap.
+constexpr double kSecondsPerUnit = 1.0;
+constexpr double kIdleSlice = 1e-3;
 
 class SwarmProtocol final : public Protocol {
  public:
   SwarmProtocol(const ProtocolOptions& o, Comm& comm)
-      : mode_(o.swarm_mode), quantizer_(o.quantizer), topology_spec_(*o.topology), comm_(comm) {}
+      : mode_(o.swarm_mode),
+        clock_(o.swarm_clock),
+        quantizer_(o.quantizer),
+        topology_spec_(*o.topology),
+        comm_(comm) {}
 
   ~SwarmProtocol() override {
     // After the last settle() nothing is in flight but the listening receive.
@@ -74,25 +95,26 @@ class SwarmProtocol final : public Protocol {
     const int me = comm_.rank(), t = round.t;
     round.counters.decode_failures += std::exchange(served_failures_, 0);
     if (!round.failures.alive(t, me)) return;
-    bool done = false, tried = false;
-    for (int attempt = 0; attempt < kMaxAttempts && !done; ++attempt) {
-      const int partner = choose_partner(round, attempt);
-      if (partner < 0) break;
-      tried = true;
-      const std::byte status = interact(x, round, partner, attempt);
-      if (status == kBusy) continue;  // the partner was in an interaction of its own: draw again
-      done = true;
+    if (clock_ == SwarmClock::round) {
+      initiate(x, round, 0);
+      return;
     }
-    if (tried) {
-      round.counters.groups += 1;
-      if (!done) round.counters.failed_groups += 1;
-    }
-    // Requests deferred while this peer waited, in arrival order.
-    while (!deferred_.empty()) {
-      Deferred r = std::move(deferred_.front());
-      deferred_.pop_front();
-      incoming_ = std::move(r.payload);
-      answer(r.initiator, x);
+    // The ticks of a rate-1 Poisson clock in this round's unit of time: exponential
+    // gaps, keyed by (round, peer, tick). Under SMPI the peer idles (serving) until
+    // each tick, so interactions happen in the order of the clocks; on a real MPI
+    // there is no simulated time, and the ticks only say how many there are.
+    const Stream clock(round.seed, StreamId::clock);
+    double now = 0.0;
+    for (int tick = 0;; ++tick) {
+      const double gap = -std::log(clock.uniform_open0(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me),
+                                                       static_cast<std::uint64_t>(tick)));
+      if (now + gap >= 1.0) {
+        idle_serving(1.0 - now, x);
+        break;
+      }
+      idle_serving(gap, x);
+      now += gap;
+      initiate(x, round, tick);
     }
   }
 
@@ -123,6 +145,44 @@ class SwarmProtocol final : public Protocol {
   }
 
  private:
+  // One interaction initiated by this peer (the `tick`-th of its round), drawing
+  // another partner while the drawn one is busy.
+  void initiate(std::span<double> x, Round& round, int tick) {
+    bool done = false, tried = false;
+    for (int attempt = 0; attempt < kMaxAttempts && !done; ++attempt) {
+      const int draw = tick * kMaxAttempts + attempt;
+      const int partner = choose_partner(round, draw);
+      if (partner < 0) break;
+      tried = true;
+      const std::byte status = interact(x, round, partner, draw);
+      if (status == kBusy) continue;  // the partner was in an interaction of its own: draw again
+      done = true;
+    }
+    if (tried) {
+      round.counters.groups += 1;
+      if (!done) round.counters.failed_groups += 1;
+    }
+    // Requests deferred while this peer waited, in arrival order.
+    while (!deferred_.empty()) {
+      Deferred r = std::move(deferred_.front());
+      deferred_.pop_front();
+      incoming_ = std::move(r.payload);
+      answer(r.initiator, x);
+    }
+  }
+
+  // Lets `units` of the Poisson clock's time pass (one unit = kSecondsPerUnit of
+  // simulated time) while serving partners. SMPI has no timed wait, so the peer
+  // idles in slices and serves between them: a request waits at most one slice.
+  void idle_serving(double units, std::span<double> x) {
+    serve(x);
+    if (!time_is_simulated()) return;
+    for (double left = units * kSecondsPerUnit; left > 0; left -= kIdleSlice) {
+      charge_seconds(std::min(left, kIdleSlice));
+      serve(x);
+    }
+  }
+
   struct Deferred {
     int initiator;
     std::vector<std::byte> payload;
@@ -149,7 +209,7 @@ class SwarmProtocol final : public Protocol {
   const std::vector<double>& reference() const { return mode_ == SwarmMode::blocking ? pre_local_ : published_; }
 
   // Uniform over the neighbours alive in round t, from the partner stream (draw
-  // `attempt` after busy partners).
+  // `draw`: the partner stream is keyed by (round, peer, draw), draw = tick * kMaxAttempts + attempt).
   int choose_partner(const Round& round, int attempt) {
     const int me = comm_.rank(), t = round.t;
     alive_.clear();
@@ -322,6 +382,7 @@ class SwarmProtocol final : public Protocol {
   }
 
   SwarmMode mode_;
+  SwarmClock clock_;
   Quantizer quantizer_;
   TopologySpec topology_spec_;
   Comm& comm_;

@@ -56,6 +56,14 @@ enum class LrSchedule { constant, inverse, step };
 LrSchedule parse_lr_schedule(std::string_view name);  // throws ConfigError (--lr-schedule)
 std::string_view to_string(LrSchedule schedule);
 
+// How many local steps a peer takes between its rounds.
+enum class LocalStepsDist {
+  fixed,      // H every time
+  geometric,  // geometric with mean H, drawn per peer and round (asynchronous protocols only)
+};
+LocalStepsDist parse_local_steps_dist(std::string_view name);  // throws ConfigError (--local-steps-dist)
+std::string_view to_string(LocalStepsDist dist);
+
 struct LearningRate {
   LrSchedule schedule = LrSchedule::constant;  // --lr-schedule
   double lr = 0.01;                             // --lr
@@ -72,6 +80,11 @@ struct TrainingOptions {
   FailureKind failure = FailureKind::transient;
   int steps = 1000;       // --steps
   int local_steps = 1;    // --local-steps (H)
+  LocalStepsDist local_steps_dist = LocalStepsDist::fixed;  // --local-steps-dist
+  // --step-flops: the simulated cost of one local step. Under SMPI each step charges
+  // this many flops at its host's speed (computation is not simulated otherwise);
+  // nothing on a real MPI.
+  double step_flops = 0.0;
   int batch = 1;          // --batch (B), per peer and step
   LearningRate lr;
   double momentum = 0.0;  // --momentum, in [0, 1)
