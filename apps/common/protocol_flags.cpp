@@ -50,10 +50,13 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
                  "swarm: blocking (both peers average, local progress re-applied) or non-blocking (the initiator "
                  "averages with the partner's last published model)")
       ->capture_default_str();
-  app.add_option("--quantizer", f.quantizer, "swarm: none, fp16, uniform8, stochastic:B (B bits, 1..16) or lattice")
+  app.add_option("--quantizer", f.quantizer,
+                 "swarm, gossip, pairwise: what travels on the wire: none, fp16, uniform8, stochastic:B (B bits, "
+                 "1..16) or lattice")
       ->capture_default_str();
-  app.add_option("--lattice-q", f.lattice_q, "swarm --quantizer lattice: q, an integer >= 2")->capture_default_str();
-  app.add_option("--lattice-eps", f.lattice_eps, "swarm --quantizer lattice: epsilon, a number > 0")
+  app.add_option("--lattice-q", f.lattice_q, "--quantizer lattice: q, an integer in [2, 4294967295]")
+      ->capture_default_str();
+  app.add_option("--lattice-eps", f.lattice_eps, "--quantizer lattice: epsilon, a number > 0")
       ->capture_default_str();
 }
 

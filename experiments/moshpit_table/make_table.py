@@ -98,9 +98,11 @@ def contraction_theory(n: int) -> float:
 
 def read_trace(path: Path) -> dict:
     with h5py.File(path, "r") as f:
-        # v2 added run_kind and the sgd layout; an averaging trace is otherwise v1's.
-        if int(f.attrs.get("schema_version", 1)) not in (1, 2) or f.attrs.get("run_kind", "averaging") != "averaging":
-            raise ValueError(f"{path}: not an averaging trace of schema 1 or 2")
+        # v2 added run_kind and the sgd layout, v3 the decode_failures column; the
+        # summary read here is v1's in all three.
+        if int(f.attrs.get("schema_version", 1)) not in (1, 2, 3) or \
+                f.attrs.get("run_kind", "averaging") != "averaging":
+            raise ValueError(f"{path}: not an averaging trace of schema 1, 2 or 3")
         config = f["config"].attrs
         s = f["summary"]
         done = s["complete"][()] == 1

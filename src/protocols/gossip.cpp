@@ -3,6 +3,11 @@
 // every other; values then travel by Isend/Irecv between neighbours (SMPI has no
 // neighbour collectives). Sums run over peers in ascending order, so the oracle and
 // every engine add the same terms in the same order.
+//
+// gossip and pairwise may send Q(x) instead of x (--quantizer): one encoding per
+// peer and round, decoded by each receiver near its own model; a peer always uses
+// its own exact x for its own term (docs/protocols.md, "Quantized gossip and
+// pairwise").
 #include "protocols/gossip.hpp"
 
 #include <algorithm>
@@ -70,8 +75,11 @@ MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeigh
   return kept;
 }
 
+namespace {
+constexpr int kPairTag = 121;
+}  // namespace
+
 void average_with(Comm& comm, int partner, std::span<double> x, std::vector<double>& scratch) {
-  constexpr int kPairTag = 121;
   scratch.resize(x.size());
   comm.sendrecv<double>(x, partner, std::span<double>(scratch), partner, kPairTag);
   // a + b == b + a in IEEE arithmetic, so both partners get the same bits.
@@ -153,25 +161,43 @@ class TrialTopology {
   std::uint64_t seed_ = 0;
 };
 
-// Receives one value vector from each of `from` and sends x to each of `to`.
+// Receives one message from each of `from` and sends `payload` to each of `to`:
+// value vectors (T = double) or quantized encodings (T = std::uint8_t), all of one
+// size in a round.
+template <class T>
 class NeighbourExchange {
  public:
-  // Returns the received vectors, slot k for from[k].
-  const std::vector<double>& run(Comm& comm, std::span<const double> x, const std::vector<int>& to,
-                                 const std::vector<int>& from) {
-    const std::size_t d = x.size();
+  // Returns the received messages, slot k (payload.size() entries) for from[k].
+  const std::vector<T>& run(Comm& comm, std::span<const T> payload, const std::vector<int>& to,
+                            const std::vector<int>& from) {
+    const std::size_t d = payload.size();
     incoming_.resize(from.size() * d);
     for (std::size_t k = 0; k < from.size(); ++k)
-      comm.irecv<double>(std::span<double>(incoming_.data() + k * d, d), from[k], kGossipTag, requests_);
-    for (int j : to) comm.isend<double>(x, j, kGossipTag, requests_);
+      comm.irecv<T>(std::span<T>(incoming_.data() + k * d, d), from[k], kGossipTag, requests_);
+    for (int j : to) comm.isend<T>(payload, j, kGossipTag, requests_);
     Comm::wait_all(requests_);
     return incoming_;
   }
 
  private:
-  std::vector<double> incoming_;
+  std::vector<T> incoming_;
   std::vector<MPI_Request> requests_;
 };
+
+// Encodings travel as MPI bytes; Comm counts their size, which is what the trace's
+// bytes_sent reports for quantized protocols.
+std::span<const std::uint8_t> wire(const std::vector<std::byte>& v) {
+  return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size()};
+}
+std::span<const std::byte> unwire(std::span<const std::uint8_t> v) {
+  return {reinterpret_cast<const std::byte*>(v.data()), v.size()};
+}
+
+// One encoding per sender and round, sent to every neighbour alike: the dither is
+// keyed by (seed, round, sender, message 0), never by timing or rank count.
+EncodeContext graph_context(std::uint64_t seed, int t, int sender) {
+  return {seed, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(sender), 0};
+}
 
 // sum = own + the received vectors, added in ascending peer order with `own` at
 // this peer's place, so that every engine and the oracle add the same terms in
@@ -197,7 +223,7 @@ void sum_in_peer_order(int me, std::span<const double> own, const std::vector<in
 class GossipProtocol final : public Protocol {
  public:
   GossipProtocol(const ProtocolOptions& o, int n)
-      : topology_(*o.topology, n), weights_(o.weights), alive_weights_(o.alive_weights) {}
+      : topology_(*o.topology, n), weights_(o.weights), alive_weights_(o.alive_weights), quantizer_(o.quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
     const Topology& g = topology_.get(round.seed);
@@ -210,11 +236,30 @@ class GossipProtocol final : public Protocol {
     to_.clear();
     for (int j : g.out_neighbours(t, me))
       if (round.failures.alive(t, j)) to_.push_back(j);
-    const auto& in = exchange_.run(round.world, x, to_, from_);
     const std::size_t d = x.size();
+    const double* in = nullptr;  // slot k (d values) holds the value of from_[k]
+    if (quantizer_.spec().kind == QuantizerKind::none) {
+      // The doubles themselves, as before quantizers existed (bit-identical traces).
+      in = exchange_.run(round.world, std::span<const double>(x.data(), d), to_, from_).data();
+    } else {
+      quantizer_.encode(x, graph_context(round.seed, t, me), encoded_);
+      const auto& bytes = byte_exchange_.run(round.world, wire(encoded_), to_, from_);
+      const std::size_t size = encoded_.size();
+      received_.resize(from_.size() * d);
+      for (std::size_t k = 0; k < from_.size(); ++k) {
+        const std::span<double> slot(received_.data() + k * d, d);
+        // Decoded near this peer's own model (lattice); on a failure the weight of
+        // that neighbour stays on this peer's own value (docs/protocols.md).
+        if (!quantizer_.decode(unwire({bytes.data() + k * size, size}), x, slot).ok) {
+          std::copy(x.begin(), x.end(), slot.begin());
+          round.counters.decode_failures += 1;
+        }
+      }
+      in = received_.data();
+    }
     mixed_.assign(d, 0.0);
     for (std::size_t k = 0, slot = 0; k < row.peers.size(); ++k) {
-      const double* v = row.peers[k] == me ? x.data() : in.data() + (slot++) * d;
+      const double* v = row.peers[k] == me ? x.data() : in + (slot++) * d;
       for (std::size_t c = 0; c < d; ++c) mixed_[c] += row.weights[k] * v[c];
     }
     std::copy(mixed_.begin(), mixed_.end(), x.begin());
@@ -224,9 +269,12 @@ class GossipProtocol final : public Protocol {
   TrialTopology topology_;
   Weights weights_;
   AliveWeights alive_weights_;
-  NeighbourExchange exchange_;
+  Quantizer quantizer_;
+  NeighbourExchange<double> exchange_;
+  NeighbourExchange<std::uint8_t> byte_exchange_;
   std::vector<int> from_, to_;
-  std::vector<double> mixed_;
+  std::vector<double> mixed_, received_;
+  std::vector<std::byte> encoded_;
 };
 
 // Push-sum: the peer's mass (x, w) is split evenly between itself and its alive
@@ -263,7 +311,7 @@ class PushSumProtocol final : public Protocol {
       if (round.failures.alive(t, j)) from_.push_back(j);
     const double share = 1.0 / static_cast<double>(to_.size() + 1);
     for (double& v : mass_) v *= share;
-    const auto& in = exchange_.run(round.world, mass_, to_, from_);
+    const auto& in = exchange_.run(round.world, std::span<const double>(mass_), to_, from_);
     sum_in_peer_order(me, mass_, from_, in, sum_);
     mass_ = sum_;
     publish(z);
@@ -278,7 +326,7 @@ class PushSumProtocol final : public Protocol {
   }
 
   TrialTopology topology_;
-  NeighbourExchange exchange_;
+  NeighbourExchange<double> exchange_;
   std::vector<double> mass_, sum_;  // x then w
   std::vector<double> last_;        // z as the last round left it
   std::uint64_t seed_ = 0;
@@ -301,7 +349,7 @@ class SgpPaperProtocol final : public Protocol {
     for (int j : neighbours_)
       if (round.failures.alive(t, j)) alive_.push_back(j);
     // The relation is symmetric: whoever i pulls from also pulls from i.
-    const auto& in = exchange_.run(round.world, x, alive_, alive_);
+    const auto& in = exchange_.run(round.world, std::span<const double>(x.data(), x.size()), alive_, alive_);
     sum_in_peer_order(me, x, alive_, in, sum_);
     const double count = static_cast<double>(alive_.size() + 1);
     for (std::size_t c = 0; c < x.size(); ++c) x[c] = sum_[c] / count;
@@ -309,14 +357,14 @@ class SgpPaperProtocol final : public Protocol {
 
  private:
   int n_;
-  NeighbourExchange exchange_;
+  NeighbourExchange<double> exchange_;
   std::vector<int> neighbours_, alive_;
   std::vector<double> sum_;
 };
 
 class PairwiseProtocol final : public Protocol {
  public:
-  PairwiseProtocol(const ProtocolOptions& o, int n) : topology_(*o.topology, n) {}
+  PairwiseProtocol(const ProtocolOptions& o, int n) : topology_(*o.topology, n), quantizer_(o.quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
     const Topology& g = topology_.get(round.seed);
@@ -331,12 +379,32 @@ class PairwiseProtocol final : public Protocol {
         random_matching(g, round.seed, round.failures, round.t, &edges_)[static_cast<std::size_t>(me)];
     if (partner < 0) return;
     if (me < partner) round.counters.groups = 1;
-    average_with(round.world, partner, x, scratch_);
+    if (quantizer_.spec().kind == QuantizerKind::none) {
+      average_with(round.world, partner, x, scratch_);
+      return;
+    }
+    // Each side sends Q(x) and averages its own exact x with what it decodes, so
+    // the two partners generally end with different bits.
+    quantizer_.encode(x, graph_context(round.seed, round.t, me), encoded_);
+    incoming_.resize(encoded_.size());
+    round.world.sendrecv<std::uint8_t>(wire(encoded_), partner, std::span<std::uint8_t>(incoming_), partner,
+                                       kPairTag);
+    scratch_.resize(x.size());
+    if (!quantizer_.decode(unwire(incoming_), x, scratch_).ok) {
+      // Undecodable: this side keeps its value (the pair still counts in groups;
+      // the partner, who may have decoded, averages as usual).
+      round.counters.decode_failures += 1;
+      return;
+    }
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + scratch_[k]) / 2.0;
   }
 
  private:
   TrialTopology topology_;
+  Quantizer quantizer_;
   std::vector<double> scratch_;
+  std::vector<std::uint8_t> incoming_;
+  std::vector<std::byte> encoded_;
   std::vector<std::pair<int, int>> edges_;
   std::uint64_t edges_seed_ = 0;
 };

@@ -48,8 +48,12 @@ std::vector<std::string_view> protocol_flags(std::string_view name) {
   if (name == "allreduce") return {"--collective"};
   if (name == "random-groups") return {"--group-size", "--min-group-size"};
   if (name == "moshpit") return {"--grid", "--placement", "--key-update", "--min-group-size"};
-  if (name == "gossip") return {"--topology", "--weights", "--alive-weights"};
-  if (name == "pushsum" || name == "pairwise") return {"--topology"};
+  // gossip and pairwise send Q(x) under --quantizer (docs/protocols.md). Not
+  // pushsum: its shares carry the weight w, which a lossy code would unbalance.
+  if (name == "gossip")
+    return {"--topology", "--weights", "--alive-weights", "--quantizer", "--lattice-q", "--lattice-eps"};
+  if (name == "pairwise") return {"--topology", "--quantizer", "--lattice-q", "--lattice-eps"};
+  if (name == "pushsum") return {"--topology"};
   if (name == "swarm") return {"--topology", "--mode", "--quantizer", "--lattice-q", "--lattice-eps"};
   return {};
 }
@@ -137,12 +141,13 @@ std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions&
     out.emplace_back("topology", options.topology ? to_string(*options.topology) : "default");
   if (options.name == "swarm") {
     out.emplace_back("mode", std::string(to_string(options.swarm_mode)));
-    for (auto& kv : describe(options.quantizer)) out.push_back(std::move(kv));
   }
   if (options.name == "gossip") {
     out.emplace_back("weights", std::string(to_string(options.weights)));
     out.emplace_back("alive-weights", std::string(to_string(options.alive_weights)));
   }
+  if (options.name == "swarm" || options.name == "gossip" || options.name == "pairwise")
+    for (auto& kv : describe(options.quantizer)) out.push_back(std::move(kv));
   return out;
 }
 

@@ -127,11 +127,12 @@ class Meter {
     buffer_[dim_ + 1] = static_cast<double>(in.bytes_sent);
     buffer_[dim_ + 2] = in.counters.groups;
     buffer_[dim_ + 3] = in.counters.failed_groups;
-    buffer_[dim_ + 4] = in.step_end - in.step_start;
-    buffer_[dim_ + 5] = in.step_start;
-    buffer_[dim_ + 6] = in.step_end;
-    buffer_[dim_ + 7] = in.stop_requested ? 1.0 : 0.0;
-    tree_reduce_to_root(comm_, buffer_, dim_ + 4, scratch_);  // 4 sums, then 4 maxima
+    buffer_[dim_ + 4] = in.counters.decode_failures;
+    buffer_[dim_ + 5] = in.step_end - in.step_start;
+    buffer_[dim_ + 6] = in.step_start;
+    buffer_[dim_ + 7] = in.step_end;
+    buffer_[dim_ + 8] = in.stop_requested ? 1.0 : 0.0;
+    tree_reduce_to_root(comm_, buffer_, dim_ + 5, scratch_);  // 5 sums, then 4 maxima
 
     Outputs out{};
     std::array<double, 2> verdict{};
@@ -146,14 +147,15 @@ class Meter {
       out.row.bytes_sent = static_cast<std::uint64_t>(buffer_[dim_ + 1]);
       out.row.groups = static_cast<std::int32_t>(buffer_[dim_ + 2]);
       out.row.failed_groups = static_cast<std::int32_t>(buffer_[dim_ + 3]);
+      out.row.decode_failures = static_cast<std::int32_t>(buffer_[dim_ + 4]);
       // A round lasts from the moment the last peer entered it to the moment the
       // last peer left it. Peers leave the previous measurement at different
       // times, and an early peer's own duration includes waiting for the rest:
       // counting that would let measurement disturb the time column. Needs one
       // clock for all peers (SMPI's simulated clock, or MPI_WTIME_IS_GLOBAL);
       // otherwise the longest per-peer duration is the best available.
-      out.step_seconds = global_clock_ ? buffer_[dim_ + 6] - buffer_[dim_ + 5] : buffer_[dim_ + 4];
-      verdict = {out.row.variance, buffer_[dim_ + 7]};
+      out.step_seconds = global_clock_ ? buffer_[dim_ + 7] - buffer_[dim_ + 6] : buffer_[dim_ + 5];
+      verdict = {out.row.variance, buffer_[dim_ + 8]};
     }
     tree_broadcast_from_root(comm_, verdict);
     out.variance = verdict[0];
@@ -163,7 +165,7 @@ class Meter {
 
  private:
 
-  static constexpr std::size_t kExtra = 8;
+  static constexpr std::size_t kExtra = 9;
   Comm comm_;
   std::size_t dim_;
   std::vector<double> reference_, buffer_, scratch_;

@@ -277,6 +277,7 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   group.write_dataset("alive", column(rows, [](const RoundRow& r) { return r.alive; }));
   group.write_dataset("groups", column(rows, [](const RoundRow& r) { return r.groups; }));
   group.write_dataset("failed_groups", column(rows, [](const RoundRow& r) { return r.failed_groups; }));
+  group.write_dataset("decode_failures", column(rows, [](const RoundRow& r) { return r.decode_failures; }));
   group.write_dataset("bytes_sent", column(rows, [](const RoundRow& r) { return r.bytes_sent; }));
   group.write_dataset("time", column(rows, [](const RoundRow& r) { return r.time; }));
 
@@ -352,6 +353,7 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   group.write_dataset("alive", column(rows, [](const Row& r) { return r.alive; }));
   group.write_dataset("groups", column(rows, [](const Row& r) { return r.groups; }));
   group.write_dataset("failed_groups", column(rows, [](const Row& r) { return r.failed_groups; }));
+  group.write_dataset("decode_failures", column(rows, [](const Row& r) { return r.decode_failures; }));
   group.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
   group.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
   impl_->file.flush();

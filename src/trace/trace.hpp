@@ -1,4 +1,4 @@
-// The HDF5 trace of one run, schema v2 (docs/trace-format.md): an averaging run
+// The HDF5 trace of one run, schema v3 (docs/trace-format.md): an averaging run
 // (averaging_bench) or a training run (sgd_bench), told apart by the root
 // attribute run_kind.
 //
@@ -18,7 +18,8 @@
 namespace avb {
 
 // v2 added run_kind and the training layout; an averaging trace is otherwise v1's.
-inline constexpr int kTraceSchemaVersion = 2;
+// v3 added the decode_failures column to both layouts.
+inline constexpr int kTraceSchemaVersion = 3;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -30,6 +31,7 @@ struct RoundRow {
   std::int32_t alive = 0;    // peers alive in this round
   std::int32_t groups = 0;   // groups that attempted to average in this round
   std::int32_t failed_groups = 0;  // of those, groups whose averaging was cancelled
+  std::int32_t decode_failures = 0;  // quantized messages received in this round that did not decode
   std::uint64_t bytes_sent = 0;    // all peers, cumulative since round 0
   double time = 0;                 // seconds in protocol steps, cumulative (max over peers)
 };
@@ -63,6 +65,7 @@ struct TrainingRow {
   std::int32_t alive = 0;           // peers up in the last round
   std::int32_t groups = 0;          // groups formed since the previous row
   std::int32_t failed_groups = 0;   // of those, cancelled
+  std::int32_t decode_failures = 0; // quantized messages that did not decode, since the previous row
   std::uint64_t bytes_sent = 0;     // all peers, cumulative
   double time = 0;                  // seconds in SGD steps and rounds, cumulative (see trainer.hpp)
 };

@@ -31,6 +31,10 @@ struct Case {
   const char* topology = "default";  // graph protocols
   const char* weights = "uniform";
   const char* alive_weights = "renormalize";
+  const char* quantizer = "none";  // gossip, pairwise: what travels on the wire
+  std::int64_t lattice_q = 65536;
+  double lattice_eps = 1e-4;
+  int min_decode_failures = 0;  // the case exists to exercise failures: at least this many per run
 };
 
 // True on every rank if `local` is true on any: lets all ranks stop a test together.
@@ -45,7 +49,8 @@ using test::world_size;
 std::ostream& operator<<(std::ostream& os, const Case& c) {
   return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"
             << c.collective << "/" << c.grid << "/" << c.placement << "/" << c.key_update << "/g=" << c.group_size << "/"
-            << c.topology << "/" << c.weights << "/" << c.alive_weights;
+            << c.topology << "/" << c.weights << "/" << c.alive_weights << "/" << c.quantizer << "/q=" << c.lattice_q
+            << "/eps=" << c.lattice_eps;
 }
 
 std::vector<int> grid_for(const char* spec, int n) {
@@ -77,6 +82,7 @@ AveragingOptions options_for(const Case& c) {
   if (std::string(c.topology) != "default") o.protocol.topology = parse_topology(c.topology);
   o.protocol.weights = parse_weights(c.weights);
   o.protocol.alive_weights = parse_alive_weights(c.alive_weights);
+  o.protocol.quantizer = parse_quantizer(c.quantizer, c.lattice_q, c.lattice_eps);
   o.rounds = 12;
   o.trials = 3;
   o.seed = 2024;
@@ -110,11 +116,17 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
     oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
     oracle::TrialState state;
     std::vector<double> x = expected[me];
+    int decode_failures = 0;  // over the trial, all peers
     for (int t = 1; t <= options.rounds; ++t) {
       GroupCounters counters;
       Round round{t, seed, failures, comm, counters};
       protocol->step(x, round);
-      oracle::step(options.protocol, failures, seed, t, expected, state);
+      const oracle::RoundEffect effect = oracle::step(options.protocol, failures, seed, t, expected, state);
+      // Every undecodable message counted once, by its receiver, as the oracle counts it.
+      int counted = 0;
+      MPI_Allreduce(&counters.decode_failures, &counted, 1, MPI_INT, MPI_SUM, comm.raw());
+      EXPECT_EQ(counted, effect.decode_failures) << "round " << t << " trial " << trial;
+      decode_failures += counted;
       int mismatches = 0;
       for (int k = 0; k < options.dim; ++k)
         if (!(std::fabs(x[k] - expected[me][k]) <= 1e-12 * std::max(1.0, std::fabs(expected[me][k])))) {
@@ -124,6 +136,9 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
         }
       // Stop on every rank together: a rank that left alone would hang the others.
       ASSERT_FALSE(any_rank(mismatches > 0)) << "round " << t << " trial " << trial;
+    }
+    if (n >= 2) {
+      EXPECT_GE(decode_failures, GetParam().min_decode_failures) << "trial " << trial;
     }
   }
 }
@@ -159,6 +174,7 @@ TEST_P(ProtocolOracle, TraceMatchesOracle) {
       EXPECT_EQ(g.alive, w.alive) << "round " << w.round;
       EXPECT_EQ(g.groups, w.groups) << "round " << w.round;
       EXPECT_EQ(g.failed_groups, w.failed_groups) << "round " << w.round;
+      EXPECT_EQ(g.decode_failures, w.decode_failures) << "round " << w.round;
       EXPECT_EQ(g.bytes_sent, w.bytes_sent) << "round " << w.round;
       if (r > 0) {
         EXPECT_GE(g.time, got.rows[r - 1].time);
@@ -170,7 +186,8 @@ TEST_P(ProtocolOracle, TraceMatchesOracle) {
       const bool moves_mean = *options.protocol.on_failure == FailureSemantics::partial || name == "sgp-paper" ||
                               name == "pushsum" ||
                               (name == "gossip" && options.protocol.alive_weights == AliveWeights::renormalize &&
-                               options.fail_rate > 0);
+                               options.fail_rate > 0) ||
+                              options.protocol.quantizer.kind != QuantizerKind::none;  // lossy messages
       if (!moves_mean) {
         EXPECT_LE(g.mean_drift, 1e-28);
       }
@@ -238,6 +255,37 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"pairwise", "survivors", "transient", 0.0, 2},
         Case{"pairwise", "survivors", "transient", 0.2, 3, "auto", "default", "random", "axis", 3, "ring"},
         Case{"pairwise", "survivors", "transient", 0.1, 2, "auto", "default", "random", "axis", 3, "torus"}));
+
+// Quantized gossip and pairwise (docs/protocols.md): each peer sends Q(x), decoded
+// near the receiver's own value, with the dither keyed by (seed, round, sender).
+// The oracle encodes and decodes the same way; the small lattices force decode
+// failures, which both must count alike.
+Case quantized(const char* protocol, const char* topology, double rate, int dim, const char* quantizer,
+               std::int64_t q = 65536, double eps = 1e-4, int min_failures = 0, const char* weights = "uniform",
+               const char* alive_weights = "renormalize") {
+  Case c{protocol, "survivors", "transient", rate, dim};
+  c.topology = topology;
+  c.weights = weights;
+  c.alive_weights = alive_weights;
+  c.quantizer = quantizer;
+  c.lattice_q = q;
+  c.lattice_eps = eps;
+  c.min_decode_failures = min_failures;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Quantized, ProtocolOracle,
+    ::testing::Values(quantized("gossip", "ring", 0.1, 3, "fp16"), quantized("gossip", "torus", 0.2, 5, "uniform8"),
+                      quantized("gossip", "exp", 0.1, 4, "stochastic:4"),
+                      quantized("gossip", "complete", 0.2, 3, "lattice", 65536, 1e-4, 0, "metropolis", "metropolis"),
+                      quantized("gossip", "ring", 0.1, 2, "lattice", 4, 0.1, 1),
+                      quantized("gossip", "hypercube", 0.0, 3, "stochastic:1"),
+                      quantized("pairwise", "complete", 0.1, 2, "fp16"),
+                      quantized("pairwise", "ring", 0.2, 3, "stochastic:4"),
+                      quantized("pairwise", "torus", 0.0, 4, "uniform8"),
+                      quantized("pairwise", "complete", 0.1, 2, "lattice", 8, 0.05, 1),
+                      quantized("pairwise", "hypercube", 0.0, 3, "lattice")));
 
 // With N = M^d peers and no failures, Moshpit holds the exact average after d
 // rounds, whatever the placement and key rule (the paper's Section 3.1).

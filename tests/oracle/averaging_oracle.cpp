@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "protocols/butterfly_allreduce.hpp"
+#include "protocols/compress.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/groups.hpp"
@@ -133,6 +134,20 @@ void moshpit_step(const ProtocolOptions& protocol, const FailureModel& failures,
   }
 }
 
+// What receiver i uses for sender j's value in round t when values travel
+// quantized (docs/protocols.md, "Quantized gossip and pairwise"): Q(x_j), encoded
+// once per sender and round with dither key (seed, t, j, message 0), decoded near
+// i's own value; when it does not decode, i's own value, and the failure counts.
+std::vector<double> received(const Quantizer& q, std::uint64_t seed, int t, int j, const std::vector<double>& xj,
+                             const std::vector<double>& own, RoundEffect& effect) {
+  std::vector<std::byte> bytes;
+  q.encode(xj, EncodeContext{seed, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(j), 0}, bytes);
+  std::vector<double> out(own.size());
+  if (q.decode(bytes, own, out).ok) return out;
+  ++effect.decode_failures;
+  return own;
+}
+
 // Graph protocols: one synchronous step on the old values, with the rows, matchings
 // and neighbour rules of docs/protocols.md.
 void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,
@@ -144,16 +159,23 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
     state.seed = seed;
   }
   const Matrix old = x;
+  const Quantizer quantizer(protocol.quantizer);
+  const bool quantized = protocol.quantizer.kind != QuantizerKind::none;
   if (protocol.name == "gossip") {
     for (int i = 0; i < n; ++i) {
       const MixingRow row = alive_mixing_row(*state.topology, protocol.weights, protocol.alive_weights, failures, t, i);
       if (row.peers.empty()) continue;
       std::vector<double> mixed(d, 0.0);
-      for (std::size_t k = 0; k < row.peers.size(); ++k)
-        for (std::size_t c = 0; c < d; ++c) mixed[c] += row.weights[k] * old[row.peers[k]][c];
+      for (std::size_t k = 0; k < row.peers.size(); ++k) {
+        const int j = row.peers[k];
+        // Own term exact; a neighbour's value as received.
+        const std::vector<double> v = quantized && j != i ? received(quantizer, seed, t, j, old[j], old[i], effect)
+                                                          : old[j];
+        for (std::size_t c = 0; c < d; ++c) mixed[c] += row.weights[k] * v[c];
+      }
       x[i] = mixed;
       for (int j : state.topology->out_neighbours(t, i))
-        if (failures.alive(t, j)) effect.bytes += 8 * d;
+        if (failures.alive(t, j)) effect.bytes += quantizer.encoded_bytes(d);
     }
   } else if (protocol.name == "sgp-paper") {
     for (int i = 0; i < n; ++i) {
@@ -209,8 +231,15 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
       const int j = partner[i];
       if (j < 0) continue;
       if (i < j) ++effect.groups;
-      for (std::size_t c = 0; c < d; ++c) x[i][c] = (old[i][c] + old[j][c]) / 2.0;
-      effect.bytes += 8 * d;
+      effect.bytes += quantizer.encoded_bytes(d);
+      if (!quantized) {
+        for (std::size_t c = 0; c < d; ++c) x[i][c] = (old[i][c] + old[j][c]) / 2.0;
+        continue;
+      }
+      const int before = effect.decode_failures;
+      const std::vector<double> v = received(quantizer, seed, t, j, old[j], old[i], effect);
+      if (effect.decode_failures != before) continue;  // undecodable: i keeps its value
+      for (std::size_t c = 0; c < d; ++c) x[i][c] = (old[i][c] + v[c]) / 2.0;
     }
   }
 }
@@ -316,6 +345,7 @@ TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
     row.alive = failures.count_alive(t);
     row.groups = effect.groups;
     row.failed_groups = effect.failed_groups;
+    row.decode_failures = effect.decode_failures;
     row.bytes_sent = bytes;
     record.rows.push_back(row);
   }

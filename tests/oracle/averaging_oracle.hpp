@@ -25,6 +25,7 @@ Matrix initial_state(std::uint64_t trial_seed, int n, int dim);
 struct RoundEffect {
   int groups = 0;
   int failed_groups = 0;
+  int decode_failures = 0;  // quantized gossip and pairwise: messages that did not decode
   std::uint64_t bytes = 0;
 };
 // What protocols keep across the rounds of one trial (moshpit: the placement and,

@@ -6,7 +6,8 @@
 //   oracle_cli --peers N [--protocol P] [--fail-rate p] [--failure K] [--on-failure S]
 //              [--dim D] [--rounds R] [--trials T] [--seed S] [--grid G] [--placement P]
 //              [--key-update K] [--group-size G] [--topology T] [--weights W]
-//              [--alive-weights A] [--collective C]
+//              [--alive-weights A] [--collective C] [--quantizer Q] [--lattice-q q]
+//              [--lattice-eps e]
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "averaging_oracle.hpp"
 #include "core/error.hpp"
+#include "protocols/compress.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "run/averaging.hpp"
@@ -44,16 +46,18 @@ int main(int argc, char** argv) {
     if (flags.count("--topology")) o.protocol.topology = avb::parse_topology(get("--topology", ""));
     o.protocol.weights = avb::parse_weights(get("--weights", "uniform"));
     o.protocol.alive_weights = avb::parse_alive_weights(get("--alive-weights", "renormalize"));
+    o.protocol.quantizer = avb::parse_quantizer(get("--quantizer", "none"), std::stoll(get("--lattice-q", "65536")),
+                                                std::stod(get("--lattice-eps", "1e-4")));
     o.dim = std::stoi(get("--dim", "1"));
     o.rounds = std::stoi(get("--rounds", "50"));
     o.trials = std::stoi(get("--trials", "10"));
     o.seed = std::stoull(get("--seed", "0"));
-    std::printf("trial,round,variance,error,mean_drift,alive,groups,failed_groups,bytes_sent\n");
+    std::printf("trial,round,variance,error,mean_drift,alive,groups,failed_groups,decode_failures,bytes_sent\n");
     for (int k = 0; k < o.trials; ++k) {
       const avb::TrialRecord record = avb::oracle::run_trial(o, n, k);
       for (const auto& r : record.rows)
-        std::printf("%d,%d,%.17g,%.17g,%.17g,%d,%d,%d,%llu\n", k, r.round, r.variance, r.error, r.mean_drift, r.alive,
-                    r.groups, r.failed_groups, static_cast<unsigned long long>(r.bytes_sent));
+        std::printf("%d,%d,%.17g,%.17g,%.17g,%d,%d,%d,%d,%llu\n", k, r.round, r.variance, r.error, r.mean_drift,
+                    r.alive, r.groups, r.failed_groups, r.decode_failures, static_cast<unsigned long long>(r.bytes_sent));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "oracle_cli: error: %s\n", e.what());

@@ -138,7 +138,7 @@ TrainingOutcome run_training_trial(const TrainingOptions& raw, int n, int trial,
   Matrix velocity = x;
   TrialState state;
   std::uint64_t bytes = 0;
-  int groups = 0, failed_groups = 0, rounds_done = 0;
+  int groups = 0, failed_groups = 0, decode_failures = 0, rounds_done = 0;
 
   auto measure = [&](int step) {
     TrainingRow row = meter.measure(x);
@@ -147,8 +147,9 @@ TrainingOutcome run_training_trial(const TrainingOptions& raw, int n, int trial,
     row.alive = rounds_done == 0 ? n : failures.count_alive(rounds_done);
     row.groups = groups;
     row.failed_groups = failed_groups;
+    row.decode_failures = decode_failures;
     row.bytes_sent = bytes;
-    groups = failed_groups = 0;
+    groups = failed_groups = decode_failures = 0;
     record.rows.push_back(row);
     return options.stop_at_target && row.relative_gap <= min_target;
   };
@@ -171,6 +172,7 @@ TrainingOutcome run_training_trial(const TrainingOptions& raw, int n, int trial,
       const RoundEffect effect = step(options.protocol, failures, seed, r, x, state);
       groups += effect.groups;
       failed_groups += effect.failed_groups;
+      decode_failures += effect.decode_failures;
       bytes += effect.bytes;
       rounds_done = r;
     }

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v2 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v3 (docs/trace-format.md).
 
 Both kinds of run are checked: averaging traces (averaging_bench) and training
 traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
-which predate run_kind and were all averaging traces, are accepted as such.
+which predate run_kind and were all averaging traces, are accepted as such, and so
+are v2 files, which predate the decode_failures column.
 
 As a module:
 
@@ -38,8 +39,8 @@ from decimal import Decimal
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = (1, 2)  # v1: averaging traces without run_kind
+SCHEMA_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)  # v1: averaging traces without run_kind; v2: no decode_failures
 RUN_KINDS = ("averaging", "sgd")
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
@@ -67,6 +68,7 @@ TRIAL_COLUMNS = {
     "alive": "int32",
     "groups": "int32",
     "failed_groups": "int32",
+    "decode_failures": "int32",
     "bytes_sent": "uint64",
     "time": "float64",
 }
@@ -84,9 +86,34 @@ TRAINING_COLUMNS = {
     "alive": "int32",
     "groups": "int32",
     "failed_groups": "int32",
+    "decode_failures": "int32",
     "bytes_sent": "uint64",
     "time": "float64",
 }
+
+# Columns added by a schema version: absent from files of earlier versions.
+ADDED_IN = {"decode_failures": 3}
+
+
+def columns_of(spec: dict[str, str], version) -> dict[str, str]:
+    """The columns of `spec` that a file of schema `version` has (the current
+    schema's when the version is unusable)."""
+    v = version if version in KNOWN_VERSIONS else SCHEMA_VERSION
+    return {name: kind for name, kind in spec.items() if ADDED_IN.get(name, 1) <= v}
+
+
+def quantizer_can_fail(quantizer: str, kind: str) -> str:
+    """Whether messages quantized by `quantizer` (the /config value; "none" when
+    absent) can fail to decode (docs/protocols.md, "Quantizers"): "always" for
+    lattice (a value too far from the receiver's reference); "diverged" for
+    uniform8 and stochastic:B in a training run (only a non-finite vector, which
+    only a diverging run has, cannot be encoded); "never" otherwise."""
+    if quantizer == "lattice":
+        return "always"
+    if kind == "sgd" and (quantizer == "uniform8" or quantizer.startswith("stochastic:")):
+        return "diverged"
+    return "never"
+
 
 # The columns that measure the average model. A run that diverges overflows them
 # to +inf or NaN; all other floats of a trace (accuracy aside) are finite.
@@ -322,6 +349,25 @@ def _check_config(c: _Checker, f):
         c.problem("/config attribute text", "missing")
 
 
+def _schema_version(f):
+    """schema_version when usable (checked by _check_root), else None."""
+    try:
+        v = f.attrs.get("schema_version")
+        return int(v) if v is not None and np.ndim(v) == 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _quantizer(f) -> str:
+    """The run's --quantizer as /config records it; "none" for protocols that
+    record none (they send their values as they are)."""
+    try:
+        value = f["config"].attrs.get("quantizer", "none") if "config" in f else "none"
+    except Exception:  # unreadable: _check_config reports it
+        return "none"
+    return value if isinstance(value, str) else "none"
+
+
 def _trial_targets(c: _Checker, g, to: str):
     """The trial's targets and their name suffixes, after checking the trial's
     attribute names against them; (None, None) when unusable."""
@@ -378,17 +424,46 @@ def _check_counters(c: _Checker, where: str, cols, n_peers, origin: str):
                 lambda i: f"row {i}: {failed[i]} failed of {groups[i]} groups")
 
 
-def _check_trial(c: _Checker, g, n_peers, rounds):
+def _check_decode_failures(c: _Checker, where: str, cols, quantizer: str, kind: str, finite=None):
+    """decode_failures (schema v3): a count per row, 0 in row 0 (nothing was sent
+    yet), and 0 throughout unless the configured quantizer can fail to decode;
+    for uniform8 and stochastic:B in a training run, 0 while the model columns
+    are finite (`finite`, per row: all of them finite)."""
+    v = cols.get("decode_failures")
+    if v is None:
+        return
+    name = f"{where}/decode_failures"
+    if c.first_bad(name, v < 0, lambda i: f"negative at row {i} ({v[i]})"):
+        return
+    if v[0] != 0:
+        c.problem(name, f"row 0 is {v[0]}, expected 0 (nothing was sent yet)")
+    can_fail = quantizer_can_fail(quantizer, kind)
+    if can_fail == "always":
+        return
+    if can_fail == "diverged" and finite is not None:
+        # Up to and including the last row before the models stop being finite.
+        before = np.cumprod(finite).astype(bool)
+        c.first_bad(name, before & (v != 0),
+                    lambda i: f"row {i} counts {v[i]} decode failures, but quantizer {quantizer} fails only on "
+                              f"non-finite models and the model columns are finite there")
+        return
+    c.first_bad(name, v != 0,
+                lambda i: f"row {i} counts {v[i]} decode failures, but quantizer {quantizer} never fails to decode"
+                          f"{' here' if quantizer != 'none' else ''} (only lattice does)")
+
+
+def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none"):
     """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
     where = g.name
     targets, suffixes = _trial_targets(c, g, "rounds_to")
     if targets is None:
         return None
-    c.exact_members(g, ["targets", *TRIAL_COLUMNS], "members")
+    spec = columns_of(TRIAL_COLUMNS, version)
+    c.exact_members(g, ["targets", *spec], "members")
     seed = c.attr(g, "seed", "uint64")
     trial_complete = c.flag(g, "complete")
 
-    cols = _read_columns(c, g, TRIAL_COLUMNS)
+    cols = _read_columns(c, g, spec)
     if cols is None:
         return None
 
@@ -406,6 +481,7 @@ def _check_trial(c: _Checker, g, n_peers, rounds):
         c.first_bad(f"{where}/{name}", v < 0, lambda i: f"negative at row {i} ({v[i]})")
 
     _check_counters(c, where, cols, n_peers, "round 0")
+    _check_decode_failures(c, where, cols, quantizer, "averaging")
 
     # Rounds-to-target: the first round whose variance is below the target; when
     # never, the cap, which is the number of rounds run (the last round).
@@ -515,18 +591,20 @@ def _check_optimum(c: _Checker, f):
     }
 
 
-def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every):
+def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
+                          version=SCHEMA_VERSION, quantizer="none"):
     """Checks one training /trials/<k> group against /optimum (when usable);
     returns what /summary must agree with, or None."""
     where = g.name
     targets, suffixes = _trial_targets(c, g, "steps_to")
     if targets is None:
         return None
-    c.exact_members(g, ["targets", *TRAINING_COLUMNS], "members")
+    spec = columns_of(TRAINING_COLUMNS, version)
+    c.exact_members(g, ["targets", *spec], "members")
     seed = c.attr(g, "seed", "uint64")
     trial_complete = c.flag(g, "complete")
 
-    cols = _read_columns(c, g, TRAINING_COLUMNS)
+    cols = _read_columns(c, g, spec)
     if cols is None:
         return None
     n = len(cols["step"])
@@ -581,6 +659,7 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
 
     # ---- counters: cumulative, and unchanged while no round ran ----
     _check_counters(c, where, cols, n_peers, "step 0")
+    _check_decode_failures(c, where, cols, quantizer, "sgd", finite=ok)
     groups, alive, sent = cols["groups"], cols["alive"], cols["bytes_sent"]
     if groups[0] != 0:
         c.problem(f"{where}/groups", f"row 0 has {groups[0]} groups, expected 0 (no round yet)")
@@ -726,7 +805,7 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
 
 def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=None,
                steps=None, local_steps=None, eval_every=None) -> list[str]:
-    """Every way `path` departs from schema v2, as one message per problem.
+    """Every way `path` departs from schema v3, as one message per problem.
 
     Optional expectations: kind (run_kind, "averaging" or "sgd"), peers
     (n_peers), trials (number of trials written), complete (root flag, 0 or 1).
@@ -751,6 +830,8 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                         c.problem(f"expectation {name}", "applies to sgd traces; this is an averaging trace")
             c.exact_members(f, ROOT_GROUPS[run_kind], "members")
             _check_config(c, f)
+            version = _schema_version(f)
+            quantizer = _quantizer(f)
             optimum_present, optimum = (_check_optimum(c, f) if run_kind == "sgd" else (True, None))
 
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
@@ -767,9 +848,10 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 k = int(name)
                 order.append(k)
                 if run_kind == "sgd":
-                    info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every)
+                    info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every,
+                                                 version, quantizer)
                 else:
-                    info = _check_trial(c, group[name], n_peers, rounds)
+                    info = _check_trial(c, group[name], n_peers, rounds, version, quantizer)
                 if info is not None:
                     infos[k] = info
             if trials is not None and len(order) != trials:
@@ -805,7 +887,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v2; v1 averaging traces too).")
+    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v3; v1 and v2 traces too).")
     parser.add_argument("file")
     parser.add_argument("--kind", choices=RUN_KINDS, help="expected run_kind")
     parser.add_argument("--peers", type=int, help="expected n_peers")

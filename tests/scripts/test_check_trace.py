@@ -84,6 +84,21 @@ def delete(path, attr=None):
     return damage
 
 
+def quantizer(name):
+    """Records --quantizer in /config, as gossip, pairwise and swarm runs do."""
+    return set_attr("/config", "quantizer", name, h5py.string_dtype())
+
+
+def drop_decode_failures(f):
+    """A file from before schema v3, which had no decode_failures column."""
+    for k in f["trials"]:
+        del f["trials"][k]["decode_failures"]
+
+
+def as_version(v):
+    return set_attr("/", "schema_version", v, "int32")
+
+
 # (description, damage function or None, check_file keyword overrides, text expected in a problem)
 CASES = [
     ("wrong peer count expected", None, {"peers": 9}, "n_peers"),
@@ -91,14 +106,31 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 3, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 4, "int32"), {}, "schema_version"),
     ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
     ("run_kind unknown", set_attr("/", "run_kind", "gossip", h5py.string_dtype()), {}, "run_kind"),
     ("training kind expected", None, {"kind": "sgd"}, "run_kind: is averaging, expected sgd"),
     ("steps expected of an averaging trace", None, {"steps": 4}, "applies to sgd traces"),
     ("averaging layout marked sgd", set_attr("/", "run_kind", "sgd", h5py.string_dtype()), {}, "/optimum: missing"),
     ("run_kind in a v1 file", set_attr("/", "schema_version", 1, "int32"), {}, "not part of schema v1"),
-    ("a v1 file is valid", both(set_attr("/", "schema_version", 1, "int32"), delete("/", "run_kind")), {}, None),
+    ("a v1 file is valid", both(as_version(1), delete("/", "run_kind"), drop_decode_failures), {}, None),
+    ("a v2 file is valid", both(as_version(2), drop_decode_failures), {}, None),
+    ("decode_failures in a v2 file", as_version(2), {}, "unexpected members: decode_failures"),
+    ("decode_failures missing", delete("/trials/1/decode_failures"), {}, "/trials/1/decode_failures: missing"),
+    ("decode_failures of wrong type",
+     lambda f: replace_dataset(f, "/trials/0/decode_failures", [0, 0, 0, 0, 0], "int64"), {},
+     "/trials/0/decode_failures: type"),
+    ("decode failures without a quantizer", set_item("/trials/0/decode_failures", 2, 1), {},
+     "row 2 counts 1 decode failures, but quantizer none never fails"),
+    ("decode failures with uniform8", both(quantizer("uniform8"), set_item("/trials/1/decode_failures", 1, 2)), {},
+     "quantizer uniform8 never fails to decode here"),
+    ("decode failures with lattice are valid",
+     both(quantizer("lattice"), set_item("/trials/0/decode_failures", 2, 3),
+          set_item("/trials/1/decode_failures", 2, 1)), {}, None),
+    ("negative decode failures", both(quantizer("lattice"), set_item("/trials/0/decode_failures", 3, -1)), {},
+     "/trials/0/decode_failures: negative at row 3"),
+    ("decode failures in row 0", both(quantizer("lattice"), set_item("/trials/1/decode_failures", 0, 1)), {},
+     "/trials/1/decode_failures: row 0 is 1"),
     ("int attribute of wrong width", set_attr("/", "n_peers", 8, "int64"), {}, "n_peers"),
     ("string stored as fixed-length bytes", set_attr("/", "engine", np.bytes_(b"smpi"), "S4"), {}, "engine"),
     ("unknown engine", set_attr("/", "engine", "mpi", h5py.string_dtype()), {}, "engine"),
@@ -270,6 +302,17 @@ SGD_CASES = [
     ("gap -inf", set_item("/trials/1/gap", 1, -np.inf), {}, "/trials/1/gap: -inf at row 1"),
     ("time not finite", set_item("/trials/0/time", 4, np.inf), {}, "/trials/0/time: not finite"),
     ("a diverged run is valid", diverged, {}, None),
+    ("training decode failures without a quantizer", set_item("/trials/0/decode_failures", 2, 1), {},
+     "quantizer none never fails"),
+    ("training decode failures with lattice are valid",
+     both(quantizer("lattice"), set_item("/trials/0/decode_failures", 2, 2)), {}, None),
+    ("uniform8 decode failures on finite models",
+     both(quantizer("uniform8"), set_item("/trials/1/decode_failures", 1, 1)), {}, "fails only on non-finite models"),
+    ("stochastic decode failures once diverged are valid",
+     both(diverged, quantizer("stochastic:4"), set_item("/trials/1/decode_failures", 2, 4)), {}, None),
+    ("fp16 decode failures once diverged", both(diverged, quantizer("fp16"), set_item("/trials/1/decode_failures", 2, 4)),
+     {}, "quantizer fp16 never fails"),
+    ("a v2 training file is valid", both(as_version(2), drop_decode_failures), {}, None),
     ("diverged, yet a target reached", both(diverged, set_attr("/trials/1", "reached_1e-6", 1)), {}, "reached=1"),
     ("diverged, yet a finite row inconsistent", both(diverged, set_item("/trials/1/gap", 1, 1.0)), {},
      "/trials/1/gap: row 1"),

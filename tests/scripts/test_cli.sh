@@ -17,7 +17,8 @@ cli_init averaging_bench "$1" "$2"
 
 # ---- --help ------------------------------------------------------------------
 check_help --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
-  --key-update --group-size --min-group-size --topology --weights --alive-weights --dim --rounds --trials --seed \
+  --key-update --group-size --min-group-size --topology --weights --alive-weights --quantizer --lattice-q \
+  --lattice-eps --dim --rounds --trials --seed \
   --target --stop-at-target --out --overwrite --quiet
 
 # ---- a good run; its trace is then the pre-existing file the bad cases must keep
@@ -113,6 +114,64 @@ for spec in "moshpit --on-failure survivors --grid 2x1" "moshpit --on-failure pa
     show_logs
   fi
 done
+
+# ---- quantized gossip and pairwise (--quantizer) ------------------------------------
+bad_case quantizer_value '--quantizer' 'int4|none|fp16|uniform8|stochastic:B|lattice' -- --protocol gossip \
+  --quantizer int4 "${keep[@]}"
+bad_case quantizer_bits '--quantizer' 'stochastic:17|1..16' -- --protocol pairwise --quantizer stochastic:17 "${keep[@]}"
+bad_case lattice_q '--lattice-q' '[2, 4294967295]' -- --protocol gossip --quantizer lattice --lattice-q 1 "${keep[@]}"
+bad_case lattice_eps '--lattice-eps' '> 0' -- --protocol pairwise --quantizer lattice --lattice-eps -1 "${keep[@]}"
+bad_case foreign_quantizer '--quantizer' 'allreduce|--collective' -- --protocol allreduce --quantizer fp16 "${keep[@]}"
+bad_case pushsum_quantizer '--quantizer' 'pushsum|--topology' -- --protocol pushsum --quantizer fp16 "${keep[@]}"
+bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit --lattice-q 16 "${keep[@]}"
+
+# A lattice this small (q = 4, eps = 0.1: decodable within about 0.2 of the
+# receiver's value) cannot carry N(0, 1) differences: decode failures are certain.
+# The trace counts them, and the /config text replays the run bit for bit (the
+# dither and the failures are keyed, not timed).
+run_app quantized_lattice --protocol gossip --topology complete --quantizer lattice --lattice-q 4 \
+  --lattice-eps 0.1 --trials 2 --rounds 6 --dim 3 --seed 3 --out lattice.h5 --quiet
+if [ "$RC" -eq 0 ]; then
+  check_trace "$work/lattice.h5" --peers 2 --trials 2 --complete 1 --rounds 6
+  got=$(h5_eval "$work/lattice.h5" \
+    'f["config"].attrs["quantizer"], f["config"].attrs["lattice-q"], sum(int(g["decode_failures"][()].sum()) > 0 for g in f["trials"].values())')
+  if [ "$got" = "('lattice', '4', 2)" ]; then
+    ok "gossip --quantizer lattice --lattice-q 4: /config records it, both trials count decode failures"
+  else
+    bad "gossip --quantizer lattice --lattice-q 4: (quantizer, lattice-q, trials with decode failures) = $got"
+  fi
+  replay_config quantized_replay "$work/lattice.h5" "$logs/quantized_lattice.out"
+else
+  bad "gossip --quantizer lattice: exit code $RC"
+  show_logs
+fi
+
+# Bytes on the wire are the encoded size. With --dim 4 a message of doubles is 32
+# bytes, fp16's is 8 and stochastic:4's 16 + 2 (a two-double header, 4 bits a
+# value); the same seed gives the same pairs, so the messages are the same.
+for q in none fp16 stochastic:4; do
+  run_app "pairwise_$q" --protocol pairwise --quantizer "$q" --fail-rate 0.2 --trials 2 --rounds 6 --dim 4 --seed 5 \
+    --out "pairwise-${q%%:*}.h5" --quiet
+  if [ "$RC" -eq 0 ]; then
+    check_trace "$work/pairwise-${q%%:*}.h5" --peers 2 --trials 2 --complete 1 --rounds 6
+  else
+    bad "pairwise --quantizer $q: exit code $RC"
+    show_logs
+  fi
+done
+bytes() { h5_eval "$work/$1" 'list(f["summary"]["bytes_sent"][()])'; }
+b_none=$(bytes pairwise-none.h5)
+b_fp16=$(bytes pairwise-fp16.h5)
+b_st4=$(bytes pairwise-stochastic.h5)
+want=$(timeout 60 "$AVB_PYTHON" -c '
+import sys
+none = eval(sys.argv[1])
+print([b // 32 * 8 for b in none], [b // 32 * (16 + 2) for b in none])' "$b_none")
+if [ "$want" = "$b_fp16 $b_st4" ] && [ "$b_none" != "[0, 0]" ]; then
+  ok "pairwise bytes_sent is the encoded size: none $b_none, fp16 $b_fp16, stochastic:4 $b_st4"
+else
+  bad "pairwise bytes_sent: none $b_none, fp16 $b_fp16, stochastic:4 $b_st4; expected $want from none's messages"
+fi
 
 # ---- --overwrite replaces an existing trace -------------------------------------
 old_sum=$(sha256sum <"$work/existing.h5")

@@ -61,7 +61,9 @@ configs+=("moshpit --fail-rate 0.2 --on-failure survivors --key-update chunk"
   "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4"
   "random-groups --fail-rate 0.1 --on-failure abort --group-size 3"
   "random-groups --fail-rate 0.3 --on-failure partial --group-size 4"
-  "gossip --fail-rate 0.2 --topology torus" "pushsum --fail-rate 0.2" "pairwise --fail-rate 0.2 --topology ring")
+  "gossip --fail-rate 0.2 --topology torus" "pushsum --fail-rate 0.2" "pairwise --fail-rate 0.2 --topology ring"
+  "gossip --fail-rate 0.1 --topology exp --quantizer stochastic:4"
+  "pairwise --fail-rate 0.1 --quantizer lattice --lattice-q 64 --lattice-eps 0.05")
 for config in "${configs[@]}"; do
     read -r -a protocol_args <<<"$config"
     args=(--protocol "${protocol_args[@]}" --dim 5 --rounds 40 --trials 3 --seed 12345)
@@ -80,7 +82,8 @@ import numpy as np
 sys.path.insert(0, sys.argv[3])
 from bitwise import same
 
-COLUMNS = ["round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups", "bytes_sent"]
+COLUMNS = ["round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups", "decode_failures",
+           "bytes_sent"]
 
 problems = []
 with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:

@@ -5,9 +5,9 @@
 #
 # ORACLE_CLI (build/tests/oracle_cli) prints the rows the oracle predicts; the SMPI
 # run's trace must agree: variance, error and mean_drift within 1e-12 of the initial
-# variance, alive, groups, failed_groups and bytes_sent exactly. (GoogleTest cannot
-# run on 1024 SMPI ranks: each privatized copy takes a pthread key, and there are
-# only 1024.)
+# variance, alive, groups, failed_groups, decode_failures and bytes_sent exactly.
+# (GoogleTest cannot run on 1024 SMPI ranks: each privatized copy takes a pthread
+# key, and there are only 1024.)
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 2 ] || die "usage: test_smpi_oracle_1024.sh ORACLE_CLI SMPI_BINARY"
@@ -25,6 +25,8 @@ configs=(
   "sgp-paper --fail-rate 0.01"
   "pairwise --fail-rate 0.01"
   "pairwise --topology hypercube --fail-rate 0.01"
+  "gossip --topology torus --quantizer stochastic:4 --fail-rate 0.01"
+  "pairwise --quantizer lattice --lattice-q 64 --lattice-eps 0.05 --fail-rate 0.01"
   "moshpit --grid 32x32 --key-update chunk --fail-rate 0.02"
   "moshpit --on-failure partial --fail-rate 0.02"
   "random-groups --on-failure abort --fail-rate 0.01"
@@ -63,7 +65,7 @@ with h5py.File(sys.argv[1], "r") as f:
                 got, exp = float(g[name][i]), float(w[name])
                 if abs(got - exp) > 1e-12 * max(scale, abs(exp)):
                     problems.append(f"trial {k} round {i} {name}: {got!r} vs oracle {exp!r}")
-            for name in ("alive", "groups", "failed_groups", "bytes_sent"):
+            for name in ("alive", "groups", "failed_groups", "decode_failures", "bytes_sent"):
                 if int(g[name][i]) != int(w[name]):
                     problems.append(f"trial {k} round {i} {name}: {int(g[name][i])} vs oracle {w[name]}")
     last = [float(r["variance"]) for r in rows][-1]

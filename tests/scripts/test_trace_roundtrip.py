@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 
 ROOT = {
-    "schema_version": (np.int32, 2),
+    "schema_version": (np.int32, 3),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "averaging_bench --protocol moshpit --note 'café σ'"),
@@ -55,6 +55,7 @@ TRIALS = {
             "alive": ("int32", [8, 8, 7, 8, 8]),
             "groups": ("int32", [0, 4, 4, 4, 4]),
             "failed_groups": ("int32", [0, 0, 1, 0, 0]),
+            "decode_failures": ("int32", [0] * 5),
             "bytes_sent": ("uint64", [0, 1024, 2048, 3072, 4096]),
             "time": ("float64", [0.0, 0.5, 1.0, 1.5, 2.0]),
         },
@@ -73,6 +74,7 @@ TRIALS = {
             "alive": ("int32", [8, 6, 5]),
             "groups": ("int32", [0, 3, 3]),
             "failed_groups": ("int32", [0, 1, 2]),
+            "decode_failures": ("int32", [0] * 3),
             "bytes_sent": ("uint64", [0, 512, 1000]),
             "time": ("float64", [0.0, 0.25, 0.75]),
         },

@@ -21,7 +21,7 @@ import numpy as np
 NAN = float("nan")
 
 ROOT = {
-    "schema_version": (np.int32, 2),
+    "schema_version": (np.int32, 3),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2"),
@@ -77,6 +77,7 @@ TRIALS = {
             "alive": ("int32", [4, 4, 3, 3, 4]),
             "groups": ("int32", [0, 0, 2, 0, 2]),
             "failed_groups": ("int32", [0, 0, 1, 0, 0]),
+            "decode_failures": ("int32", [0] * 5),
             "bytes_sent": ("uint64", [0, 0, 256, 256, 512]),
             "time": ("float64", [0.0, 0.25, 0.75, 1.0, 1.5]),
         },
@@ -99,6 +100,7 @@ TRIALS = {
             "alive": ("int32", [4, 4, 2]),
             "groups": ("int32", [0, 0, 1]),
             "failed_groups": ("int32", [0, 0, 1]),
+            "decode_failures": ("int32", [0] * 3),
             "bytes_sent": ("uint64", [0, 0, 64]),
             "time": ("float64", [0.0, 0.5, 1.25]),
         },

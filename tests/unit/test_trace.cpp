@@ -127,6 +127,7 @@ TrainingTrial small_training_trial(std::int32_t index) {
     row.accuracy = std::numeric_limits<double>::quiet_NaN();
     row.alive = 4;
     row.groups = i == 2 ? 2 : 0;
+    row.decode_failures = i == 2 ? 3 : 0;
     row.bytes_sent = i == 2 ? 128u : 0u;
     row.time = 0.25 * i;
     t.rows.push_back(row);
@@ -484,7 +485,7 @@ TEST_F(TraceTest, StringsAreValidUtf8) {
             "run --note caf\xc3\xa9 --bad \xef\xbf\xbd\xef\xbf\xbd end");
 }
 
-// ---- run kinds and the training layout (schema v2) -------------------------------
+// ---- run kinds and the training layout (schema v2 on) ----------------------------
 
 TEST_F(TraceTest, RunKindIsARootAttribute) {
   for (const std::string kind : {"averaging", "sgd"}) {
@@ -494,7 +495,7 @@ TEST_F(TraceTest, RunKindIsARootAttribute) {
     TraceWriter w(path, false, info);
     w.finish(true);
     const auto file = avb::h5::File::open_read_only(path);
-    EXPECT_EQ(file.get_int32("schema_version"), 2);
+    EXPECT_EQ(file.get_int32("schema_version"), avb::kTraceSchemaVersion);
     EXPECT_EQ(file.get_string("run_kind"), kind);
     // Only a training trace has /optimum.
     EXPECT_EQ(has_link(file, "optimum"), kind == "sgd");
@@ -606,7 +607,7 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
   const auto g = avb::h5::File::open_read_only(path).open_group("trials").open_group("3");
   EXPECT_EQ(members(g), (std::vector<std::string>{"targets", "step", "round", "loss", "gap", "relative_gap",
                                                   "distance", "consensus", "accuracy", "alive", "groups",
-                                                  "failed_groups", "bytes_sent", "time"}));
+                                                  "failed_groups", "decode_failures", "bytes_sent", "time"}));
   EXPECT_EQ(g.get_int32("complete"), 1);
   EXPECT_EQ(g.get_int32("steps_to_2.5e-1"), 4);
   EXPECT_EQ(g.get_int32("reached_2.5e-1"), 1);
@@ -628,6 +629,7 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
   EXPECT_EQ(read_column<std::int32_t>(g, "alive"), (std::vector<std::int32_t>{4, 4, 4}));
   EXPECT_EQ(read_column<std::int32_t>(g, "groups"), (std::vector<std::int32_t>{0, 0, 2}));
   EXPECT_EQ(read_column<std::int32_t>(g, "failed_groups"), (std::vector<std::int32_t>{0, 0, 0}));
+  EXPECT_EQ(read_column<std::int32_t>(g, "decode_failures"), (std::vector<std::int32_t>{0, 0, 3}));
   EXPECT_EQ(read_column<std::uint64_t>(g, "bytes_sent"), (std::vector<std::uint64_t>{0, 0, 128}));
   EXPECT_EQ(read_column<double>(g, "time"), (std::vector<double>{0.0, 0.25, 0.5}));
 }
@@ -900,11 +902,11 @@ TEST(TraceSample, WriteTraining) {
   const double g = std::ldexp(1.0, -11);
   trial(0, 7, true,
         {
-            {0, 0, 2.25, 2.0, 1.0, 1.25, 0.0, nan, 4, 0, 0, 0, 0.0},
-            {2, 0, 1.25, 1.0, 0.5, 0.5, 0.25, nan, 4, 0, 0, 0, 0.25},
-            {4, 1, 0.5, 0.25, 0.125, 0.125, 0.0625, nan, 3, 2, 1, 256, 0.75},
-            {6, 1, 0.375, 0.125, 0.0625, 0.0625, 0.125, nan, 3, 0, 0, 256, 1.0},
-            {8, 2, 0.25 + g, g, g / 2, std::ldexp(1.0, -10), std::ldexp(1.0, -8), nan, 4, 2, 0, 512, 1.5},
+            {0, 0, 2.25, 2.0, 1.0, 1.25, 0.0, nan, 4, 0, 0, 0, 0, 0.0},
+            {2, 0, 1.25, 1.0, 0.5, 0.5, 0.25, nan, 4, 0, 0, 0, 0, 0.25},
+            {4, 1, 0.5, 0.25, 0.125, 0.125, 0.0625, nan, 3, 2, 1, 0, 256, 0.75},
+            {6, 1, 0.375, 0.125, 0.0625, 0.0625, 0.125, nan, 3, 0, 0, 0, 256, 1.0},
+            {8, 2, 0.25 + g, g, g / 2, std::ldexp(1.0, -10), std::ldexp(1.0, -8), nan, 4, 2, 0, 0, 512, 1.5},
         },
         {{0.25, 4, true}, {1e-3, 8, true}, {1e-6, 8, false}});
 
@@ -912,9 +914,9 @@ TEST(TraceSample, WriteTraining) {
   // target counts), never the others (cap 4).
   trial(1, 8, false,
         {
-            {0, 0, 2.25, 2.0, 1.0, 1.25, 0.0, nan, 4, 0, 0, 0, 0.0},
-            {2, 0, 1.75, 1.5, 0.75, 0.75, 0.5, nan, 4, 0, 0, 0, 0.5},
-            {4, 1, 0.75, 0.5, 0.25, 0.25, 0.125, nan, 2, 1, 1, 64, 1.25},
+            {0, 0, 2.25, 2.0, 1.0, 1.25, 0.0, nan, 4, 0, 0, 0, 0, 0.0},
+            {2, 0, 1.75, 1.5, 0.75, 0.75, 0.5, nan, 4, 0, 0, 0, 0, 0.5},
+            {4, 1, 0.75, 0.5, 0.25, 0.25, 0.125, nan, 2, 1, 1, 0, 64, 1.25},
         },
         {{0.25, 4, true}, {1e-3, 4, false}, {1e-6, 4, false}});
 
