@@ -50,6 +50,10 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
                  "swarm: blocking (both peers average, local progress re-applied) or non-blocking (the initiator "
                  "averages with the partner's last published model)")
       ->capture_default_str();
+  app.add_option("--clock", f.clock,
+                 "swarm in averaging_bench: a peer initiates once per round (round) or at the ticks of its own "
+                 "rate-1 Poisson clock, one round being one unit of time (poisson)")
+      ->capture_default_str();
   app.add_option("--quantizer", f.quantizer,
                  "swarm, gossip, pairwise: what travels on the wire: none, fp16, uniform8, stochastic:B (B bits, "
                  "1..16) or lattice")
@@ -74,6 +78,7 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
   o.weights = parse_weights(f.weights);
   o.alive_weights = parse_alive_weights(f.alive_weights);
   o.swarm_mode = parse_swarm_mode(f.mode);
+  o.swarm_clock = parse_swarm_clock(f.clock);
   o.quantizer = parse_quantizer(f.quantizer,
                                 parse_integer("--lattice-q", f.lattice_q, 2, 4294967295LL),
                                 parse_real("--lattice-eps", f.lattice_eps, "a number > 0"));
@@ -97,6 +102,7 @@ void refuse_foreign_flags(const ProtocolFlags& f, const std::string& protocol) {
       {"--weights", f.weights != defaults.weights},
       {"--alive-weights", f.alive_weights != defaults.alive_weights},
       {"--mode", f.mode != defaults.mode},
+      {"--clock", f.clock != defaults.clock},
       {"--quantizer", f.quantizer != defaults.quantizer},
       {"--lattice-q", f.lattice_q != defaults.lattice_q},
       {"--lattice-eps", f.lattice_eps != defaults.lattice_eps},

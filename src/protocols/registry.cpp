@@ -54,7 +54,7 @@ std::vector<std::string_view> protocol_flags(std::string_view name) {
     return {"--topology", "--weights", "--alive-weights", "--quantizer", "--lattice-q", "--lattice-eps"};
   if (name == "pairwise") return {"--topology", "--quantizer", "--lattice-q", "--lattice-eps"};
   if (name == "pushsum") return {"--topology"};
-  if (name == "swarm") return {"--topology", "--mode", "--quantizer", "--lattice-q", "--lattice-eps"};
+  if (name == "swarm") return {"--topology", "--mode", "--clock", "--quantizer", "--lattice-q", "--lattice-eps"};
   return {};
 }
 
@@ -141,6 +141,7 @@ std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions&
     out.emplace_back("topology", options.topology ? to_string(*options.topology) : "default");
   if (options.name == "swarm") {
     out.emplace_back("mode", std::string(to_string(options.swarm_mode)));
+    out.emplace_back("clock", std::string(to_string(options.swarm_clock)));
   }
   if (options.name == "gossip") {
     out.emplace_back("weights", std::string(to_string(options.weights)));

@@ -178,7 +178,7 @@ class SwarmProtocol final : public Protocol {
     serve(x);
     if (!time_is_simulated()) return;
     for (double left = units * kSecondsPerUnit; left > 0; left -= kIdleSlice) {
-      charge_seconds(std::min(left, kIdleSlice));
+      idle_seconds(std::min(left, kIdleSlice));
       serve(x);
     }
   }

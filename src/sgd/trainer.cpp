@@ -12,9 +12,27 @@
 #include "core/format.hpp"
 #include "core/reduce.hpp"
 #include "core/rng.hpp"
+#include "sim/compute.hpp"
 #include "run/averaging.hpp"  // trial_seed: trial k of a training run has averaging's trial-k seed
 
 namespace avb {
+
+LocalStepsDist parse_local_steps_dist(std::string_view name) {
+  if (name == "fixed") return LocalStepsDist::fixed;
+  if (name == "geometric") return LocalStepsDist::geometric;
+  throw ConfigError("--local-steps-dist: '" + std::string(name) + "' is not one of {fixed, geometric}");
+}
+
+std::string_view to_string(LocalStepsDist dist) { return dist == LocalStepsDist::fixed ? "fixed" : "geometric"; }
+
+// Geometric: P(k) = p(1 - p)^(k - 1), p = 1/H, by inversion of one keyed uniform.
+int local_steps_before(const TrainingOptions& o, std::uint64_t seed, int me, int r) {
+  if (o.local_steps_dist == LocalStepsDist::fixed || o.local_steps == 1) return o.local_steps;
+  const double u = Stream(seed, StreamId::local_steps)
+                       .uniform_open0(static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(me), 0);
+  const double k = 1.0 + std::floor(std::log(u) / std::log1p(-1.0 / o.local_steps));
+  return static_cast<int>(std::min(k, 1e9));
+}
 
 LrSchedule parse_lr_schedule(std::string_view name) {
   if (name == "constant") return LrSchedule::constant;
@@ -49,6 +67,7 @@ void require(bool ok, const std::string& flag, double value, const std::string& 
   if (!ok) throw ConfigError(flag + ": " + format_number(value) + " is not " + accepted);
 }
 
+
 }  // namespace
 
 TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
@@ -58,6 +77,10 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   require(r.fail_rate >= 0.0 && r.fail_rate <= 1.0, "--fail-rate", r.fail_rate, "a number in [0, 1]");
   require(r.steps >= 0, "--steps", r.steps, "an integer >= 0");
   require(r.local_steps >= 1, "--local-steps", r.local_steps, "an integer >= 1");
+  if (r.local_steps_dist == LocalStepsDist::geometric && r.protocol.name != "swarm")
+    throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
+                      "collective: every peer must reach them after the same number of steps)");
+  require(r.step_flops >= 0.0 && std::isfinite(r.step_flops), "--step-flops", r.step_flops, "a number >= 0");
   require(r.batch >= 1, "--batch", r.batch, "an integer >= 1");
   require(r.lr.lr > 0.0 && std::isfinite(r.lr.lr), "--lr", r.lr.lr, "a number > 0");
   require(r.lr.decay_steps >= 1, "--lr-decay-steps", r.lr.decay_steps, "an integer >= 1");
@@ -83,6 +106,8 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   out.emplace_back("failure", std::string(to_string(o.failure)));
   out.emplace_back("steps", std::to_string(o.steps));
   out.emplace_back("local-steps", std::to_string(o.local_steps));
+  out.emplace_back("local-steps-dist", std::string(to_string(o.local_steps_dist)));
+  out.emplace_back("step-flops", format_number(o.step_flops));
   out.emplace_back("batch", std::to_string(o.batch));
   out.emplace_back("lr", format_number(o.lr.lr));
   out.emplace_back("lr-schedule", std::string(to_string(o.lr.schedule)));
@@ -331,11 +356,12 @@ class TrainingMeter {
     buffer_[m + 1] = static_cast<double>(in.bytes_sent);
     buffer_[m + 2] = in.counters.groups;
     buffer_[m + 3] = in.counters.failed_groups;
-    buffer_[m + 4] = in.end - in.start;  // maxima from here on
-    buffer_[m + 5] = in.start;
-    buffer_[m + 6] = in.end;
-    buffer_[m + 7] = in.stop_requested ? 1.0 : 0.0;
-    tree_reduce_to_root(comm_, buffer_, m + 4, scratch_);
+    buffer_[m + 4] = in.counters.decode_failures;
+    buffer_[m + 5] = in.end - in.start;  // maxima from here on
+    buffer_[m + 6] = in.start;
+    buffer_[m + 7] = in.end;
+    buffer_[m + 8] = in.stop_requested ? 1.0 : 0.0;
+    tree_reduce_to_root(comm_, buffer_, m + 5, scratch_);
 
     Outputs out{};
     std::array<double, 2> verdict{};
@@ -360,9 +386,10 @@ class TrainingMeter {
       row.bytes_sent = static_cast<std::uint64_t>(buffer_[m + 1]);
       row.groups = static_cast<std::int32_t>(buffer_[m + 2]);
       row.failed_groups = static_cast<std::int32_t>(buffer_[m + 3]);
+      row.decode_failures = static_cast<std::int32_t>(buffer_[m + 4]);
       // As in averaging: from the last peer's start to the last peer's end.
-      out.seconds = global_clock_ ? buffer_[m + 6] - buffer_[m + 5] : buffer_[m + 4];
-      verdict = {row.relative_gap, buffer_[m + 7]};
+      out.seconds = global_clock_ ? buffer_[m + 7] - buffer_[m + 6] : buffer_[m + 5];
+      verdict = {row.relative_gap, buffer_[m + 8]};
     }
     tree_broadcast_from_root(comm_, verdict);
     out.relative_gap = verdict[0];
@@ -371,7 +398,7 @@ class TrainingMeter {
   }
 
  private:
-  static constexpr std::size_t kExtra = 8;
+  static constexpr std::size_t kExtra = 9;
   Comm comm_;
   std::size_t dim_;
   const Problem& problem_;
@@ -391,7 +418,6 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
   TrainingMeter meter(world, problem);
   const Objective& f = *problem.local;
   const Eigen::Index d = f.dim();
-  const int H = options.local_steps;
   const double min_target = options.targets.back();
 
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
@@ -431,22 +457,29 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     bool reached = options.stop_at_target && m.relative_gap <= min_target;
     start = MPI_Wtime();
     int done = 0;  // steps run
+    // This peer's round r comes after `until` local steps (H, or geometric with mean
+    // H); `since` counts the steps taken towards it.
+    int r = 1, since = 0, until = local_steps_before(options, seed, me, r);
     for (int s = 0; s < options.steps && !stop && !reached; ++s) {
-      const int r = s / H + 1;
       if (failures.alive(r, me)) {
         f.stochastic_gradient(x, options.batch, seed, static_cast<std::uint64_t>(s), g);
         velocity = options.momentum * velocity + g;
         x -= options.lr.at(s) * velocity;
+        charge_flops(options.step_flops);  // under SMPI: the step's simulated cost on this host
       }
       const std::span<double> model(x.data(), static_cast<std::size_t>(d));
       protocol->progress(model);  // asynchronous protocols: serve partners, publish x
-      if ((s + 1) % H == 0) {
+      if (++since == until) {
         GroupCounters counters;
         Round round{r, seed, failures, comm, counters};
         protocol->step(model, round);
         since_eval.groups += counters.groups;
         since_eval.failed_groups += counters.failed_groups;
+        since_eval.decode_failures += counters.decode_failures;
         rounds_done = r;
+        ++r;
+        since = 0;
+        until = local_steps_before(options, seed, me, r);
       }
       done = s + 1;
       if ((s + 1) % options.eval_every == 0 || s + 1 == options.steps) {

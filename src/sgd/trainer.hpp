@@ -64,6 +64,11 @@ enum class LocalStepsDist {
 LocalStepsDist parse_local_steps_dist(std::string_view name);  // throws ConfigError (--local-steps-dist)
 std::string_view to_string(LocalStepsDist dist);
 
+struct TrainingOptions;
+// How many local steps peer `me` takes before its round r (1-based) of the trial
+// with seed `seed`: H, or under geometric a draw keyed by (r, me).
+int local_steps_before(const TrainingOptions& options, std::uint64_t seed, int me, int r);
+
 struct LearningRate {
   LrSchedule schedule = LrSchedule::constant;  // --lr-schedule
   double lr = 0.01;                             // --lr

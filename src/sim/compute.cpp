@@ -3,25 +3,25 @@
 #include <mpi.h>
 
 #ifdef AVB_ENGINE_SMPI
+#include <simgrid/actor.h>
 #include <smpi/smpi.h>
 #endif
 
 namespace avb {
-
-namespace {
-constexpr double kReferenceFlopsPerSecond = 1e9;  // smpirun.sh passes smpi/host-speed:1Gf
-}
 
 #ifdef AVB_ENGINE_SMPI
 bool time_is_simulated() { return true; }
 void charge_flops(double flops) {
   if (flops > 0) smpi_execute_flops(flops);
 }
+// Every simulated peer is a SimGrid actor.
+void idle_seconds(double seconds) {
+  if (seconds > 0) sg_actor_sleep_for(seconds);
+}
 #else
 bool time_is_simulated() { return false; }
 void charge_flops(double /*flops*/) {}
+void idle_seconds(double /*seconds*/) {}
 #endif
-
-void charge_seconds(double seconds) { charge_flops(seconds * kReferenceFlopsPerSecond); }
 
 }  // namespace avb

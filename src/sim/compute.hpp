@@ -17,8 +17,8 @@ bool time_is_simulated();
 // take longer). Nothing under a real MPI.
 void charge_flops(double flops);
 
-// Advances this peer's simulated clock by `seconds` of work at the reference speed
-// of 1 Gflop/s (smpirun.sh's smpi/host-speed): charge_flops(seconds * 1e9).
-void charge_seconds(double seconds);
+// Lets `seconds` of simulated time pass for this peer, whatever its host's speed
+// (waiting, not working). Nothing under a real MPI.
+void idle_seconds(double seconds);
 
 }  // namespace avb

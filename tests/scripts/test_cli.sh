@@ -17,8 +17,8 @@ cli_init averaging_bench "$1" "$2"
 
 # ---- --help ------------------------------------------------------------------
 check_help --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
-  --key-update --group-size --min-group-size --topology --weights --alive-weights --quantizer --lattice-q \
-  --lattice-eps --dim --rounds --trials --seed \
+  --key-update --group-size --min-group-size --topology --weights --alive-weights --mode --clock --quantizer \
+  --lattice-q --lattice-eps --dim --rounds --trials --seed \
   --target --stop-at-target --out --overwrite --quiet
 
 # ---- a good run; its trace is then the pre-existing file the bad cases must keep
@@ -124,6 +124,30 @@ bad_case lattice_eps '--lattice-eps' '> 0' -- --protocol pairwise --quantizer la
 bad_case foreign_quantizer '--quantizer' 'allreduce|--collective' -- --protocol allreduce --quantizer fp16 "${keep[@]}"
 bad_case pushsum_quantizer '--quantizer' 'pushsum|--topology' -- --protocol pushsum --quantizer fp16 "${keep[@]}"
 bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit --lattice-q 16 "${keep[@]}"
+
+# ---- swarm (--mode, --clock) -------------------------------------------------------
+bad_case swarm_mode '--mode' "'async'|{blocking, non-blocking}" -- --protocol swarm --mode async "${keep[@]}"
+bad_case swarm_clock '--clock' "'wall'|{round, poisson}" -- --protocol swarm --clock wall "${keep[@]}"
+bad_case foreign_clock '--clock' 'gossip|--topology' -- --protocol gossip --clock poisson "${keep[@]}"
+# Every mode and clock, quantized or not, with failures: valid traces; blocking
+# without a quantizer keeps the mean (check_trace's mean_drift bound applies).
+for cfg in "blocking round none" "blocking poisson lattice" "non-blocking poisson fp16" "non-blocking round uniform8"; do
+  read -r mode clock q <<<"$cfg"
+  run_app "swarm_${mode}_${clock}" --protocol swarm --mode "$mode" --clock "$clock" --quantizer "$q" --fail-rate 0.2 \
+    --trials 2 --rounds 5 --dim 3 --seed 4 --out "swarm-$mode-$clock.h5" --quiet
+  if [ "$RC" -eq 0 ]; then
+    check_trace "$work/swarm-$mode-$clock.h5" --peers 2 --trials 2 --complete 1 --rounds 5
+    got=$(h5_eval "$work/swarm-$mode-$clock.h5" '(f["config"].attrs["mode"], f["config"].attrs["clock"])')
+    if [ "$got" = "('$mode', '$clock')" ]; then
+      ok "swarm $cfg: /config records mode and clock"
+    else
+      bad "swarm $cfg: /config has (mode, clock) = $got"
+    fi
+  else
+    bad "swarm --mode $mode --clock $clock --quantizer $q: exit code $RC"
+    show_logs
+  fi
+done
 
 # A lattice this small (q = 4, eps = 0.1: decodable within about 0.2 of the
 # receiver's value) cannot carry N(0, 1) differences: decode failures are certain.

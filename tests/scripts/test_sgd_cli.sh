@@ -89,7 +89,7 @@ attr_is() {
 check_help --config --protocol --fail-rate --failure --on-failure --collective --grid --placement --key-update \
   --group-size --min-group-size --topology --weights --alive-weights --objective --dim --preset --condition --zeta \
   --sigma --data --data-dim --split --test-data --samples-per-peer --separation --label-skew --steps --local-steps \
-  --batch --lr --lr-schedule --lr-decay-steps --lr-decay-factor --momentum --eval-every --trials --seed --target \
+  --local-steps-dist --step-flops --batch --lr --lr-schedule --lr-decay-steps --lr-decay-factor --momentum --eval-every --trials --seed --target \
   --stop-at-target --out --overwrite --quiet
 
 # ---- a good run; its trace is then the pre-existing file the bad cases must keep ----
@@ -120,6 +120,13 @@ bad_case steps_big '--steps' "3000000000|[0, 2147483647]" -- --steps 3000000000 
 bad_case local_steps_zero '--local-steps' "$int|[1, " -- --local-steps 0 "${keep[@]}"
 bad_case local_steps_real '--local-steps' "'1.5'|[1, " -- --local-steps 1.5 "${keep[@]}"
 bad_case batch_text '--batch' "'many'|[1, " -- --batch many "${keep[@]}"
+bad_case local_steps_dist_word '--local-steps-dist' "'poisson'|{fixed, geometric}" -- --local-steps-dist poisson \
+  "${keep[@]}"
+bad_case local_steps_dist_sync '--local-steps-dist' 'needs --protocol swarm' -- --local-steps-dist geometric \
+  --protocol moshpit "${keep[@]}"
+bad_case step_flops_negative '--step-flops' '>= 0' -- --step-flops -1 "${keep[@]}"
+bad_case step_flops_text '--step-flops' "'lots'|>= 0" -- --step-flops lots "${keep[@]}"
+bad_case clock_in_sgd '--clock' 'averaging_bench only' -- --protocol swarm --clock poisson "${keep[@]}"
 bad_case lr_zero '--lr' '> 0' -- --lr 0 "${keep[@]}"
 bad_case lr_text '--lr' "'fast'|> 0" -- --lr fast "${keep[@]}"
 bad_case lr_inf '--lr' 'inf|> 0' -- --lr 1e999 "${keep[@]}"
@@ -222,6 +229,10 @@ good_run quad_conditioned "$(sgd 2 31 3 4)" -- --preset conditioned --condition 
 good_run quad_gossip_step "$(sgd 2 50 2 5)" -- --protocol gossip --fail-rate 0.3 --failure permanent \
   --lr-schedule step --lr-decay-steps 10 --lr-decay-factor 0.5 --local-steps 2 --steps 50 --eval-every 5 --trials 2
 good_run quad_pushsum "$(sgd 1 20 1 3)" -- --protocol pushsum --steps 20 --eval-every 3
+# Swarm with geometric local steps and a simulated step cost (charged under SMPI
+# only): a peer's rounds no longer follow step / H, so the round column is not checked.
+good_run swarm_geometric "--complete 1 --trials 2 --steps 30 --eval-every 10" -- --protocol swarm --mode non-blocking \
+  --quantizer lattice --local-steps 3 --local-steps-dist geometric --step-flops 1e6 --steps 30 --eval-every 10 --trials 2
 # Every target reached: a complete trial may stop before --steps.
 good_run quad_stop "$(sgd 2 200 1 10)" -- --lr 0.5 --target 1e-2 --target 1e-4 --stop-at-target --steps 200 --trials 2
 attr_is quad_stop 'int(f["trials/0/step"][-1]) < 200' True

@@ -5,6 +5,7 @@
 
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -77,6 +78,34 @@ TEST(LearningRate, SchedulesParseBackAndBadNamesNameTheFlag) {
 
 std::string error_of(const TrainingOptions& o) {
   return config_error([&] { resolve(o, 8); });
+}
+
+// Geometric local steps: mean H, P(1) = 1/H, never below 1, keyed (the same draw
+// for the same (seed, peer, round)), and fixed gives H. 200 000 draws: the
+// standard error of the mean is sqrt(H(H - 1))/sqrt(200000) = 0.0087 at H = 4, so
+// a 5-sigma band (false alarm about 6e-7).
+TEST(LocalSteps, GeometricHasMeanHAndFixedIsH) {
+  TrainingOptions o;
+  o.local_steps = 4;
+  EXPECT_EQ(local_steps_before(o, 9, 3, 7), 4);
+  o.local_steps_dist = LocalStepsDist::geometric;
+  const int draws = 200000;
+  double sum = 0;
+  int ones = 0, smallest = 1 << 30;
+  for (int k = 0; k < draws; ++k) {
+    const int steps = local_steps_before(o, 9, k % 100, k / 100 + 1);
+    sum += steps;
+    ones += steps == 1;
+    smallest = std::min(smallest, steps);
+  }
+  EXPECT_EQ(smallest, 1);
+  EXPECT_NEAR(sum / draws, 4.0, 5 * std::sqrt(4.0 * 3.0 / draws));
+  EXPECT_NEAR(static_cast<double>(ones) / draws, 0.25, 5 * std::sqrt(0.25 * 0.75 / draws));
+  EXPECT_EQ(local_steps_before(o, 9, 5, 11), local_steps_before(o, 9, 5, 11));
+  o.local_steps = 1;
+  EXPECT_EQ(local_steps_before(o, 9, 5, 11), 1);
+  EXPECT_EQ(parse_local_steps_dist("geometric"), LocalStepsDist::geometric);
+  EXPECT_TRUE(starts_with(config_error([] { parse_local_steps_dist("poisson"); }), "--local-steps-dist: 'poisson'"));
 }
 
 TEST(TrainingOptions, DefaultsResolve) {
