@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# scripts/platform.py and scripts/smpirun.sh: the three kinds of simulated platform.
+#
+#   tests/scripts/test_platforms.sh AVERAGING_BENCH   (built in build-smpi/)
+#
+# 1. Files: N hosts named peer-0 .. peer-N-1 in rank order; cloud is seeded (same
+#    seed, same file; another seed, another file) and heterogeneous in speed and
+#    bandwidth; geo splits the ranks into contiguous regions.
+# 2. Simulated time against the alpha model: one all-reduce of one double between two
+#    peers is two messages each way of latency 2*lat + bb_lat = 0.6 ms on the
+#    cluster (1.2 ms), plus the 40 ms WAN link between two regions (81.2 ms).
+# 3. Bad settings: one line naming the option, non-zero exit.
+source "$(dirname "$0")/common.sh"
+
+[ $# -eq 1 ] || die "usage: test_platforms.sh AVERAGING_BENCH"
+BIN=$(realpath "$1")
+GEN=$AVB_REPO/scripts/platform.py
+export AVB_PLATFORM_DIR=$SCRATCH/platforms
+
+# 1. Files.
+report=$(timeout 60 "$AVB_PYTHON" - "$GEN" "$SCRATCH/files" <<'PY'
+import subprocess, sys
+import xml.etree.ElementTree as ET
+
+gen, out = sys.argv[1], sys.argv[2]
+
+def make(*args):
+    xml, hosts = subprocess.run([sys.executable, gen, *args], check=True, capture_output=True, text=True).stdout.split()
+    return xml, open(hosts).read().split()
+
+def hosts_of(xml):
+    return {h.get("id"): h for h in ET.parse(xml).getroot().iter("host")}
+
+problems = []
+xml, order = make("16", out, "--kind", "cloud", "--seed", "3")
+if order != [f"peer-{i}" for i in range(16)]:
+    problems.append(f"cloud hostfile order {order}")
+hosts = hosts_of(xml)
+speeds = {h.get("speed") for h in hosts.values()}
+links = {l.get("bandwidth") for l in ET.parse(xml).getroot().iter("link")}
+if len(hosts) != 16 or len(speeds) < 16 or len(links) < 16:
+    problems.append(f"cloud: {len(hosts)} hosts, {len(speeds)} speeds, {len(links)} bandwidths (want 16 distinct each)")
+again, _ = make("16", out + "/again", "--kind", "cloud", "--seed", "3")
+other, _ = make("16", out + "/other", "--kind", "cloud", "--seed", "4")
+if open(xml).read() != open(again).read():
+    problems.append("cloud: the same seed gave another platform")
+if open(xml).read() == open(other).read():
+    problems.append("cloud: another seed gave the same platform")
+geo, order = make("10", out, "--kind", "geo", "--regions", "3")
+clusters = [(c.get("id"), c.get("radical")) for c in ET.parse(geo).getroot().iter("cluster")]
+if clusters != [("region-0", "0-2"), ("region-1", "3-5"), ("region-2", "6-9")] or len(order) != 10:
+    problems.append(f"geo regions {clusters}")
+if problems:
+    sys.exit("; ".join(problems))
+print("cloud seeded and heterogeneous (16 speeds, 16 bandwidths); geo regions", clusters)
+PY
+) && ok "platform files: $report" || bad "platform files: $report"
+
+# 2. Simulated time of a two-peer all-reduce.
+exchange() {  # exchange NAME SMPIRUN-OPTIONS...: prints the trial's simulated time
+  local name=$1
+  shift
+  timeout -k 10 120 "$AVB_SMPIRUN" -n 2 "$@" -- "$BIN" --protocol allreduce --dim 1 --rounds 1 --trials 1 \
+    --out "$SCRATCH/$name.h5" --quiet >"$SCRATCH/$name.log" 2>&1 </dev/null ||
+    { sed 's/^/    /' "$SCRATCH/$name.log" >&2; die "$name: the run failed"; }
+  timeout 60 "$AVB_PYTHON" -c 'import h5py, sys; print(h5py.File(sys.argv[1])["trials/0/time"][-1])' "$SCRATCH/$name.h5"
+}
+near() {  # near NAME GOT WANT TOLERANCE
+  if "$AVB_PYTHON" -c 'import sys; g, w, t = map(float, sys.argv[1:]); sys.exit(abs(g - w) > t * w)' "$2" "$3" "$4"; then
+    ok "$1: simulated time $2 s (alpha model $3 s)"
+  else
+    bad "$1: simulated time $2 s, alpha model $3 s (tolerance $4)"
+  fi
+}
+near cluster "$(exchange cluster)" 0.0012 0.05
+near cloud "$(exchange cloud --kind cloud)" 0.0012 0.05  # latency is not drawn, only bandwidth
+near geo "$(exchange geo --kind geo --regions 2)" 0.0812 0.05
+
+# 3. Bad settings.
+refused() {  # refused WANT ARGS...: platform.py ARGS fails with one line containing WANT
+  local out rc=0
+  out=$(timeout 60 "$AVB_PYTHON" "$GEN" 8 "$SCRATCH/bad" "${@:2}" 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && [[ "$out" == *"$1"* ]]; then
+    ok "refused ${*:2}: $out"
+  else
+    bad "platform.py ${*:2}: exit $rc, output '$out' (want one line with '$1')"
+  fi
+}
+refused "--regions" --kind geo --regions 0
+refused "--bw-sigma" --bw-sigma 0.5
+refused "--speed-sigma" --speed-sigma -1
+refused "--bw" --bw fast
+refused "--wan-lat" --kind geo --wan-lat 40
+finish
