@@ -1,0 +1,337 @@
+#!/usr/bin/python3
+"""Unit tests of the analysis package python/avbench (docs/analysis.md).
+
+    test_avbench_analysis.py [AVERAGING_BENCH [MPIEXEC]]
+
+Builds small synthetic traces with h5py in a temporary folder, in the layout of
+docs/trace-format.md (schema v1, v3 averaging, v3 sgd, a trace stopped early, one
+with no trial), and checks the DataFrames load_trace/load_sweep make (shape,
+columns, types, values) and that the figures are drawn and written. Given the Open
+MPI build of averaging_bench (ctest passes it), it also runs it on 2 real ranks and
+loads the real trace, so the synthetic layout cannot drift from the writer's
+unnoticed. Run with Debian's /usr/bin/python3.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import avbench  # noqa: E402
+from avbench import figures, traces  # noqa: E402
+
+BENCH = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("AVB_AVERAGING_BENCH", "")
+MPIEXEC = sys.argv[2] if len(sys.argv) > 2 else shutil.which("mpiexec") or "mpiexec"
+del sys.argv[1:]  # unittest parses the rest
+
+STR = h5py.string_dtype("utf-8")
+
+
+def str_attr(obj, name, value):
+    obj.attrs.create(name, value, dtype=STR)
+
+
+def write_averaging(path, *, version=3, protocol="moshpit", peers=8, trials=3, rounds=4, complete=1,
+                    last_trial_complete=1, rate=0.5, extra_config=None, seed0=100):
+    """An averaging trace: variance of trial k in round r is (rate ** r) * (k + 1)."""
+    with h5py.File(path, "w") as f:
+        f.attrs.create("schema_version", version, dtype="int32")
+        for k, v in (("avbench_version", "0.1.0"), ("git_sha", "abc"), ("created_utc", "2026-11-30T12:00:00Z"),
+                     ("command_line", "averaging_bench"), ("engine", "smpi"), ("mpi_library", "SMPI")):
+            str_attr(f, k, v)
+        f.attrs.create("n_peers", peers, dtype="int32")
+        if version >= 2:
+            str_attr(f, "run_kind", "averaging")
+        f.attrs.create("complete", complete, dtype="int32")
+        cfg = f.create_group("config")
+        config = {"protocol": protocol, "fail-rate": "0.01", "dim": "1", "rounds": str(rounds),
+                  "trials": str(trials), "seed": "7", "grid": "32x32", "stop-at-target": "false",
+                  "target": "0.0001,1e-09", **(extra_config or {})}
+        for k, v in config.items():
+            str_attr(cfg, k, v)
+        str_attr(cfg, "text", "\n".join(f"{k} = {v}" for k, v in config.items()))
+        tr = f.create_group("trials", track_order=True)
+        for k in range(trials):
+            g = tr.create_group(str(k))
+            g.attrs.create("seed", np.uint64(seed0 + k), dtype="uint64")
+            g.attrs.create("complete", last_trial_complete if k == trials - 1 else 1, dtype="int32")
+            g.attrs.create("rounds_to_1e-4", rounds, dtype="int32")
+            g.attrs.create("reached_1e-4", 0, dtype="int32")
+            r = np.arange(rounds + 1, dtype=np.int32)
+            var = rate ** r * (k + 1.0)
+            g.create_dataset("targets", data=np.array([1e-4]))
+            cols = {"round": r, "variance": var, "error": var, "mean_drift": np.zeros(rounds + 1),
+                    "alive": np.full(rounds + 1, peers, np.int32), "groups": np.full(rounds + 1, 2, np.int32),
+                    "failed_groups": np.zeros(rounds + 1, np.int32)}
+            if version >= 3:
+                cols["decode_failures"] = np.zeros(rounds + 1, np.int32)
+            cols["bytes_sent"] = (r * 16 * peers).astype(np.uint64)
+            cols["time"] = r * 0.5 * (k + 1)
+            for name, data in cols.items():
+                g.create_dataset(name, data=data)
+        f.create_group("summary")
+
+
+def write_sgd(path, *, peers=4, trials=2, steps=6, every=2, protocol="gossip"):
+    with h5py.File(path, "w") as f:
+        f.attrs.create("schema_version", 3, dtype="int32")
+        for k, v in (("avbench_version", "0.1.0"), ("git_sha", "abc"), ("created_utc", "2026-11-30T12:00:00Z"),
+                     ("command_line", "sgd_bench"), ("engine", "openmpi"), ("mpi_library", "Open MPI"),
+                     ("run_kind", "sgd")):
+            str_attr(f, k, v)
+        f.attrs.create("n_peers", peers, dtype="int32")
+        f.attrs.create("complete", 1, dtype="int32")
+        cfg = f.create_group("config")
+        for k, v in {"protocol": protocol, "objective": "quadratic", "lr": "0.1", "local-steps": "2"}.items():
+            str_attr(cfg, k, v)
+        str_attr(cfg, "text", "")
+        f.create_group("optimum")
+        tr = f.create_group("trials", track_order=True)
+        step = np.arange(0, steps + 1, every, dtype=np.int32)
+        for k in range(trials):
+            g = tr.create_group(str(k))
+            g.attrs.create("seed", np.uint64(k), dtype="uint64")
+            g.attrs.create("complete", 1, dtype="int32")
+            g.attrs.create("steps_to_1e-2", steps, dtype="int32")
+            g.attrs.create("reached_1e-2", 0, dtype="int32")
+            n = len(step)
+            rel = 0.5 ** step
+            cols = {"step": step, "round": step // 2, "loss": rel + 1, "gap": rel, "relative_gap": rel,
+                    "distance": rel, "consensus": rel, "accuracy": np.full(n, np.nan),
+                    "alive": np.full(n, peers, np.int32), "groups": np.zeros(n, np.int32),
+                    "failed_groups": np.zeros(n, np.int32), "decode_failures": np.zeros(n, np.int32),
+                    "bytes_sent": (step * 100).astype(np.uint64), "time": step * 0.1}
+            for name, data in cols.items():
+                g.create_dataset(name, data=data)
+        f.create_group("summary")
+
+
+class Loading(unittest.TestCase):
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_averaging_v3_shape_columns_values(self):
+        p = self.dir / "a.h5"
+        write_averaging(p, trials=3, rounds=4, peers=8)
+        df = avbench.load_trace(p)
+        self.assertEqual(df.shape[0], 3 * 5)  # trials x (rounds + 1)
+        for col in (*traces.ID_COLUMNS, *traces.ROW_COLUMNS["averaging"], "bytes_per_peer", "rounds_to_1e-4",
+                    "reached_1e-4", "protocol", "fail-rate", "grid", "config_seed", "stop-at-target"):
+            self.assertIn(col, df.columns)
+        self.assertNotIn("text", df.columns)
+        self.assertEqual(list(df.columns[:len(traces.ID_COLUMNS)]), list(traces.ID_COLUMNS))
+        self.assertEqual(set(df["run_kind"]), {"averaging"})
+        self.assertEqual(set(df["peers"]), {8})
+        self.assertEqual(set(df["trace"]), {str(p)})
+        # Config typed: numbers as numbers, booleans as bools, the rest as text.
+        self.assertEqual(df["fail-rate"].iat[0], 0.01)
+        self.assertEqual(df["dim"].iat[0], 1)
+        self.assertIs(bool(df["stop-at-target"].iat[0]), False)
+        self.assertEqual(df["grid"].iat[0], "32x32")
+        self.assertEqual(df["target"].iat[0], "0.0001,1e-09")
+        self.assertEqual(df["config_seed"].iat[0], 7)
+        self.assertEqual(df["seed"].dtype, np.uint64)
+        self.assertEqual(list(df[df["trial"] == 1]["seed"].unique()), [101])
+        t2 = df[df["trial"] == 2]
+        np.testing.assert_allclose(t2["variance"], 0.5 ** np.arange(5) * 3.0)
+        np.testing.assert_array_equal(t2["round"], np.arange(5))
+        np.testing.assert_allclose(t2["bytes_per_peer"], np.arange(5) * 16.0)
+        self.assertTrue(df["complete"].all() and df["trace_complete"].all())
+
+    def test_v1_has_no_run_kind_nor_decode_failures(self):
+        p = self.dir / "v1.h5"
+        write_averaging(p, version=1, trials=2, rounds=3)
+        df = avbench.load_trace(p)
+        self.assertEqual(df.shape[0], 8)
+        self.assertEqual(set(df["schema_version"]), {1})
+        self.assertEqual(set(df["run_kind"]), {"averaging"})
+        self.assertTrue((df["decode_failures"] == 0).all())
+
+    def test_unknown_version_refused(self):
+        p = self.dir / "v9.h5"
+        write_averaging(p, version=3)
+        with h5py.File(p, "a") as f:
+            f.attrs["schema_version"] = np.int32(9)
+        with self.assertRaises(ValueError):
+            avbench.load_trace(p)
+
+    def test_incomplete_kept_and_flagged(self):
+        p = self.dir / "cut.h5"
+        write_averaging(p, trials=2, rounds=3, complete=0, last_trial_complete=0)
+        df = avbench.load_trace(p)
+        self.assertEqual(df.shape[0], 8)
+        self.assertFalse(df["trace_complete"].any())
+        self.assertEqual(df.groupby("trial")["complete"].first().tolist(), [True, False])
+
+    def test_no_trials(self):
+        p = self.dir / "empty.h5"
+        write_averaging(p, trials=0, complete=0)
+        df = avbench.load_trace(p)
+        self.assertEqual(len(df), 0)
+        self.assertIn("variance", df.columns)
+        self.assertIn("protocol", df.columns)
+
+    def test_sgd(self):
+        p = self.dir / "s.h5"
+        write_sgd(p, trials=2, steps=6, every=2)
+        df = avbench.load_trace(p)
+        self.assertEqual(df.shape[0], 2 * 4)
+        for col in (*traces.ROW_COLUMNS["sgd"], "steps_to_1e-2", "objective", "lr", "local-steps"):
+            self.assertIn(col, df.columns)
+        self.assertEqual(df["lr"].iat[0], 0.1)
+        np.testing.assert_array_equal(df[df["trial"] == 0]["step"], [0, 2, 4, 6])
+        self.assertEqual(set(df["engine"]), {"openmpi"})
+
+    def test_sweep_folder_glob_list_and_kind(self):
+        write_averaging(self.dir / "N8_moshpit.h5", protocol="moshpit", trials=2, rounds=3)
+        write_averaging(self.dir / "N8_gossip.h5", protocol="gossip", trials=3, rounds=3,
+                        extra_config={"topology": "ring"})
+        write_sgd(self.dir / "sgd.h5")
+        (self.dir / ".N8_x.h5.tmp.42").write_bytes(b"not a trace")  # a run in progress: never matched
+        both = avbench.load_sweep(self.dir)
+        self.assertEqual(len(both["trace"].unique()), 3)
+        avg = avbench.load_sweep(self.dir, run_kind="averaging")
+        self.assertEqual(avg.shape[0], (2 + 3) * 4)
+        self.assertEqual(sorted(avg["protocol"].unique()), ["gossip", "moshpit"])
+        # A config option only gossip has is NaN for moshpit's rows.
+        self.assertTrue(avg[avg["protocol"] == "moshpit"]["topology"].isna().all())
+        self.assertEqual(avbench.load_sweep(str(self.dir / "N8_*.h5")).shape, avg.shape)
+        one = avbench.load_sweep([self.dir / "N8_gossip.h5"])
+        self.assertEqual(one.shape[0], 12)
+        self.assertEqual(avbench.per_trial(avg).shape[0], 5)
+        self.assertEqual(avbench.load_sweep(self.dir, run_kind="sgd").shape[0], 8)
+        with self.assertRaises(FileNotFoundError):
+            avbench.load_sweep(self.dir / "nothing")
+        with self.assertRaises(FileNotFoundError):
+            avbench.load_sweep(str(self.dir / "none_*.h5"))
+
+    def test_columns_subset(self):
+        p = self.dir / "a.h5"
+        write_averaging(p)
+        df = avbench.load_trace(p, columns=["variance"])
+        self.assertIn("round", df.columns)
+        self.assertNotIn("error", df.columns)
+
+
+class Figures(unittest.TestCase):
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
+        write_averaging(self.dir / "m.h5", protocol="moshpit", trials=3, rounds=4, rate=0.1)
+        write_averaging(self.dir / "g.h5", protocol="gossip", trials=3, rounds=4, rate=0.5,
+                        last_trial_complete=0)
+        self.df = avbench.load_sweep(self.dir)
+
+    def tearDown(self):
+        plt.close("all")
+        shutil.rmtree(self.dir)
+
+    def test_aggregate_geometric_mean_and_band(self):
+        sub = self.df[self.df["protocol"] == "moshpit"]
+        c = figures.aggregate(sub, "round", "variance")
+        self.assertEqual(len(c), 5)
+        # Trials scale by 1, 2, 3: geometric mean 6^(1/3) times 0.1^r.
+        np.testing.assert_allclose(c["variance"], 6 ** (1 / 3) * 0.1 ** np.arange(5))
+        logs = np.log([1.0, 2.0, 3.0])
+        se = logs.std(ddof=1) / np.sqrt(3)
+        np.testing.assert_allclose(c["hi"] / c["variance"], np.exp(se))
+        np.testing.assert_allclose(c["lo"] / c["variance"], np.exp(-se))
+        self.assertEqual(set(c["trials"]), {3})
+        m = figures.aggregate(sub, "time", "variance", stat="mean", band="minmax")
+        np.testing.assert_allclose(m["variance"], 2.0 * 0.1 ** np.arange(5))
+        np.testing.assert_allclose(m["time"], np.arange(5) * 0.5 * 2.0)  # mean over trials
+        np.testing.assert_allclose(m["hi"], 3.0 * 0.1 ** np.arange(5))
+
+    def test_incomplete_trials_left_out_unless_asked(self):
+        sub = self.df[self.df["protocol"] == "gossip"]
+        self.assertEqual(set(figures.aggregate(sub)["trials"]), {2})
+        self.assertEqual(set(figures.aggregate(sub, include_incomplete=True)["trials"]), {3})
+
+    def test_trial_that_stopped_early_holds_its_last_value(self):
+        sub = self.df[self.df["protocol"] == "moshpit"]
+        sub = sub[~((sub["trial"] == 0) & (sub["round"] > 2))]  # trial 0 stopped after round 2
+        c = figures.aggregate(sub, "round", "variance")
+        self.assertEqual(set(c["trials"]), {3})
+        np.testing.assert_allclose(c["variance"].iat[4], (1 * 0.1 ** 2 * 2 * 0.1 ** 4 * 3 * 0.1 ** 4) ** (1 / 3))
+
+    def test_zero_variance_is_floored(self):
+        sub = self.df[self.df["protocol"] == "moshpit"].copy()
+        sub.loc[sub["round"] == 4, "variance"] = 0.0
+        c = figures.aggregate(sub)
+        self.assertAlmostEqual(c["variance"].iat[4], figures.FLOOR)
+
+    def test_plot_metric_one_line_per_protocol(self):
+        ax = avbench.plot_metric(self.df, x="bytes_sent", by="protocol")
+        self.assertEqual(len(ax.get_lines()), 2)
+        self.assertEqual(ax.get_yscale(), "log")
+        self.assertEqual(sorted(t.get_text() for t in ax.get_legend().get_texts()), ["gossip", "moshpit"])
+        np.testing.assert_allclose(ax.get_lines()[0].get_xdata(), np.arange(5) * 16.0)
+        ax2 = avbench.plot_metric(self.df, x="time", by=["protocol", "peers"])
+        self.assertEqual(len(ax2.get_lines()), 2)
+        with self.assertRaises(KeyError):
+            avbench.plot_metric(self.df, y="no_such_column")
+
+    def test_standard_figures_written(self):
+        out = self.dir / "figs"
+        paths = avbench.standard_figures(self.df, out)
+        self.assertEqual([p.name for p in paths],
+                         ["variance_vs_rounds.png", "variance_vs_time.png", "variance_vs_bytes.png"])
+        for p in paths:
+            self.assertGreater(p.stat().st_size, 1000)
+            self.assertEqual(p.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+
+    def test_sgd_figures_and_mixed_kinds_refused(self):
+        write_sgd(self.dir / "s.h5")
+        both = avbench.load_sweep(self.dir)
+        with self.assertRaises(ValueError):
+            avbench.plot_metric(both)
+        paths = avbench.standard_figures(both[both["run_kind"] == "sgd"], self.dir / "sgd", prefix="q_")
+        self.assertEqual([p.name for p in paths],
+                         ["q_relative_gap_vs_steps.png", "q_relative_gap_vs_time.png", "q_relative_gap_vs_bytes.png"])
+        self.assertTrue(all(p.stat().st_size > 1000 for p in paths))
+
+
+@unittest.skipUnless(BENCH and os.access(BENCH, os.X_OK), "no averaging_bench given")
+class RealTrace(unittest.TestCase):
+    """The writer's own trace: what the synthetic ones imitate."""
+
+    def test_real_trace(self):
+        with tempfile.TemporaryDirectory(prefix="avb-analysis-") as d:
+            out = Path(d) / "real.h5"
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", BENCH, "--protocol", "gossip", "--trials", "3",
+                            "--rounds", "4", "--dim", "4", "--fail-rate", "0.1", "--out", str(out), "--quiet"],
+                           check=True, env=env, timeout=120, capture_output=True)
+            df = avbench.load_trace(out)
+            self.assertEqual(df.shape[0], 3 * 5)
+            self.assertEqual(set(df["run_kind"]), {"averaging"})
+            self.assertEqual(set(df["peers"]), {2})
+            self.assertEqual(set(df["engine"]), {"openmpi"})
+            self.assertEqual(df["protocol"].iat[0], "gossip")
+            self.assertEqual(df["dim"].iat[0], 4)
+            self.assertEqual(df["fail-rate"].iat[0], 0.1)
+            self.assertIn("config_seed", df.columns)
+            with h5py.File(out) as f:
+                np.testing.assert_array_equal(df[df["trial"] == 1]["variance"], f["trials/1/variance"][()])
+                self.assertEqual(int(df[df["trial"] == 2]["seed"].iat[0]), int(f["trials/2"].attrs["seed"]))
+            paths = avbench.standard_figures(df, Path(d) / "figs")
+            self.assertTrue(all(p.stat().st_size > 1000 for p in paths))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
