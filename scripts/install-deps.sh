@@ -12,6 +12,12 @@ packages=(
   libgtest-dev libbenchmark-dev
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
   python3-nbformat python3-nbconvert python3-ipykernel jupyter-nbconvert
+  # The Slurm templates' test (tests/scripts/test_slurm.sh) runs a private Slurm:
+  # slurm-wlm brings slurmctld, slurmd, the clients and the mpi/pmix plugin
+  # (slurm-wlm-basic-plugins), munge its authentication. The plugin dlopens the
+  # unversioned pmix2/lib/libpmix.so, which only libpmix-dev ships (libopenmpi-dev
+  # pulls it in too; named here because `srun --mpi=pmix` needs it).
+  slurm-wlm munge libpmix-dev
 )
 
 missing=()

@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""Collects a sweep's traces into one CSV table, one row per run (docs/slurm.md).
+
+    aggregate.py TABLE OUT [--csv PATH]
+
+For row i of TABLE (the sweep's parameter table, scripts/slurm/table.py) it reads
+OUT/traces/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
+
+- `row`, `name`, `trace`: the table row, its name, the trace's path;
+- every column of TABLE as written (`-` where the row left the flag out);
+- `run_kind`, `engine`, `n_peers`, `git_sha`, `trials`: from the trace's root and
+  the number of trials in its /summary;
+- `config.<option>`: every resolved option the program recorded in /config, so
+  defaults the table did not spell out are there too;
+- `<column>_mean`: the mean over trials of every /summary column except trial,
+  seed and complete: final_variance, final_error, bytes_sent, time, rounds,
+  rounds_to_<t> and reached_<t> (the share of trials that reached t) for
+  averaging runs; final_gap, final_relative_gap, final_consensus, final_accuracy,
+  bytes_sent, time, steps, rounds, steps_to_<t>, reached_<t> for sgd runs.
+
+Floats are written in Python's shortest round-trip form, so a value read back with
+float() is the trace's mean to the last bit. Runs of both kinds can share a table;
+columns a run does not have are left empty.
+
+It fails (exit 1, one line per problem on stderr, no CSV written) when a trace is
+missing, unreadable or incomplete (root `complete` != 1, or a trial with
+`complete` = 0), or does not match its row (run_kind against program, n_peers
+against peers). Bad arguments: one line naming the argument, exit 2.
+
+Run with Debian's /usr/bin/python3, which sees python3-h5py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import math
+import os
+import sys
+
+import table as sweep_table  # scripts/slurm/table.py, next to this file
+
+# /summary columns that identify a trial rather than measure it.
+NOT_METRICS = ("trial", "seed", "complete")
+KIND_OF_PROGRAM = {"averaging_bench": "averaging", "sgd_bench": "sgd"}
+
+
+def _text(v) -> str:
+    """A CSV cell: ints as ints, floats in shortest round-trip form, strings as they are."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else str(v)  # nan, inf
+    if hasattr(v, "item"):  # numpy scalar
+        return _text(v.item())
+    return str(v)
+
+
+def read_trace(path: str, row: sweep_table.Row) -> tuple[dict, list[str]]:
+    """The CSV fields of one trace, and its problems (empty when usable)."""
+    import h5py  # here, so that `--help` works without h5py
+    import numpy as np
+
+    where = f"row {row.index} ({row.name})"
+    if not os.path.exists(path):
+        leftovers = glob.glob(os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp.*"))
+        hint = f"; {leftovers[0]} is left: the run was killed before it could save" if leftovers else ""
+        return {}, [f"{where}: no trace {path}{hint}"]
+    problems: list[str] = []
+    fields: dict = {}
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = f.attrs
+            complete = int(attrs.get("complete", 0))
+            if complete != 1:
+                problems.append(f"{where}: {path} is incomplete (complete = {complete}): the run was stopped; submit the sweep again to redo it")
+            kind = _text(attrs.get("run_kind", "averaging"))  # schema v1 traces were all averaging runs
+            want = KIND_OF_PROGRAM.get(row.program_name)
+            if want is not None and kind != want:
+                problems.append(f"{where}: {path} is a run_kind = {kind} trace, but the row runs {row.program_name}")
+            n_peers = int(attrs.get("n_peers", -1))
+            if row.peers is not None and n_peers != row.peers:
+                problems.append(f"{where}: {path} has n_peers = {n_peers}, but the row asks for peers = {row.peers}")
+            fields.update(run_kind=kind, engine=_text(attrs.get("engine", "")), n_peers=n_peers,
+                          git_sha=_text(attrs.get("git_sha", "")))
+            if "config" in f:
+                for k, v in f["config"].attrs.items():
+                    if k != "text":
+                        fields[f"config.{k}"] = _text(v)
+            if "summary" not in f:
+                problems.append(f"{where}: {path} has no /summary")
+                return fields, problems
+            summary = f["summary"]
+            columns = {name: summary[name][()] for name in summary}
+            trials = len(columns.get("trial", []))
+            fields["trials"] = trials
+            if trials == 0:
+                problems.append(f"{where}: {path} holds no trial")
+            if "complete" in columns and trials and not np.all(columns["complete"] == 1):
+                problems.append(f"{where}: {path} has trials cut short (summary/complete = 0)")
+            for name, values in columns.items():
+                if name in NOT_METRICS or not trials:
+                    continue
+                fields[f"{name}_mean"] = float(np.mean(values.astype(np.float64)))
+    except OSError as e:
+        problems.append(f"{where}: cannot read {path}: {e}")
+    return fields, problems
+
+
+def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
+    """Writes the CSV and returns [] or, writing nothing, the problems."""
+    table = sweep_table.parse(table_path)
+    records: list[dict] = []
+    problems: list[str] = []
+    for row in table.rows:
+        trace = os.path.join(out, "traces", f"{row.name}.h5")
+        fields, bad = read_trace(trace, row)
+        problems += bad
+        # The table's cells, with the name resolved (a '-' or missing name is row<i>).
+        records.append({"row": row.index, "trace": trace, **row.cells, "name": row.name, **fields})
+    if problems:
+        return problems
+
+    # Columns: the table's, then the trace's, then its config, then its metrics,
+    # each group in first-seen order (averaging and sgd runs have different ones).
+    head = ["row", "name", "trace"] + [c for c in table.columns if c != "name"]
+    rest: list[str] = []
+    for r in records:
+        rest += [k for k in r if k not in head and k not in rest]
+    config = [k for k in rest if k.startswith("config.")]
+    metrics = [k for k in rest if k.endswith("_mean")]
+    other = [k for k in rest if k not in config and k not in metrics]
+    header = head + other + config + metrics
+
+    # Written under a temporary name and renamed, so a CSV under the final name is
+    # always whole.
+    tmp = f"{csv_path}.tmp.{os.getpid()}"
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=header, restval="")
+        w.writeheader()
+        for r in records:
+            w.writerow({k: _text(v) for k, v in r.items()})
+    os.replace(tmp, csv_path)
+    return []
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="aggregate.py", description="One CSV row per trace of a sweep.")
+    p.add_argument("table", metavar="TABLE", help="the sweep's parameter table")
+    p.add_argument("out", metavar="OUT", help="the sweep's output folder (traces in OUT/traces)")
+    p.add_argument("--csv", metavar="PATH", help="the CSV to write (default OUT/aggregate.csv)")
+    args = p.parse_args(argv)
+    if not os.path.isdir(args.out):
+        print(f"aggregate.py: error: OUT {args.out}: no such folder", file=sys.stderr)
+        return 2
+    csv_path = args.csv or os.path.join(args.out, "aggregate.csv")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(csv_path))):
+        print(f"aggregate.py: error: --csv {csv_path}: its folder does not exist", file=sys.stderr)
+        return 2
+    try:
+        problems = aggregate(args.table, args.out, csv_path)
+    except sweep_table.TableError as e:
+        print(f"aggregate.py: error: TABLE: {e}", file=sys.stderr)
+        return 2
+    if problems:
+        for line in problems:
+            print(f"aggregate.py: error: {line}", file=sys.stderr)
+        print(f"aggregate.py: {len(problems)} problem(s): {csv_path} not written", file=sys.stderr)
+        return 1
+    print(f"aggregate.py: wrote {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,78 @@
+# Shared by run.sbatch and sweep.sbatch; sourced, not run.
+# shellcheck shell=bash disable=SC2034  # AVB_LAUNCH, AVB_PROGRAM: for the caller
+#
+# Finds the repository and the programs, and builds the command that starts one
+# MPI run inside the allocation, with either launcher:
+#
+#   srun    srun --mpi=pmix: Slurm starts the ranks itself and Open MPI wires up
+#           through PMIx (Debian's Open MPI works with pmix, not with pmi2 or none)
+#   mpirun  Open MPI's own launcher: it reads the allocation from Slurm's
+#           environment and, on more than one node, starts its daemons with srun
+#
+# Environment (sbatch passes the submitting shell's environment to the job):
+#   AVB_ROOT         the avbench checkout (default: the folder sbatch was run from)
+#   AVB_BIN_DIR      where averaging_bench and sgd_bench are (default AVB_ROOT/build/apps)
+#   AVB_LAUNCHER     srun [default] or mpirun
+#   AVB_SRUN_ARGS    extra srun flags, split on spaces (e.g. "--cpu-bind=cores")
+#   AVB_MPIRUN_ARGS  extra mpirun flags, split on spaces (e.g. "--bind-to none")
+#   AVB_MPIRUN_SIGKILL_TIMEOUT  seconds mpirun gives the ranks to save their trace
+#                    after SIGTERM before it kills them (default 30)
+#   AVB_PYTHON       a Python 3 with h5py (default /usr/bin/python3, Debian's)
+
+# The caller names itself in messages.
+avb_die() {
+  echo "$AVB_SELF: error: $*" >&2
+  exit 2
+}
+
+# Slurm runs a copy of the batch script from its spool folder, so the repository
+# cannot be found from the script's own path: it is the folder the job was
+# submitted from, unless AVB_ROOT says otherwise.
+AVB_ROOT=${AVB_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
+[ -f "$AVB_ROOT/scripts/slurm/launch.sh" ] ||
+  avb_die "AVB_ROOT=$AVB_ROOT is not an avbench checkout: submit from the repository root or set AVB_ROOT"
+AVB_BIN_DIR=${AVB_BIN_DIR:-$AVB_ROOT/build/apps}
+AVB_PYTHON=${AVB_PYTHON:-/usr/bin/python3}
+AVB_LAUNCHER=${AVB_LAUNCHER:-srun}
+[ -n "${SLURM_JOB_ID:-}" ] || avb_die "not inside a Slurm job: submit this file with sbatch"
+
+# Resolves a program given as averaging_bench / sgd_bench (looked up in
+# AVB_BIN_DIR) or as a path; sets AVB_PROGRAM.
+avb_find_program() {
+  local p=$1
+  case "$p" in
+    */*) AVB_PROGRAM=$p ;;
+    averaging_bench | sgd_bench) AVB_PROGRAM=$AVB_BIN_DIR/$p ;;
+    *) avb_die "program '$p' must be averaging_bench, sgd_bench or a path" ;;
+  esac
+  [ -x "$AVB_PROGRAM" ] || avb_die "program $AVB_PROGRAM is not an executable (build it, or set AVB_BIN_DIR)"
+}
+
+# Sets the array AVB_LAUNCH to the command that starts NP ranks with LAUNCHER.
+avb_launch_cmd() {
+  local launcher=$1 np=$2
+  local -a extra
+  case "$np" in '' | *[!0-9]* | 0) avb_die "peers '$np' must be a whole number of ranks, at least 1" ;; esac
+  if [ -n "${SLURM_NTASKS:-}" ] && [ "$np" -gt "$SLURM_NTASKS" ]; then
+    avb_die "peers=$np, but the job has only $SLURM_NTASKS tasks (sbatch --ntasks, or --nodes x --ntasks-per-node)"
+  fi
+  case "$launcher" in
+    srun)
+      read -r -a extra <<<"${AVB_SRUN_ARGS:-}"
+      # --kill-on-bad-exit: one rank that dies must end the others, which would
+      # otherwise wait for it in a collective until the time limit.
+      AVB_LAUNCH=(srun --mpi=pmix --ntasks="$np" --kill-on-bad-exit=1 "${extra[@]}")
+      ;;
+    mpirun)
+      read -r -a extra <<<"${AVB_MPIRUN_ARGS:-}"
+      # On SIGTERM (Slurm's warning before the time limit, scancel) mpirun passes
+      # the signal on and kills the ranks after odls_base_sigkill_timeout, 1 s by
+      # default: too short for rank 0 to save the trace of a long run. The price:
+      # when a rank fails, mpirun takes about twice this long to end the others.
+      local grace=${AVB_MPIRUN_SIGKILL_TIMEOUT:-30}
+      case "$grace" in '' | *[!0-9]*) avb_die "AVB_MPIRUN_SIGKILL_TIMEOUT '$grace' must be whole seconds" ;; esac
+      AVB_LAUNCH=(mpirun -n "$np" --mca odls_base_sigkill_timeout "$grace" "${extra[@]}")
+      ;;
+    *) avb_die "launcher '$launcher' must be srun or mpirun (AVB_LAUNCHER or the table's launcher column)" ;;
+  esac
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""The parameter table of a Slurm sweep: one run per row (docs/slurm.md).
+
+The format, kept simple so that it can be written by hand or by a loop in a shell:
+
+    # comments and blank lines are ignored
+    name        launcher  peers  protocol   fail-rate  rounds  trials
+    moshpit-0   srun      8      moshpit    0          50      10
+    moshpit-1   mpirun    8      moshpit    0.01       50      10
+    ring-1      -         -      allreduce  0.01       -       10
+
+- The first other line is the header; fields are separated by spaces or tabs, so
+  a value cannot contain whitespace.
+- A column is a flag of the program, named without its leading `--` (`fail-rate`,
+  not `--fail-rate`, though the dashes are accepted); a cell `v` becomes the
+  argument `--fail-rate=v` (the `=` form, so negative numbers stay values), and
+  a cell `-` leaves the flag out, so that the program's default applies.
+- Four column names are not flags but say how to run the row (all optional):
+    name      the run's name: its trace is OUT/traces/<name>.h5 (default row<i>)
+    program   averaging_bench (default) or sgd_bench, found in AVB_BIN_DIR,
+              or a path to a program
+    launcher  srun (srun --mpi=pmix) or mpirun; `-` = the job's AVB_LAUNCHER
+    peers     MPI ranks for this row, at most the job's --ntasks; `-` = all of them
+- `out` may not be a column: the sweep chooses each trace's path.
+
+Row i (0-based, counting data rows only) is run by array task i, so the array is
+`--array=0-<rows - 1>`.
+
+As a program (used by sweep.sbatch and submit_sweep.sh; run with /usr/bin/python3):
+
+    table.py count TABLE        prints the number of rows, after checking the table
+    table.py info TABLE         prints rows=<number of rows> and max_peers=<the
+                                largest peers cell, empty if none>, for `eval`
+    table.py row TABLE I        prints row I as bash assignments, for `eval`:
+                                row_name, row_program, row_launcher, row_peers
+                                (empty for "default") and the array row_args
+
+A bad table gives one line naming the file, line and column, and exit code 2.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+
+# Columns that say how to run a row rather than naming a flag of the program.
+RESERVED = ("name", "program", "launcher", "peers")
+PROGRAMS = ("averaging_bench", "sgd_bench")
+LAUNCHERS = ("srun", "mpirun")
+OMIT = "-"  # a cell that leaves its flag out (or, in a reserved column, means "default")
+
+FLAG_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+# Names become file names: no slashes, no leading dot (hidden files), no spaces.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class TableError(Exception):
+    """A problem with the table, as one line a user can act on."""
+
+
+@dataclass
+class Row:
+    index: int  # 0-based among data rows: the array task that runs it
+    line: int  # 1-based line number in the file, for messages
+    name: str
+    program: str  # "" = averaging_bench
+    launcher: str  # "" = the job's default
+    peers: int | None  # None = every task of the job
+    cells: dict[str, str] = field(default_factory=dict)  # every column as written
+    args: list[str] = field(default_factory=list)  # the flags, in column order
+
+    @property
+    def program_name(self) -> str:
+        return self.program or PROGRAMS[0]
+
+
+@dataclass
+class Table:
+    path: str
+    columns: list[str]  # as named in the header, leading dashes removed
+    rows: list[Row]
+
+
+def _fields(line: str) -> list[str]:
+    return line.split()
+
+
+def parse(path: str) -> Table:
+    """Reads and checks the whole table; raises TableError on the first problem."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise TableError(f"{path}: cannot read the table: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise TableError(f"{path}: not UTF-8 text") from None
+
+    columns: list[str] | None = None
+    rows: list[Row] = []
+    for lineno, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        cells = _fields(text)
+        where = f"{path}:{lineno}"
+        if columns is None:
+            columns = []
+            for c in cells:
+                name = c[2:] if c.startswith("--") else c
+                if not FLAG_RE.match(name):
+                    raise TableError(f"{where}: column '{c}' is not a flag name (letters, digits, '-' and '_')")
+                if name == "out":
+                    raise TableError(f"{where}: column 'out' is not allowed: the sweep names each trace OUT/traces/<name>.h5")
+                if name in columns:
+                    raise TableError(f"{where}: column '{name}' appears twice")
+                columns.append(name)
+            continue
+        if len(cells) != len(columns):
+            raise TableError(f"{where}: {len(cells)} fields, but the header names {len(columns)} columns")
+        rows.append(_row(len(rows), lineno, where, dict(zip(columns, cells))))
+
+    if columns is None:
+        raise TableError(f"{path}: no header line (the table is empty)")
+    if not rows:
+        raise TableError(f"{path}: the table has a header but no rows")
+    seen: dict[str, int] = {}
+    for r in rows:
+        if r.name in seen:
+            raise TableError(f"{path}:{r.line}: name '{r.name}' is used by line {seen[r.name]} too: traces would collide")
+        seen[r.name] = r.line
+    return Table(path, columns, rows)
+
+
+def _row(index: int, lineno: int, where: str, cells: dict[str, str]) -> Row:
+    def reserved(col: str) -> str:
+        v = cells.get(col, OMIT)
+        return "" if v == OMIT else v
+
+    name = reserved("name") or f"row{index}"
+    if not NAME_RE.match(name):
+        raise TableError(f"{where}: name '{name}' must be letters, digits, '.', '_' or '-' (it names the trace file)")
+    program = reserved("program")
+    if program and program not in PROGRAMS and "/" not in program:
+        raise TableError(f"{where}: program '{program}' must be one of {', '.join(PROGRAMS)} or a path")
+    launcher = reserved("launcher")
+    if launcher and launcher not in LAUNCHERS:
+        raise TableError(f"{where}: launcher '{launcher}' must be srun or mpirun (or '-' for the job's default)")
+    peers_text = reserved("peers")
+    peers = None
+    if peers_text:
+        if not re.fullmatch(r"[0-9]+", peers_text) or int(peers_text) < 1:
+            raise TableError(f"{where}: peers '{peers_text}' must be a whole number of ranks, at least 1")
+        peers = int(peers_text)
+    args = [f"--{col}={v}" for col, v in cells.items() if col not in RESERVED and v != OMIT]
+    return Row(index, lineno, name, program, launcher, peers, dict(cells), args)
+
+
+def main(argv: list[str]) -> int:
+    usage = "usage: table.py count TABLE | table.py info TABLE | table.py row TABLE I"
+    if len(argv) < 2 or argv[0] not in ("count", "info", "row"):
+        print(f"table.py: error: {usage}", file=sys.stderr)
+        return 2
+    try:
+        table = parse(argv[1])
+    except TableError as e:
+        print(f"table.py: error: {e}", file=sys.stderr)
+        return 2
+    if argv[0] in ("count", "info"):
+        if len(argv) != 2:
+            print(f"table.py: error: {usage}", file=sys.stderr)
+            return 2
+        if argv[0] == "count":
+            print(len(table.rows))
+        else:
+            peers = [r.peers for r in table.rows if r.peers is not None]
+            print(f"rows={len(table.rows)}")
+            print(f"max_peers={max(peers) if peers else ''}")
+        return 0
+    if len(argv) != 3 or not re.fullmatch(r"[0-9]+", argv[2]):
+        print(f"table.py: error: I must be a row index (0-based), got {argv[2:] or 'nothing'}", file=sys.stderr)
+        return 2
+    i = int(argv[2])
+    if i >= len(table.rows):
+        print(f"table.py: error: I = {i}, but {table.path} has rows 0-{len(table.rows) - 1}", file=sys.stderr)
+        return 2
+    r = table.rows[i]
+    q = shlex.quote
+    print(f"row_name={q(r.name)}")
+    print(f"row_program={q(r.program)}")
+    print(f"row_launcher={q(r.launcher)}")
+    print(f"row_peers={q('' if r.peers is None else str(r.peers))}")
+    print("row_args=(" + " ".join(q(a) for a in r.args) + ")")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
