@@ -35,6 +35,7 @@ constexpr const char* kProgram = "averaging_bench";
 struct Cli {
   avb::app::ProtocolFlags protocol;
   std::string dim = "1";
+  std::string compute_flops = "0";
   std::string rounds = "50";
   std::string trials = "10";
   std::string seed = "0";
@@ -53,6 +54,10 @@ void define_flags(CLI::App& app, Cli& cli) {
   app.allow_extras();
   avb::app::add_protocol_flags(app, cli.protocol);
   app.add_option("--dim", cli.dim, "vector length per peer, an integer >= 1")->capture_default_str();
+  app.add_option("--compute-flops", cli.compute_flops,
+                 "simulated work before each round in flops, >= 0: charged at the host's speed (times a "
+                 "straggler's slowdown) under SMPI, ignored on real MPI")
+      ->capture_default_str();
   app.add_option("--rounds", cli.rounds, "rounds per trial, an integer >= 0")->capture_default_str();
   app.add_option("--trials", cli.trials, "independent trials, an integer >= 1 (each with its own seed drawn from --seed)")
       ->capture_default_str();
@@ -75,6 +80,8 @@ avb::AveragingOptions to_options(const Cli& cli, int n_peers) {
   o.protocol = avb::app::protocol_options(cli.protocol);
   o.fail_rate = avb::app::fail_rate(cli.protocol);
   o.failure = avb::app::failure_kind(cli.protocol);
+  o.stragglers = avb::app::straggler_spec(cli.protocol);
+  o.compute_flops = avb::app::parse_real("--compute-flops", cli.compute_flops, "a number >= 0");
   o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
   o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));
   o.trials = static_cast<int>(parse_integer("--trials", cli.trials, 1, 1 << 30));

@@ -14,6 +14,12 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
   app.add_option("--fail-rate", f.fail_rate, "probability that a peer fails in a round, in [0, 1]")
       ->capture_default_str();
   app.add_option("--failure", f.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
+  app.add_option("--stragglers", f.stragglers,
+                 "probability in [0, 1] that a peer straggles: its simulated computation (--compute-flops, "
+                 "--step-flops) takes --straggler-slowdown times longer; SMPI only")
+      ->capture_default_str();
+  app.add_option("--straggler-slowdown", f.straggler_slowdown, "how many times slower a straggler computes, >= 1")
+      ->capture_default_str();
   app.add_option("--on-failure", f.on_failure,
                  "failure semantics: survivors, abort, partial (default: the protocol's own)")
       ->capture_default_str();
@@ -88,6 +94,11 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
 double fail_rate(const ProtocolFlags& f) { return parse_real("--fail-rate", f.fail_rate, "a number in [0, 1]"); }
 
 FailureKind failure_kind(const ProtocolFlags& f) { return parse_failure_kind(f.failure); }
+
+StragglerSpec straggler_spec(const ProtocolFlags& f) {
+  return {parse_real("--stragglers", f.stragglers, "a number in [0, 1]"),
+          parse_real("--straggler-slowdown", f.straggler_slowdown, "a number >= 1")};
+}
 
 void refuse_foreign_flags(const ProtocolFlags& f, const std::string& protocol) {
   const ProtocolFlags defaults;

@@ -8,6 +8,7 @@
 
 #include "protocols/protocol.hpp"
 #include "sim/failures.hpp"
+#include "sim/stragglers.hpp"
 
 namespace avb::app {
 
@@ -18,6 +19,8 @@ struct ProtocolFlags {
   std::string protocol = "allreduce";
   std::string fail_rate = "0";
   std::string failure = "transient";
+  std::string stragglers = "0";
+  std::string straggler_slowdown = "4";
   std::string on_failure = "default";
   std::string collective = "auto";
   std::string grid = "default";
@@ -41,6 +44,7 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& flags);
 ProtocolOptions protocol_options(const ProtocolFlags& flags);
 double fail_rate(const ProtocolFlags& flags);
 FailureKind failure_kind(const ProtocolFlags& flags);
+StragglerSpec straggler_spec(const ProtocolFlags& flags);
 
 // A flag that does not apply to the chosen protocol is refused rather than
 // silently ignored (the run would not be the one the user asked for). A default

@@ -28,6 +28,7 @@ enum class StreamId : std::uint64_t {
   matching = 12,       // pairwise gossip's matchings
   clock = 13,          // swarm's Poisson clocks
   local_steps = 14,    // random local-step counts (--local-steps-dist geometric)
+  stragglers = 15,     // which peers straggle
   test = 1000,         // reserved for tests
 };
 

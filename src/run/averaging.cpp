@@ -11,6 +11,7 @@
 #include "core/format.hpp"
 #include "core/reduce.hpp"
 #include "core/rng.hpp"
+#include "sim/compute.hpp"
 
 namespace avb {
 
@@ -24,6 +25,9 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   };
   if (!(r.fail_rate >= 0.0 && r.fail_rate <= 1.0))
     throw ConfigError("--fail-rate: " + text(r.fail_rate) + " is not a number in [0, 1]");
+  validate(r.stragglers);
+  if (!(r.compute_flops >= 0.0 && std::isfinite(r.compute_flops)))
+    throw ConfigError("--compute-flops: " + text(r.compute_flops) + " is not a number >= 0");
   if (r.dim < 1) throw ConfigError("--dim: " + std::to_string(r.dim) + " is not an integer >= 1");
   if (r.rounds < 0) throw ConfigError("--rounds: " + std::to_string(r.rounds) + " is not an integer >= 0");
   if (r.trials < 1) throw ConfigError("--trials: " + std::to_string(r.trials) + " is not an integer >= 1");
@@ -39,6 +43,8 @@ std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions
   auto out = describe(o.protocol);
   out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
+  for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
+  out.emplace_back("compute-flops", format_number(o.compute_flops));
   out.emplace_back("dim", std::to_string(o.dim));
   out.emplace_back("rounds", std::to_string(o.rounds));
   out.emplace_back("trials", std::to_string(o.trials));
@@ -189,6 +195,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     const int me = comm.rank();
     const int n = comm.size();
     FailureModel failures(seed, options.fail_rate, options.failure, n);
+    const Stragglers stragglers(seed, options.stragglers);
     auto protocol = make_protocol(options.protocol, comm);
 
     std::vector<double> x(static_cast<std::size_t>(options.dim));
@@ -223,6 +230,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
       GroupCounters counters;
       Round round{t, seed, failures, comm, counters};
       const double start = MPI_Wtime();
+      if (failures.alive(t, me)) charge_flops(options.compute_flops * stragglers.factor(me));
       protocol->step(x, round);
       protocol->settle(x, counters);  // asynchronous protocols: nothing left in flight
       m = measure(t, start, MPI_Wtime(), counters);

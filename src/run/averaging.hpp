@@ -16,6 +16,7 @@
 
 #include "protocols/protocol.hpp"
 #include "sim/failures.hpp"
+#include "sim/stragglers.hpp"
 #include "trace/trace.hpp"
 
 namespace avb {
@@ -24,6 +25,10 @@ struct AveragingOptions {
   ProtocolOptions protocol;
   double fail_rate = 0.0;
   FailureKind failure = FailureKind::transient;
+  StragglerSpec stragglers;
+  // --compute-flops: the work a round stands for (local steps, say), charged before
+  // each round at the host's speed times the peer's straggler factor under SMPI.
+  double compute_flops = 0.0;
   int dim = 1;
   int rounds = 50;
   int trials = 10;

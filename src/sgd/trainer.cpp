@@ -80,6 +80,7 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   if (r.local_steps_dist == LocalStepsDist::geometric && r.protocol.name != "swarm")
     throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
                       "collective: every peer must reach them after the same number of steps)");
+  validate(r.stragglers);
   require(r.step_flops >= 0.0 && std::isfinite(r.step_flops), "--step-flops", r.step_flops, "a number >= 0");
   require(r.batch >= 1, "--batch", r.batch, "an integer >= 1");
   require(r.lr.lr > 0.0 && std::isfinite(r.lr.lr), "--lr", r.lr.lr, "a number > 0");
@@ -104,6 +105,7 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   for (auto& kv : describe(o.objective)) out.push_back(std::move(kv));
   out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
+  for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
   out.emplace_back("steps", std::to_string(o.steps));
   out.emplace_back("local-steps", std::to_string(o.local_steps));
   out.emplace_back("local-steps-dist", std::string(to_string(o.local_steps_dist)));
@@ -425,6 +427,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     Comm comm = Comm::duplicate(world);
     const int me = comm.rank();
     FailureModel failures(seed, options.fail_rate, options.failure, comm.size());
+    const double slowdown = Stragglers(seed, options.stragglers).factor(me);
     auto protocol = make_protocol(options.protocol, comm);
 
     Eigen::VectorXd x = Eigen::VectorXd::Zero(d), velocity = Eigen::VectorXd::Zero(d), g(d);
@@ -465,7 +468,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
         f.stochastic_gradient(x, options.batch, seed, static_cast<std::uint64_t>(s), g);
         velocity = options.momentum * velocity + g;
         x -= options.lr.at(s) * velocity;
-        charge_flops(options.step_flops);  // under SMPI: the step's simulated cost on this host
+        charge_flops(options.step_flops * slowdown);  // under SMPI: the step's simulated cost on this host
       }
       const std::span<double> model(x.data(), static_cast<std::size_t>(d));
       protocol->progress(model);  // asynchronous protocols: serve partners, publish x

@@ -42,6 +42,7 @@
 
 #include "protocols/protocol.hpp"
 #include "sgd/objective.hpp"
+#include "sim/stragglers.hpp"
 #include "sgd/optimum.hpp"
 #include "sim/failures.hpp"
 #include "trace/trace.hpp"
@@ -83,6 +84,7 @@ struct TrainingOptions {
   ObjectiveOptions objective;
   double fail_rate = 0.0;
   FailureKind failure = FailureKind::transient;
+  StragglerSpec stragglers;  // scales --step-flops per peer
   int steps = 1000;       // --steps
   int local_steps = 1;    // --local-steps (H)
   LocalStepsDist local_steps_dist = LocalStepsDist::fixed;  // --local-steps-dist

@@ -16,7 +16,7 @@ source "$(dirname "$0")/cli_common.sh"
 cli_init averaging_bench "$1" "$2"
 
 # ---- --help ------------------------------------------------------------------
-check_help --config --protocol --fail-rate --failure --on-failure --collective --grid --placement \
+check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --compute-flops --on-failure --collective --grid --placement \
   --key-update --group-size --min-group-size --topology --weights --alive-weights --mode --clock --quantizer \
   --lattice-q --lattice-eps --dim --rounds --trials --seed \
   --target --stop-at-target --out --overwrite --quiet
@@ -124,6 +124,11 @@ bad_case lattice_eps '--lattice-eps' '> 0' -- --protocol pairwise --quantizer la
 bad_case foreign_quantizer '--quantizer' 'allreduce|--collective' -- --protocol allreduce --quantizer fp16 "${keep[@]}"
 bad_case pushsum_quantizer '--quantizer' 'pushsum|--topology' -- --protocol pushsum --quantizer fp16 "${keep[@]}"
 bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit --lattice-q 16 "${keep[@]}"
+
+# ---- stragglers and simulated work ---------------------------------------------------
+bad_case stragglers_big '--stragglers' '2|[0, 1]' -- --stragglers 2 "${keep[@]}"
+bad_case straggler_slowdown_small '--straggler-slowdown' '0.5|>= 1' -- --straggler-slowdown 0.5 "${keep[@]}"
+bad_case compute_flops_negative '--compute-flops' '>= 0' -- --compute-flops -1 "${keep[@]}"
 
 # ---- swarm (--mode, --clock) -------------------------------------------------------
 bad_case swarm_mode '--mode' "'async'|{blocking, non-blocking}" -- --protocol swarm --mode async "${keep[@]}"

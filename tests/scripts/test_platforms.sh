@@ -10,6 +10,11 @@
 #    peers is two messages each way of latency 2*lat + bb_lat = 0.6 ms on the
 #    cluster (1.2 ms), plus the 40 ms WAN link between two regions (81.2 ms).
 # 3. Bad settings: one line naming the option, non-zero exit.
+# 4. Stragglers: 16 peers, --compute-flops 1e7 (10 ms a round on a 1 Gflop/s host),
+#    3 rounds of all-reduce. With --stragglers 0.25 --straggler-slowdown 4 a trial
+#    that has a straggler takes exactly 3 x 30 ms longer than without (the all-reduce
+#    waits for the slowest), one without takes the same time; with 16 peers nearly
+#    every trial has one (P(none) = 0.75^16 = 1%), so some trial must show it.
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 1 ] || die "usage: test_platforms.sh AVERAGING_BENCH"
@@ -91,4 +96,24 @@ refused "--bw-sigma" --bw-sigma 0.5
 refused "--speed-sigma" --speed-sigma -1
 refused "--bw" --bw fast
 refused "--wan-lat" --kind geo --wan-lat 40
+
+# 4. Stragglers.
+for s in 0 0.25; do
+  timeout -k 10 120 "$AVB_SMPIRUN" -n 16 "$BIN" --protocol allreduce --compute-flops 1e7 --stragglers "$s" \
+    --rounds 3 --trials 6 --out "$SCRATCH/stragglers-$s.h5" --quiet >"$SCRATCH/stragglers-$s.log" 2>&1 </dev/null ||
+    { sed 's/^/    /' "$SCRATCH/stragglers-$s.log" >&2; die "stragglers $s: the run failed"; }
+done
+report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/stragglers-0.h5" "$SCRATCH/stragglers-0.25.h5" <<'PY'
+import sys
+import h5py
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+extra = [float(b["trials"][k]["time"][-1] - a["trials"][k]["time"][-1]) for k in sorted(a["trials"])]
+slow = [abs(e - 0.09) < 1e-9 for e in extra]
+if not all(s or abs(e) < 1e-9 for s, e in zip(slow, extra)) or not any(slow):
+    sys.exit(f"extra simulated time per trial {extra} (expected 0 or 0.09 s, some 0.09)")
+if b["config"].attrs["stragglers"] != "0.25" or b["config"].attrs["straggler-slowdown"] != "4":
+    sys.exit("/config does not record the stragglers")
+print(f"{sum(slow)} of {len(slow)} trials with a straggler took 90 ms longer, the others the same")
+PY
+) && ok "stragglers: $report" || bad "stragglers: $report"
 finish

@@ -5,9 +5,32 @@
 
 #include "core/error.hpp"
 #include "sim/failures.hpp"
+#include "sim/stragglers.hpp"
 
 namespace avb {
 namespace {
+
+// Stragglers: the keyed fraction of 20 000 peers is within 5 standard errors
+// (false alarm about 6e-7) of the rate, the factor is the slowdown or 1, the same
+// peer gets the same answer, and another trial seed picks other peers.
+TEST(Stragglers, FractionAndFactorsAreKeyed) {
+  const StragglerSpec spec{0.1, 3.0};
+  const Stragglers a(11, spec), b(12, spec);
+  const int n = 20000;
+  int slow = 0, same = 0;
+  for (int p = 0; p < n; ++p) {
+    const double f = a.factor(p);
+    ASSERT_TRUE(f == 1.0 || f == 3.0);
+    slow += f == 3.0;
+    same += f == b.factor(p);
+    ASSERT_EQ(f, a.factor(p));
+  }
+  EXPECT_NEAR(static_cast<double>(slow) / n, 0.1, 5 * std::sqrt(0.1 * 0.9 / n));
+  EXPECT_LT(same, n);  // the seeds disagree somewhere (expected agreement 0.82)
+  EXPECT_EQ(Stragglers(11, StragglerSpec{}).factor(7), 1.0);
+  EXPECT_THROW(validate(StragglerSpec{1.5, 2.0}), ConfigError);
+  EXPECT_THROW(validate(StragglerSpec{0.5, 0.5}), ConfigError);
+}
 
 TEST(Failures, RoundZeroEveryoneAlive) {
   const FailureModel m(1, 1.0, FailureKind::transient, 10);
