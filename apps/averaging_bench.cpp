@@ -81,6 +81,7 @@ avb::AveragingOptions to_options(const Cli& cli, int n_peers) {
   o.fail_rate = avb::app::fail_rate(cli.protocol);
   o.failure = avb::app::failure_kind(cli.protocol);
   o.stragglers = avb::app::straggler_spec(cli.protocol);
+  o.detection_timeout = avb::app::detection_timeout(cli.protocol);
   o.compute_flops = avb::app::parse_real("--compute-flops", cli.compute_flops, "a number >= 0");
   o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
   o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));

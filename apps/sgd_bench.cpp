@@ -165,6 +165,7 @@ avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
   o.fail_rate = avb::app::fail_rate(cli.protocol);
   o.failure = avb::app::failure_kind(cli.protocol);
   o.stragglers = avb::app::straggler_spec(cli.protocol);
+  o.detection_timeout = avb::app::detection_timeout(cli.protocol);
 
   avb::ObjectiveOptions& f = o.objective;
   f.kind = avb::parse_objective_kind(cli.objective);

@@ -20,6 +20,10 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
       ->capture_default_str();
   app.add_option("--straggler-slowdown", f.straggler_slowdown, "how many times slower a straggler computes, >= 1")
       ->capture_default_str();
+  app.add_option("--detection-timeout", f.detection_timeout,
+                 "seconds before a peer notices that a peer it expected this round is down: simulated under "
+                 "SMPI, and recorded as the trace's detection_time column on every engine (no real sleep)")
+      ->capture_default_str();
   app.add_option("--on-failure", f.on_failure,
                  "failure semantics: survivors, abort, partial (default: the protocol's own)")
       ->capture_default_str();
@@ -94,6 +98,10 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
 double fail_rate(const ProtocolFlags& f) { return parse_real("--fail-rate", f.fail_rate, "a number in [0, 1]"); }
 
 FailureKind failure_kind(const ProtocolFlags& f) { return parse_failure_kind(f.failure); }
+
+double detection_timeout(const ProtocolFlags& f) {
+  return parse_real("--detection-timeout", f.detection_timeout, "a number >= 0 (seconds)");
+}
 
 StragglerSpec straggler_spec(const ProtocolFlags& f) {
   return {parse_real("--stragglers", f.stragglers, "a number in [0, 1]"),

@@ -21,6 +21,7 @@ struct ProtocolFlags {
   std::string failure = "transient";
   std::string stragglers = "0";
   std::string straggler_slowdown = "4";
+  std::string detection_timeout = "0";
   std::string on_failure = "default";
   std::string collective = "auto";
   std::string grid = "default";
@@ -45,6 +46,7 @@ ProtocolOptions protocol_options(const ProtocolFlags& flags);
 double fail_rate(const ProtocolFlags& flags);
 FailureKind failure_kind(const ProtocolFlags& flags);
 StragglerSpec straggler_spec(const ProtocolFlags& flags);
+double detection_timeout(const ProtocolFlags& flags);
 
 // A flag that does not apply to the chosen protocol is refused rather than
 // silently ignored (the run would not be the one the user asked for). A default

@@ -100,7 +100,7 @@ def read_trace(path: Path) -> dict:
     with h5py.File(path, "r") as f:
         # v2 added run_kind and the sgd layout, v3 the decode_failures column; the
         # summary read here is v1's in all three.
-        if int(f.attrs.get("schema_version", 1)) not in (1, 2, 3) or \
+        if int(f.attrs.get("schema_version", 1)) not in (1, 2, 3, 4) or \
                 f.attrs.get("run_kind", "averaging") != "averaging":
             raise ValueError(f"{path}: not an averaging trace of schema 1, 2 or 3")
         config = f["config"].attrs

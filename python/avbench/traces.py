@@ -7,7 +7,7 @@ without going back to the file:
   trace            the file's path, as given (str)
   run_kind         "averaging" or "sgd" (schema v1 files, which predate the
                    attribute, are averaging traces)
-  schema_version   1, 2 or 3
+  schema_version   1, 2, 3 or 4
   engine           "openmpi", "mpich" or "smpi"
   peers            n_peers, the number of peers N
   trace_complete   the root `complete` (False: the run was stopped early)
@@ -17,7 +17,9 @@ without going back to the file:
                    averages, which figures.plot_metric does by default)
   <per-row columns>  round, variance, error, ... or step, round, loss, gap, ...
                    exactly as stored; `decode_failures`, added in schema v3, is 0
-                   for v1/v2 files (nothing could fail to decode before quantizers)
+                   for v1/v2 files (nothing could fail to decode before quantizers),
+                   and `detection_time`, added in v4, is 0.0 for earlier files (no
+                   detection timeout existed)
   bytes_per_peer   bytes_sent / peers (cumulative, like bytes_sent)
   rounds_to_<t>, reached_<t> (averaging) or steps_to_<t>, reached_<t> (sgd)
                    the trial's target attributes, repeated on each of its rows
@@ -41,17 +43,18 @@ import h5py
 import numpy as np
 import pandas as pd
 
-KNOWN_SCHEMA_VERSIONS = (1, 2, 3)  # v1: no run_kind; v1, v2: no decode_failures
+KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4)  # v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time
 RUN_KINDS = ("averaging", "sgd")
 
 # Per-row columns by run kind, in the writer's order (tests/scripts/check_trace.py).
 ROW_COLUMNS = {
     "averaging": ("round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups",
-                  "decode_failures", "bytes_sent", "time"),
+                  "decode_failures", "bytes_sent", "time", "detection_time"),
     "sgd": ("step", "round", "loss", "gap", "relative_gap", "distance", "consensus", "accuracy", "alive",
-            "groups", "failed_groups", "decode_failures", "bytes_sent", "time"),
+            "groups", "failed_groups", "decode_failures", "bytes_sent", "time", "detection_time"),
 }
-ADDED_IN = {"decode_failures": 3}
+ADDED_IN = {"decode_failures": 3, "detection_time": 4}
+ADDED_DTYPE = {"decode_failures": np.int32, "detection_time": np.float64}
 # What identifies a row, before the per-row columns.
 ID_COLUMNS = ("trace", "run_kind", "schema_version", "engine", "peers", "trace_complete", "trial", "seed",
               "complete")
@@ -133,7 +136,7 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
             length = length or 0
             for col in columns:
                 if len(parts[col]) == i:  # added by a later schema: 0 throughout
-                    parts[col].append(np.zeros(length, dtype=np.int32))
+                    parts[col].append(np.zeros(length, dtype=ADDED_DTYPE.get(col, np.int32)))
             trial_ids.append(int(name))
             seeds.append(np.uint64(g.attrs.get("seed", 0)))
             completes.append(bool(int(g.attrs.get("complete", 0))))

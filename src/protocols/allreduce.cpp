@@ -23,6 +23,8 @@ class AllreduceProtocol final : public Protocol {
     const int n = world.size();
     std::vector<int> alive = round.failures.alive_peers(round.t);
     const bool everyone = static_cast<int>(alive.size()) == n;
+    // One world-wide group: every alive peer waits out a failure anywhere.
+    if (!everyone && round.failures.alive(round.t, world.rank())) round.counters.waited_on_failure = 1;
 
     if (semantics_ == FailureSemantics::abort) {
       // One world-wide group; any failure restarts it, so nobody's value changes.

@@ -229,6 +229,8 @@ class GossipProtocol final : public Protocol {
     const Topology& g = topology_.get(round.seed);
     const int me = round.world.rank(), t = round.t;
     if (!round.failures.alive(t, me)) return;
+    for (int j : g.in_neighbours(t, me))  // a silent neighbour is noticed after the timeout
+      if (j != me && !round.failures.alive(t, j)) round.counters.waited_on_failure = 1;
     const MixingRow row = alive_mixing_row(g, weights_, alive_weights_, round.failures, t, me);
     from_.clear();
     for (int p : row.peers)
@@ -307,8 +309,10 @@ class PushSumProtocol final : public Protocol {
     for (int j : g.out_neighbours(t, me))
       if (round.failures.alive(t, j)) to_.push_back(j);
     from_.clear();
-    for (int j : g.in_neighbours(t, me))
+    for (int j : g.in_neighbours(t, me)) {
       if (round.failures.alive(t, j)) from_.push_back(j);
+      else if (j != me) round.counters.waited_on_failure = 1;  // noticed after the timeout
+    }
     const double share = 1.0 / static_cast<double>(to_.size() + 1);
     for (double& v : mass_) v *= share;
     const auto& in = exchange_.run(round.world, std::span<const double>(mass_), to_, from_);
@@ -346,8 +350,10 @@ class SgpPaperProtocol final : public Protocol {
     if (n_ < 2 || !round.failures.alive(t, me)) return;
     neighbours_ = sgp_paper_neighbours(n_, t, me);
     alive_.clear();
-    for (int j : neighbours_)
+    for (int j : neighbours_) {
       if (round.failures.alive(t, j)) alive_.push_back(j);
+      else round.counters.waited_on_failure = 1;  // noticed after the timeout
+    }
     // The relation is symmetric: whoever i pulls from also pulls from i.
     const auto& in = exchange_.run(round.world, std::span<const double>(x.data(), x.size()), alive_, alive_);
     sum_in_peer_order(me, x, alive_, in, sum_);

@@ -66,6 +66,7 @@ void GroupAverager::run(std::span<const int> members, std::span<double> x, Round
     fates_[static_cast<std::size_t>(i)] = {true, parts_delivered(round.seed, round.t, peer, n)};
   }
   if (counts && any_failed) round.counters.failed_groups = 1;
+  if (any_failed && round.failures.alive(round.t, round.world.rank())) round.counters.waited_on_failure = 1;
   if (any_failed && semantics_ == FailureSemantics::abort) return;  // everyone keeps its values
 
   Comm group = round.world.create_group(members, kGroupTag);

@@ -46,6 +46,9 @@ class MoshpitProtocol final : public Protocol {
     else chunk_members(round);
     if (takes_part(semantics_, round.failures, round.t, round.world.rank()))
       averager_.run(members_, x, round);
+    // A line with a departed occupant waits for its failure to be detected (under
+    // survivors the averager never sees the departed peer, so it is checked here).
+    if (line_lost_member_ && round.failures.alive(round.t, round.world.rank())) round.counters.waited_on_failure = 1;
   }
 
  private:
@@ -80,8 +83,10 @@ class MoshpitProtocol final : public Protocol {
     const std::int64_t stride = axis_stride(sides_, axis);
     const std::int64_t mine = cell_of_[static_cast<std::size_t>(round.world.rank())];
     const std::int64_t first = mine - static_cast<std::int64_t>(cell_coordinate(sides_, mine, axis)) * stride;
+    line_lost_member_ = false;
     for (int v = 0; v < sides_[static_cast<std::size_t>(axis)]; ++v) {
       const int peer = occupant(first + v * stride);
+      if (peer >= 0 && !round.failures.alive(round.t, peer)) line_lost_member_ = true;
       if (peer >= 0 && takes_part(semantics_, round.failures, round.t, peer)) members_.push_back(peer);
     }
     shuffle_peers(members_, round.seed, round.t);
@@ -130,6 +135,7 @@ class MoshpitProtocol final : public Protocol {
   std::vector<std::pair<std::int64_t, int>> occupant_;  // (cell, peer), sorted by cell
   std::vector<int> keys_;                               // chunk: d-1 coordinates per peer
   std::vector<int> members_, order_;
+  bool line_lost_member_ = false;  // axis key update: this round's line has a departed occupant
 };
 
 }  // namespace

@@ -30,6 +30,9 @@ struct GroupCounters {
   int groups = 0;           // groups that attempted to average (swarm: interactions initiated)
   int failed_groups = 0;    // of those, groups whose averaging was cancelled by a failure
   int decode_failures = 0;  // quantized messages that could not be decoded (lattice)
+  // This peer expected to exchange with a peer that is down this round, and waits
+  // for the failure to be detected (docs/failures.md, detection timeout): 0 or 1.
+  int waited_on_failure = 0;
 };
 
 // Everything one averaging round may use.

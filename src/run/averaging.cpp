@@ -26,6 +26,8 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   if (!(r.fail_rate >= 0.0 && r.fail_rate <= 1.0))
     throw ConfigError("--fail-rate: " + text(r.fail_rate) + " is not a number in [0, 1]");
   validate(r.stragglers);
+  if (!(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout)))
+    throw ConfigError("--detection-timeout: " + text(r.detection_timeout) + " is not a number >= 0 (seconds)");
   if (!(r.compute_flops >= 0.0 && std::isfinite(r.compute_flops)))
     throw ConfigError("--compute-flops: " + text(r.compute_flops) + " is not a number >= 0");
   if (r.dim < 1) throw ConfigError("--dim: " + std::to_string(r.dim) + " is not an integer >= 1");
@@ -45,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions
   out.emplace_back("failure", std::string(to_string(o.failure)));
   for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
   out.emplace_back("compute-flops", format_number(o.compute_flops));
+  out.emplace_back("detection-timeout", format_number(o.detection_timeout));
   out.emplace_back("dim", std::to_string(o.dim));
   out.emplace_back("rounds", std::to_string(o.rounds));
   out.emplace_back("trials", std::to_string(o.trials));
@@ -97,6 +100,7 @@ class Meter {
     std::span<const double> x;
     std::uint64_t bytes_sent;  // this peer's, cumulative
     GroupCounters counters;
+    double detection_seconds;  // failure detection charged to this peer, cumulative
     double step_start;         // MPI_Wtime() when this peer entered the step
     double step_end;           // and when it left it
     bool stop_requested;       // this peer's view of a stop request
@@ -138,7 +142,8 @@ class Meter {
     buffer_[dim_ + 6] = in.step_start;
     buffer_[dim_ + 7] = in.step_end;
     buffer_[dim_ + 8] = in.stop_requested ? 1.0 : 0.0;
-    tree_reduce_to_root(comm_, buffer_, dim_ + 5, scratch_);  // 5 sums, then 4 maxima
+    buffer_[dim_ + 9] = in.detection_seconds;
+    tree_reduce_to_root(comm_, buffer_, dim_ + 5, scratch_);  // 5 sums, then 5 maxima
 
     Outputs out{};
     std::array<double, 2> verdict{};
@@ -154,6 +159,7 @@ class Meter {
       out.row.groups = static_cast<std::int32_t>(buffer_[dim_ + 2]);
       out.row.failed_groups = static_cast<std::int32_t>(buffer_[dim_ + 3]);
       out.row.decode_failures = static_cast<std::int32_t>(buffer_[dim_ + 4]);
+      out.row.detection_time = buffer_[dim_ + 9];
       // A round lasts from the moment the last peer entered it to the moment the
       // last peer left it. Peers leave the previous measurement at different
       // times, and an early peer's own duration includes waiting for the rest:
@@ -171,7 +177,7 @@ class Meter {
 
  private:
 
-  static constexpr std::size_t kExtra = 9;
+  static constexpr std::size_t kExtra = 10;
   Comm comm_;
   std::size_t dim_;
   std::vector<double> reference_, buffer_, scratch_;
@@ -206,10 +212,11 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     trial.index = k;
     trial.seed = seed;
     double elapsed = 0.0;
+    double detection = 0.0;  // this peer's failure-detection time, cumulative
 
     auto measure = [&](int t, double step_start, double step_end, GroupCounters counters) {
       const auto m = meter.measure(
-          {x, comm.traffic().bytes_sent, counters, step_start, step_end, observer.stop_requested()});
+          {x, comm.traffic().bytes_sent, counters, detection, step_start, step_end, observer.stop_requested()});
       if (me == 0) {
         RoundRow row = m.row;
         row.round = t;
@@ -233,6 +240,12 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
       if (failures.alive(t, me)) charge_flops(options.compute_flops * stragglers.factor(me));
       protocol->step(x, round);
       protocol->settle(x, counters);  // asynchronous protocols: nothing left in flight
+      if (counters.waited_on_failure) {
+        // The failure is noticed only after the timeout: simulated time under SMPI,
+        // a modelled column everywhere (never a real sleep).
+        idle_seconds(options.detection_timeout);
+        detection += options.detection_timeout;
+      }
       m = measure(t, start, MPI_Wtime(), counters);
       stop = m.stop;
     }

@@ -29,6 +29,9 @@ struct AveragingOptions {
   // --compute-flops: the work a round stands for (local steps, say), charged before
   // each round at the host's speed times the peer's straggler factor under SMPI.
   double compute_flops = 0.0;
+  // --detection-timeout: seconds a peer waits before it notices that a peer it
+  // expected to hear from this round is down (docs/failures.md).
+  double detection_timeout = 0.0;
   int dim = 1;
   int rounds = 50;
   int trials = 10;

@@ -81,6 +81,8 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
     throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
                       "collective: every peer must reach them after the same number of steps)");
   validate(r.stragglers);
+  require(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout), "--detection-timeout",
+          r.detection_timeout, "a number >= 0 (seconds)");
   require(r.step_flops >= 0.0 && std::isfinite(r.step_flops), "--step-flops", r.step_flops, "a number >= 0");
   require(r.batch >= 1, "--batch", r.batch, "an integer >= 1");
   require(r.lr.lr > 0.0 && std::isfinite(r.lr.lr), "--lr", r.lr.lr, "a number > 0");
@@ -106,6 +108,7 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
   for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
+  out.emplace_back("detection-timeout", format_number(o.detection_timeout));
   out.emplace_back("steps", std::to_string(o.steps));
   out.emplace_back("local-steps", std::to_string(o.local_steps));
   out.emplace_back("local-steps-dist", std::string(to_string(o.local_steps_dist)));
@@ -334,6 +337,7 @@ class TrainingMeter {
     const Eigen::VectorXd& x;
     std::uint64_t bytes_sent;
     GroupCounters counters;  // since the previous evaluation
+    double detection_seconds;  // failure detection charged to this peer, cumulative
     double start, end;       // MPI_Wtime() when this peer began and ended the interval
     bool stop_requested;
   };
@@ -363,6 +367,7 @@ class TrainingMeter {
     buffer_[m + 6] = in.start;
     buffer_[m + 7] = in.end;
     buffer_[m + 8] = in.stop_requested ? 1.0 : 0.0;
+    buffer_[m + 9] = in.detection_seconds;
     tree_reduce_to_root(comm_, buffer_, m + 5, scratch_);
 
     Outputs out{};
@@ -389,6 +394,7 @@ class TrainingMeter {
       row.groups = static_cast<std::int32_t>(buffer_[m + 2]);
       row.failed_groups = static_cast<std::int32_t>(buffer_[m + 3]);
       row.decode_failures = static_cast<std::int32_t>(buffer_[m + 4]);
+      row.detection_time = buffer_[m + 9];
       // As in averaging: from the last peer's start to the last peer's end.
       out.seconds = global_clock_ ? buffer_[m + 7] - buffer_[m + 6] : buffer_[m + 5];
       verdict = {row.relative_gap, buffer_[m + 8]};
@@ -400,7 +406,7 @@ class TrainingMeter {
   }
 
  private:
-  static constexpr std::size_t kExtra = 9;
+  static constexpr std::size_t kExtra = 10;
   Comm comm_;
   std::size_t dim_;
   const Problem& problem_;
@@ -436,10 +442,12 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     trial.seed = seed;
     double elapsed = 0.0;
     GroupCounters since_eval;
+    double detection = 0.0;  // this peer's failure-detection time, cumulative
     int rounds_done = 0;
 
     auto measure = [&](int step, double start, double end) {
-      const auto m = meter.measure({x, comm.traffic().bytes_sent, since_eval, start, end, observer.stop_requested()});
+      const auto m =
+          meter.measure({x, comm.traffic().bytes_sent, since_eval, detection, start, end, observer.stop_requested()});
       since_eval = {};
       if (me == 0) {
         TrainingRow row = m.row;
@@ -479,6 +487,10 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
         since_eval.groups += counters.groups;
         since_eval.failed_groups += counters.failed_groups;
         since_eval.decode_failures += counters.decode_failures;
+        if (counters.waited_on_failure) {  // as in averaging: simulated under SMPI, modelled everywhere
+          idle_seconds(options.detection_timeout);
+          detection += options.detection_timeout;
+        }
         rounds_done = r;
         ++r;
         since = 0;

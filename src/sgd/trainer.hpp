@@ -85,6 +85,7 @@ struct TrainingOptions {
   double fail_rate = 0.0;
   FailureKind failure = FailureKind::transient;
   StragglerSpec stragglers;  // scales --step-flops per peer
+  double detection_timeout = 0.0;  // --detection-timeout (averaging.hpp)
   int steps = 1000;       // --steps
   int local_steps = 1;    // --local-steps (H)
   LocalStepsDist local_steps_dist = LocalStepsDist::fixed;  // --local-steps-dist

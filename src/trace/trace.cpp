@@ -280,6 +280,7 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   group.write_dataset("decode_failures", column(rows, [](const RoundRow& r) { return r.decode_failures; }));
   group.write_dataset("bytes_sent", column(rows, [](const RoundRow& r) { return r.bytes_sent; }));
   group.write_dataset("time", column(rows, [](const RoundRow& r) { return r.time; }));
+  group.write_dataset("detection_time", column(rows, [](const RoundRow& r) { return r.detection_time; }));
 
   // Flush per trial: cheap next to a trial's run time, and it bounds what a hard
   // kill (no chance to call finish) can lose from the temporary file.
@@ -356,6 +357,7 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   group.write_dataset("decode_failures", column(rows, [](const Row& r) { return r.decode_failures; }));
   group.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
   group.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
+  group.write_dataset("detection_time", column(rows, [](const Row& r) { return r.detection_time; }));
   impl_->file.flush();
 
   TrainingSummaryRow s;

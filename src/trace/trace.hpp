@@ -18,8 +18,8 @@
 namespace avb {
 
 // v2 added run_kind and the training layout; an averaging trace is otherwise v1's.
-// v3 added the decode_failures column to both layouts.
-inline constexpr int kTraceSchemaVersion = 3;
+// v3 added the decode_failures column to both layouts; v4 the detection_time column.
+inline constexpr int kTraceSchemaVersion = 4;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -34,6 +34,7 @@ struct RoundRow {
   std::int32_t decode_failures = 0;  // quantized messages received in this round that did not decode
   std::uint64_t bytes_sent = 0;    // all peers, cumulative since round 0
   double time = 0;                 // seconds in protocol steps, cumulative (max over peers)
+  double detection_time = 0;       // failure detection charged to one peer, cumulative (max over peers)
 };
 
 // Rounds needed to bring the variance below one target.
@@ -68,6 +69,7 @@ struct TrainingRow {
   std::int32_t decode_failures = 0; // quantized messages that did not decode, since the previous row
   std::uint64_t bytes_sent = 0;     // all peers, cumulative
   double time = 0;                  // seconds in SGD steps and rounds, cumulative (see trainer.hpp)
+  double detection_time = 0;        // failure detection charged to one peer, cumulative (max over peers)
 };
 
 struct TrainingTrial {

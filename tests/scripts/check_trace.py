@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v3 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v4 (docs/trace-format.md).
 
 Both kinds of run are checked: averaging traces (averaging_bench) and training
 traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
 which predate run_kind and were all averaging traces, are accepted as such, and so
-are v2 files, which predate the decode_failures column.
+are v2 files, which predate the decode_failures column, and v3 files, which predate
+the detection_time column.
 
 As a module:
 
@@ -39,8 +40,9 @@ from decimal import Decimal
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 3
-KNOWN_VERSIONS = (1, 2, 3)  # v1: averaging traces without run_kind; v2: no decode_failures
+SCHEMA_VERSION = 4
+# v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time
+KNOWN_VERSIONS = (1, 2, 3, 4)
 RUN_KINDS = ("averaging", "sgd")
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
@@ -71,6 +73,7 @@ TRIAL_COLUMNS = {
     "decode_failures": "int32",
     "bytes_sent": "uint64",
     "time": "float64",
+    "detection_time": "float64",
 }
 
 # Per-evaluation columns of a training trial /trials/<k>, in writing order.
@@ -89,10 +92,11 @@ TRAINING_COLUMNS = {
     "decode_failures": "int32",
     "bytes_sent": "uint64",
     "time": "float64",
+    "detection_time": "float64",
 }
 
 # Columns added by a schema version: absent from files of earlier versions.
-ADDED_IN = {"decode_failures": 3}
+ADDED_IN = {"decode_failures": 3, "detection_time": 4}
 
 
 def columns_of(spec: dict[str, str], version) -> dict[str, str]:
@@ -358,6 +362,40 @@ def _schema_version(f):
         return None
 
 
+def _detection_timeout(f) -> float:
+    """The run's --detection-timeout as /config records it; 0 when absent."""
+    try:
+        value = f["config"].attrs.get("detection-timeout", "0") if "config" in f else "0"
+        return float(value) if isinstance(value, str) else 0.0
+    except Exception:  # unreadable or not a number: _check_config reports it
+        return 0.0
+
+
+def _check_detection_time(c: _Checker, where: str, cols, timeout: float, rounds):
+    """detection_time (schema v4): the failure-detection time charged to one peer,
+    cumulative, the largest over peers: 0 in row 0, never decreasing, a whole number
+    of --detection-timeout's, at most `rounds` of them (per row: the rounds, or steps,
+    done), and 0
+    throughout when the timeout is 0."""
+    v = cols.get("detection_time")
+    if v is None:
+        return
+    name = f"{where}/detection_time"
+    if c.first_bad(name, ~np.isfinite(v) | (v < 0), lambda i: f"row {i} is {v[i]}, not a finite number >= 0"):
+        return
+    if v[0] != 0:
+        c.problem(name, f"row 0 is {v[0]}, expected 0 (no round yet)")
+    c.first_bad(name, np.diff(v) < 0, lambda i: f"decreases at row {i + 1} ({v[i]} -> {v[i + 1]})")
+    if timeout <= 0:
+        c.first_bad(name, v != 0, lambda i: f"row {i} is {v[i]}, but /config records detection-timeout 0")
+        return
+    k = v / timeout
+    c.first_bad(name, np.abs(k - np.round(k)) > 1e-9 * np.maximum(k, 1),
+                lambda i: f"row {i} is {v[i]}, not a whole number of detection timeouts ({timeout})")
+    c.first_bad(name, np.round(k) > rounds,
+                lambda i: f"row {i} charges {int(round(k[i]))} detection timeouts in {rounds[i]} rounds")
+
+
 def _quantizer(f) -> str:
     """The run's --quantizer as /config records it; "none" for protocols that
     record none (they send their values as they are)."""
@@ -452,7 +490,7 @@ def _check_decode_failures(c: _Checker, where: str, cols, quantizer: str, kind: 
                           f"{' here' if quantizer != 'none' else ''} (only lattice does)")
 
 
-def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none"):
+def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
     """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
     where = g.name
     targets, suffixes = _trial_targets(c, g, "rounds_to")
@@ -482,6 +520,7 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
 
     _check_counters(c, where, cols, n_peers, "round 0")
     _check_decode_failures(c, where, cols, quantizer, "averaging")
+    _check_detection_time(c, where, cols, detection_timeout, rnd)
 
     # Rounds-to-target: the first round whose variance is below the target; when
     # never, the cap, which is the number of rounds run (the last round).
@@ -592,7 +631,7 @@ def _check_optimum(c: _Checker, f):
 
 
 def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
-                          version=SCHEMA_VERSION, quantizer="none"):
+                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
     """Checks one training /trials/<k> group against /optimum (when usable);
     returns what /summary must agree with, or None."""
     where = g.name
@@ -660,6 +699,9 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
     # ---- counters: cumulative, and unchanged while no round ran ----
     _check_counters(c, where, cols, n_peers, "step 0")
     _check_decode_failures(c, where, cols, quantizer, "sgd", finite=ok)
+    # A peer's rounds are at most its steps (rank 0's round column is its own count,
+    # and under --local-steps-dist geometric other peers' counts differ).
+    _check_detection_time(c, where, cols, detection_timeout, cols["step"])
     groups, alive, sent = cols["groups"], cols["alive"], cols["bytes_sent"]
     if groups[0] != 0:
         c.problem(f"{where}/groups", f"row 0 has {groups[0]} groups, expected 0 (no round yet)")
@@ -832,6 +874,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             _check_config(c, f)
             version = _schema_version(f)
             quantizer = _quantizer(f)
+            detection_timeout = _detection_timeout(f)
             optimum_present, optimum = (_check_optimum(c, f) if run_kind == "sgd" else (True, None))
 
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
@@ -849,9 +892,9 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 order.append(k)
                 if run_kind == "sgd":
                     info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every,
-                                                 version, quantizer)
+                                                 version, quantizer, detection_timeout)
                 else:
-                    info = _check_trial(c, group[name], n_peers, rounds, version, quantizer)
+                    info = _check_trial(c, group[name], n_peers, rounds, version, quantizer, detection_timeout)
                 if info is not None:
                     infos[k] = info
             if trials is not None and len(order) != trials:

@@ -90,9 +90,27 @@ def quantizer(name):
 
 
 def drop_decode_failures(f):
-    """A file from before schema v3, which had no decode_failures column."""
+    """A file from before schema v3, which had no decode_failures column (nor v4's
+    detection_time)."""
     for k in f["trials"]:
         del f["trials"][k]["decode_failures"]
+    drop_detection_time(f)
+
+
+def drop_detection_time(f):
+    """A file from before schema v4, which had no detection_time column."""
+    for k in f["trials"]:
+        del f["trials"][k]["detection_time"]
+
+
+def detection_timeout(seconds):
+    """Records --detection-timeout in /config."""
+    return set_attr("/config", "detection-timeout", seconds, h5py.string_dtype())
+
+
+def detection_times(path, values):
+    """Replaces a trial's detection_time column."""
+    return lambda f: replace_dataset(f, path, values, "float64")
 
 
 def as_version(v):
@@ -106,7 +124,26 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 4, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 5, "int32"), {}, "schema_version"),
+    ("a v3 file is valid", both(as_version(3), drop_detection_time), {}, None),
+    ("detection_time in a v3 file", as_version(3), {}, "unexpected members: detection_time"),
+    ("detection_time missing", delete("/trials/1/detection_time"), {}, "/trials/1/detection_time: missing"),
+    ("detection time without a timeout", set_item("/trials/0/detection_time", 2, 0.5), {},
+     "records detection-timeout 0"),
+    ("detection times with a timeout are valid",
+     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 1.0, 1.0, 1.5])), {}, None),
+    ("detection time not a multiple of the timeout",
+     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 0.75, 1.0, 1.5])), {},
+     "not a whole number of detection timeouts"),
+    ("detection time decreasing",
+     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 1.0, 0.5, 1.0])), {},
+     "detection_time: decreases at row 3"),
+    ("more detections than rounds",
+     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 1.0, 1.0, 1.0, 1.0])), {},
+     "charges 2 detection timeouts in 1 rounds"),
+    ("detection time in row 0",
+     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0.5, 0.5, 0.5, 0.5, 0.5])), {},
+     "/trials/0/detection_time: row 0 is 0.5"),
     ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
     ("run_kind unknown", set_attr("/", "run_kind", "gossip", h5py.string_dtype()), {}, "run_kind"),
     ("training kind expected", None, {"kind": "sgd"}, "run_kind: is averaging, expected sgd"),

@@ -16,7 +16,8 @@ source "$(dirname "$0")/cli_common.sh"
 cli_init averaging_bench "$1" "$2"
 
 # ---- --help ------------------------------------------------------------------
-check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --compute-flops --on-failure --collective --grid --placement \
+check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --detection-timeout \
+  --compute-flops --on-failure --collective --grid --placement \
   --key-update --group-size --min-group-size --topology --weights --alive-weights --mode --clock --quantizer \
   --lattice-q --lattice-eps --dim --rounds --trials --seed \
   --target --stop-at-target --out --overwrite --quiet
@@ -129,6 +130,8 @@ bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit 
 bad_case stragglers_big '--stragglers' '2|[0, 1]' -- --stragglers 2 "${keep[@]}"
 bad_case straggler_slowdown_small '--straggler-slowdown' '0.5|>= 1' -- --straggler-slowdown 0.5 "${keep[@]}"
 bad_case compute_flops_negative '--compute-flops' '>= 0' -- --compute-flops -1 "${keep[@]}"
+bad_case detection_timeout_negative '--detection-timeout' '>= 0' -- --detection-timeout -0.5 "${keep[@]}"
+bad_case detection_timeout_text '--detection-timeout' "'soon'|>= 0" -- --detection-timeout soon "${keep[@]}"
 
 # ---- swarm (--mode, --clock) -------------------------------------------------------
 bad_case swarm_mode '--mode' "'async'|{blocking, non-blocking}" -- --protocol swarm --mode async "${keep[@]}"

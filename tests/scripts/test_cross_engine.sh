@@ -58,10 +58,11 @@ done
 # failure phases are drawn from their own stream: the same on both engines too).
 configs+=("moshpit --fail-rate 0.2 --on-failure survivors --key-update chunk"
   "moshpit --fail-rate 0.2 --on-failure partial --grid 2x2x2 --placement rank"
-  "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4"
+  "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4 --detection-timeout 0.5"
   "random-groups --fail-rate 0.1 --on-failure abort --group-size 3"
   "random-groups --fail-rate 0.3 --on-failure partial --group-size 4"
-  "gossip --fail-rate 0.2 --topology torus" "pushsum --fail-rate 0.2" "pairwise --fail-rate 0.2 --topology ring"
+  "gossip --fail-rate 0.2 --topology torus --detection-timeout 0.25" "pushsum --fail-rate 0.2"
+  "pairwise --fail-rate 0.2 --topology ring"
   "gossip --fail-rate 0.1 --topology exp --quantizer stochastic:4"
   "pairwise --fail-rate 0.1 --quantizer lattice --lattice-q 64 --lattice-eps 0.05")
 for config in "${configs[@]}"; do

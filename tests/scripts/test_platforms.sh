@@ -15,6 +15,11 @@
 #    that has a straggler takes exactly 3 x 30 ms longer than without (the all-reduce
 #    waits for the slowest), one without takes the same time; with 16 peers nearly
 #    every trial has one (P(none) = 0.75^16 = 1%), so some trial must show it.
+# 5. Detection timeout: all-reduce on 8 peers at failure rate 0.3 with
+#    --detection-timeout 0.05: every round with a failure (and someone alive) takes
+#    exactly 50 ms longer than without, since every alive peer waits out the
+#    timeout; detection_time, the most any one peer was charged, is a whole number
+#    of timeouts, at most that total.
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 1 ] || die "usage: test_platforms.sh AVERAGING_BENCH"
@@ -116,4 +121,36 @@ if b["config"].attrs["stragglers"] != "0.25" or b["config"].attrs["straggler-slo
 print(f"{sum(slow)} of {len(slow)} trials with a straggler took 90 ms longer, the others the same")
 PY
 ) && ok "stragglers: $report" || bad "stragglers: $report"
+
+# 5. Detection timeout.
+for T in 0 0.05; do
+  timeout -k 10 120 "$AVB_SMPIRUN" -n 8 "$BIN" --protocol allreduce --fail-rate 0.3 --detection-timeout "$T" \
+    --rounds 6 --trials 3 --out "$SCRATCH/detect-$T.h5" --quiet >"$SCRATCH/detect-$T.log" 2>&1 </dev/null ||
+    { sed 's/^/    /' "$SCRATCH/detect-$T.log" >&2; die "detection timeout $T: the run failed"; }
+  check_trace "$SCRATCH/detect-$T.h5" --peers 8 --trials 3 --complete 1 --rounds 6
+done
+report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/detect-0.h5" "$SCRATCH/detect-0.05.h5" <<'PY'
+import sys
+import h5py
+import numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+charged = 0
+for k in sorted(a["trials"]):
+    ta, tb = a["trials"][k], b["trials"][k]
+    alive = tb["alive"][1:]
+    waits = (alive < 8) & (alive > 0)
+    extra = np.diff(tb["time"][()]) - np.diff(ta["time"][()])
+    if not np.allclose(extra, 0.05 * waits, rtol=0, atol=1e-9):
+        sys.exit(f"trial {k}: extra time per round {extra}, expected 0.05 where a peer failed {waits}")
+    d = tb["detection_time"][()]
+    if not (d[-1] <= 0.05 * waits.sum() + 1e-12 and abs(d[-1] / 0.05 - round(d[-1] / 0.05)) < 1e-9):
+        sys.exit(f"trial {k}: detection_time {d} against {waits.sum()} rounds with failures")
+    if a["trials"][k]["detection_time"][-1] != 0:
+        sys.exit("detection_time is not 0 without a timeout")
+    charged += int(waits.sum())
+if charged == 0:
+    sys.exit("no round had a failure: the check proved nothing")
+print(f"{charged} rounds with a failure took 50 ms longer each; detection_time consistent")
+PY
+) && ok "detection timeout: $report" || bad "detection timeout: $report"
 finish

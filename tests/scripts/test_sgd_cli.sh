@@ -86,7 +86,7 @@ attr_is() {
 }
 
 # ---- --help ------------------------------------------------------------------------
-check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --on-failure --collective --grid --placement --key-update \
+check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --detection-timeout --on-failure --collective --grid --placement --key-update \
   --group-size --min-group-size --topology --weights --alive-weights --objective --dim --preset --condition --zeta \
   --sigma --data --data-dim --split --test-data --samples-per-peer --separation --label-skew --steps --local-steps \
   --local-steps-dist --step-flops --batch --lr --lr-schedule --lr-decay-steps --lr-decay-factor --momentum --eval-every --trials --seed --target \
@@ -126,6 +126,7 @@ bad_case local_steps_dist_sync '--local-steps-dist' 'needs --protocol swarm' -- 
   --protocol moshpit "${keep[@]}"
 bad_case step_flops_negative '--step-flops' '>= 0' -- --step-flops -1 "${keep[@]}"
 bad_case stragglers_text '--stragglers' "'some'|[0, 1]" -- --stragglers some "${keep[@]}"
+bad_case detection_timeout_inf '--detection-timeout' 'inf|>= 0' -- --detection-timeout inf "${keep[@]}"
 bad_case step_flops_text '--step-flops' "'lots'|>= 0" -- --step-flops lots "${keep[@]}"
 bad_case clock_in_sgd '--clock' 'averaging_bench only' -- --protocol swarm --clock poisson "${keep[@]}"
 bad_case lr_zero '--lr' '> 0' -- --lr 0 "${keep[@]}"

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 
 ROOT = {
-    "schema_version": (np.int32, 3),
+    "schema_version": (np.int32, 4),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "averaging_bench --protocol moshpit --note 'café σ'"),
@@ -58,6 +58,7 @@ TRIALS = {
             "decode_failures": ("int32", [0] * 5),
             "bytes_sent": ("uint64", [0, 1024, 2048, 3072, 4096]),
             "time": ("float64", [0.0, 0.5, 1.0, 1.5, 2.0]),
+            "detection_time": ("float64", [0.0] * 5),
         },
     },
     "1": {
@@ -77,6 +78,7 @@ TRIALS = {
             "decode_failures": ("int32", [0] * 3),
             "bytes_sent": ("uint64", [0, 512, 1000]),
             "time": ("float64", [0.0, 0.25, 0.75]),
+            "detection_time": ("float64", [0.0] * 3),
         },
     },
 }

@@ -21,7 +21,7 @@ import numpy as np
 NAN = float("nan")
 
 ROOT = {
-    "schema_version": (np.int32, 3),
+    "schema_version": (np.int32, 4),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2"),
@@ -80,6 +80,7 @@ TRIALS = {
             "decode_failures": ("int32", [0] * 5),
             "bytes_sent": ("uint64", [0, 0, 256, 256, 512]),
             "time": ("float64", [0.0, 0.25, 0.75, 1.0, 1.5]),
+            "detection_time": ("float64", [0.0] * 5),
         },
     },
     "1": {
@@ -103,6 +104,7 @@ TRIALS = {
             "decode_failures": ("int32", [0] * 3),
             "bytes_sent": ("uint64", [0, 0, 64]),
             "time": ("float64", [0.0, 0.5, 1.25]),
+            "detection_time": ("float64", [0.0] * 3),
         },
     },
 }

@@ -130,6 +130,7 @@ TrainingTrial small_training_trial(std::int32_t index) {
     row.decode_failures = i == 2 ? 3 : 0;
     row.bytes_sent = i == 2 ? 128u : 0u;
     row.time = 0.25 * i;
+    row.detection_time = i == 0 ? 0.0 : 0.5;
     t.rows.push_back(row);
   }
   t.targets = {{0.25, 4, true}, {1e-3, 4, false}};
@@ -607,7 +608,8 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
   const auto g = avb::h5::File::open_read_only(path).open_group("trials").open_group("3");
   EXPECT_EQ(members(g), (std::vector<std::string>{"targets", "step", "round", "loss", "gap", "relative_gap",
                                                   "distance", "consensus", "accuracy", "alive", "groups",
-                                                  "failed_groups", "decode_failures", "bytes_sent", "time"}));
+                                                  "failed_groups", "decode_failures", "bytes_sent", "time",
+                                                  "detection_time"}));
   EXPECT_EQ(g.get_int32("complete"), 1);
   EXPECT_EQ(g.get_int32("steps_to_2.5e-1"), 4);
   EXPECT_EQ(g.get_int32("reached_2.5e-1"), 1);
@@ -632,6 +634,7 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
   EXPECT_EQ(read_column<std::int32_t>(g, "decode_failures"), (std::vector<std::int32_t>{0, 0, 3}));
   EXPECT_EQ(read_column<std::uint64_t>(g, "bytes_sent"), (std::vector<std::uint64_t>{0, 0, 128}));
   EXPECT_EQ(read_column<double>(g, "time"), (std::vector<double>{0.0, 0.25, 0.5}));
+  EXPECT_EQ(read_column<double>(g, "detection_time"), (std::vector<double>{0.0, 0.5, 0.5}));
 }
 
 TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
