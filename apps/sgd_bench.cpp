@@ -164,6 +164,7 @@ avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
   o.protocol = avb::app::protocol_options(cli.protocol);
   o.fail_rate = avb::app::fail_rate(cli.protocol);
   o.failure = avb::app::failure_kind(cli.protocol);
+  o.join_rate = avb::app::join_rate(cli.protocol);
   o.stragglers = avb::app::straggler_spec(cli.protocol);
   o.detection_timeout = avb::app::detection_timeout(cli.protocol);
 

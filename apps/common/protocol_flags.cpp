@@ -13,7 +13,13 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
   app.add_option("--protocol", f.protocol, "averaging protocol: " + avb::protocol_names())->capture_default_str();
   app.add_option("--fail-rate", f.fail_rate, "probability that a peer fails in a round, in [0, 1]")
       ->capture_default_str();
-  app.add_option("--failure", f.failure, "failure kind: transient (one round) or permanent")->capture_default_str();
+  app.add_option("--failure", f.failure,
+                 "failure kind: transient (one round), permanent, or churn (peers leave at --fail-rate and new "
+                 "ones take their slots at --join-rate, loading a live peer's state)")
+      ->capture_default_str();
+  app.add_option("--join-rate", f.join_rate,
+                 "churn: probability in [0, 1] per round that a departed peer's slot is taken by a new peer")
+      ->capture_default_str();
   app.add_option("--stragglers", f.stragglers,
                  "probability in [0, 1] that a peer straggles: its simulated computation (--compute-flops, "
                  "--step-flops) takes --straggler-slowdown times longer; SMPI only")
@@ -98,6 +104,8 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
 double fail_rate(const ProtocolFlags& f) { return parse_real("--fail-rate", f.fail_rate, "a number in [0, 1]"); }
 
 FailureKind failure_kind(const ProtocolFlags& f) { return parse_failure_kind(f.failure); }
+
+double join_rate(const ProtocolFlags& f) { return parse_real("--join-rate", f.join_rate, "a number in [0, 1]"); }
 
 double detection_timeout(const ProtocolFlags& f) {
   return parse_real("--detection-timeout", f.detection_timeout, "a number >= 0 (seconds)");

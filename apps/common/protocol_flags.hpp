@@ -19,6 +19,7 @@ struct ProtocolFlags {
   std::string protocol = "allreduce";
   std::string fail_rate = "0";
   std::string failure = "transient";
+  std::string join_rate = "0";
   std::string stragglers = "0";
   std::string straggler_slowdown = "4";
   std::string detection_timeout = "0";
@@ -47,6 +48,7 @@ double fail_rate(const ProtocolFlags& flags);
 FailureKind failure_kind(const ProtocolFlags& flags);
 StragglerSpec straggler_spec(const ProtocolFlags& flags);
 double detection_timeout(const ProtocolFlags& flags);
+double join_rate(const ProtocolFlags& flags);
 
 // A flag that does not apply to the chosen protocol is refused rather than
 // silently ignored (the run would not be the one the user asked for). A default

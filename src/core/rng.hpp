@@ -29,6 +29,7 @@ enum class StreamId : std::uint64_t {
   clock = 13,          // swarm's Poisson clocks
   local_steps = 14,    // random local-step counts (--local-steps-dist geometric)
   stragglers = 15,     // which peers straggle
+  churn = 16,          // churn: failure and join rounds, donors
   test = 1000,         // reserved for tests
 };
 

@@ -58,6 +58,9 @@ class Protocol {
   // are settled. Synchronous protocols have nothing in flight between rounds.
   // Failures this peer noticed while serving are added to `counters`.
   virtual void settle(std::span<double> /*x*/, GroupCounters& /*counters*/) {}
+  // Churn: a new peer took this slot and loaded `x` from a live peer (sim/churn.hpp);
+  // a protocol with per-peer state beyond x starts it afresh from x.
+  virtual void on_join(std::span<const double> /*x*/) {}
 };
 
 // SwarmSGD's two forms of an interaction between initiator i and partner j.

@@ -118,6 +118,12 @@ class SwarmProtocol final : public Protocol {
     }
   }
 
+  void on_join(std::span<const double> x) override {
+    if (!started_) return;
+    pre_local_.assign(x.begin(), x.end());
+    published_.assign(x.begin(), x.end());
+  }
+
   void progress(std::span<double> x) override {
     if (!started_) return;
     published_.assign(x.begin(), x.end());

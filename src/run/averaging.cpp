@@ -11,6 +11,7 @@
 #include "core/format.hpp"
 #include "core/reduce.hpp"
 #include "core/rng.hpp"
+#include "sim/churn.hpp"
 #include "sim/compute.hpp"
 
 namespace avb {
@@ -26,6 +27,7 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   if (!(r.fail_rate >= 0.0 && r.fail_rate <= 1.0))
     throw ConfigError("--fail-rate: " + text(r.fail_rate) + " is not a number in [0, 1]");
   validate(r.stragglers);
+  check_churn(r.failure, r.join_rate, r.protocol.name, false);
   if (!(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout)))
     throw ConfigError("--detection-timeout: " + text(r.detection_timeout) + " is not a number >= 0 (seconds)");
   if (!(r.compute_flops >= 0.0 && std::isfinite(r.compute_flops)))
@@ -45,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions
   auto out = describe(o.protocol);
   out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
+  if (o.failure == FailureKind::churn) out.emplace_back("join-rate", format_number(o.join_rate));
   for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
   out.emplace_back("compute-flops", format_number(o.compute_flops));
   out.emplace_back("detection-timeout", format_number(o.detection_timeout));
@@ -200,7 +203,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     Comm comm = Comm::duplicate(world);
     const int me = comm.rank();
     const int n = comm.size();
-    FailureModel failures(seed, options.fail_rate, options.failure, n);
+    FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
     const Stragglers stragglers(seed, options.stragglers);
     auto protocol = make_protocol(options.protocol, comm);
 
@@ -237,6 +240,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
       GroupCounters counters;
       Round round{t, seed, failures, comm, counters};
       const double start = MPI_Wtime();
+      if (load_joiners(comm, failures, t, x)) protocol->on_join(x);  // churn: new peers load a live peer's state
       if (failures.alive(t, me)) charge_flops(options.compute_flops * stragglers.factor(me));
       protocol->step(x, round);
       protocol->settle(x, counters);  // asynchronous protocols: nothing left in flight

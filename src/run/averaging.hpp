@@ -25,6 +25,7 @@ struct AveragingOptions {
   ProtocolOptions protocol;
   double fail_rate = 0.0;
   FailureKind failure = FailureKind::transient;
+  double join_rate = 0.0;  // --join-rate, churn only
   StragglerSpec stragglers;
   // --compute-flops: the work a round stands for (local steps, say), charged before
   // each round at the host's speed times the peer's straggler factor under SMPI.

@@ -12,6 +12,7 @@
 #include "core/format.hpp"
 #include "core/reduce.hpp"
 #include "core/rng.hpp"
+#include "sim/churn.hpp"
 #include "sim/compute.hpp"
 #include "run/averaging.hpp"  // trial_seed: trial k of a training run has averaging's trial-k seed
 
@@ -81,6 +82,10 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
     throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
                       "collective: every peer must reach them after the same number of steps)");
   validate(r.stragglers);
+  check_churn(r.failure, r.join_rate, r.protocol.name, true);
+  if (r.failure == FailureKind::churn && r.local_steps_dist == LocalStepsDist::geometric)
+    throw ConfigError("--failure churn: needs --local-steps-dist fixed (a joiner and its donor must reach the "
+                      "round together)");
   require(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout), "--detection-timeout",
           r.detection_timeout, "a number >= 0 (seconds)");
   require(r.step_flops >= 0.0 && std::isfinite(r.step_flops), "--step-flops", r.step_flops, "a number >= 0");
@@ -107,6 +112,7 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   for (auto& kv : describe(o.objective)) out.push_back(std::move(kv));
   out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
+  if (o.failure == FailureKind::churn) out.emplace_back("join-rate", format_number(o.join_rate));
   for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
   out.emplace_back("detection-timeout", format_number(o.detection_timeout));
   out.emplace_back("steps", std::to_string(o.steps));
@@ -432,7 +438,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     const std::uint64_t seed = trial_seed(options.seed, k);
     Comm comm = Comm::duplicate(world);
     const int me = comm.rank();
-    FailureModel failures(seed, options.fail_rate, options.failure, comm.size());
+    FailureModel failures(seed, options.fail_rate, options.failure, comm.size(), options.join_rate);
     const double slowdown = Stragglers(seed, options.stragglers).factor(me);
     auto protocol = make_protocol(options.protocol, comm);
 
@@ -472,6 +478,12 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     // H); `since` counts the steps taken towards it.
     int r = 1, since = 0, until = local_steps_before(options, seed, me, r);
     for (int s = 0; s < options.steps && !stop && !reached; ++s) {
+      // Churn: a new peer joins at the start of the steps that lead to its first
+      // round, with a live peer's model and no momentum.
+      if (since == 0 && load_joiners(comm, failures, r, std::span<double>(x.data(), static_cast<std::size_t>(d)))) {
+        velocity.setZero();
+        protocol->on_join(std::span<const double>(x.data(), static_cast<std::size_t>(d)));
+      }
       if (failures.alive(r, me)) {
         f.stochastic_gradient(x, options.batch, seed, static_cast<std::uint64_t>(s), g);
         velocity = options.momentum * velocity + g;

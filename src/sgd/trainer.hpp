@@ -84,6 +84,7 @@ struct TrainingOptions {
   ObjectiveOptions objective;
   double fail_rate = 0.0;
   FailureKind failure = FailureKind::transient;
+  double join_rate = 0.0;    // --join-rate, churn only
   StragglerSpec stragglers;  // scales --step-flops per peer
   double detection_timeout = 0.0;  // --detection-timeout (averaging.hpp)
   int steps = 1000;       // --steps

@@ -10,7 +10,23 @@ namespace avb {
 FailureKind parse_failure_kind(std::string_view name) {
   if (name == "transient") return FailureKind::transient;
   if (name == "permanent") return FailureKind::permanent;
-  throw ConfigError("--failure: '" + std::string(name) + "' is not one of {transient, permanent}");
+  if (name == "churn") return FailureKind::churn;
+  throw ConfigError("--failure: '" + std::string(name) + "' is not one of {transient, permanent, churn}");
+}
+
+void check_churn(FailureKind kind, double join_rate, const std::string& protocol, bool training) {
+  if (!(join_rate >= 0.0 && join_rate <= 1.0))
+    throw ConfigError("--join-rate: " + std::to_string(join_rate) + " is not a number in [0, 1]");
+  if (kind != FailureKind::churn) {
+    if (join_rate != 0.0) throw ConfigError("--join-rate: applies to --failure churn only");
+    return;
+  }
+  if (protocol == "pushsum")
+    throw ConfigError("--failure churn: not supported by --protocol pushsum (a new peer would need the departed "
+                      "peer's push-sum weight)");
+  if (training && protocol == "swarm")
+    throw ConfigError("--failure churn: not supported by sgd_bench --protocol swarm (a joiner's state transfer "
+                      "could wait on a peer that waits on it mid-interaction)");
 }
 
 FailureSemantics parse_failure_semantics(std::string_view name) {
@@ -21,7 +37,12 @@ FailureSemantics parse_failure_semantics(std::string_view name) {
 }
 
 std::string_view to_string(FailureKind kind) {
-  return kind == FailureKind::transient ? "transient" : "permanent";
+  switch (kind) {
+    case FailureKind::transient: return "transient";
+    case FailureKind::permanent: return "permanent";
+    case FailureKind::churn: return "churn";
+  }
+  return "?";
 }
 
 std::string_view to_string(FailureSemantics semantics) {
@@ -33,9 +54,11 @@ std::string_view to_string(FailureSemantics semantics) {
   return "?";
 }
 
-FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers)
-    : stream_(seed, StreamId::failures), rate_(rate), kind_(kind), n_peers_(n_peers) {
+FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate)
+    : stream_(seed, StreamId::failures), rate_(rate), kind_(kind), n_peers_(n_peers), join_rate_(join_rate) {
   if (!(rate >= 0.0 && rate <= 1.0)) throw ConfigError("--fail-rate: must be a number in [0, 1]");
+  if (!(join_rate >= 0.0 && join_rate <= 1.0)) throw ConfigError("--join-rate: must be a number in [0, 1]");
+  if (kind_ == FailureKind::churn) switches_.resize(static_cast<std::size_t>(n_peers));
   threshold_ = static_cast<std::uint64_t>(std::llround(std::ldexp(rate, 32)));
   if (kind_ == FailureKind::permanent) {
     failure_round_.resize(static_cast<std::size_t>(n_peers));
@@ -60,8 +83,71 @@ std::int64_t FailureModel::permanent_failure_round(int peer) const {
   return 1 + static_cast<std::int64_t>(rounds);
 }
 
+namespace {
+
+// A geometric count >= 1 with success probability p, from a uniform u in (0, 1]:
+// 1 + floor(log u / log(1 - p)); "never" (int64 max) when p = 0.
+std::int64_t geometric(double u, double p) {
+  if (p <= 0.0) return std::numeric_limits<std::int64_t>::max();
+  if (p >= 1.0) return 1;
+  const double k = std::floor(std::log(u) / std::log1p(-p));
+  return k >= 9.0e18 ? std::numeric_limits<std::int64_t>::max() : 1 + static_cast<std::int64_t>(k);
+}
+
+std::int64_t add_rounds(std::int64_t a, std::int64_t b) {
+  const std::int64_t never = std::numeric_limits<std::int64_t>::max();
+  return (a == never || b == never || a > never - b) ? never : a + b;
+}
+
+}  // namespace
+
+const std::vector<std::int64_t>& FailureModel::churn_switches(int peer, int round) const {
+  auto& s = switches_[static_cast<std::size_t>(peer)];
+  const Stream churn(stream_.seed(), StreamId::churn);
+  // Period k: up from its start (round 0, or the k-th join) until the failure,
+  // then down until the next join. A peer cannot fail in the round it joins.
+  while (s.empty() || (s.back() <= round && s.back() != std::numeric_limits<std::int64_t>::max())) {
+    const auto k = static_cast<std::uint64_t>(s.size() / 2);
+    const std::int64_t start = s.empty() ? 0 : s.back();
+    const auto p = static_cast<std::uint64_t>(peer);
+    const std::int64_t fails = add_rounds(start, geometric(churn.uniform_open0(k, p, 0), rate_));
+    s.push_back(fails);
+    s.push_back(add_rounds(fails, geometric(churn.uniform_open0(k, p, 1), join_rate_)));
+  }
+  return s;
+}
+
+bool FailureModel::joined(int round, int peer) const {
+  if (kind_ != FailureKind::churn || round <= 0 || rate_ <= 0.0 || peer < 0 || peer >= n_peers_) return false;
+  const auto& s = churn_switches(peer, round);
+  for (std::size_t i = 1; i < s.size() && s[i - 1] <= round; i += 2)
+    if (s[i] == round) return true;
+  return false;
+}
+
+int FailureModel::donor(int round, int joiner) const {
+  std::vector<int> candidates;
+  for (int p = 0; p < n_peers_; ++p)
+    if (p != joiner && alive(round - 1, p) && alive(round, p) && !joined(round, p)) candidates.push_back(p);
+  if (candidates.empty()) return -1;
+  const auto pick = Stream(stream_.seed(), StreamId::churn)
+                        .below(candidates.size(), static_cast<std::uint64_t>(round),
+                               static_cast<std::uint64_t>(joiner), 2);
+  return candidates[static_cast<std::size_t>(pick)];
+}
+
 bool FailureModel::alive(int round, int peer) const {
   if (round <= 0 || rate_ <= 0.0) return true;
+  if (kind_ == FailureKind::churn) {
+    if (peer < 0 || peer >= n_peers_) return true;
+    const auto& s = churn_switches(peer, round);
+    // Up before the first failure and from each join to the next failure.
+    for (std::size_t i = 0; i < s.size(); i += 2) {
+      if (round < s[i]) return true;
+      if (round < s[i + 1]) return false;
+    }
+    return true;
+  }
   if (kind_ == FailureKind::permanent) {
     const bool known = peer >= 0 && peer < n_peers_;
     return round < (known ? failure_round_[static_cast<std::size_t>(peer)] : permanent_failure_round(peer));
@@ -72,7 +158,7 @@ bool FailureModel::alive(int round, int peer) const {
 std::vector<int> FailureModel::alive_peers(int round) const {
   std::vector<int> peers;
   peers.reserve(static_cast<std::size_t>(n_peers_));
-  if (round <= 0 || rate_ <= 0.0 || kind_ == FailureKind::permanent) {
+  if (round <= 0 || rate_ <= 0.0 || kind_ != FailureKind::transient) {
     for (int i = 0; i < n_peers_; ++i)
       if (alive(round, i)) peers.push_back(i);
     return peers;

@@ -19,6 +19,9 @@ namespace avb {
 enum class FailureKind {
   transient,  // down in round t with probability p, independently per (t, peer)
   permanent,  // fails in round t with probability p and never returns
+  churn,      // fails with probability p per round; after a down spell (each round
+              // ending it with probability q, the join rate) a new peer takes the
+              // slot, loading its state from a live peer
 };
 
 // What an averaging group does when some of its members are down (docs/failures.md).
@@ -29,18 +32,33 @@ enum class FailureSemantics {
 };
 
 FailureKind parse_failure_kind(std::string_view name);            // throws ConfigError
+
+// Refuses what churn cannot do: --join-rate outside [0, 1] or without --failure
+// churn; churn with push-sum (a new peer would need the departed one's weight), or,
+// in training (`training`), with swarm (a joiner's transfer could wait on a peer
+// that waits on it mid-interaction). Throws ConfigError naming the flag.
+void check_churn(FailureKind kind, double join_rate, const std::string& protocol, bool training);
 FailureSemantics parse_failure_semantics(std::string_view name);  // throws ConfigError
 std::string_view to_string(FailureKind kind);
 std::string_view to_string(FailureSemantics semantics);
 
 class FailureModel {
  public:
-  // rate in [0, 1]; seed is the trial's seed; peers 0..n_peers-1.
-  FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers);
+  // rate (and join_rate, churn only) in [0, 1]; seed is the trial's seed; peers
+  // 0..n_peers-1.
+  FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate = 0.0);
 
   // Is `peer` up in round t? Rounds start at 1; in round 0 (the initial state)
   // everyone is alive.
   bool alive(int round, int peer) const;
+
+  // Churn: does a new peer take `peer`'s slot in round t (up in t, down in t - 1)?
+  // Always false for the other kinds.
+  bool joined(int round, int peer) const;
+
+  // Churn: the peer a joiner in round t loads its state from, uniform among the
+  // peers up in both t - 1 and t (keyed by (t, joiner)); -1 when there is none.
+  int donor(int round, int joiner) const;
 
   // The alive peers in round t, ascending, and how many there are.
   std::vector<int> alive_peers(int round) const;
@@ -48,6 +66,7 @@ class FailureModel {
   int peers() const { return n_peers_; }
 
   double rate() const { return rate_; }
+  double join_rate() const { return join_rate_; }
   FailureKind kind() const { return kind_; }
 
   // For permanent failures: the round in which `peer` fails (it is down from then
@@ -61,10 +80,18 @@ class FailureModel {
   // P(down) = threshold / 2^32, within 2^-33 of the rate.
   std::uint32_t transient_draw(int round, int peer) const;
 
+  // Churn: extends `peer`'s alternating failure and join rounds past `round`.
+  const std::vector<std::int64_t>& churn_switches(int peer, int round) const;
+
   Stream stream_;
   double rate_;
   FailureKind kind_;
   int n_peers_;
+  double join_rate_ = 0.0;
+  // Churn, per peer: the rounds at which it fails and a new peer joins, alternating
+  // (F1, J1, F2, J2, ...), drawn lazily as rounds are asked about. Owned by this
+  // object (one per rank and trial), like every other cache: no global state.
+  mutable std::vector<std::vector<std::int64_t>> switches_;
   std::uint64_t threshold_;                    // transient: down iff draw < threshold
   std::vector<std::int64_t> failure_round_;    // permanent: computed once per trial
 };

@@ -12,6 +12,7 @@
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "run/averaging.hpp"
+#include "sim/churn.hpp"
 #include "world.hpp"
 
 namespace avb {
@@ -35,6 +36,7 @@ struct Case {
   std::int64_t lattice_q = 65536;
   double lattice_eps = 1e-4;
   int min_decode_failures = 0;  // the case exists to exercise failures: at least this many per run
+  double join_rate = 0.0;       // --failure churn: new peers take departed peers' slots
 };
 
 // True on every rank if `local` is true on any: lets all ranks stop a test together.
@@ -73,6 +75,7 @@ AveragingOptions options_for(const Case& c) {
   o.protocol.on_failure = parse_failure_semantics(c.semantics);
   o.failure = parse_failure_kind(c.kind);
   o.fail_rate = c.rate;
+  o.join_rate = c.join_rate;
   o.dim = c.dim;
   o.protocol.collective = parse_collective(c.collective);
   o.protocol.grid = grid_for(c.grid, world_size());
@@ -109,17 +112,21 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
   const AveragingOptions options = options_for(GetParam());
   Comm comm = Comm::duplicate(MPI_COMM_WORLD);
   const int n = comm.size(), me = comm.rank();
+  int joins = 0;  // churn: joiners that loaded a donor's state, over all trials
   for (int trial = 0; trial < options.trials; ++trial) {
     const std::uint64_t seed = trial_seed(options.seed, trial);
-    FailureModel failures(seed, options.fail_rate, options.failure, n);
+    FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
     auto protocol = make_protocol(options.protocol, comm);
     oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
     oracle::TrialState state;
     std::vector<double> x = expected[me];
     int decode_failures = 0;  // over the trial, all peers
     for (int t = 1; t <= options.rounds; ++t) {
+      for (int p = 0; p < n; ++p) joins += failures.joined(t, p) && failures.donor(t, p) >= 0;
       GroupCounters counters;
       Round round{t, seed, failures, comm, counters};
+      if (load_joiners(comm, failures, t, x)) protocol->on_join(x);
+      oracle::apply_joins(failures, t, expected);
       protocol->step(x, round);
       const oracle::RoundEffect effect = oracle::step(options.protocol, failures, seed, t, expected, state);
       // Every undecodable message counted once, by its receiver, as the oracle counts it.
@@ -140,6 +147,11 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
     if (n >= 2) {
       EXPECT_GE(decode_failures, GetParam().min_decode_failures) << "trial " << trial;
     }
+  }
+  // A churn case must see new peers join, or it tests nothing (with 2 peers a joiner
+  // rarely finds a donor up in both rounds).
+  if (options.failure == FailureKind::churn && n >= 3) {
+    EXPECT_GT(joins, 0);
   }
 }
 
@@ -187,7 +199,8 @@ TEST_P(ProtocolOracle, TraceMatchesOracle) {
                               name == "pushsum" ||
                               (name == "gossip" && options.protocol.alive_weights == AliveWeights::renormalize &&
                                options.fail_rate > 0) ||
-                              options.protocol.quantizer.kind != QuantizerKind::none;  // lossy messages
+                              options.protocol.quantizer.kind != QuantizerKind::none ||  // lossy messages
+                              options.failure == FailureKind::churn;  // a joiner copies a donor's values
       if (!moves_mean) {
         EXPECT_LE(g.mean_drift, 1e-28);
       }
@@ -198,6 +211,26 @@ TEST_P(ProtocolOracle, TraceMatchesOracle) {
     }
   }
 }
+
+// Churn: peers leave at `rate` and new ones take their slots at `join`, loading a
+// live peer's values; the oracle copies the same values at the same rounds.
+Case churn(const char* protocol, const char* semantics, double rate, double join, int dim,
+           const char* topology = "default", const char* key_update = "axis") {
+  Case c{protocol, semantics, "churn", rate, dim};
+  c.topology = topology;
+  c.key_update = key_update;
+  c.join_rate = join;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Churn, ProtocolOracle,
+    ::testing::Values(churn("allreduce", "survivors", 0.2, 0.5, 3), churn("allreduce", "abort", 0.1, 1.0, 2),
+                      churn("moshpit", "survivors", 0.25, 0.4, 3), churn("moshpit", "partial", 0.2, 0.3, 2),
+                      churn("moshpit", "survivors", 0.2, 0.5, 2, "default", "chunk"),
+                      churn("random-groups", "survivors", 0.2, 0.5, 4), churn("gossip", "survivors", 0.2, 0.5, 3, "ring"),
+                      churn("pairwise", "survivors", 0.3, 0.6, 2, "complete"),
+                      churn("sgp-paper", "survivors", 0.2, 0.5, 2)));
 
 INSTANTIATE_TEST_SUITE_P(
     Allreduce, ProtocolOracle,

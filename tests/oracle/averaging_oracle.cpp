@@ -321,10 +321,22 @@ RoundRow measure(const Matrix& x, const std::vector<double>& reference) {
   return row;
 }
 
+std::uint64_t apply_joins(const FailureModel& failures, int t, Matrix& x) {
+  // Donors never join, so the order of the copies does not matter.
+  std::uint64_t bytes = 0;
+  for (int p = 0; p < static_cast<int>(x.size()); ++p) {
+    const int donor = failures.joined(t, p) ? failures.donor(t, p) : -1;
+    if (donor < 0) continue;
+    x[static_cast<std::size_t>(p)] = x[static_cast<std::size_t>(donor)];
+    bytes += sizeof(double) * x[static_cast<std::size_t>(p)].size();
+  }
+  return bytes;
+}
+
 TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
   const AveragingOptions options = resolve(raw, n);
   const std::uint64_t seed = trial_seed(options.seed, trial);
-  const FailureModel failures(seed, options.fail_rate, options.failure, n);
+  const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
   Matrix x = initial_state(seed, n, options.dim);
   const std::vector<double> reference = mean(x);
   TrialRecord record;
@@ -338,6 +350,7 @@ TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
   TrialState state;
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
+    bytes += apply_joins(failures, t, x);
     const RoundEffect effect = step(options.protocol, failures, seed, t, x, state);
     bytes += effect.bytes;
     row = measure(x, reference);

@@ -20,6 +20,10 @@ using Matrix = std::vector<std::vector<double>>;  // [peer][coordinate]
 
 Matrix initial_state(std::uint64_t trial_seed, int n, int dim);
 
+// Churn: at the start of round t each joiner takes its donor's values (what
+// sim/churn.hpp's load_joiners does across ranks); returns the bytes sent.
+std::uint64_t apply_joins(const FailureModel& failures, int t, Matrix& x);
+
 // One round of `protocol` (resolved) on the whole population; updates x and the
 // round's group counters. Bytes are the protocol's exact traffic for the round.
 struct RoundEffect {

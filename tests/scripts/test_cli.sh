@@ -16,7 +16,7 @@ source "$(dirname "$0")/cli_common.sh"
 cli_init averaging_bench "$1" "$2"
 
 # ---- --help ------------------------------------------------------------------
-check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --detection-timeout \
+check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --detection-timeout \
   --compute-flops --on-failure --collective --grid --placement \
   --key-update --group-size --min-group-size --topology --weights --alive-weights --mode --clock --quantizer \
   --lattice-q --lattice-eps --dim --rounds --trials --seed \
@@ -130,8 +130,29 @@ bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit 
 bad_case stragglers_big '--stragglers' '2|[0, 1]' -- --stragglers 2 "${keep[@]}"
 bad_case straggler_slowdown_small '--straggler-slowdown' '0.5|>= 1' -- --straggler-slowdown 0.5 "${keep[@]}"
 bad_case compute_flops_negative '--compute-flops' '>= 0' -- --compute-flops -1 "${keep[@]}"
+bad_case failure_kind '--failure' "'flaky'|{transient, permanent, churn}" -- --failure flaky "${keep[@]}"
+bad_case join_rate_without_churn '--join-rate' 'churn only' -- --join-rate 0.5 "${keep[@]}"
+bad_case join_rate_big '--join-rate' '[0, 1]' -- --failure churn --fail-rate 0.1 --join-rate 2 "${keep[@]}"
+bad_case churn_pushsum '--failure churn' 'pushsum' -- --protocol pushsum --failure churn --fail-rate 0.1 "${keep[@]}"
 bad_case detection_timeout_negative '--detection-timeout' '>= 0' -- --detection-timeout -0.5 "${keep[@]}"
 bad_case detection_timeout_text '--detection-timeout' "'soon'|>= 0" -- --detection-timeout soon "${keep[@]}"
+
+# Churn with every time-realism option at once: a valid trace whose alive column
+# goes back up (new peers join), and /config records the join rate.
+run_app churn --protocol moshpit --failure churn --fail-rate 0.3 --join-rate 0.5 --detection-timeout 0.1 \
+  --stragglers 0.5 --compute-flops 1e6 --trials 2 --rounds 8 --dim 3 --seed 9 --out churn.h5 --quiet
+if [ "$RC" -eq 0 ]; then
+  check_trace "$work/churn.h5" --peers 2 --trials 2 --complete 1 --rounds 8
+  got=$(h5_eval "$work/churn.h5" '(f["config"].attrs["failure"], f["config"].attrs["join-rate"], any((g["alive"][1:] > g["alive"][:-1]).any() for g in f["trials"].values()))')
+  if [ "$got" = "('churn', '0.5', True)" ]; then
+    ok "churn: /config records it and peers rejoin"
+  else
+    bad "churn: (failure, join-rate, some slot rejoined) = $got"
+  fi
+else
+  bad "churn: exit code $RC"
+  show_logs
+fi
 
 # ---- swarm (--mode, --clock) -------------------------------------------------------
 bad_case swarm_mode '--mode' "'async'|{blocking, non-blocking}" -- --protocol swarm --mode async "${keep[@]}"

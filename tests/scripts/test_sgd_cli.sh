@@ -86,7 +86,7 @@ attr_is() {
 }
 
 # ---- --help ------------------------------------------------------------------------
-check_help --config --protocol --fail-rate --failure --stragglers --straggler-slowdown --detection-timeout --on-failure --collective --grid --placement --key-update \
+check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --detection-timeout --on-failure --collective --grid --placement --key-update \
   --group-size --min-group-size --topology --weights --alive-weights --objective --dim --preset --condition --zeta \
   --sigma --data --data-dim --split --test-data --samples-per-peer --separation --label-skew --steps --local-steps \
   --local-steps-dist --step-flops --batch --lr --lr-schedule --lr-decay-steps --lr-decay-factor --momentum --eval-every --trials --seed --target \
@@ -126,6 +126,8 @@ bad_case local_steps_dist_sync '--local-steps-dist' 'needs --protocol swarm' -- 
   --protocol moshpit "${keep[@]}"
 bad_case step_flops_negative '--step-flops' '>= 0' -- --step-flops -1 "${keep[@]}"
 bad_case stragglers_text '--stragglers' "'some'|[0, 1]" -- --stragglers some "${keep[@]}"
+bad_case churn_swarm '--failure churn' 'swarm' -- --protocol swarm --failure churn --fail-rate 0.1 "${keep[@]}"
+bad_case join_rate_text '--join-rate' "'half'|[0, 1]" -- --failure churn --join-rate half "${keep[@]}"
 bad_case detection_timeout_inf '--detection-timeout' 'inf|>= 0' -- --detection-timeout inf "${keep[@]}"
 bad_case step_flops_text '--step-flops' "'lots'|>= 0" -- --step-flops lots "${keep[@]}"
 bad_case clock_in_sgd '--clock' 'averaging_bench only' -- --protocol swarm --clock poisson "${keep[@]}"
@@ -231,6 +233,8 @@ good_run quad_conditioned "$(sgd 2 31 3 4)" -- --preset conditioned --condition 
 good_run quad_gossip_step "$(sgd 2 50 2 5)" -- --protocol gossip --fail-rate 0.3 --failure permanent \
   --lr-schedule step --lr-decay-steps 10 --lr-decay-factor 0.5 --local-steps 2 --steps 50 --eval-every 5 --trials 2
 good_run quad_pushsum "$(sgd 1 20 1 3)" -- --protocol pushsum --steps 20 --eval-every 3
+good_run quad_churn "$(sgd 2 30 2 5)" -- --protocol gossip --failure churn --fail-rate 0.3 --join-rate 0.5 \
+  --detection-timeout 0.2 --momentum 0.5 --local-steps 2 --steps 30 --eval-every 5 --trials 2
 # Swarm with geometric local steps and a simulated step cost (charged under SMPI
 # only): a peer's rounds no longer follow step / H, so the round column is not checked.
 good_run swarm_geometric "--complete 1 --trials 2 --steps 30 --eval-every 10" -- --protocol swarm --mode non-blocking \
