@@ -18,20 +18,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bench=${1:-$root/build/apps/averaging_bench}
 mpiexec=${2:-mpiexec}
-python=/usr/bin/python3
-name=gossip_rates_notebook
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
-export PYDEVD_DISABLE_FILE_VALIDATION=1                            # quiets ipykernel's debugger warning
-
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$name.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
-failures=0
-ok() { echo "$name: ok: $*"; }
-bad() { echo "$name: FAIL: $*" >&2; failures=$((failures + 1)); }
-die() { echo "$name: FAIL: $*" >&2; exit 1; }
+source "$root/experiments/notebook_test.sh"
+nb_init gossip_rates_notebook
 
 [ -x "$bench" ] || die "$bench is missing (the Open MPI build: cmake --preset default && cmake --build build)"
-command -v jupyter >/dev/null || die "jupyter is not on PATH (scripts/install-deps.sh installs jupyter-nbconvert)"
 
 # 1. The tiny sweep: run.sh's gossip flags, 8 peers.
 mkdir -p "$scratch/results"
@@ -49,47 +39,11 @@ done
 ok "$cells traces"
 
 # 2. The notebook, headless, on the tiny sweep; figures to the scratch folder.
-figures_sum() { { cat "$here"/fig_*.png 2>/dev/null || true; } | md5sum; }
-before=$(figures_sum)
-mkdir -p "$scratch/figures"
-if GOSSIP_RATES_RESULTS="$scratch/results" GOSSIP_RATES_FIGURES="$scratch/figures" \
-   timeout 240 jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=200 \
-     "$here/gossip_rates.ipynb" --output-dir "$scratch" --output executed.ipynb >"$scratch/nbconvert.log" 2>&1; then
-  ok "notebook executed"
-else
-  cat "$scratch/nbconvert.log" >&2
-  die "jupyter nbconvert --execute failed"
-fi
+nb_execute gossip_rates.ipynb GOSSIP_RATES_RESULTS="$scratch/results" GOSSIP_RATES_FIGURES="$scratch/figures"
 expected=(fig_ratio_rounds.png fig_variance_vs_rounds.png fig_variance_vs_time.png fig_variance_vs_bytes.png)
-for fig in "${expected[@]}"; do
-  f=$scratch/figures/$fig
-  if [ -s "$f" ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
-    ok "figure $fig"
-  else
-    bad "figure $fig missing or not a PNG"
-  fi
-done
-# Every code cell ran, none raised, the figures are in the notebook too, and every graph
-# was read (one line each: "<graph>: N = 8, 3 trials").
-if report=$("$python" - "$scratch/executed.ipynb" "${#expected[@]}" "$cells" <<'PY'
-import json, sys
-nb = json.load(open(sys.argv[1]))
-code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
-unrun = [i for i, c in enumerate(code) if c.get("execution_count") is None]
-images = sum("image/png" in o.get("data", {}) for c in code for o in c.get("outputs", []))
-text = "".join("".join(o.get("text", "")) for c in code for o in c.get("outputs", []))
-print(f"{len(code)} code cells, {len(errors)} errors, {len(unrun)} not run, {images} inline images")
-sys.exit(0 if not errors and not unrun and images >= int(sys.argv[2]) and text.count(", 3 trials,") == int(sys.argv[3]) else 1)
-PY
-); then ok "executed notebook: $report"; else bad "executed notebook: $report"; fi
-"$python" -c 'import json, sys; nb = json.load(open(sys.argv[1]))
-sys.exit(any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"))' "$here/gossip_rates.ipynb" ||
-  bad "gossip_rates.ipynb has outputs (clear them before committing)"
-[ "$(figures_sum)" = "$before" ] || bad "figures in $here were written by the tiny sweep"
-
-if [ "$failures" -ne 0 ]; then
-  echo "$name: $failures check(s) FAILED" >&2
-  exit 1
-fi
-echo "$name: all checks passed"
+nb_check_figures "${expected[@]}"
+# Every code cell ran, none raised, the figures are inline, and every graph was read
+# (one line each: "<graph>: N = 8, 3 trials").
+nb_check_executed "${#expected[@]}" 'text.count(", 3 trials,") == int(argv[0])' "$cells"
+nb_check_tracked gossip_rates.ipynb
+nb_finish

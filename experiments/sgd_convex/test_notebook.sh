@@ -15,20 +15,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bench=${1:-$root/build/apps/sgd_bench}
-python=/usr/bin/python3
-name=test_notebook
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
-export PYDEVD_DISABLE_FILE_VALIDATION=1                            # quiets ipykernel's debugger warning
-
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$name.XXXXXX")
-trap 'rm -rf "$scratch"' EXIT
-failures=0
-ok() { echo "$name: ok: $*"; }
-bad() { echo "$name: FAIL: $*" >&2; failures=$((failures + 1)); }
-die() { echo "$name: FAIL: $*" >&2; exit 1; }
+source "$root/experiments/notebook_test.sh"
+nb_init sgd_convex_notebook
 
 [ -x "$bench" ] || die "$bench is missing (the Open MPI build: cmake --preset default && cmake --build build)"
-command -v jupyter >/dev/null || die "jupyter is not on PATH (scripts/install-deps.sh installs jupyter-nbconvert)"
 
 # 1. The sweep: 1 peer-count x 2 problems x 2 rates x 2 protocols, 2 trials of 30 steps.
 cells=()
@@ -66,42 +56,11 @@ else
 fi
 
 # 3. The notebook, headless, on the tiny sweep; figures to the scratch folder.
-mkdir -p "$scratch/figures"
-if SGD_CONVEX_RESULTS="$scratch/results" SGD_CONVEX_FIGURES="$scratch/figures" \
-   timeout 240 jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=200 \
-     "$here/sgd_convex.ipynb" --output-dir "$scratch" --output executed.ipynb >"$scratch/nbconvert.log" 2>&1; then
-  ok "notebook executed"
-else
-  cat "$scratch/nbconvert.log" >&2
-  die "jupyter nbconvert --execute failed"
-fi
+nb_execute sgd_convex.ipynb SGD_CONVEX_RESULTS="$scratch/results" SGD_CONVEX_FIGURES="$scratch/figures"
 expected=(fig_N4_quadratic_p0.png fig_N4_quadratic_p0.01.png fig_N4_logistic_p0.png fig_N4_logistic_p0.01.png
           fig_final_gap.png)
-for fig in "${expected[@]}"; do
-  f=$scratch/figures/$fig
-  if [ -s "$f" ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
-    ok "figure $fig"
-  else
-    bad "figure $fig missing or not a PNG"
-  fi
-done
-# Every code cell ran, none raised, and the figures are in the notebook too.
-if report=$("$python" - "$scratch/executed.ipynb" "${#expected[@]}" <<'EOF'
-import json, sys
-nb = json.load(open(sys.argv[1]))
-code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
-unrun = [i for i, c in enumerate(code) if c.get("execution_count") is None]
-images = sum("image/png" in o.get("data", {}) for c in code for o in c.get("outputs", []))
-print(f"{len(code)} code cells, {len(errors)} errors, {len(unrun)} not run, {images} inline images")
-sys.exit(0 if not errors and not unrun and images >= int(sys.argv[2]) else 1)
-EOF
-); then ok "executed notebook: $report"; else bad "executed notebook: $report"; fi
-# The tracked notebook and figures are not touched by the test.
-[ ! -e "$here/fig_N4_quadratic_p0.png" ] || bad "a figure of the tiny sweep landed in $here"
-
-if [ "$failures" -ne 0 ]; then
-  echo "$name: $failures check(s) FAILED" >&2
-  exit 1
-fi
-echo "$name: all checks passed"
+nb_check_figures "${expected[@]}"
+# Every code cell ran, none raised, and the figures are inline.
+nb_check_executed "${#expected[@]}"
+nb_check_tracked sgd_convex.ipynb
+nb_finish

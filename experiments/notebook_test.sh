@@ -1,0 +1,106 @@
+# Shared by every experiments/<name>/test_notebook.sh (source it, then call nb_init):
+# the scratch folder, the check counters, running a notebook headless and checking
+# what it produced. Each script keeps only its own tiny sweep and its own checks.
+#
+#   source "$root/experiments/notebook_test.sh"
+#   nb_init NAME                      # after setting `here` (the experiment folder)
+#   nb_execute NOTEBOOK VAR=VALUE...  # jupyter nbconvert --execute, environment set
+#   nb_check_figures FIG...           # PNGs in $scratch/figures
+#   nb_check_executed MIN_IMAGES [CONDITION]   # CONDITION: Python over `text`, `argv`
+#   nb_check_tracked NOTEBOOK         # outputs cleared; figures in $here untouched
+#   nb_finish
+#
+# Needs Debian's python3 with h5py, pandas, matplotlib and jupyter nbconvert with a
+# python3 kernel (scripts/install-deps.sh installs them).
+
+nb_init() {
+  name=$1
+  python=/usr/bin/python3
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
+  export PYDEVD_DISABLE_FILE_VALIDATION=1                            # quiets ipykernel's debugger warning
+  scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$name.XXXXXX")
+  trap 'rm -rf "$scratch"' EXIT
+  failures=0
+  command -v jupyter >/dev/null || die "jupyter is not on PATH (scripts/install-deps.sh installs jupyter-nbconvert)"
+  mkdir -p "$scratch/results" "$scratch/figures"
+  figures_before=$(nb_figures_sum)
+}
+
+ok() { echo "$name: ok: $*"; }
+bad() {
+  echo "$name: FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+die() {
+  echo "$name: FAIL: $*" >&2
+  exit 1
+}
+
+# The tracked figures of the experiment, as one checksum: the test must not touch them.
+nb_figures_sum() { { cat "$here"/fig_*.png 2>/dev/null || true; } | md5sum; }
+
+# Executes NOTEBOOK (a file in $here) into $scratch/executed.ipynb with the given
+# environment (which points it at the tiny sweep and at $scratch/figures).
+nb_execute() {
+  local notebook=$1
+  shift
+  if env "$@" timeout 240 jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=200 \
+    "$here/$notebook" --output-dir "$scratch" --output executed.ipynb >"$scratch/nbconvert.log" 2>&1; then
+    ok "notebook executed"
+  else
+    cat "$scratch/nbconvert.log" >&2
+    die "jupyter nbconvert --execute failed"
+  fi
+}
+
+# Each FIG was written to $scratch/figures as a PNG (checked by its signature).
+nb_check_figures() {
+  local fig f
+  for fig in "$@"; do
+    f=$scratch/figures/$fig
+    if [ -s "$f" ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+      ok "figure $fig"
+    else
+      bad "figure $fig missing or not a PNG"
+    fi
+  done
+}
+
+# Every code cell of the executed notebook ran, none raised, at least MIN_IMAGES
+# figures are inline, and CONDITION (a Python expression over `text`, all the cells'
+# text output, and `argv`, the extra arguments) holds.
+nb_check_executed() {
+  local min_images=$1 condition=${2:-True} report
+  shift $(($# < 2 ? $# : 2))
+  if report=$("$python" - "$scratch/executed.ipynb" "$min_images" "$condition" "$@" <<'PY'
+import json, sys
+nb = json.load(open(sys.argv[1]))
+code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+unrun = [i for i, c in enumerate(code) if c.get("execution_count") is None]
+images = sum("image/png" in o.get("data", {}) for c in code for o in c.get("outputs", []))
+text = "".join("".join(o.get("text", "")) for c in code for o in c.get("outputs", []))
+held = eval(sys.argv[3], {"text": text, "argv": sys.argv[4:]})
+print(f"{len(code)} code cells, {len(errors)} errors, {len(unrun)} not run, {images} inline images"
+      + ("" if held else f"; the condition {sys.argv[3]} does not hold"))
+sys.exit(0 if not errors and not unrun and images >= int(sys.argv[2]) and held else 1)
+PY
+  ); then ok "executed notebook: $report"; else bad "executed notebook: $report"; fi
+}
+
+# The tracked NOTEBOOK keeps its outputs cleared, and the tiny sweep left the
+# experiment's own figures alone.
+nb_check_tracked() {
+  "$python" -c 'import json, sys; nb = json.load(open(sys.argv[1]))
+sys.exit(any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"))' "$here/$1" ||
+    bad "$1 has outputs (clear them before committing)"
+  [ "$(nb_figures_sum)" = "$figures_before" ] || bad "figures in $here were written by the tiny sweep"
+}
+
+nb_finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$name: $failures check(s) FAILED" >&2
+    exit 1
+  fi
+  echo "$name: all checks passed"
+}
