@@ -23,6 +23,9 @@ class AllreduceProtocol final : public Protocol {
     const int n = world.size();
     std::vector<int> alive = round.failures.alive_peers(round.t);
     const bool everyone = static_cast<int>(alive.size()) == n;
+    // Only a group of survivors needs the list. Under SMPI every peer's copy would
+    // be held through the collective: N^2 memory in the one simulating process.
+    if (everyone || semantics_ == FailureSemantics::abort) std::vector<int>().swap(alive);
     // One world-wide group: every alive peer waits out a failure anywhere.
     if (!everyone && round.failures.alive(round.t, world.rank())) round.counters.waited_on_failure = 1;
 
@@ -37,12 +40,14 @@ class AllreduceProtocol final : public Protocol {
     }
 
     // survivors: the alive peers form one group and average among themselves.
-    if (alive.size() < 2) return;  // nobody to average with: not a group
-    if (world.rank() == alive.front()) round.counters.groups = 1;
     if (everyone) {
+      if (n < 2) return;  // nobody to average with: not a group
+      if (world.rank() == 0) round.counters.groups = 1;
       allreduce_.average(world, x);
       return;
     }
+    if (alive.size() < 2) return;  // nobody to average with: not a group
+    if (world.rank() == alive.front()) round.counters.groups = 1;
     if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
     Comm group = world.create_group(alive, kGroupTag);
     allreduce_.average(group, x);

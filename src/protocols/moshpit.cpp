@@ -13,6 +13,7 @@
 //          after a round it becomes (key[1:], c) with c the peer's position in its
 //          group's shuffled order, so groupmates part for the next d-1 rounds.
 //          Every peer tracks every peer's key (O(N) memory, O(N log N) per round).
+//   Placement costs each peer O(N d) time per trial; axis keeps O(d M) memory.
 //
 // With N = M^d peers and no failures both give the exact average after d rounds.
 #include "protocols/moshpit.hpp"
@@ -37,10 +38,14 @@ class MoshpitProtocol final : public Protocol {
         placement_(options.placement),
         key_update_(options.key_update),
         n_(n_peers),
+        me_(-1),
         averager_(*options.on_failure, options.min_group_size) {}
 
   void step(std::span<double> x, Round& round) override {
-    if (!placed_ || seed_ != round.seed) place(round.seed);
+    if (!placed_ || seed_ != round.seed) {
+      me_ = round.world.rank();
+      place(round.seed);
+    }
     members_.clear();
     if (key_update_ == KeyUpdate::axis) line_members(round);
     else chunk_members(round);
@@ -55,37 +60,47 @@ class MoshpitProtocol final : public Protocol {
   int d() const { return static_cast<int>(sides_.size()); }
 
   // Placement depends on the trial's seed only, so it is computed once per trial.
+  // Only what this peer needs is kept: the occupants of its d lines (axis) or
+  // every peer's key (chunk). Under SMPI all peers share one process, so a table
+  // of N entries kept by every peer would cost N^2 (6 GB at 16384 peers); the
+  // full placement is a temporary, freed before the next MPI call, and simulated
+  // peers run one at a time between MPI calls.
   void place(std::uint64_t seed) {
     seed_ = seed;
     placed_ = true;
-    cell_of_ = place_peers(seed, sides_, n_, placement_);
-    occupant_.resize(static_cast<std::size_t>(n_));
-    for (int p = 0; p < n_; ++p) occupant_[static_cast<std::size_t>(p)] = {cell_of_[static_cast<std::size_t>(p)], p};
-    std::sort(occupant_.begin(), occupant_.end());
-    if (key_update_ == KeyUpdate::chunk) {
+    const std::vector<std::int64_t> cell_of = place_peers(seed, sides_, n_, placement_);
+    const std::int64_t mine = cell_of[static_cast<std::size_t>(me_)];
+    if (key_update_ == KeyUpdate::axis) {
+      // line_[a][v]: the occupant of the cell at coordinate v on axis a of this
+      // peer's line along a (-1 when empty). One pass over the peers, O(N d).
+      line_.assign(static_cast<std::size_t>(d()), {});
+      for (int a = 0; a < d(); ++a) line_[static_cast<std::size_t>(a)].assign(static_cast<std::size_t>(sides_[static_cast<std::size_t>(a)]), -1);
+      for (int p = 0; p < n_; ++p) {
+        const std::int64_t cell = cell_of[static_cast<std::size_t>(p)];
+        for (int a = 0; a < d(); ++a) {
+          const std::int64_t stride = axis_stride(sides_, a);
+          const std::int64_t side = sides_[static_cast<std::size_t>(a)];
+          // Same line along a: equal coordinates on every other axis, i.e. equal
+          // below the axis (cell mod stride) and above it (cell div stride*side).
+          if (cell % stride == mine % stride && cell / (stride * side) == mine / (stride * side))
+            line_[static_cast<std::size_t>(a)][static_cast<std::size_t>(cell_coordinate(sides_, cell, a))] = p;
+        }
+      }
+    } else {
       const std::size_t width = static_cast<std::size_t>(std::max(d() - 1, 0));
       keys_.assign(static_cast<std::size_t>(n_) * width, 0);
       for (int p = 0; p < n_; ++p)
         for (int a = 1; a < d(); ++a)
           keys_[static_cast<std::size_t>(p) * width + static_cast<std::size_t>(a - 1)] =
-              cell_coordinate(sides_, cell_of_[static_cast<std::size_t>(p)], a);
+              cell_coordinate(sides_, cell_of[static_cast<std::size_t>(p)], a);
     }
-  }
-
-  int occupant(std::int64_t cell) const {
-    const auto it = std::lower_bound(occupant_.begin(), occupant_.end(), std::pair<std::int64_t, int>{cell, -1});
-    return it != occupant_.end() && it->first == cell ? it->second : -1;
   }
 
   // axis: the participating occupants of this peer's line along axis (t-1) mod d.
   void line_members(const Round& round) {
     const int axis = (round.t - 1) % d();
-    const std::int64_t stride = axis_stride(sides_, axis);
-    const std::int64_t mine = cell_of_[static_cast<std::size_t>(round.world.rank())];
-    const std::int64_t first = mine - static_cast<std::int64_t>(cell_coordinate(sides_, mine, axis)) * stride;
     line_lost_member_ = false;
-    for (int v = 0; v < sides_[static_cast<std::size_t>(axis)]; ++v) {
-      const int peer = occupant(first + v * stride);
+    for (int peer : line_[static_cast<std::size_t>(axis)]) {
       if (peer >= 0 && !round.failures.alive(round.t, peer)) line_lost_member_ = true;
       if (peer >= 0 && takes_part(semantics_, round.failures, round.t, peer)) members_.push_back(peer);
     }
@@ -127,13 +142,13 @@ class MoshpitProtocol final : public Protocol {
   Placement placement_;
   KeyUpdate key_update_;
   int n_;
+  int me_;  // this peer's rank in the round's world
   GroupAverager averager_;
 
   bool placed_ = false;
   std::uint64_t seed_ = 0;
-  std::vector<std::int64_t> cell_of_;                   // peer -> cell
-  std::vector<std::pair<std::int64_t, int>> occupant_;  // (cell, peer), sorted by cell
-  std::vector<int> keys_;                               // chunk: d-1 coordinates per peer
+  std::vector<std::vector<int>> line_;  // axis: per axis, the occupants of this peer's line
+  std::vector<int> keys_;               // chunk: d-1 coordinates per peer
   std::vector<int> members_, order_;
   bool line_lost_member_ = false;  // axis key update: this round's line has a departed occupant
 };
