@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace avb {
 
@@ -47,6 +48,79 @@ void tree_broadcast_from_root(const Comm& comm, std::span<double> values) {
   for (mask >>= 1; mask > 0; mask >>= 1)
     if (rank + mask < size)
       check_mpi(MPI_Ssend(values.data(), count, MPI_DOUBLE, rank + mask, kTag, comm.raw()), "MPI_Ssend");
+}
+
+void add_into(std::span<double> x, std::span<const double> y) {
+  assert(x.size() == y.size());
+  double* __restrict dst = x.data();
+  const double* __restrict src = y.data();
+  const std::size_t n = x.size();
+  for (std::size_t k = 0; k < n; ++k) dst[k] += src[k];
+}
+
+namespace {
+// 1/d when it is exact (d a power of two, 1/d normal): then x * (1/d) and x / d are
+// both the correctly rounded x/d, bit for bit, and a multiplication is several
+// times cheaper than a division. 0 otherwise.
+double exact_reciprocal(double d) {
+  int e = 0;
+  const double m = std::frexp(d, &e);
+  return m == 0.5 && e >= -1020 && e <= 1022 ? 1.0 / d : 0.0;
+}
+}  // namespace
+
+// Divisions are the bottleneck of these two (a division costs several cycles per
+// lane, a load one): wider vectors divide more lanes at once. One copy per ISA,
+// chosen at load time; every copy computes the same correctly rounded quotients.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define AVB_WIDE_DIVISION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AVB_WIDE_DIVISION
+#endif
+
+AVB_WIDE_DIVISION void divide_by(std::span<double> x, double d) {
+  double* __restrict dst = x.data();
+  const std::size_t n = x.size();
+  if (const double r = exact_reciprocal(d); r != 0.0)
+    for (std::size_t k = 0; k < n; ++k) dst[k] *= r;
+  else
+    for (std::size_t k = 0; k < n; ++k) dst[k] /= d;
+}
+
+AVB_WIDE_DIVISION void sum_divide(std::span<const double* const> in, std::size_t length, double d, double* out) {
+  // Blocks of 512 doubles (4 KiB) stay in L1 while the inputs are added into them,
+  // up to four inputs per pass ((((s + a) + b) + c) + e: the order of the plain
+  // loop, one load and store of s per four inputs): one pass over each input and
+  // one over out, instead of a read-modify-write pass over a full-length sum per input.
+  constexpr std::size_t kBlock = 512;
+  alignas(64) double sum[kBlock];
+  const double reciprocal = exact_reciprocal(d);
+  for (std::size_t begin = 0; begin < length; begin += kBlock) {
+    const std::size_t m = std::min(kBlock, length - begin);
+    for (std::size_t k = 0; k < m; ++k) sum[k] = 0.0;  // 0.0 + x, as the plain loop: -0.0 becomes +0.0
+    std::size_t i = 0;
+    for (; i + 4 <= in.size(); i += 4) {
+      const double* __restrict a = in[i] + begin;
+      const double* __restrict b = in[i + 1] + begin;
+      const double* __restrict c = in[i + 2] + begin;
+      const double* __restrict e = in[i + 3] + begin;
+      for (std::size_t k = 0; k < m; ++k) sum[k] = (((sum[k] + a[k]) + b[k]) + c[k]) + e[k];
+    }
+    for (; i + 2 <= in.size(); i += 2) {
+      const double* __restrict a = in[i] + begin;
+      const double* __restrict b = in[i + 1] + begin;
+      for (std::size_t k = 0; k < m; ++k) sum[k] = (sum[k] + a[k]) + b[k];
+    }
+    for (; i < in.size(); ++i) {
+      const double* __restrict a = in[i] + begin;
+      for (std::size_t k = 0; k < m; ++k) sum[k] += a[k];
+    }
+    double* __restrict dst = out + begin;
+    if (reciprocal != 0.0)
+      for (std::size_t k = 0; k < m; ++k) dst[k] = sum[k] * reciprocal;
+    else
+      for (std::size_t k = 0; k < m; ++k) dst[k] = sum[k] / d;
+  }
 }
 
 void tree_sum_all(const Comm& comm, std::span<double> values, std::span<double> scratch) {

@@ -27,4 +27,24 @@ void tree_broadcast_from_root(const Comm& comm, std::span<double> values);
 // Sums `values` over all ranks; every rank ends with the same (rank 0's) bits.
 void tree_sum_all(const Comm& comm, std::span<double> values, std::span<double> scratch);
 
+// ---- element-wise kernels of the group collectives ----------------------------
+// The loops the ring and the butterfly run, here so that bench/kernels_bench
+// measures exactly them. Each is one pass and vectorizes; the spans must not
+// overlap (the ring and the butterfly never pass overlapping ones). The order of
+// the additions for each element is the documented one, whatever the
+// vectorization, so results are bit-identical to the plain loops they replace.
+
+// x[k] += y[k] (x.size() == y.size()).
+void add_into(std::span<double> x, std::span<const double> y);
+
+// x[k] /= d. Division rather than multiplication by 1/d: x/d is the correctly
+// rounded mean of a sum, x * (1/d) is not -- except when d is a power of two,
+// where 1/d is exact and the kernel multiplies (the same bits, faster).
+void divide_by(std::span<double> x, double d);
+
+// out[k] = ((0.0 + in[0][k]) + in[1][k] + ... + in[m-1][k]) / d, added in the
+// order of `in`, for k < length. `out` may be one of the inputs (it is written
+// block by block after the block's inputs have been read); no other overlap.
+void sum_divide(std::span<const double* const> in, std::size_t length, double d, double* out);
+
 }  // namespace avb

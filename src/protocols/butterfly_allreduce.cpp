@@ -1,5 +1,7 @@
 #include "protocols/butterfly_allreduce.hpp"
 
+#include "core/reduce.hpp"
+
 namespace avb {
 
 namespace {
@@ -57,16 +59,13 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
   // Reduce in member order, so the bits depend on the group alone.
   if (own.size() > 0) {
     const std::span<double> mine = slice(own);
-    std::vector<double>& sum = reduced_;
-    sum.assign(own.size(), 0.0);
-    int contributors = 0;
+    inputs_.clear();
     for (int i = 0; i < n; ++i) {
       if (i != me && !delivers(fate(i), i, me, n)) continue;
-      const std::span<const double> from = i == me ? std::span<const double>(mine) : slot(i);
-      for (std::size_t k = 0; k < own.size(); ++k) sum[k] += from[k];
-      ++contributors;
+      inputs_.push_back(i == me ? mine.data() : slot(i).data());
     }
-    for (std::size_t k = 0; k < own.size(); ++k) mine[k] = sum[k] / static_cast<double>(contributors);
+    // ((0 + x_0) + x_1) + ... in member order, then / contributors: one fused pass.
+    sum_divide(inputs_, own.size(), static_cast<double>(inputs_.size()), mine.data());
   }
 
   // Gather: the averaged parts of alive reducers go to every alive member. A failed

@@ -51,7 +51,7 @@ class ButterflyAllreduce {
 
  private:
   std::vector<double> incoming_;  // one slot of part size per member, reused
-  std::vector<double> reduced_;
+  std::vector<const double*> inputs_;  // the contributors' copies of my part, in member order
   std::vector<MPI_Request> requests_;
 };
 

@@ -7,6 +7,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.hpp"
@@ -105,25 +106,8 @@ DecodeResult decode_unrepresentable(std::span<double> out) {
   return DecodeResult{false};
 }
 
-// The dither for coordinate k: word k mod 4 of block (round, peer, k/4, message),
-// 53 bits, in [0, 1).
-class Dither {
- public:
-  explicit Dither(const EncodeContext& c) : stream_(c.seed, StreamId::dither), context_(c) {}
-  double operator()(std::size_t k) {
-    if (k / 4 != cached_) {
-      cached_ = k / 4;
-      block_ = stream_.block(context_.round, context_.peer, cached_, context_.message);
-    }
-    return static_cast<double>(block_.w[k % 4] >> 11) * 0x1.0p-53;
-  }
-
- private:
-  Stream stream_;
-  EncodeContext context_;
-  std::uint64_t cached_ = ~std::uint64_t{0};
-  Stream::Block block_{};
-};
+// The dither for coordinate k: word k mod 4 of block (round, peer, k/4, message)
+// of the dither stream, 53 bits, in [0, 1) (computed in batches in encode).
 
 // ---- lattice ------------------------------------------------------------------
 //
@@ -178,6 +162,17 @@ std::uint64_t mix(std::size_t i, std::int64_t k) {
 
 int lattice_bits(std::uint32_t q) { return std::bit_width(q - 1); }
 
+// std::round (half away from zero) as an integer, for |v| < 2^63: truncate, then
+// step away from zero when the dropped fraction (exact: v - trunc(v)) is >= 1/2.
+// The same result as std::round without the libm call in the codec loops.
+std::int64_t round_half_away(double v) {
+  auto t = static_cast<std::int64_t>(v);
+  const double fraction = v - static_cast<double>(t);
+  if (fraction >= 0.5) ++t;
+  else if (fraction <= -0.5) --t;
+  return t;
+}
+
 std::uint64_t mod_q(std::int64_t k, std::uint32_t q) {
   const std::int64_t r = k % static_cast<std::int64_t>(q);
   return static_cast<std::uint64_t>(r < 0 ? r + q : r);
@@ -187,43 +182,43 @@ std::uint64_t mod_q(std::int64_t k, std::uint32_t q) {
 
 // ---- fp16 -----------------------------------------------------------------------
 
-namespace {
-// Round m >= 0 to the nearest integer, ties to even, whatever the FP rounding mode.
-double round_half_even(double m) {
-  const double r = std::floor(m);
-  const double frac = m - r;  // exact
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) return r + 1.0;
-  return r;
-}
-}  // namespace
 
+// Both conversions work on the bits (no libm calls, no dependence on the FP rounding
+// mode), so the codecs' loops run at memory speed. They are exact re-statements of
+// the arithmetic definitions: round to nearest even of a * 2^24 (subnormal halves)
+// or of the 11-bit significand a * 2^(10-e) (normal halves).
 std::uint16_t double_to_half(double x) {
-  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  const double a = std::fabs(x);
-  if (std::isnan(x)) return sign | 0x7e00;
-  if (std::isinf(x)) return sign | 0x7c00;
-  if (a >= 65504.0) return sign | 0x7bff;  // saturate (round to nearest would give inf from 65520 up)
-  if (a < 0x1.0p-14) {
-    // Subnormal: units of 2^-24; 1024 units is the smallest normal, whose bits are 0x0400.
-    return sign | static_cast<std::uint16_t>(round_half_even(a * 0x1.0p24));
-  }
-  int e = std::ilogb(a);                               // -14..15
-  double m = round_half_even(std::ldexp(a, 10 - e));   // in [1024, 2048], scaling exact
-  if (m == 2048.0) {
-    m = 1024.0;
-    ++e;  // e <= 15 still: a < 65504 rounds to at most 65504
-  }
-  return sign | static_cast<std::uint16_t>(((e + 15) << 10) | (static_cast<int>(m) - 1024));
+  const std::uint64_t bits = std::bit_cast<std::uint64_t>(x);
+  const auto sign = static_cast<std::uint16_t>((bits >> 48) & 0x8000);
+  const std::uint64_t abs = bits & 0x7fffffffffffffffull;
+  if (abs >= 0x7ff0000000000000ull) return sign | (abs == 0x7ff0000000000000ull ? 0x7c00 : 0x7e00);  // inf, NaN
+  if (abs >= 0x40effc0000000000ull) return sign | 0x7bff;  // >= 65504: saturate (nearest would give inf from 65520)
+  const int e = static_cast<int>(abs >> 52) - 1023;        // unbiased exponent; -1023 for zeros and subnormals
+  if (e < -25) return sign;  // below 2^-25: a * 2^24 < 1/2 rounds to 0 (doubles' subnormals included)
+  // a = M * 2^(e-52) with the implicit bit. Normal half (e >= -14): the significand
+  // a * 2^(10-e) = M * 2^-42; subnormal half: a * 2^24 = M * 2^(e-28).
+  const std::uint64_t significand = (abs & 0x000fffffffffffffull) | 0x0010000000000000ull;
+  const int shift = e >= -14 ? 42 : 28 - e;  // 42..53
+  std::uint64_t q = significand >> shift;
+  const std::uint64_t rest = significand & ((std::uint64_t{1} << shift) - 1);
+  const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+  if (rest > half || (rest == half && (q & 1))) ++q;
+  if (e < -14) return sign | static_cast<std::uint16_t>(q);  // q = 1024 is the smallest normal, whose bits are 0x0400
+  // q in [1024, 2048]: exponent field e + 15, fraction q - 1024; q = 2048 carries
+  // into the exponent (at most 65504 after the saturation test).
+  return sign | static_cast<std::uint16_t>(((e + 15) << 10) + static_cast<int>(q) - 1024);
 }
 
 double half_to_double(std::uint16_t h) {
-  const int e = (h >> 10) & 0x1f;
-  const int f = h & 0x3ff;
-  double a;
-  if (e == 0) a = std::ldexp(static_cast<double>(f), -24);
-  else if (e == 31) a = f == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
-  else a = std::ldexp(static_cast<double>(1024 + f), e - 25);
-  return (h & 0x8000) ? -a : a;
+  const std::uint64_t e = (h >> 10) & 0x1f;
+  const std::uint64_t f = h & 0x3ff;
+  const std::uint64_t sign = static_cast<std::uint64_t>(h & 0x8000) << 48;
+  if (e == 0) {  // zero or subnormal: f * 2^-24, exact
+    const double a = static_cast<double>(f) * 0x1.0p-24;
+    return std::bit_cast<double>(std::bit_cast<std::uint64_t>(a) | sign);
+  }
+  if (e == 31) return std::bit_cast<double>(sign | (f == 0 ? 0x7ff0000000000000ull : 0x7ff8000000000000ull));
+  return std::bit_cast<double>(sign | ((e - 15 + 1023) << 52) | (f << 42));
 }
 
 // ---- specs ----------------------------------------------------------------------
@@ -300,7 +295,9 @@ void Quantizer::encode(std::span<const double> x, const EncodeContext& context, 
   std::byte* p = out.data();
   switch (spec_.kind) {
     case QuantizerKind::none:
-      for (std::size_t k = 0; k < d; ++k) put_double(p + 8 * k, x[k]);
+      if constexpr (std::endian::native == std::endian::little) std::memcpy(p, x.data(), 8 * d);
+      else
+        for (std::size_t k = 0; k < d; ++k) put_double(p + 8 * k, x[k]);
       return;
 
     case QuantizerKind::fp16:
@@ -336,28 +333,50 @@ void Quantizer::encode(std::span<const double> x, const EncodeContext& context, 
       // With t = (x - low) / step, l = floor(t) + [u < t - floor(t)], u the dither:
       // E[l] = t, so E[decoded] = x, and |decoded - x| < step.
       const std::uint64_t levels = (std::uint64_t{1} << spec_.bits) - 1;
+      // One pass for min, max (the first of equal extremes, as std::min_element and
+      // std::max_element) and NaN (then both are the last NaN, whose bits the header
+      // carries).
       double low = 0.0, high = 0.0;
       if (d) {
-        low = *std::min_element(x.begin(), x.end());
-        high = *std::max_element(x.begin(), x.end());
-        for (double v : x)
-          if (std::isnan(v)) low = high = v;
+        low = high = x[0];
+        bool nan = false;
+        double last_nan = 0.0;
+        for (double v : x) {
+          if (v < low) low = v;
+          if (high < v) high = v;
+          if (std::isnan(v)) nan = true, last_nan = v;
+        }
+        if (nan) low = high = last_nan;
       }
       const double step = (high - low) / static_cast<double>(levels);
       put_double(p, low);
       put_double(p + 8, step);
       if (!std::isfinite(low) || !std::isfinite(step)) return;  // decode fails
       BitWriter bits(p + kRangeHeader);
-      Dither dither(context);
-      for (std::size_t k = 0; k < d; ++k) {
-        std::uint64_t l = 0;
+      const Stream stream(context.seed, StreamId::dither);
+      const double top = static_cast<double>(levels);
+      // Batches of 64 coordinates: first their dither (16 independent Philox blocks,
+      // which the core overlaps), then their codes, then the packing.
+      constexpr std::size_t kBatch = 64;
+      double u[kBatch];
+      std::uint64_t codes[kBatch] = {};
+      for (std::size_t begin = 0; begin < d; begin += kBatch) {
+        const std::size_t m = std::min(kBatch, d - begin);
         if (step > 0.0) {
-          const double t = std::clamp((x[k] - low) / step, 0.0, static_cast<double>(levels));
-          const double floor_t = std::floor(t);
-          l = static_cast<std::uint64_t>(floor_t) + (dither(k) < t - floor_t ? 1 : 0);
-          l = std::min(l, levels);
+          // Coordinate k's dither: word k mod 4 of block k / 4 (begin is a multiple of 4).
+          for (std::size_t j = 0; j < m; j += 4) {
+            const Stream::Block b = stream.block(context.round, context.peer, (begin + j) / 4, context.message);
+            for (std::size_t w = 0; w < 4; ++w) u[j + w] = static_cast<double>(b.w[w] >> 11) * 0x1.0p-53;
+          }
+          for (std::size_t j = 0; j < m; ++j) {
+            const double t = std::clamp((x[begin + j] - low) / step, 0.0, top);
+            // floor(t) for 0 <= t < 2^16 by truncation: exact, and no libm call.
+            const auto floor_t = static_cast<std::uint64_t>(t);
+            const std::uint64_t l = floor_t + (u[j] < t - static_cast<double>(floor_t) ? 1 : 0);
+            codes[j] = std::min(l, levels);
+          }
         }
-        bits.put(l, spec_.bits);
+        for (std::size_t j = 0; j < m; ++j) bits.put(codes[j], spec_.bits);
       }
       bits.flush();
       return;
@@ -370,13 +389,14 @@ void Quantizer::encode(std::span<const double> x, const EncodeContext& context, 
       BitWriter bits(p + kLatticeHeader);
       std::uint64_t checksum = 0;
       for (std::size_t k = 0; k < d; ++k) {
-        const double r = std::round(x[k] / eps);
-        if (!(std::fabs(r) <= kLatticeLimit)) {  // also NaN
+        // |round(v)| <= 2^52 exactly when |v| <= 2^52 (beyond, doubles are integers).
+        const double v = x[k] / eps;
+        if (!(std::fabs(v) <= kLatticeLimit)) {  // also NaN
           std::fill(out.begin(), out.end(), std::byte{0});
           p[0] = std::byte{1};  // status: not encodable
           return;
         }
-        const auto index = static_cast<std::int64_t>(r);
+        const std::int64_t index = round_half_away(v);
         checksum += mix(k, index);
         bits.put(mod_q(index, q), width);
       }
@@ -397,7 +417,9 @@ DecodeResult Quantizer::decode(std::span<const std::byte> in, std::span<const do
   const std::byte* p = in.data();
   switch (spec_.kind) {
     case QuantizerKind::none:
-      for (std::size_t k = 0; k < d; ++k) out[k] = get_double(p + 8 * k);
+      if constexpr (std::endian::native == std::endian::little) std::memmove(out.data(), p, 8 * d);
+      else
+        for (std::size_t k = 0; k < d; ++k) out[k] = get_double(p + 8 * k);
       return {};
 
     case QuantizerKind::fp16:
@@ -429,6 +451,8 @@ DecodeResult Quantizer::decode(std::span<const std::byte> in, std::span<const do
       const double eps = spec_.lattice_eps;
       const std::uint32_t q = spec_.lattice_q;
       const double qd = static_cast<double>(q);
+      // For q a power of two (the default), * (1/q) is exactly / q.
+      const double q_reciprocal = std::has_single_bit(q) ? 1.0 / qd : 0.0;
       const int width = lattice_bits(q);
       const bool encodable = p[0] == std::byte{0};
       BitReader bits(p + kLatticeHeader);
@@ -439,9 +463,10 @@ DecodeResult Quantizer::decode(std::span<const std::byte> in, std::span<const do
         // arithmetic cannot be near a valid index (|k| <= 2^52): any k' will do,
         // the checksum rejects it.
         const double beta = reference[k] / eps;
-        double m = std::round((beta - static_cast<double>(v)) / qd);
-        if (!(std::fabs(beta) <= 0x1.0p54)) m = 0.0;
-        const std::int64_t index = v + static_cast<std::int64_t>(q) * static_cast<std::int64_t>(m);
+        const double offset = q_reciprocal != 0.0 ? (beta - static_cast<double>(v)) * q_reciprocal
+                                                  : (beta - static_cast<double>(v)) / qd;
+        const std::int64_t m = std::fabs(beta) <= 0x1.0p54 ? round_half_away(offset) : 0;
+        const std::int64_t index = v + static_cast<std::int64_t>(q) * m;
         checksum += mix(k, index);
         out[k] = eps * static_cast<double>(index);
       }

@@ -1,6 +1,10 @@
 #include "protocols/ring_allreduce.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
+
+#include "core/reduce.hpp"
 
 namespace avb {
 
@@ -17,6 +21,10 @@ Chunk chunk(std::size_t length, int n, int c) {
   const auto uc = static_cast<std::size_t>(c);
   return {length * uc / un, length * (uc + 1) / un};
 }
+// Segment j of `parts` segments of chunk c, the same cut on every rank.
+Chunk segment(Chunk c, std::size_t parts, std::size_t j) {
+  return {c.begin + c.size() * j / parts, c.begin + c.size() * (j + 1) / parts};
+}
 int mod(int a, int n) { return ((a % n) + n) % n; }
 }  // namespace
 
@@ -28,34 +36,68 @@ void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
   const int r = comm.rank();
   if (n == 1) return;  // the sum and the mean of one vector are the vector
   const std::size_t length = x.size();
-  incoming_.resize(length / static_cast<std::size_t>(n) + 1);
   const int right = mod(r + 1, n);
   const int left = mod(r - 1, n);
 
-  // Reduce-scatter: in step s, pass chunk r-s to the right and add chunk r-s-1
-  // from the left. After n-1 steps this rank holds the full sum of chunk r+1.
-  for (int s = 0; s < n - 1; ++s) {
-    const Chunk out = chunk(length, n, mod(r - s, n));
-    const Chunk in = chunk(length, n, mod(r - s - 1, n));
-    comm.sendrecv<double>(x.subspan(out.begin, out.size()), right,
-                          std::span<double>(incoming_.data(), in.size()), left, kRingTag);
-    double* dst = x.data() + in.begin;
-    for (std::size_t k = 0; k < in.size(); ++k) dst[k] += incoming_[k];
+  // The 2(n-1) stages: reduce-scatter steps s = 0..n-2, then all-gather steps.
+  //   reduce-scatter s: pass chunk r-s to the right, add chunk r-s-1 from the left;
+  //                     after n-1 steps this rank holds the full sum of chunk r+1.
+  //   all-gather s:     pass the finished chunk r+1-s to the right, receive the
+  //                     finished chunk r-s from the left, in place.
+  // What a stage receives is exactly what the next stage sends, so each chunk is
+  // cut into segments that flow through the stages independently: segment j is
+  // forwarded as soon as it has been received and reduced, while segment j+1 is
+  // still on the wire. The additions per element are those of the plain ring
+  // (own value + what came from the left), so segmenting changes no bit.
+  const int stages = 2 * (n - 1);
+  auto in_chunk = [&](int t) {
+    return t < n - 1 ? chunk(length, n, mod(r - t - 1, n)) : chunk(length, n, mod(r - (t - (n - 1)), n));
+  };
+  auto out_chunk = [&](int t) {
+    return t < n - 1 ? chunk(length, n, mod(r - t, n)) : chunk(length, n, mod(r + 1 - (t - (n - 1)), n));
+  };
+  const std::size_t largest = (length + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  const std::size_t parts =
+      segment_ == 0 || largest <= segment_ ? 1 : (largest + segment_ - 1) / segment_;
+  const std::size_t slot = (largest + parts - 1) / parts + 1;  // >= every segment of every chunk
+  incoming_.resize(parts * slot);
+  sends_.clear();
+  next_sends_.clear();
+
+  // Stage 0 sends this rank's own values of chunk r.
+  for (std::size_t j = 0; j < parts; ++j) {
+    const Chunk seg = segment(out_chunk(0), parts, j);
+    comm.isend<double>(x.subspan(seg.begin, seg.size()), right, kRingTag, sends_);
   }
-  if (divide) {
-    const Chunk own = chunk(length, n, mod(r + 1, n));
-    // Divide rather than multiply by 1/n: x/n is the correctly rounded mean of the
-    // sum, which multiplying by a rounded 1/n is not.
-    for (std::size_t k = own.begin; k < own.end; ++k) x[k] /= static_cast<double>(n);
+  for (int t = 0; t < stages; ++t) {
+    const bool reducing = t < n - 1;
+    const Chunk in = in_chunk(t);
+    recvs_.clear();
+    // Receive into the slots (reduce-scatter) or straight into x (all-gather). The
+    // sends of the previous stage have completed, so no receive lands in a buffer
+    // still being sent; messages from the left arrive in the order posted.
+    for (std::size_t j = 0; j < parts; ++j) {
+      const Chunk seg = segment(in, parts, j);
+      std::span<double> into = reducing ? std::span<double>(incoming_.data() + j * slot, seg.size())
+                                        : x.subspan(seg.begin, seg.size());
+      comm.irecv<double>(into, left, kRingTag, recvs_);  // recvs_[j]
+    }
+    for (std::size_t j = 0; j < parts; ++j) {
+      check_mpi(MPI_Wait(&recvs_[j], MPI_STATUS_IGNORE), "MPI_Wait");
+      const Chunk seg = segment(in, parts, j);
+      std::span<double> mine = x.subspan(seg.begin, seg.size());
+      if (reducing) {
+        add_into(mine, std::span<const double>(incoming_.data() + j * slot, seg.size()));
+        // Divide rather than multiply by 1/n: x/n is the correctly rounded mean of
+        // the sum, which multiplying by a rounded 1/n is not.
+        if (divide && t == n - 2) divide_by(mine, static_cast<double>(n));
+      }
+      if (t + 1 < stages) comm.isend<double>(mine, right, kRingTag, next_sends_);
+    }
+    Comm::wait_all(sends_);
+    std::swap(sends_, next_sends_);
   }
-  // All-gather: in step s, pass the finished chunk r+1-s to the right and receive
-  // the finished chunk r-s from the left, in place.
-  for (int s = 0; s < n - 1; ++s) {
-    const Chunk out = chunk(length, n, mod(r + 1 - s, n));
-    const Chunk in = chunk(length, n, mod(r - s, n));
-    comm.sendrecv<double>(x.subspan(out.begin, out.size()), right, x.subspan(in.begin, in.size()), left,
-                          kRingTag);
-  }
+  Comm::wait_all(sends_);
 }
 
 }  // namespace avb
