@@ -10,6 +10,8 @@ packages=(
   libsimgrid-dev
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev librandom123-dev
   libgtest-dev libbenchmark-dev
+  # The fuzz targets (preset fuzz, tests/fuzz) need clang and its libFuzzer runtime.
+  clang libclang-rt-14-dev
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
   python3-nbformat python3-nbconvert python3-ipykernel jupyter-nbconvert
   # The Slurm templates' test (tests/scripts/test_slurm.sh) runs a private Slurm:

@@ -9,6 +9,8 @@
 #              app script tests, and the cross-engine comparison, which also
 #              uses build/ (hence the order)
 # build-asan/  the build/ suite again under ASan + UBSan (preset asan)
+# build-fuzz/  libFuzzer on the config, topology and LIBSVM readers, 60 s each,
+#              two at a time (preset fuzz, clang; docs/reliability.md)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -39,5 +41,8 @@ run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure
 run_step "configure build-asan/ (ASan + UBSan)" cmake --preset asan
 run_step "build build-asan/" cmake --build build-asan -j"$jobs"
 run_step "ctest build-asan/" ctest --preset asan -j2
+run_step "configure build-fuzz/ (libFuzzer, clang)" cmake --preset fuzz
+run_step "build build-fuzz/" cmake --build build-fuzz -j"$jobs"
+run_step "ctest build-fuzz/ (3 fuzzers x 60 s)" ctest --preset fuzz -j2
 
-echo "test.sh: all tests passed in build/, build-smpi/ and build-asan/ in $((SECONDS - started)) s"
+echo "test.sh: all tests passed in build/, build-smpi/, build-asan/ and build-fuzz/ in $((SECONDS - started)) s"

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <istream>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/lines.hpp"
 
 namespace avb {
 
@@ -52,7 +54,6 @@ bool parse_index(std::string_view word, std::int64_t& index) {
   return ec == std::errc() && ptr == end;
 }
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 // The file's samples in compressed-row form, before the dimension is known.
 struct SparseRows {
@@ -66,6 +67,9 @@ struct SparseRows {
 }  // namespace
 
 Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
+  // The file system would stop at a NUL and open another file than the one named.
+  if (path.find('\0') != std::string::npos)
+    throw ConfigError(flag + " " + quoted_text(path) + ": the path contains a NUL byte");
   const std::string where = flag + " " + path + ": ";
   std::error_code dir_error;
   if (std::filesystem::is_directory(path, dir_error))
@@ -76,10 +80,21 @@ Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
     const int err = errno;
     throw ConfigError(where + "cannot read the file" + (err != 0 ? std::string(" (") + std::strerror(err) + ")" : ""));
   }
+  return read_libsvm(in, path, dim, flag);
+}
 
+Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const std::string& flag) {
+  const std::string where = flag + " " + path + ": ";
   SparseRows rows;
   std::string line;
-  for (long number = 1; std::getline(in, line); ++number) {
+  bool too_long = false;
+  // 16 MiB holds a million nonzero features; a file without newlines (a binary,
+  // /dev/zero) ends here instead of in one string as large as memory.
+  constexpr std::size_t max_line = 1 << 24;
+  for (long number = 1; read_line(in, line, max_line, too_long); ++number) {
+    if (too_long)
+      throw ConfigError(where + "line " + std::to_string(number) + ": longer than " + std::to_string(max_line) +
+                        " characters (is this a LIBSVM text file?)");
     std::string_view rest(line);
     if (const auto hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
     const std::string_view label_word = next_word(rest);
@@ -87,7 +102,8 @@ Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
     const std::string at = where + "line " + std::to_string(number) + ": ";
 
     double label = 0.0;
-    if (!parse_double(label_word, label)) throw ConfigError(at + "label " + quoted(label_word) + " is not a number");
+    if (!parse_double(label_word, label))
+      throw ConfigError(at + "label " + quoted_text(label_word) + " is not a number");
     rows.labels.push_back(label > 0.0 ? 1.0 : -1.0);
 
     std::int64_t previous = 0;
@@ -97,7 +113,7 @@ Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
       double value = 0.0;
       if (colon == std::string_view::npos || !parse_index(word.substr(0, colon), index) ||
           !parse_double(word.substr(colon + 1), value))
-        throw ConfigError(at + quoted(word) + " is not idx:val (an integer index and a finite number)");
+        throw ConfigError(at + quoted_text(word) + " is not idx:val (an integer index and a finite number)");
       if (index < 1) throw ConfigError(at + "index " + std::to_string(index) + " is below 1 (indices are 1-based)");
       if (index <= previous)
         throw ConfigError(at + "index " + std::to_string(index) + " does not increase (it follows index " +
@@ -121,6 +137,12 @@ Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
 
   const auto m = static_cast<Eigen::Index>(rows.labels.size());
   const auto d = static_cast<Eigen::Index>(dim > 0 ? dim : rows.max_index);
+  // An index may reach 2^30, so one sample alone could ask for 8 GB; divided rather
+  // than multiplied, so that the check itself cannot overflow.
+  if (d > 0 && m > max_dense_values / d)
+    throw ConfigError(where + std::to_string(m) + " samples x " + std::to_string(d) +
+                      " features is too large for dense storage (at most " + std::to_string(max_dense_values) +
+                      " values, 1 GiB; is an index wrong?)");
   Dataset data;
   data.features = SampleMatrix::Zero(m, d);
   data.labels = Eigen::Map<const Eigen::VectorXd>(rows.labels.data(), m);

@@ -6,6 +6,7 @@
 
 #include <Eigen/Dense>
 
+#include <iosfwd>
 #include <string>
 
 namespace avb {
@@ -26,7 +27,15 @@ struct Dataset {
 // dim = 0 takes the largest index; dim > 0 fixes it, since a test file may lack
 // its training file's last features. Errors are one-line ConfigErrors naming the
 // flag (--data unless told), file and line: "--data PATH: line L: ...".
+// Dense storage is bounded (max_dense_values) so that a stray huge index cannot ask
+// for terabytes: the error says how large the matrix would be.
 Dataset read_libsvm(const std::string& path, int dim = 0, const std::string& flag = "--data");
+// The same from a stream; `path` only names it in errors (the fuzzer feeds bytes).
+Dataset read_libsvm(std::istream& in, const std::string& path, int dim = 0, const std::string& flag = "--data");
+
+// Most samples x features a data set may hold (2^27 doubles, 1 GiB): far above
+// a9a (4e6) or w8a (1.5e7), far below what one test machine can hold per peer.
+inline constexpr long long max_dense_values = 1LL << 27;
 
 // Fraction of samples with label sign(a^T x); sign(0) = -1, so that the zero
 // model scores the share of negatives rather than a free 100%.

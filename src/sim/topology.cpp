@@ -6,10 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <istream>
 #include <stdexcept>
 #include <unordered_set>
 
+#include <sys/stat.h>
+
 #include "core/error.hpp"
+#include "core/lines.hpp"
 #include "core/rng.hpp"
 
 namespace avb {
@@ -227,12 +231,11 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return words;
 }
 
-// The line as quoted in an error message: trailing blanks dropped, long lines cut.
-std::string quoted(std::string_view line) {
+// The line as quoted in an error message: trailing blanks dropped, long lines cut,
+// control bytes escaped (core/lines.hpp).
+std::string quoted_line(std::string_view line) {
   while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
-  std::string text(line.substr(0, 60));
-  if (line.size() > 60) text += "...";
-  return "'" + text + "'";
+  return quoted_text(line);
 }
 
 bool parse_peer(std::string_view word, int n, int& peer) {
@@ -241,24 +244,23 @@ bool parse_peer(std::string_view word, int n, int& peer) {
   return ec == std::errc() && ptr == end && peer >= 0 && peer < n;
 }
 
-AdjacencyLists read_edge_list(const TopologySpec& spec, int n) {
+AdjacencyLists read_edge_list(std::istream& in, const TopologySpec& spec, int n) {
   const std::string where = "--topology " + to_string(spec) + ": ";
-  errno = 0;
-  std::ifstream in(spec.path);
-  if (!in) {
-    const int err = errno;
-    throw ConfigError(where + "cannot read the file" + (err != 0 ? std::string(" (") + std::strerror(err) + ")" : ""));
-  }
   AdjacencyLists adj(static_cast<std::size_t>(n));
   std::string line;
-  for (long number = 1; std::getline(in, line); ++number) {
+  bool too_long = false;
+  // An edge is two numbers: a line of 64 KiB is already not an edge list.
+  constexpr std::size_t max_line = 1 << 16;
+  for (long number = 1; read_line(in, line, max_line, too_long); ++number) {
+    const std::string at = where + "line " + std::to_string(number) + ": ";
+    if (too_long)
+      throw ConfigError(at + "longer than " + std::to_string(max_line) + " characters (is this a text edge list?)");
     const auto words = split_words(line);
     if (words.empty() || words[0][0] == '#') continue;
-    const std::string at = where + "line " + std::to_string(number) + ": ";
     int i = 0, j = 0;
     if (words.size() != 2 || !parse_peer(words[0], n, i) || !parse_peer(words[1], n, j))
-      throw ConfigError(at + quoted(line) + " is not two peer numbers in [0, " + std::to_string(n) + ")");
-    if (i == j) throw ConfigError(at + quoted(line) + " is a self-loop");
+      throw ConfigError(at + quoted_line(line) + " is not two peer numbers in [0, " + std::to_string(n) + ")");
+    if (i == j) throw ConfigError(at + quoted_line(line) + " is a self-loop");
     adj[static_cast<std::size_t>(i)].push_back(j);
     adj[static_cast<std::size_t>(j)].push_back(i);
   }
@@ -268,6 +270,25 @@ AdjacencyLists read_edge_list(const TopologySpec& spec, int n) {
     throw ConfigError(where + "the graph is not connected: peer " + std::to_string(p) +
                       " cannot be reached from peer 0");
   return adj;
+}
+
+AdjacencyLists read_edge_list(const TopologySpec& spec, int n) {
+  // The file system would stop at a NUL and open another file than the one named.
+  if (spec.path.find('\0') != std::string::npos)
+    throw ConfigError("--topology file:" + quoted_text(spec.path) + ": the path contains a NUL byte");
+  // A folder opens as an ifstream, and its first read throws std::ios_base::failure
+  // ("Is a directory"), which is no ConfigError: refuse it by name first.
+  struct stat status {};
+  if (::stat(spec.path.c_str(), &status) == 0 && S_ISDIR(status.st_mode))
+    throw ConfigError("--topology " + to_string(spec) + ": cannot read the file (it is a directory)");
+  errno = 0;
+  std::ifstream in(spec.path);
+  if (!in) {
+    const int err = errno;
+    throw ConfigError("--topology " + to_string(spec) + ": cannot read the file" +
+                      (err != 0 ? std::string(" (") + std::strerror(err) + ")" : ""));
+  }
+  return read_edge_list(in, spec, n);
 }
 
 }  // namespace
@@ -398,8 +419,20 @@ Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed) : spec_(
       for (auto& list : phase) sort_unique(list);
     return;
   }
-  // Undirected: one list per peer, stored once (in_); out_ stays empty.
-  for (int i = 0; i < n; ++i) {
+  store_undirected(std::move(adj));
+}
+
+Topology::Topology(const TopologySpec& spec, int n, std::istream& edge_list) : spec_(spec), n_(n) {
+  if (spec.kind != TopologyKind::file)
+    throw std::invalid_argument("Topology: an edge-list stream needs a file:PATH spec, got " + to_string(spec));
+  if (n < 1)
+    throw ConfigError("--topology " + to_string(spec) + ": needs at least one peer (got " + std::to_string(n) + ")");
+  store_undirected(read_edge_list(edge_list, spec, n));
+}
+
+void Topology::store_undirected(std::vector<std::vector<int>> adj) {
+  // One list per peer, stored once (in_); out_ stays empty.
+  for (int i = 0; i < n_; ++i) {
     auto& list = adj[static_cast<std::size_t>(i)];
     std::erase(list, i);  // small rings and tori wrap onto themselves
     sort_unique(list);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -58,6 +59,9 @@ class Topology {
   // peers: hypercube with n not a power of two, random-regular with K >= n or n*K
   // odd, a malformed or disconnected file (with the line number), etc.
   Topology(const TopologySpec& spec, int n, std::uint64_t seed);
+  // A file:PATH topology read from `edge_list` instead of PATH, which then only
+  // names it in errors (the fuzzer feeds bytes). Same checks, same messages.
+  Topology(const TopologySpec& spec, int n, std::istream& edge_list);
 
   int peers() const { return n_; }
   const TopologySpec& spec() const { return spec_; }
@@ -84,6 +88,8 @@ class Topology {
  private:
   // Index into in_/out_ for round t; checks t and i.
   std::size_t phase(int t, int i) const;
+  // Drops self-loops, sorts each peer's list, stores it as the one phase.
+  void store_undirected(std::vector<std::vector<int>> adj);
 
   TopologySpec spec_;
   int n_;

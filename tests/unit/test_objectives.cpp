@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -624,12 +625,41 @@ TEST(LibsvmRead, RejectsMalformedLinesNamingTheLine) {
   }
 }
 
+// An index may reach 2^30, so before this bound one line such as "1 1073741824:1"
+// asked for an 8 GiB dense matrix (found while writing the fuzzer, tests/fuzz).
+TEST(LibsvmRead, RefusesDenseMatricesAboveTheBound) {
+  std::istringstream huge("+1 1073741824:1\n");
+  EXPECT_EQ(config_error([&] { read_libsvm(huge, "big.svm"); }),
+            "--data big.svm: 1 samples x 1073741824 features is too large for dense storage (at most 134217728 "
+            "values, 1 GiB; is an index wrong?)");
+  std::istringstream wide("+1 1:1\n-1 2:1\n");
+  EXPECT_TRUE(starts_with(config_error([&] { read_libsvm(wide, "wide.svm", 1 << 27); }),
+                          "--data wide.svm: 2 samples x 134217728 features is too large"));
+}
+
+TEST(LibsvmRead, StreamsCrlfNulsAndEndlessLines) {
+  std::istringstream crlf("+1 1:0.5\r\n-1 2:2\r\n");
+  const Dataset data = read_libsvm(crlf, "crlf.svm");
+  EXPECT_EQ(data.samples(), 2);
+  EXPECT_EQ(data.features(1, 1), 2.0);
+  std::istringstream nul(std::string("+1 1:1\n-1 2\0:1\n", 15));
+  // A NUL is shown escaped: printed with %s, the message would stop at it.
+  EXPECT_EQ(config_error([&] { read_libsvm(nul, "nul.svm"); }),
+            "--data nul.svm: line 2: '2\\x00:1' is not idx:val (an integer index and a finite number)");
+  std::istringstream endless(std::string((1 << 24) + 1, '1'));
+  EXPECT_EQ(config_error([&] { read_libsvm(endless, "zero.svm"); }),
+            "--data zero.svm: line 1: longer than 16777216 characters (is this a LIBSVM text file?)");
+}
+
 TEST(LibsvmRead, ReportsUnreadableAndEmptyFiles) {
   const std::string missing = "/nonexistent/avb_objectives.svm";
   EXPECT_TRUE(starts_with(config_error([&] { read_libsvm(missing); }), "--data " + missing + ": cannot read the file"));
   const std::string directory = std::filesystem::temp_directory_path().string();
   EXPECT_TRUE(
       starts_with(config_error([&] { read_libsvm(directory); }), "--data " + directory + ": cannot read the file"));
+  // The file system would open "a", not the file named.
+  EXPECT_EQ(config_error([&] { read_libsvm(std::string("a\0b", 3)); }),
+            "--data 'a\\x00b': the path contains a NUL byte");
   const TempFile empty("empty.svm", "# nothing\n\n");
   EXPECT_TRUE(starts_with(config_error([&] { read_libsvm(empty.path()); }), "--data " + empty.path() + ": no samples"));
   // The objective reports the same error when it reads the file itself.

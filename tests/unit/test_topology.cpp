@@ -13,6 +13,8 @@
 #include <iterator>
 #include <numbers>
 #include <set>
+#include <sstream>
+#include <streambuf>
 #include <string>
 #include <unistd.h>
 
@@ -341,6 +343,48 @@ TEST_F(TopologyFile, Disconnected) {
   write("");
   EXPECT_EQ(error(2), prefix() + "the graph is not connected: peer 1 cannot be reached from peer 0");
   EXPECT_EQ(error(1), "");  // one peer, no edges: fine
+}
+
+// Found while fuzzing (tests/fuzz): a file without newlines was read into one
+// string until memory ran out; now a line is at most 64 KiB.
+TEST_F(TopologyFile, NoNewlineIsAnErrorNotAnEndlessLine) {
+  write(std::string(70000, '\0'));
+  EXPECT_EQ(error(4), prefix() + "line 1: longer than 65536 characters (is this a text edge list?)");
+  write("0 1\n# " + std::string(70000, 'x') + "\n");
+  EXPECT_EQ(error(2), prefix() + "line 2: longer than 65536 characters (is this a text edge list?)");
+}
+
+// The stream overload, which the fuzzer calls: the same graph and the same messages.
+TEST(TopologyStream, SameAsTheFile) {
+  const TopologySpec spec = parse_topology("file:edges.txt");
+  std::istringstream good("0 1\r\n1 2\n# comment\n2 0");
+  const Topology g(spec, 3, good);
+  EXPECT_EQ(g.edges(1), (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 2}}));
+  std::istringstream bad("0 1\n1 3\n");
+  EXPECT_EQ(config_error([&] { Topology(spec, 3, bad); }),
+            "--topology file:edges.txt: line 2: '1 3' is not two peer numbers in [0, 3)");
+}
+
+// Found by fuzz_config: "topology = file:.\0\0txt" opened ".", a folder, whose
+// first read threw std::ios_base::failure instead of a ConfigError.
+TEST_F(TopologyFile, FolderAndNulInPath) {
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  EXPECT_EQ(config_error([&] { make("file:" + folder, 4); }),
+            "--topology file:" + folder + ": cannot read the file (it is a directory)");
+  EXPECT_EQ(config_error([&] { make(std::string("file:.\0txt", 10), 4); }),
+            "--topology file:'.\\x00txt': the path contains a NUL byte");
+}
+
+// A stream whose reads throw, as std::filebuf does on a folder.
+struct ThrowingBuffer : std::streambuf {
+  int_type underflow() override { throw std::ios_base::failure("read error"); }
+};
+
+TEST(TopologyStream, ReadErrorIsAConfigError) {
+  ThrowingBuffer buffer;
+  std::istream in(&buffer);
+  EXPECT_EQ(config_error([&] { Topology(parse_topology("file:edges.txt"), 2, in); }),
+            "--topology file:edges.txt: cannot read the file");
 }
 
 TEST_F(TopologyFile, Unreadable) {
