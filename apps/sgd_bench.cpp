@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -208,6 +209,21 @@ avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
   return o;
 }
 
+// What the problem takes per peer, which holds the pooled problem of all N peers
+// to compute the optimum: a quadratic's two dim x N matrices; a synthetic logistic
+// problem's samples and Newton's dim x dim Hessian (twice, with its LDLT).
+// A --data file's size is known only once read: see the std::bad_alloc below.
+void check_problem_memory(const Cli& cli, const avb::TrainingOptions& o, int n_peers) {
+  const double d = o.objective.dim, n = n_peers, word = sizeof(double);
+  if (o.objective.kind == avb::ObjectiveKind::quadratic) {
+    avb::app::check_memory("--dim", cli.dim, word * d * (2 * n + 16), n_peers);
+  } else if (o.objective.data_path.empty()) {
+    avb::app::check_memory("--dim", cli.dim, word * (2 * d * d + 16 * d), n_peers);
+    avb::app::check_memory("--samples-per-peer", cli.samples_per_peer,
+                           word * (2 * d * d + 16 * d + 2 * n * o.objective.samples_per_peer * (d + 1)), n_peers);
+  }
+}
+
 int run(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -220,8 +236,9 @@ int run(int argc, char** argv) {
   std::string problem;
   try {
     app.parse(argc, argv);
-    avb::app::refuse_extras(app.remaining());
+    avb::app::refuse_extras(app, argc, argv);
     options = to_options(cli, size);
+    check_problem_memory(cli, options, size);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
     return 0;
@@ -235,12 +252,19 @@ int run(int argc, char** argv) {
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
+  std::string setup_problem;
   try {
     setup = avb::build_problem(options, MPI_COMM_WORLD);
   } catch (const avb::ConfigError& e) {
-    avb::app::report_error(kProgram, e.what());
-    return 2;
+    setup_problem = e.what();
+  } catch (const std::bad_alloc&) {
+    // A --data file with a large feature index: Newton's dim x dim Hessian.
+    setup_problem = options.objective.data_path.empty()
+                        ? "--dim: " + cli.dim + ": the problem does not fit in this machine's memory"
+                        : "--data: " + cli.data + ": the problem does not fit in this machine's memory (the "
+                                                     "optimum's Hessian has features x features entries)";
   }
+  if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);
@@ -264,8 +288,7 @@ int run(int argc, char** argv) {
   }
   const avb::TrainingResult result = avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
   if (rank == 0) reporter.finish(result.trials, !result.stopped);
-  if (result.stopped) return 128 + (avb::app::stop_signal() ? avb::app::stop_signal() : 15);
-  return 0;
+  return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
 }
 
 }  // namespace

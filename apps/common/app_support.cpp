@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "core/comm.hpp"
 #include "core/error.hpp"
 
@@ -111,11 +113,39 @@ void install_stop_handlers() {
 
 int stop_signal() { return g_stop_signal; }
 
+std::string printable(const std::string& message) {
+  // A message may quote bytes of a binary file (a --config key, a path): control
+  // bytes and bytes that are not UTF-8 become \xHH, so that the line stays one
+  // line of text (grep would call it a binary file otherwise).
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string line;
+  const auto* s = reinterpret_cast<const unsigned char*>(message.data());
+  const std::size_t n = message.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool valid = len > 0 && i + len <= n;
+    for (std::size_t k = 1; valid && k < len; ++k) valid = (s[i + k] & 0xC0) == 0x80;
+    if (valid && len == 1 && (c >= 0x20 || c == '\t') && c != 0x7f) {
+      line += static_cast<char>(c);
+    } else if (valid && len > 1) {
+      line.append(message, i, len);
+    } else if (c == '\n') {
+      line += ' ';
+    } else {
+      line += "\\x";
+      line += hex[c >> 4];
+      line += hex[c & 15];
+      len = 1;
+    }
+    i += len;
+  }
+  return line;
+}
+
 void report_error(const std::string& program, const std::string& message) {
   if (world_rank() != 0) return;
-  std::string line = message;
-  for (char& c : line)
-    if (c == '\n') c = ' ';
+  const std::string line = printable(message);
   std::fprintf(stderr, "%s: error: %s\n", program.c_str(), line.c_str());
   std::fflush(stderr);
 }
@@ -144,11 +174,12 @@ long long parse_integer(const std::string& flag, const std::string& text, long l
   std::size_t used = 0;
   long long value = 0;
   try {
-    value = std::stoll(text, &used, 10);
+    // stoll would skip leading blanks, which parse_real refuses: refuse them alike.
+    if (!text.empty() && !std::isspace(static_cast<unsigned char>(text[0]))) value = std::stoll(text, &used, 10);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + text + "' is not " + accepted);
+  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + printable(text) + "' is not " + accepted);
   if (value < min || value > max) throw ConfigError(flag + ": " + text + " is not " + accepted);
   return value;
 }
@@ -159,7 +190,7 @@ double parse_real(const std::string& flag, const std::string& text, const std::s
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   const bool whole = !text.empty() && end == text.c_str() + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
-  if (!whole || std::isnan(value)) throw ConfigError(flag + ": '" + text + "' is not " + accepted);
+  if (!whole || std::isnan(value)) throw ConfigError(flag + ": '" + printable(text) + "' is not " + accepted);
   return value;  // ranges are checked by avb::resolve(), which names the flag too
 }
 
@@ -176,8 +207,52 @@ std::uint64_t parse_seed(const std::string& flag, const std::string& text) {
       fits = false;
     }
   }
-  if (!fits) throw ConfigError(flag + ": '" + text + "' is not an integer in [0, 18446744073709551615]");
+  if (!fits) throw ConfigError(flag + ": '" + printable(text) + "' is not an integer in [0, 18446744073709551615]");
   return value;
+}
+
+void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: let the run try
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  int here = 1;
+  if (engine_name() == "smpi") {
+    here = n_peers;
+  } else {
+    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+      if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) {
+        here = std::atoi(v);
+        break;
+      }
+  }
+  const double needed = bytes_per_peer * here;
+  if (needed <= memory) return;
+  char text[256];
+  std::snprintf(text, sizeof text, "about %.3g GB for the %d peer(s) on this machine, more than its %.3g GB of memory",
+                needed / 1e9, here, memory / 1e9);
+  throw ConfigError(flag + ": " + value + " needs " + text + " (use a smaller value, or more machines)");
+}
+
+void refuse_extras(const CLI::App& app, int argc, char** argv) {
+  refuse_extras(app.remaining());
+  // CLI11 takes `--config ''` for no file at all, an empty --out means no trace,
+  // an empty --data synthetic data: typed on the command line, an empty name is a
+  // mistake (an unset shell variable), not a request to run without the file. A
+  // recorded /config text lists the unset ones as "" and must replay: only the
+  // command line is checked.
+  const std::pair<std::string, const char*> named[] = {
+      {"--config", "a file name (leave --config out to use the command line alone)"},
+      {"--out", "a file name (leave --out out to run without a trace)"},
+      {"--data", "a file name (leave --data out for synthetic data)"},
+      {"--test-data", "a file name (leave --test-data out to measure accuracy on the training set)"}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    for (const auto& [flag, accepted] : named) {
+      if (app.get_option_no_throw(flag) == nullptr) continue;
+      if (arg == flag + "=" || (arg == flag && i + 1 < argc && argv[i + 1][0] == '\0'))
+        throw ConfigError(flag + ": '' is not " + accepted);
+    }
+  }
 }
 
 void refuse_extras(const std::vector<std::string>& extras) {
@@ -215,13 +290,44 @@ std::string explain(const CLI::ParseError& error) {
 void check_out_flag(const std::string& out, bool overwrite) {
   namespace fs = std::filesystem;
   const fs::path path(out);
+  if (out.empty() || !path.has_filename())
+    throw ConfigError("--out: '" + out + "' is not a file name (it names a folder)");
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
-  if (!fs::is_directory(folder, ec))
+  if (!fs::is_directory(folder, ec)) {
+    if (fs::exists(folder, ec))
+      throw ConfigError("--out: '" + folder.string() + "' is not a folder (it is a file), so '" + out +
+                        "' cannot be created");
     throw ConfigError("--out: folder '" + folder.string() + "' does not exist (create it first)");
+  }
   if (fs::is_directory(path, ec)) throw ConfigError("--out: '" + out + "' is a folder, not a file name");
   if (fs::exists(path, ec) && !overwrite)
     throw ConfigError("--out: '" + out + "' already exists (pass --overwrite to replace it, or choose another name)");
+}
+
+std::string trace_write_error(const std::string& path, const std::string& what) {
+  // HDF5's messages run over several lines and end in a dump of the failed
+  // write; the cause a user can act on is the errno text, when there is one.
+  // A finished trace that could not be renamed is kept: the message says where.
+  if (what.find("the trace was left at") != std::string::npos) return "--out: " + what;
+  std::string cause = what;
+  for (const char* known : {"No space left on device", "Disk quota exceeded", "Read-only file system",
+                            "Input/output error", "File too large"})
+    if (what.find(known) != std::string::npos) cause = known;
+  if (cause == "No space left on device") cause += " (the file system is full)";
+  return "--out: cannot write the trace " + path + ": " + cause +
+         "; the run was stopped and nothing was written (an earlier file at that path is kept)";
+}
+
+int exit_code(const std::string& program, const std::string& trace_error, bool stopped) {
+  int failed = trace_error.empty() ? 0 : 1;
+  check_mpi(MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (failed) {
+    report_error(program, trace_error);
+    return 1;
+  }
+  if (stopped) return 128 + (stop_signal() ? stop_signal() : 15);
+  return 0;
 }
 
 Reporter::Reporter(const AveragingOptions& options, std::unique_ptr<TraceWriter> trace, bool quiet)
@@ -252,7 +358,7 @@ void Reporter::on_round(const TrialRecord& trial, const RoundRow& row) {
 }
 
 void Reporter::on_trial(const TrialRecord& trial) {
-  if (trace_) trace_->write_trial(trial);
+  write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_trial(trial); });
   const RoundRow& last = trial.rows.back();
   std::printf("  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
   for (const auto& t : trial.targets) {
@@ -289,11 +395,13 @@ void Reporter::finish(const std::vector<TrialRecord>& trials, bool complete) {
   for (const auto& r : rounds) std::printf(" %11.3f", mean_se(r).se);
   std::printf(" %14.3e %14.1f %12.4e\n", mean_se(variance).se, mean_se(bytes).se, mean_se(time).se);
   if (capped) std::printf("# * target not reached: counted as the number of rounds run (the paper's cap)\n");
-  if (!complete)
+  if (!trace_error_.empty())
+    std::printf("# run stopped: the trace could not be written (see stderr)\n");
+  else if (!complete)
     std::printf("# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
                 trials.size(), cut_short);
   std::fflush(stdout);
-  if (trace_) trace_->finish(complete);
+  write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
 }
 
 }  // namespace avb::app

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/error.hpp"
 #include "run/averaging.hpp"
 #include "trace/trace.hpp"
 
@@ -42,8 +43,21 @@ long long parse_integer(const std::string& flag, const std::string& text, long l
 double parse_real(const std::string& flag, const std::string& text, const std::string& accepted);
 std::uint64_t parse_seed(const std::string& flag, const std::string& text);
 
+// Refuses, with a ConfigError naming `flag`, a run whose peers on this machine
+// would need more memory than it has (bytes_per_peer: the app's estimate for
+// one peer): better one line now than std::bad_alloc or the OOM killer mid-run.
+// Peers on this machine: all of them under SMPI (one process), else the launcher's
+// local rank count (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), else 1.
+void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers);
+
 // Refuses arguments CLI11 did not recognise (collected with allow_extras).
 void refuse_extras(const std::vector<std::string>& extras);
+// The same for app.remaining(), and refuses an empty --config, --out, --data or
+// --test-data typed on the command line (argc, argv: main's).
+void refuse_extras(const CLI::App& app, int argc, char** argv);
+// `message` as one printable line: newlines as blanks, control bytes and bytes
+// that are not UTF-8 as \xHH.
+std::string printable(const std::string& message);
 // CLI11's parse errors as one line that starts with the flag concerned.
 std::string explain(const CLI::ParseError& error);
 // --out must name a new file in an existing folder, unless --overwrite.
@@ -66,6 +80,27 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
 bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
                 const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace);
 
+// Runs write(*trace) on rank 0's trace. A failure (a full file system, an I/O
+// error) drops the trace, which removes its temporary file, and keeps in `error`
+// one line naming --out and the cause; the reporter then asks the run to stop.
+// An earlier file at the --out path is never touched: only finish() renames.
+std::string trace_write_error(const std::string& path, const std::string& what);
+template <class Write>
+void write_guarded(std::unique_ptr<TraceWriter>& trace, std::string& error, Write write) {
+  if (!trace) return;
+  try {
+    write(*trace);
+  } catch (const Error& e) {
+    error = trace_write_error(trace->path().string(), e.what());
+    trace.reset();
+  }
+}
+
+// Collective, after the run: the exit code. 1, after rank 0 reported
+// `trace_error` (rank 0's), when the trace could not be written; 128+signal when
+// stopped by a signal; else 0.
+int exit_code(const std::string& program, const std::string& trace_error, bool stopped);
+
 // mean +- standard error (0 for fewer than two values).
 struct MeanSe {
   double mean = 0, se = 0;
@@ -80,13 +115,16 @@ class Reporter final : public AveragingObserver {
   void print_header(const std::string& program, const RunInfo& info, const KeyValues& options) const;
   void on_round(const TrialRecord& trial, const RoundRow& row) override;
   void on_trial(const TrialRecord& trial) override;
-  bool stop_requested() override { return stop_signal() != 0; }
+  bool stop_requested() override { return stop_signal() != 0 || !trace_error_.empty(); }
   // Mean +- standard error over the trials, then the trace is finished.
   void finish(const std::vector<TrialRecord>& trials, bool complete);
+  // Why the trace could not be written (rank 0; empty when it was).
+  const std::string& trace_error() const { return trace_error_; }
 
  private:
   AveragingOptions options_;
   std::unique_ptr<TraceWriter> trace_;
+  std::string trace_error_;
   bool quiet_;
   int peers_ = 0;
   // Wall-clock seconds from std::time(): under SMPI, clock_gettime (and so

@@ -11,7 +11,7 @@ TrainingReporter::TrainingReporter(const TrainingOptions& options, int peers, st
 
 void TrainingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
                                     const OptimumRecord& optimum) {
-  if (trace_) trace_->write_optimum(optimum);
+  write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_optimum(optimum); });
   std::printf("# %s %s (git %s)\n", program.c_str(), info.avbench_version.c_str(), info.git_sha.c_str());
   std::printf("# engine: %s (%s), peers: %d\n", info.engine.c_str(), info.mpi_library.c_str(), info.n_peers);
   std::string line;
@@ -39,7 +39,7 @@ void TrainingReporter::on_eval(const TrainingTrial& trial, const TrainingRow& ro
 }
 
 void TrainingReporter::on_trial(const TrainingTrial& trial) {
-  if (trace_) trace_->write_trial(trial);
+  write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_trial(trial); });
   const TrainingRow& last = trial.rows.back();
   std::printf("  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
   for (const auto& t : trial.targets) {
@@ -81,11 +81,13 @@ void TrainingReporter::finish(const std::vector<TrainingTrial>& trials, bool com
   line("mean", [](const MeanSe& m) { return m.mean; });
   line("± se", [](const MeanSe& m) { return m.se; });
   if (capped) std::printf("# * target not reached: counted as the number of steps run\n");
-  if (!complete)
+  if (!trace_error_.empty())
+    std::printf("# run stopped: the trace could not be written (see stderr)\n");
+  else if (!complete)
     std::printf("# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
                 trials.size(), cut_short);
   std::fflush(stdout);
-  if (trace_) trace_->finish(complete);
+  write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
 }
 
 }  // namespace avb::app

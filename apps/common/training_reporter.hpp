@@ -21,14 +21,17 @@ class TrainingReporter final : public TrainingObserver {
                     const OptimumRecord& optimum);
   void on_eval(const TrainingTrial& trial, const TrainingRow& row) override;
   void on_trial(const TrainingTrial& trial) override;
-  bool stop_requested() override { return stop_signal() != 0; }
+  bool stop_requested() override { return stop_signal() != 0 || !trace_error_.empty(); }
   // Mean +- standard error over the complete trials, then the trace is finished.
   void finish(const std::vector<TrainingTrial>& trials, bool complete);
+  // Why the trace could not be written (empty when it was): see write_guarded().
+  const std::string& trace_error() const { return trace_error_; }
 
  private:
   TrainingOptions options_;
   int peers_;
   std::unique_ptr<TraceWriter> trace_;
+  std::string trace_error_;
   bool quiet_;
   // Wall-clock seconds from std::time(): under SMPI, std::chrono reads simulated time.
   std::time_t started_ = std::time(nullptr);

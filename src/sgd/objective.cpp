@@ -290,8 +290,10 @@ void QuadraticObjective::stochastic_gradient(const ConstVector& x, int batch, st
     g[k] += scale * stream.normal(step, counter_peer(), static_cast<std::uint64_t>(k));
 }
 
-Eigen::MatrixXd QuadraticObjective::normal_matrix() const {
-  return diagonals_.array().square().rowwise().sum().matrix().asDiagonal();
+Eigen::MatrixXd QuadraticObjective::normal_matrix() const { return normal_matrix_diagonal().asDiagonal(); }
+
+Eigen::VectorXd QuadraticObjective::normal_matrix_diagonal() const {
+  return diagonals_.array().square().rowwise().sum().matrix();
 }
 
 Eigen::VectorXd QuadraticObjective::normal_rhs() const {

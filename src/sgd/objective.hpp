@@ -121,6 +121,7 @@ class QuadraticObjective final : public Objective {
 
   // x* solves normal_matrix() x = normal_rhs() (sums of A_j^T A_j and A_j^T b_j).
   Eigen::MatrixXd normal_matrix() const;
+  Eigen::VectorXd normal_matrix_diagonal() const;  // its diagonal: it is a diagonal matrix
   Eigen::VectorXd normal_rhs() const;
 
   const Eigen::MatrixXd& diagonals() const { return diagonals_; }

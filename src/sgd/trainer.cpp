@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <new>
 #include <sstream>
 
 #include "core/comm.hpp"
@@ -148,13 +149,17 @@ constexpr int kTestSamples = 4096;
 template <class F>
 void on_root_or_throw_everywhere(MPI_Comm world, int rank, F&& work) {
   std::string problem;
-  int kind = 0;  // 0 fine, 1 ConfigError, 2 other error
+  int kind = 0;  // 0 fine, 1 ConfigError, 2 other error, 3 out of memory
   if (rank == 0) {
     try {
       work();
     } catch (const ConfigError& e) {
       problem = e.what();
       kind = 1;
+    } catch (const std::bad_alloc& e) {
+      // Kept a bad_alloc, so that the app can tell the user the problem is too big.
+      problem = e.what();
+      kind = 3;
     } catch (const std::exception& e) {
       problem = e.what();
       kind = 2;
@@ -166,6 +171,7 @@ void on_root_or_throw_everywhere(MPI_Comm world, int rank, F&& work) {
   problem.resize(static_cast<std::size_t>(header[1]));
   check_mpi(MPI_Bcast(problem.data(), header[1], MPI_CHAR, 0, world), "MPI_Bcast");
   if (header[0] == 1) throw ConfigError(problem);
+  if (header[0] == 3) throw std::bad_alloc();
   throw Error(problem);
 }
 

@@ -94,7 +94,15 @@ Handle untimed_plist(hid_t cls) {
 
 }  // namespace
 
-void silence_errors() noexcept { (void)H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_errors() noexcept {
+  // No HDF5 clean-up at exit: after a write failed (a full file system) the file
+  // cannot be closed, its id stays open, and HDF5 1.10's exit handler then
+  // crashes closing it (H5F__close_cb, SIGSEGV) after the app has reported the
+  // error. Every trace is closed, or dropped, before main() returns. Effective
+  // only before the library's first use; later calls fail harmlessly.
+  (void)H5dont_atexit();
+  (void)H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 // ---- Node ----------------------------------------------------------------------
 

@@ -1,0 +1,386 @@
+#!/usr/bin/env bash
+# Hostile input, systematically: every flag of averaging_bench or sgd_bench with
+# values out of range, malformed, empty and huge; unreadable and malformed
+# --config, --topology file: and --data files; --out into a read-only folder, onto
+# a full file system, onto a folder, and empty. Every case must end like any bad
+# input (cli_common.sh's bad_case): one "APP: error: --flag: ..." line naming the
+# problem, exit code 2, no run header, the working folder unchanged and the
+# existing trace kept bit for bit. The full file system is not bad input: that
+# run starts, then must end non-zero with one line naming --out, leaving no file.
+#
+#   tests/scripts/test_hostile.sh BINARY ENGINE [SECTION...]
+#     ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#     SECTION: flags files out (default: all three)
+#
+# docs/reliability.md lists every case with its tag (the first word of each
+# "ok:"/"FAIL:" line names the case: APP's flag and the kind of value).
+source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/cli_common.sh"
+
+[ $# -ge 2 ] || die "usage: test_hostile.sh BINARY mpi|smpi [flags] [files] [out]"
+APP_NAME=$(basename "$1")
+cli_init "$APP_NAME" "$1" "$2"
+shift 2
+SECTIONS=${*:-flags files out}
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+started=$(now)
+
+# Data files for sgd_bench (a small valid LIBSVM file: 8 samples, 3 features).
+printf '+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.5\n-1 3:0.25\n+1 1:0.75\n-1 2:0.5 3:1\n+1 1:1 3:0.5\n-1 2:0.75\n' \
+  >"$conf/good.svm"
+
+# hcase: bad_case, but under SMPI a case with an empty argument or one with a
+# blank is skipped (and counted): SimGrid's smpirun drops empty arguments and
+# splits at blanks, so the program would get another command line than the case
+# means. The Open MPI run covers them (same parsing code).
+SKIPPED_EMPTY=0
+hcase() {
+  local a after=0
+  if [ "$ENGINE" = smpi ]; then
+    for a in "$@"; do
+      if [ "$after" = 1 ] && [[ -z "$a" || "$a" =~ [[:space:]] ]]; then
+        SKIPPED_EMPTY=$((SKIPPED_EMPTY + 1))
+        return
+      fi
+      [ "$a" = -- ] && after=1
+    done
+  fi
+  bad_case "$@"
+}
+
+# ---- the trace every case must leave alone ------------------------------------------
+if [ "$APP" = averaging_bench ]; then
+  run_app good --trials 1 --rounds 3 --dim 2 --out existing.h5 --quiet
+else
+  run_app good --trials 1 --steps 20 --out existing.h5 --quiet
+fi
+[ "$RC" -eq 0 ] || { show_logs; die "good run: exit code $RC; no trace to protect"; }
+keep=(--out existing.h5 --overwrite)
+HUGE=99999999999999999999  # above 2^64
+
+# int_flag FLAG MIN MAX ABOVE [CONTEXT...]: FLAG takes an integer in [MIN, MAX];
+# ABOVE is the first value above MAX. CONTEXT makes the flag apply (its protocol).
+int_flag() {
+  local flag=$1 min=$2 max=$3 above=$4
+  shift 4
+  local name=${flag#--} accepted="[$min, $max]" v
+  local -A values=([text]=abc [real]=1.5 [hex]=0x10 [exponent]=1e3 [empty]='' [huge]=$HUGE [neg_huge]=-$HUGE
+    [above]=$above)
+  # Blanks and thousands separators go through the same conversion for every
+  # flag: tried on one flag of each app, to keep the test short.
+  if [ "$flag" = --dim ]; then values[space]=' 7' values[comma]='1,000'; fi
+  [ "$min" = 0 ] && [ "$flag" != --seed ] && values[below]=-1
+  [ "$min" -gt 0 ] 2>/dev/null && values[below]=$((min - 1))
+  for v in "${!values[@]}"; do
+    hcase "$name.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
+  done
+}
+
+# real_flag FLAG ACCEPTED OUT_OF_RANGE [CONTEXT...]: FLAG takes a number described
+# as ACCEPTED ("[0, 1]", "> 0"...); OUT_OF_RANGE is one finite value outside it.
+real_flag() {
+  local flag=$1 accepted=$2 out=$3
+  shift 3
+  local name=${flag#--} v
+  local -A values=([text]=abc [empty]='' [nan]=nan [overflow]=1e400 [neg_overflow]=-1e400 [range]=$out)
+  if [ "$flag" = --fail-rate ]; then values[space]=' 1' values[comma]='0,5' values[inf]=inf values[hex_nan]=0x1p2000; fi
+  for v in "${!values[@]}"; do
+    hcase "$name.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
+  done
+}
+
+# word_flag FLAG NEEDLES [CONTEXT...]: FLAG takes one of some words; an empty and an
+# unknown value must be refused naming the accepted ones (NEEDLES).
+word_flag() {
+  local flag=$1 needles=$2
+  shift 2
+  local name=${flag#--}
+  hcase "$name.empty" "$flag" "$needles" -- "$@" "$flag" '' "${keep[@]}"
+  hcase "$name.unknown" "$flag" "$needles" -- "$@" "$flag" NOPE "${keep[@]}"
+}
+
+# ---- flags ------------------------------------------------------------------------
+if want flags; then
+  say "section flags"
+  # The protocol flags (apps/common/protocol_flags.cpp) are the same code in both
+  # apps: averaging_bench gets all of their cases, sgd_bench a sample.
+  if [ "$APP" = averaging_bench ]; then
+    int_flag --dim 1 1073741824 1073741825
+    int_flag --rounds 0 1073741824 1073741825
+    int_flag --trials 1 1073741824 1073741825
+    int_flag --seed 0 18446744073709551615 18446744073709551616
+    int_flag --group-size 2 1073741824 1073741825 --protocol random-groups
+    int_flag --min-group-size 2 1073741824 1073741825 --protocol moshpit
+    int_flag --lattice-q 2 4294967295 4294967296 --protocol gossip --quantizer lattice
+    real_flag --fail-rate '[0, 1]' 1.01
+    real_flag --join-rate '[0, 1]' -0.1 --failure churn --fail-rate 0.1
+    real_flag --stragglers '[0, 1]' 2
+    real_flag --straggler-slowdown '>= 1' 0.5
+    real_flag --detection-timeout '>= 0' -1
+    real_flag --lattice-eps '> 0' 0 --protocol gossip --quantizer lattice
+    real_flag --compute-flops '>= 0' -1
+    real_flag --target '> 0' 0
+    hcase target.inf --target '> 0' -- --target inf "${keep[@]}"
+    hcase target.underflow --target '> 0' -- --target 1e-400 "${keep[@]}"
+    word_flag --protocol 'allreduce|moshpit|gossip'
+    word_flag --failure 'transient|permanent|churn'
+    word_flag --on-failure 'survivors|abort|partial'
+    word_flag --collective 'ring|doubling|tree' --protocol allreduce
+    word_flag --placement 'random|rank' --protocol moshpit
+    word_flag --key-update 'axis|chunk' --protocol moshpit
+    word_flag --weights 'uniform|metropolis' --protocol gossip
+    word_flag --alive-weights 'renormalize|metropolis' --protocol gossip
+    word_flag --mode 'blocking|non-blocking' --protocol swarm
+    word_flag --clock 'round|poisson' --protocol swarm
+    word_flag --quantizer 'none|fp16|stochastic:B|lattice' --protocol gossip
+    word_flag --topology 'ring|torus|file:PATH' --protocol gossip
+    hcase protocol.long --protocol 'allreduce|moshpit' -- --protocol "$(printf 'x%.0s' $(seq 5000))" "${keep[@]}"
+    # Structured values: a grid's sides, a topology's or quantizer's parameter.
+    for v in '' x 2x 0x2 -2x2 2x1.5 "${HUGE}x2" 65536x65536 2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2; do
+      hcase "grid.'$v'" --grid '' -- --protocol moshpit --grid "$v" "${keep[@]}"
+    done
+    for v in file: random-regular: random-regular:abc random-regular:-1 random-regular:1.5 "random-regular:$HUGE" \
+      ring:2; do
+      hcase "topology.'$v'" --topology '' -- --protocol gossip --topology "$v" "${keep[@]}"
+    done
+    for v in stochastic: stochastic:0 stochastic:abc stochastic:1.5 "stochastic:$HUGE" stochastic:-3; do
+      hcase "quantizer.'$v'" --quantizer '1..16' -- --protocol gossip --quantizer "$v" "${keep[@]}"
+    done
+  else
+    int_flag --dim 1 16777216 16777217
+    int_flag --data-dim 0 16777216 16777217 --objective logistic --data "$conf/good.svm"
+    int_flag --samples-per-peer 1 16777216 16777217 --objective logistic
+    int_flag --steps 0 2147483647 2147483648
+    int_flag --local-steps 1 2147483647 2147483648
+    int_flag --batch 1 16777216 16777217
+    int_flag --lr-decay-steps 1 2147483647 2147483648 --lr-schedule inverse
+    int_flag --eval-every 1 2147483647 2147483648
+    int_flag --trials 1 1073741824 1073741825
+    int_flag --seed 0 18446744073709551615 18446744073709551616
+    real_flag --condition '>= 1' 0.5 --preset conditioned
+    real_flag --zeta '>= 0' -1
+    real_flag --sigma '>= 0' -1
+    real_flag --separation '>= 0' -1 --objective logistic
+    real_flag --label-skew '[0, 1]' 1.5 --objective logistic
+    real_flag --step-flops '>= 0' -1
+    real_flag --lr '> 0' -1
+    real_flag --lr-decay-factor '(0, 1]' 0 --lr-schedule step
+    real_flag --momentum '[0, 1)' 1
+    real_flag --target '> 0' 0
+    real_flag --fail-rate '[0, 1]' 1.01
+    word_flag --objective 'quadratic|logistic'
+    word_flag --preset 'epfl|conditioned'
+    word_flag --split 'random|label-sorted' --objective logistic --data "$conf/good.svm"
+    word_flag --local-steps-dist 'fixed|geometric' --protocol swarm
+    word_flag --lr-schedule 'constant|inverse|step'
+    word_flag --protocol 'allreduce|moshpit|gossip'
+    hcase data.empty --data '' -- --objective logistic --data '' "${keep[@]}"
+    hcase test_data.empty --test-data '' -- --objective logistic --data "$conf/good.svm" --test-data '' "${keep[@]}"
+  fi
+  # Sizes that parse but cannot fit: refused by an estimate of the memory the
+  # peers on this machine need (apps/common/app_support.cpp check_memory), before
+  # anything is allocated, rather than std::bad_alloc or the OOM killer mid-run.
+  mem_gb=$(awk '/^MemTotal:/ { printf "%d", $2 / 1e6 }' /proc/meminfo)
+  if [ "$APP" = averaging_bench ]; then memory_case=(--dim 1073741824) need=137; else
+    memory_case=(--objective logistic --dim 100000) need=320; fi
+  if [ "$mem_gb" -lt "$need" ]; then
+    hcase dim.memory --dim 'memory' -- "${memory_case[@]}" "${keep[@]}"
+  else
+    say "dim.memory: SKIPPED: this machine has $mem_gb GB, enough for ${memory_case[*]} ($need GB)"
+  fi
+  # On/off flags take no value but true or false (and CLI11's synonyms).
+  for f in --quiet --overwrite --stop-at-target; do
+    hcase "${f#--}.value" "$f" '{true, false}' -- "$f=maybe" --out existing.h5
+  done
+  hcase config.empty_name --config '' -- --config '' "${keep[@]}"
+fi
+
+# ---- files: --config, --topology file:, --data, --test-data ----------------------
+# Unreadable: a folder in place of the file (root reads any file), and a file
+# without read permission when not root. Then empty files, binary garbage, NUL
+# bytes, truncated and malformed lines.
+garbage() { printf '\x89HDF\r\n\x1a\n\x00\x00\xff\xfe\x7f\x01binary\x00\x9c\xe2\x28\xa1'; }
+unreadable_cases() {  # FLAG_RE NEEDLES PREFIX_ARGS... -- : runs FLAG on a folder and a mode-000 file
+  local tag=$1 flag_re=$2 build=$3
+  shift 3
+  mkdir -p "$conf/a-folder"
+  hcase "$tag.folder" "$flag_re" '' -- "$@" "$($build "$conf/a-folder")" "${keep[@]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    printf 'x\n' >"$conf/no-read"
+    chmod 000 "$conf/no-read"
+    hcase "$tag.mode000" "$flag_re" '' -- "$@" "$($build "$conf/no-read")" "${keep[@]}"
+  else
+    say "$tag.mode000: skipped as root (root reads a mode-000 file; the folder case stands in)"
+  fi
+}
+plain() { printf '%s' "$1"; }
+as_topology() { printf 'file:%s' "$1"; }
+
+if want files; then
+  say "section files"
+  unreadable_cases config --config plain --config
+  garbage >"$conf/garbage.ini"
+  hcase config.garbage '--config' '' -- --config "$conf/garbage.ini" "${keep[@]}"
+  printf 'rounds = 3\x00\n' >"$conf/nul.ini"
+  hcase config.nul '--config|--rounds|--steps' '' -- --config "$conf/nul.ini" "${keep[@]}"
+  printf 'trials =\n' >"$conf/truncated.ini"
+  hcase config.truncated '--trials' '[1, ' -- --config "$conf/truncated.ini" "${keep[@]}"
+  printf 'trials\n' >"$conf/bare-key.ini"
+  hcase config.bare_key '--trials' '[1, ' -- --config "$conf/bare-key.ini" "${keep[@]}"
+  printf '[other\ntrials = 2\n' >"$conf/open-section.ini"
+  hcase config.open_section '--config|--other' '' -- --config "$conf/open-section.ini" "${keep[@]}"
+  printf '[other]\ntrials = 2\n' >"$conf/section.ini"
+  hcase config.section '--config|--other' 'other' -- --config "$conf/section.ini" "${keep[@]}"
+  printf 'trials = 2\ntrials = 3\n' >"$conf/twice.ini"
+  hcase config.twice '--trials|--config' '' -- --config "$conf/twice.ini" "${keep[@]}"
+  printf 'trials = %s\n' "$(printf '9%.0s' $(seq 100000))" >"$conf/long.ini"
+  hcase config.long_line '--trials' '[1, ' -- --config "$conf/long.ini" "${keep[@]}"
+  printf 'trials = 0\r\n' >"$conf/crlf.ini"
+  hcase config.crlf '--trials' '[1, ' -- --config "$conf/crlf.ini" "${keep[@]}"
+  # An empty file holds no options: the run uses the defaults (not refused).
+  : >"$conf/empty.ini"
+  if [ "$APP" = averaging_bench ]; then short=(--rounds 1 --trials 1); else short=(--steps 1); fi
+  run_app config.empty --config "$conf/empty.ini" "${short[@]}" --quiet
+  if [ "$RC" -eq 0 ]; then ok "config.empty: an empty --config file is no options: exit 0"; else
+    bad "config.empty: exit code $RC"; show_logs; fi
+
+  if [ "$APP" = averaging_bench ]; then
+    gossip=(--protocol gossip --topology)
+    unreadable_cases topology --topology as_topology "${gossip[@]}"
+    : >"$conf/empty.edges"
+    garbage >"$conf/garbage.edges"
+    printf '0\n' >"$conf/truncated.edges"
+    printf '0 5\n' >"$conf/range.edges"
+    printf '0 0\n' >"$conf/loop.edges"
+    printf -- '-1 0\n' >"$conf/negative.edges"
+    printf '0 %s\n' "$HUGE" >"$conf/huge.edges"
+    printf '0 1.5\n' >"$conf/real.edges"
+    printf '0 1 2\n' >"$conf/three.edges"
+    printf '0 1\x00\n' >"$conf/nul.edges"
+    for t in empty garbage truncated range loop negative huge real three nul; do
+      hcase "topology.$t" --topology "$t.edges" -- "${gossip[@]}" "file:$conf/$t.edges" "${keep[@]}"
+    done
+  else
+    logistic=(--objective logistic)
+    unreadable_cases data --data plain "${logistic[@]}" --data
+    unreadable_cases test_data --test-data plain "${logistic[@]}" --data "$conf/good.svm" --test-data
+    garbage >"$conf/garbage.svm"
+    printf '+1 1:1\n-1 3:\n' >"$conf/truncated.svm"
+    printf '+1 1:1\n-1 1:1e400\n' >"$conf/overflow.svm"
+    printf '+1 1:1\n-1 1:nan\n' >"$conf/nan.svm"
+    printf '+1 1:1\nnan 1:1\n' >"$conf/nan-label.svm"
+    printf '+1 1:1\n-1 99999999999:1\n' >"$conf/huge-index.svm"
+    printf '+1 1:1\n-1 2147483648:1\n' >"$conf/int-index.svm"
+    printf '+1 1:1\n-1 16777217:1\n' >"$conf/wide-index.svm"
+    printf '+1 1:1\n-1 -2:1\n' >"$conf/negative-index.svm"
+    printf '+1 1:1\x00\n-1 2:1\n' >"$conf/nul.svm"
+    for t in garbage truncated overflow nan nan-label huge-index int-index wide-index negative-index nul; do
+      hcase "data.$t" --data "$t.svm" -- "${logistic[@]}" --data "$conf/$t.svm" "${keep[@]}"
+    done
+    hcase test_data.garbage --test-data garbage.svm -- "${logistic[@]}" --data "$conf/good.svm" \
+      --test-data "$conf/garbage.svm" "${keep[@]}"
+  fi
+fi
+
+# ---- --out ----------------------------------------------------------------------------
+# mount_or_skip TAG DIR MOUNT_ARGS...: mounts (as root); says why a case is skipped.
+MOUNTED=()
+unmount_all() {
+  local d
+  for d in "${MOUNTED[@]}"; do umount "$d" 2>/dev/null || umount -l "$d" 2>/dev/null || true; done
+  MOUNTED=()
+}
+avb_cleanup_hooks+=(unmount_all)
+mount_or_skip() {
+  local tag=$1 dir=$2
+  shift 2
+  if [ "$(id -u)" -ne 0 ]; then
+    say "$tag: SKIPPED: needs root to mount ($*)"
+    return 1
+  fi
+  local why
+  if ! why=$(mount "$@" "$dir" 2>&1); then
+    say "$tag: SKIPPED: mount refused: $why"
+    return 1
+  fi
+  MOUNTED+=("$dir")
+}
+
+if want out; then
+  say "section out"
+  if [ "$APP" = averaging_bench ]; then short=(--rounds 2 --trials 1); else short=(--steps 2); fi
+  hcase out.empty --out "''|file name" -- --out '' "${short[@]}"
+  hcase out.folder --out 'folder' -- --out . --overwrite "${short[@]}"
+  hcase out.trailing_slash --out 'folder|file name' -- --out existing.h5/ --overwrite "${short[@]}"
+  hcase out.file_as_folder --out 'existing.h5|not a folder' -- --out existing.h5/run.h5 "${short[@]}"
+  hcase out.long_name --out 'too long' -- --out "$(printf 'n%.0s' $(seq 300)).h5" "${short[@]}"
+  hcase out.exists --out 'existing.h5|--overwrite' -- --out existing.h5 "${short[@]}"
+
+  # A read-only folder: a read-only bind mount as root (permissions do not stop
+  # root), mode 555 otherwise. The earlier trace inside must survive --overwrite.
+  ro=$work/ro
+  mkdir -p "$SCRATCH/ro-src"
+  cp "$work/existing.h5" "$SCRATCH/ro-src/existing.h5"
+  mkdir -p "$ro"
+  if [ "$(id -u)" -ne 0 ]; then
+    cp "$work/existing.h5" "$ro/existing.h5"
+    chmod 555 "$ro"
+    ro_ready=1
+  elif mount_or_skip out.read_only "$ro" --bind "$SCRATCH/ro-src"; then
+    if mount -o remount,bind,ro "$ro" 2>/dev/null; then ro_ready=1; else
+      say "out.read_only: SKIPPED: remount read-only refused"; ro_ready=0; fi
+  else
+    ro_ready=0
+  fi
+  if [ "$ro_ready" = 1 ]; then
+    hcase out.read_only --out 'not writable' -- --out ro/run.h5 "${short[@]}"
+    hcase out.read_only_overwrite --out 'not writable' -- --out ro/existing.h5 --overwrite "${short[@]}"
+  fi
+  [ "$(id -u)" -ne 0 ] && chmod 755 "$ro"
+  unmount_all
+  rm -rf "$ro"
+
+  # A full file system: a 256 KiB tmpfs holding an earlier trace, and a run whose
+  # trace needs more. Not bad input: the run starts, and must then end non-zero
+  # with one error line naming --out and the full disk; nothing new may be left
+  # (neither the final name nor the hidden temporary file), and the earlier trace
+  # keeps its SHA-256.
+  full=$SCRATCH/full
+  mkdir -p "$full"
+  if mount_or_skip out.full "$full" -t tmpfs -o size=256k tmpfs; then
+    cp "$work/existing.h5" "$full/run.h5"
+    before=$(sha256sum "$full/run.h5" | cut -d' ' -f1)
+    if [ "$APP" = averaging_bench ]; then
+      big=(--rounds 400 --trials 30 --dim 2)
+    else
+      big=(--steps 4000 --eval-every 1 --trials 10)
+    fi
+    set +e
+    (cd "$work" && timeout -k 10 120 "${LAUNCH[@]}" "$BIN" "${big[@]}" --out "$full/run.h5" --overwrite --quiet) \
+      >"$logs/full.out" 2>"$logs/full.err" </dev/null
+    RC=$?
+    set -e
+    OUT=$logs/full.out ERR=$logs/full.err
+    problems=()
+    [ "$RC" -eq 1 ] || problems+=("exit code $RC, expected 1 (an error, not bad input, not a crash)")
+    lines=$(grep -v '^\[' "$ERR" | grep -c "^$APP: error" || true)
+    [ "$lines" -eq 1 ] || problems+=("$lines '$APP: error' lines on stderr, expected 1")
+    grep -v '^\[' "$ERR" | grep "^$APP: error" | grep -q -- '--out' || problems+=("the error line does not name --out")
+    grep -v '^\[' "$ERR" | grep "^$APP: error" | grep -qi 'space' || problems+=("the error line does not say the disk is full")
+    left=$(cd "$full" && ls -A | grep -vx run.h5 || true)
+    [ -z "$left" ] || problems+=("files left on the full file system: $left")
+    [ "$(sha256sum "$full/run.h5" | cut -d' ' -f1)" = "$before" ] || problems+=("the earlier trace changed")
+    if [ ${#problems[@]} -eq 0 ]; then
+      ok "out.full: exit $RC, \"$(grep -v '^\[' "$ERR" | grep "^$APP: error")\", nothing left, earlier trace kept"
+    else
+      bad "out.full: a run onto a full file system"
+      for p in "${problems[@]}"; do echo "    - $p" >&2; done
+      show_logs
+    fi
+    unmount_all
+  fi
+fi
+
+[ "$SKIPPED_EMPTY" -eq 0 ] || say "SKIPPED under SMPI: $SKIPPED_EMPTY case(s) with an empty argument or a blank (smpirun drops or splits them)"
+say "$(elapsed "$started") s"
+finish
