@@ -16,6 +16,8 @@
 #      quantizer encode/decode in GB/s of input doubles (goal >= 1)
 # --smoke: tiny sizes and short runs (seconds), to check that everything runs and
 # prints well-formed ratios (ctest bench_smoke); pass/miss is then meaningless.
+# Item 1's "measured" column gives the quartiles of the per-iteration paired ratios
+# [q1, q3] (the spread), then each side's bus bandwidth from its median time.
 # Exit status: 0 when every program ran and printed every expected ratio (misses
 # of a goal do not fail: timings on a shared machine are not assertions), 1 otherwise.
 set -euo pipefail
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
     --np) nps=$2; shift 2 ;;
     --smpi-np) smpi_nps=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench.sh: error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,14 +56,14 @@ if [ $do_build = 1 ]; then
 fi
 
 if [ $smoke = 1 ]; then
-  mpi_args=(--min-bytes 8K --max-bytes 64K --budget 1M --max-iterations 20)
-  kernel_args=(--benchmark_filter='/(32768|21845|16384|13107|65536)$' --benchmark_min_time=0.01)
+  mpi_args=(--min-bytes 8K --max-bytes 64K --budget 1M --max-iterations 20 --benchmark_color=false)
+  kernel_args=(--benchmark_color=false --benchmark_filter='/(32768|21845|16384|13107|65536)$' --benchmark_min_time=0.01)
   smpi_sizes=64K,256K
   nps=${nps% *}  # the first only
   smpi_nps="2 4"
 else
-  mpi_args=()
-  kernel_args=(--benchmark_min_time=0.3)
+  mpi_args=(--benchmark_color=false)
+  kernel_args=(--benchmark_color=false --benchmark_min_time=0.3)
   smpi_sizes=1M,4M,16M,64M
 fi
 failed=0
@@ -89,7 +91,7 @@ fi
 
 # One table from every RATIO line; a line whose value is not a positive finite
 # number, or a program that printed none, fails the run.
-cat "$out"/*.txt | grep '^RATIO ' >"$out/ratios" || true
+cat "$out"/*.txt | grep -o 'RATIO .*' >"$out/ratios" || true
 /usr/bin/python3 - "$out/ratios" "$smoke" "$have_mpi" "$have_smpi" <<'PY' || failed=1
 import math, sys
 path, smoke, have_mpi, have_smpi = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1"
@@ -112,7 +114,8 @@ for line in open(path):
     if kind == "allreduce":
         what = f"1 {kv['algo']} busbw / MPI_Allreduce"
         goal = 1.0 if kv["algo"] == "ring" and b >= 1 << 20 else None
-        rows.append((what, f"n={kv['n']}", size, value, goal, f"{float(kv['busbw']):.3f} vs {float(kv['mpi_busbw']):.3f} GB/s"))
+        rows.append((what, f"n={kv['n']}", size, value, goal,
+                     f"[{float(kv['q1']):.2f}, {float(kv['q3']):.2f}] busbw {float(kv['busbw']):.3f} vs {float(kv['mpi_busbw']):.3f} GB/s"))
     elif kind == "smpi":
         goal = 0.95 if b == 16 << 20 else None
         rows.append((f"2 {kv['algo']} alpha-beta / simulated", f"n={kv['n']}", size, value, goal,
@@ -127,7 +130,11 @@ for k in sorted(expected - kinds):
     bad += 1
     print(f"bench.sh: no '{k}' results", file=sys.stderr)
 print(f"{'item':46} {'ranks':6} {'size':>8} {'ratio':>8} {'goal':>6}  {'':4}  measured")
-rows.sort(key=lambda r: r[0][0])  # by item, stable: each program's order within an item
+def order(r):  # by item, ranks, size; stable: each program's order within
+    n = int(r[1][2:]) if r[1].startswith("n=") else 0
+    number, unit = r[2].split()
+    return (r[0][0], n, int(number) << (20 if unit == "MiB" else 10))
+rows.sort(key=order)
 for what, n, size, value, goal, note in rows:
     verdict = "" if goal is None else ("pass" if value >= goal else "miss")
     print(f"{what:46} {n:6} {size:>8} {value:8.3f} {'' if goal is None else format(goal, '.2f'):>6}  {verdict:4}  {note}")
