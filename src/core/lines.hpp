@@ -13,9 +13,8 @@ namespace avb {
 // most max_chars characters: a file with no newline at all (a binary, /dev/zero)
 // must end in an error naming the line, not in one string that grows until memory
 // runs out. Returns false at the end of the input or on a read error (badbit set).
-// Sets `too_long` when the line
-// had more than max_chars characters; the reader then stops, so the rest of that
-// line is left unread.
+// Sets `too_long` when the line had more than max_chars characters; the reader then
+// stops, so the rest of that line is left unread.
 inline bool read_line(std::istream& in, std::string& line, std::size_t max_chars, bool& too_long) {
   line.clear();
   too_long = false;
