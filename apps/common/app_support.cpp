@@ -169,6 +169,15 @@ std::string join_command_line(int argc, char** argv) {
   return line;
 }
 
+namespace {
+// A flag's value as quoted in an error line: printable, and cut at 60 characters
+// (a 100,000-digit value need not be echoed back whole).
+std::string shown(const std::string& text) {
+  constexpr std::size_t max_chars = 60;
+  return text.size() <= max_chars ? printable(text) : printable(text.substr(0, max_chars)) + "...";
+}
+}  // namespace
+
 long long parse_integer(const std::string& flag, const std::string& text, long long min, long long max) {
   const std::string accepted = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   std::size_t used = 0;
@@ -179,8 +188,8 @@ long long parse_integer(const std::string& flag, const std::string& text, long l
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + printable(text) + "' is not " + accepted);
-  if (value < min || value > max) throw ConfigError(flag + ": " + text + " is not " + accepted);
+  if (used == 0 || used != text.size()) throw ConfigError(flag + ": '" + shown(text) + "' is not " + accepted);
+  if (value < min || value > max) throw ConfigError(flag + ": " + shown(text) + " is not " + accepted);
   return value;
 }
 
@@ -190,7 +199,7 @@ double parse_real(const std::string& flag, const std::string& text, const std::s
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   const bool whole = !text.empty() && end == text.c_str() + text.size() && !std::isspace(static_cast<unsigned char>(text[0]));
-  if (!whole || std::isnan(value)) throw ConfigError(flag + ": '" + printable(text) + "' is not " + accepted);
+  if (!whole || std::isnan(value)) throw ConfigError(flag + ": '" + shown(text) + "' is not " + accepted);
   return value;  // ranges are checked by avb::resolve(), which names the flag too
 }
 
@@ -207,7 +216,7 @@ std::uint64_t parse_seed(const std::string& flag, const std::string& text) {
       fits = false;
     }
   }
-  if (!fits) throw ConfigError(flag + ": '" + printable(text) + "' is not an integer in [0, 18446744073709551615]");
+  if (!fits) throw ConfigError(flag + ": '" + shown(text) + "' is not an integer in [0, 18446744073709551615]");
   return value;
 }
 
