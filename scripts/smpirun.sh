@@ -23,20 +23,19 @@
 # while nothing progresses (smpi/grow-injected-times): swarm's progress engine
 # polls between local steps and while idle, and the default (0.1 ms, doubling)
 # made one simulated second of idling cost a hundred.
-# --eager-limit BYTES: messages below it are sent eagerly (SimGrid's "detached"
-# sends: the sender goes on at once, as with MPI's eager protocol); larger ones
-# complete only once received. SimGrid's default is 65536. SimGrid 3.32 keeps every
-# eager message in flight in one list that it scans at each completion, so wall
-# time grows with the square of the messages in flight: Moshpit at 1024 peers and
-# --dim 1000 (32k small messages per round) did not finish 10 rounds in 15
-# minutes, and takes 28 s with --eager-limit 0. Simulated times change only where
-# a peer sends many messages at once without waiting on them: the butterfly of
-# moshpit and random-groups takes about a quarter longer per round
-# (docs/performance.md, "Scale").
+# --eager-limit BYTES (default 0): messages below it are sent eagerly (SimGrid's
+# "detached" sends: the sender goes on at once, as with MPI's eager protocol);
+# others complete only once received. SimGrid's own default is 65536, but 3.32
+# spends, per completed eager message, time proportional to the eager messages in
+# flight: Moshpit at 1024 peers and --dim 1000 (32k small messages a round) did
+# not finish 10 rounds in 15 minutes with it, and takes 28 s with 0. Values never
+# depend on the limit and simulated time hardly does (+0.3% for Moshpit at 256
+# peers, dim 1000; docs/performance.md, "Scale"). --eager-limit 65536 gives
+# SimGrid's default back.
 # Extra --cfg options go to SimGrid.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-n="" platform="" hostfile="" cfgs=() privatize=0 gen=()
+n="" platform="" hostfile="" cfgs=() privatize=0 gen=() eager=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -n|-np) n="$2"; shift 2 ;;
@@ -46,7 +45,7 @@ while [ $# -gt 0 ]; do
     --privatize) privatize=1; shift ;;
     --eager-limit)
       case "${2:-}" in ''|*[!0-9]*) echo "smpirun.sh: error: --eager-limit: '${2:-}' is not a number of bytes >= 0" >&2; exit 2 ;; esac
-      cfgs+=("--cfg=smpi/send-is-detached-thresh:$2"); shift 2 ;;
+      eager=$2; shift 2 ;;
     --kind|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw) gen+=("$1" "$2"); shift 2 ;;
     --speed-seed) gen+=(--seed "$2"); shift 2 ;;
     --) shift; break ;;
@@ -78,13 +77,30 @@ for a in "$@"; do
   if [ "$a" = --help ]; then a=-h; fi
   args+=("$a")
 done
-# setpriv --pdeathsig KILL: the simulation (smpimain, a child of SimGrid's smpirun
-# script) is killed when smpirun dies. smpirun relays a SIGTERM to it, and the
-# program then stops after the round in progress, which at scale can take
-# minutes; `timeout -k` then kills smpirun, and without this smpimain would go on
-# alone.
-exec smpirun -wrapper "setpriv --pdeathsig KILL" -np "$n" -platform "$platform" -hostfile "$hostfile" \
+# SimGrid's smpirun relays a signal to the simulation (smpimain, its child) and
+# exits at once; the program then stops after the round in progress and saves its
+# trace, which at scale can take minutes. So smpirun runs in its own process group
+# and this script forwards SIGTERM, SIGINT and SIGHUP to it, then returns only once
+# the whole group is gone: callers that wait for this script wait for the trace. A
+# watchdog kills the group if this script is killed outright (timeout -k, SIGKILL),
+# so the simulation never goes on alone.
+set -m
+smpirun -np "$n" -platform "$platform" -hostfile "$hostfile" \
   --cfg=smpi/privatization:$privatize --cfg=smpi/simulate-computation:no --cfg=smpi/host-speed:1Gf \
-  --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no \
+  --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no --cfg=smpi/send-is-detached-thresh:"$eager" \
   --log=root.thres:warning \
-  "${cfgs[@]}" "$program" "${args[@]}"
+  "${cfgs[@]}" "$program" "${args[@]}" &
+sim=$!
+set +m
+(while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null) </dev/null >/dev/null 2>&1 &
+watchdog=$!
+for s in TERM INT HUP; do trap "kill -s $s $sim 2>/dev/null" "$s"; done
+rc=0
+wait "$sim" || rc=$?
+while kill -0 "$sim" 2>/dev/null; do  # a trapped signal interrupts wait: wait again
+  rc=0
+  wait "$sim" || rc=$?
+done
+while kill -0 -- "-$sim" 2>/dev/null; do sleep 0.2; done  # the simulation outlives smpirun after a signal
+kill "$watchdog" 2>/dev/null || true
+exit "$rc"

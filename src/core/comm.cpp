@@ -48,21 +48,25 @@ Comm Comm::duplicate(MPI_Comm parent) {
 }
 
 Comm::~Comm() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // no throw from a destructor
+  if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // no throw from a destructor
 }
 
 Comm::Comm(Comm&& other) noexcept
     : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
       rank_(std::exchange(other.rank_, -1)),
       size_(std::exchange(other.size_, 0)),
+      owned_(std::exchange(other.owned_, true)),
+      parent_rank_(std::move(other.parent_rank_)),
       traffic_(other.traffic_) {}
 
 Comm& Comm::operator=(Comm&& other) noexcept {
   if (this != &other) {
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
     rank_ = std::exchange(other.rank_, -1);
     size_ = std::exchange(other.size_, 0);
+    owned_ = std::exchange(other.owned_, true);
+    parent_rank_ = std::move(other.parent_rank_);
     traffic_ = other.traffic_;
   }
   return *this;
@@ -74,18 +78,21 @@ Comm Comm::split(int color, int key) const {
   return Comm(out, traffic_);
 }
 
-Comm Comm::create_group(std::span<const int> members, int tag) const {
-  MPI_Group whole = MPI_GROUP_NULL;
-  MPI_Group part = MPI_GROUP_NULL;
-  check_mpi(MPI_Comm_group(comm_, &whole), "MPI_Comm_group");
-  int rc = MPI_Group_incl(whole, static_cast<int>(members.size()), members.data(), &part);
-  MPI_Group_free(&whole);
-  check_mpi(rc, "MPI_Group_incl");
-  MPI_Comm out = MPI_COMM_NULL;
-  rc = MPI_Comm_create_group(comm_, part, tag, &out);
-  MPI_Group_free(&part);
-  check_mpi(rc, "MPI_Comm_create_group");
-  return Comm(out, traffic_);
+Comm Comm::subgroup(std::span<const int> members) const {
+  Comm view;
+  view.comm_ = comm_;
+  view.owned_ = false;
+  view.traffic_ = traffic_;
+  view.size_ = static_cast<int>(members.size());
+  auto ranks = std::make_shared<std::vector<int>>();
+  ranks->reserve(members.size());
+  for (int m : members) {
+    if (m == rank_) view.rank_ = static_cast<int>(ranks->size());
+    ranks->push_back(to_parent(m));
+  }
+  if (view.rank_ < 0) throw Error("Comm::subgroup: rank " + std::to_string(rank_) + " is not a member");
+  view.parent_rank_ = std::move(ranks);
+  return view;
 }
 
 void Comm::wait_all(std::vector<MPI_Request>& requests) {

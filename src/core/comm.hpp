@@ -64,7 +64,7 @@ class Comm {
   template <class T>
   void send(std::span<const T> data, int dest, int tag) {
     count(data.size_bytes());
-    check_mpi(MPI_Send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, comm_),
+    check_mpi(MPI_Send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(dest), tag, comm_),
               "MPI_Send");
   }
 
@@ -74,13 +74,13 @@ class Comm {
   template <class T>
   void ssend(std::span<const T> data, int dest, int tag) {
     count(data.size_bytes());
-    check_mpi(MPI_Ssend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, comm_),
+    check_mpi(MPI_Ssend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(dest), tag, comm_),
               "MPI_Ssend");
   }
 
   template <class T>
   void recv(std::span<T> data, int source, int tag) {
-    check_mpi(MPI_Recv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), source, tag, comm_,
+    check_mpi(MPI_Recv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(source), tag, comm_,
                        MPI_STATUS_IGNORE),
               "MPI_Recv");
   }
@@ -89,8 +89,8 @@ class Comm {
   template <class T>
   void sendrecv(std::span<const T> out, int dest, std::span<T> in, int source, int tag) {
     count(out.size_bytes());
-    check_mpi(MPI_Sendrecv(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), dest, tag, in.data(),
-                           static_cast<int>(in.size()), mpi_datatype<T>(), source, tag, comm_, MPI_STATUS_IGNORE),
+    check_mpi(MPI_Sendrecv(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), to_parent(dest), tag, in.data(),
+                           static_cast<int>(in.size()), mpi_datatype<T>(), to_parent(source), tag, comm_, MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
   }
 
@@ -100,14 +100,14 @@ class Comm {
   void isend(std::span<const T> data, int dest, int tag, std::vector<MPI_Request>& requests) {
     count(data.size_bytes());
     requests.emplace_back();
-    check_mpi(MPI_Isend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, comm_,
+    check_mpi(MPI_Isend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(dest), tag, comm_,
                         &requests.back()),
               "MPI_Isend");
   }
   template <class T>
   void irecv(std::span<T> data, int source, int tag, std::vector<MPI_Request>& requests) {
     requests.emplace_back();
-    check_mpi(MPI_Irecv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), source, tag, comm_,
+    check_mpi(MPI_Irecv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(source), tag, comm_,
                         &requests.back()),
               "MPI_Irecv");
   }
@@ -117,15 +117,23 @@ class Comm {
   // MPI_Comm_split; members with color < 0 get the null Comm.
   Comm split(int color, int key) const;
 
-  // A communicator over `members` (ranks of this Comm, in the order given, which
-  // becomes the new rank order). Collective over the members only — the others do
-  // not call it — so its cost grows with the group, not with this Comm.
-  Comm create_group(std::span<const int> members, int tag) const;
+  // The sub-group `members` (ranks of this Comm, in the order given, which becomes
+  // the new rank order), for point-to-point traffic only: a view that talks on
+  // this Comm's communicator and translates ranks, so making it costs nothing and
+  // involves no other peer. Not an MPI communicator: under SMPI each of those has
+  // rank tables sized by the whole world, held by every simulated rank for the
+  // round (N^2 memory in the one simulating process). Its messages share this
+  // Comm's tags; callers keep a group's traffic apart by membership (groups of a
+  // round are disjoint) and by completing it within the round. Called by the
+  // members only; this Comm must outlive the view. Throws Error if this peer is
+  // not a member.
+  Comm subgroup(std::span<const int> members) const;
 
   void barrier() const;
 
  private:
   Comm(MPI_Comm comm, std::shared_ptr<Traffic> traffic);
+  int to_parent(int rank) const { return parent_rank_ ? (*parent_rank_)[static_cast<std::size_t>(rank)] : rank; }
   void count(std::size_t bytes) {
     traffic_->bytes_sent += bytes;
     traffic_->messages_sent += 1;
@@ -134,6 +142,9 @@ class Comm {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = -1;
   int size_ = 0;
+  bool owned_ = true;  // free comm_ when done (false for a subgroup view)
+  // A subgroup view's rank -> rank in comm_ (null: the identity).
+  std::shared_ptr<const std::vector<int>> parent_rank_;
   std::shared_ptr<Traffic> traffic_ = std::make_shared<Traffic>();
 };
 

@@ -49,12 +49,11 @@ class AllreduceProtocol final : public Protocol {
     if (alive.size() < 2) return;  // nobody to average with: not a group
     if (world.rank() == alive.front()) round.counters.groups = 1;
     if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
-    Comm group = world.create_group(alive, kGroupTag);
+    Comm group = world.subgroup(alive);
     allreduce_.average(group, x);
   }
 
  private:
-  static constexpr int kGroupTag = 201;
   FailureSemantics semantics_;
   GroupAllreduce allreduce_;
 };

@@ -69,7 +69,7 @@ void GroupAverager::run(std::span<const int> members, std::span<double> x, Round
   if (any_failed && round.failures.alive(round.t, round.world.rank())) round.counters.waited_on_failure = 1;
   if (any_failed && semantics_ == FailureSemantics::abort) return;  // everyone keeps its values
 
-  Comm group = round.world.create_group(members, kGroupTag);
+  Comm group = round.world.subgroup(members);
   if (any_failed) butterfly_.average(group, x, fates_);
   else butterfly_.average(group, x);
 }

@@ -47,7 +47,6 @@ class GroupAverager {
   void run(std::span<const int> members, std::span<double> x, Round& round);
 
  private:
-  static constexpr int kGroupTag = 301;  // MPI_Comm_create_group's tag
   FailureSemantics semantics_;
   int min_group_size_;
   ButterflyAllreduce butterfly_;

@@ -4,8 +4,9 @@
 // with equal group keys form a group and average with a butterfly all-reduce.
 // Every peer computes its group alone, from the grid, the failure model and the
 // shuffle keys, which all peers evaluate identically (no matchmaking traffic), and
-// then builds the group's communicator with MPI_Comm_create_group: only members
-// take part, so forming groups costs O(group) per peer, not O(N).
+// then talks to the group through a rank-translating view of the trial's
+// communicator (Comm::subgroup): forming a group costs no messages and O(group)
+// memory per peer.
 //
 //   axis:  round t averages along axis (t-1) mod d: the group is the occupied cells
 //          of this peer's line. The authors' simulation.

@@ -102,21 +102,41 @@ TEST(GroupAllreduce, AutomaticChoosesDoublingForShortAndRingForLongVectors) {
   EXPECT_EQ(choose_collective(8, 1 << 20), Collective::ring);
 }
 
-TEST(GroupAllreduce, WorksOnSubCommunicators) {
+TEST(GroupAllreduce, WorksOnSubgroups) {
   Comm world = Comm::duplicate(MPI_COMM_WORLD);
-  // Odd ranks form one group, even ranks another (create_group: members only).
-  std::vector<int> members;
-  for (int r = world.rank() % 2; r < world.size(); r += 2) members.push_back(r);
-  Comm group = world.create_group(members, 9);
-  ASSERT_FALSE(group.is_null());
-  ASSERT_EQ(group.size(), static_cast<int>(members.size()));
-  std::vector<double> x{static_cast<double>(world.rank())};
-  GroupAllreduce(Collective::ring).average(group, x);
-  double expected = 0;
-  for (int r : members) expected += r;
-  EXPECT_DOUBLE_EQ(x[0], expected / static_cast<double>(members.size()));
-  // Sub-communicators share the parent's traffic counter.
-  EXPECT_EQ(world.traffic().bytes_sent, group.traffic().bytes_sent);
+  // Odd ranks form one group, even ranks another, members listed in descending
+  // order so group rank and world rank differ. The two groups run at once on the
+  // one communicator with the same tags, then regroup into lower and upper halves
+  // (subgroup: members only, no messages to form it).
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<int> members;
+    const int half = (world.size() + 1) / 2;
+    for (int r = world.size() - 1; r >= 0; --r)
+      if (pass == 0 ? r % 2 == world.rank() % 2 : (r < half) == (world.rank() < half)) members.push_back(r);
+    Comm group = world.subgroup(members);
+    ASSERT_FALSE(group.is_null());
+    ASSERT_EQ(group.size(), static_cast<int>(members.size()));
+    ASSERT_EQ(members[static_cast<std::size_t>(group.rank())], world.rank());
+    for (Collective c : {Collective::ring, Collective::doubling, Collective::tree}) {
+      std::vector<double> x{static_cast<double>(world.rank()), 1.0 + world.rank() * world.rank()};
+      GroupAllreduce(c).average(group, x);
+      double sum = 0, squares = 0;
+      for (int r : members) {
+        sum += r;
+        squares += 1.0 + r * r;
+      }
+      const double m = static_cast<double>(members.size());
+      EXPECT_NEAR(x[0], sum / m, 1e-12) << "pass " << pass;
+      EXPECT_NEAR(x[1], squares / m, 1e-12) << "pass " << pass;
+    }
+    // A subgroup shares the parent's traffic counter.
+    EXPECT_EQ(world.traffic().bytes_sent, group.traffic().bytes_sent);
+  }
+  // Only members may make the view.
+  std::vector<int> others;
+  for (int r = 0; r < world.size(); ++r)
+    if (r != world.rank()) others.push_back(r);
+  EXPECT_THROW(world.subgroup(others), Error);
 }
 
 }  // namespace

@@ -20,12 +20,11 @@
 #    exactly 50 ms longer than without, since every alive peer waits out the
 #    timeout; detection_time, the most any one peer was charged, is a whole number
 #    of timeouts, at most that total.
-# 6. smpirun.sh --eager-limit: Moshpit on 64 peers, --dim 1000, with SimGrid's
-#    default (messages below 64 KiB eager) and with --eager-limit 0 (every message
-#    completes only once received): every value column of the trace is bit for bit
-#    the same, simulated time is not shorter, and the butterfly's many unawaited
-#    sends make it longer (the cost of the scale setting, docs/performance.md). A
-#    limit that is not a number is refused with one line.
+# 6. smpirun.sh --eager-limit: Moshpit on 64 peers, --dim 1000, with smpirun.sh's
+#    default (0: every message completes only once received) and with SimGrid's
+#    (--eager-limit 65536: messages below 64 KiB eager): every value column of the
+#    trace is bit for bit the same and simulated time within 2% (docs/performance.md,
+#    "Scale"). A limit that is not a number is refused with one line.
 source "$(dirname "$0")/common.sh"
 
 [ $# -eq 1 ] || die "usage: test_platforms.sh AVERAGING_BENCH"
@@ -160,31 +159,29 @@ print(f"{charged} rounds with a failure took 50 ms longer each; detection_time c
 PY
 ) && ok "detection timeout: $report" || bad "detection timeout: $report"
 # 6. --eager-limit.
-for e in default 0; do
+for e in default 65536; do
   limit=()
   [ "$e" = default ] || limit=(--eager-limit "$e")
   timeout -k 10 120 "$AVB_SMPIRUN" -n 64 "${limit[@]}" "$BIN" --protocol moshpit --dim 1000 --fail-rate 0.05 \
     --rounds 3 --trials 2 --out "$SCRATCH/eager-$e.h5" --quiet >"$SCRATCH/eager-$e.log" 2>&1 </dev/null ||
     { sed 's/^/    /' "$SCRATCH/eager-$e.log" >&2; die "eager limit $e: the run failed"; }
 done
-report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/eager-default.h5" "$SCRATCH/eager-0.h5" "$AVB_REPO/tests/scripts" <<'PY'
+report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/eager-default.h5" "$SCRATCH/eager-65536.h5" "$AVB_REPO/tests/scripts" <<'PY'
 import sys
 import h5py
 sys.path.insert(0, sys.argv[3])
 from bitwise import same
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-slower = []
+ratios = []
 for k in sorted(a["trials"]):
     ta, tb = a["trials"][k], b["trials"][k]
     for column in ta:
         if column != "time" and not same(ta[column][()], tb[column][()]):
-            sys.exit(f"trial {k}: column {column} differs with --eager-limit 0")
-    if (tb["time"][()] < ta["time"][()] - 1e-12).any():
-        sys.exit(f"trial {k}: --eager-limit 0 made time shorter: {ta['time'][()]} vs {tb['time'][()]}")
-    slower.append(float(tb["time"][-1] / ta["time"][-1]))
-if not all(r > 1.0 for r in slower):
-    sys.exit(f"--eager-limit 0 did not make the butterfly slower: time ratios {slower}")
-print("values bit for bit equal; simulated time x" + ", x".join(f"{r:.3f}" for r in slower))
+            sys.exit(f"trial {k}: column {column} differs with --eager-limit 65536")
+    ratios.append(float(ta["time"][-1] / tb["time"][-1]))
+if not all(abs(r - 1.0) < 0.02 for r in ratios):
+    sys.exit(f"simulated time with eager limit 0 over 65536: {ratios} (want within 2%)")
+print("values bit for bit equal; simulated time with limit 0 over 65536: " + ", ".join(f"{r:.4f}" for r in ratios))
 PY
 ) && ok "eager limit: $report" || bad "eager limit: $report"
 rc=0
