@@ -4,7 +4,9 @@
 //   mpirun -n 1024 averaging_bench --protocol allreduce --fail-rate 0.01 --out run.h5
 //
 // Exit codes: 0 done; 2 bad input (nothing written); 128+signal when stopped by
-// SIGTERM/SIGINT (the trace holds the rounds done, complete = 0); 1 other errors.
+// SIGTERM/SIGINT (the trace holds the rounds done, complete = 0); 3 when the run
+// cannot go on (--round-timeout, a deadlock under SMPI: the trace holds the trials
+// done, complete = 0); 1 other errors.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -71,7 +73,15 @@ int run(int argc, char** argv) {
   avb::app::Reporter reporter(options, std::move(trace), cli.quiet);
   reporter.set_peers(size);
   if (rank == 0) reporter.print_header(kProgram, info, described);
-  const avb::AveragingResult result = avb::run_averaging(options, MPI_COMM_WORLD, reporter);
+  std::optional<avb::app::DeadlockGuard> deadlock;
+  if (rank == 0) deadlock.emplace(kProgram, [&reporter] { reporter.abandon(); });
+  avb::AveragingResult result;
+  try {
+    result = avb::run_averaging(options, MPI_COMM_WORLD, reporter);
+  } catch (const avb::Stalled& e) {
+    if (rank == 0) reporter.abandon();
+    avb::app::abort_run(kProgram, e.what());
+  }
   if (rank == 0) reporter.finish(result.trials, !result.stopped);
   return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
 }

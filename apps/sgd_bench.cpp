@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -168,6 +169,7 @@ avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
   o.join_rate = avb::app::join_rate(cli.protocol);
   o.stragglers = avb::app::straggler_spec(cli.protocol);
   o.detection_timeout = avb::app::detection_timeout(cli.protocol);
+  o.round_timeout = avb::app::round_timeout(cli.protocol);
 
   avb::ObjectiveOptions& f = o.objective;
   f.kind = avb::parse_objective_kind(cli.objective);
@@ -286,7 +288,15 @@ int run(int argc, char** argv) {
     optimum.test_set = setup.test_set_kind;
     reporter.print_header(kProgram, info, described, optimum);
   }
-  const avb::TrainingResult result = avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
+  std::optional<avb::app::DeadlockGuard> deadlock;
+  if (rank == 0) deadlock.emplace(kProgram, [&reporter] { reporter.abandon(); });
+  avb::TrainingResult result;
+  try {
+    result = avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
+  } catch (const avb::Stalled& e) {
+    if (rank == 0) reporter.abandon();
+    avb::app::abort_run(kProgram, e.what());
+  }
   if (rank == 0) reporter.finish(result.trials, !result.stopped);
   return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
 }

@@ -12,8 +12,13 @@
 
 #include <unistd.h>
 
+#ifdef AVB_ENGINE_SMPI
+#include <simgrid/s4u/Engine.hpp>
+#endif
+
 #include "core/comm.hpp"
 #include "core/error.hpp"
+#include "core/watch.hpp"
 
 namespace avb::app {
 
@@ -412,5 +417,37 @@ void Reporter::finish(const std::vector<TrialRecord>& trials, bool complete) {
   std::fflush(stdout);
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
 }
+
+void abort_run(const std::string& program, const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: error: %s\n", program.c_str(), printable(message).c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kExitStalled);
+  std::_Exit(kExitStalled);  // MPI_Abort does not return; this is for the compiler
+}
+
+struct DeadlockGuard::State {
+  std::string program;
+  std::function<void()> save;
+};
+
+DeadlockGuard::DeadlockGuard(std::string program, std::function<void()> save)
+    : state_(std::make_shared<State>(State{std::move(program), std::move(save)})) {
+#ifdef AVB_ENGINE_SMPI
+  // SimGrid calls this from its own context once no actor can move, before it
+  // kills them all; nothing can be sent any more, so no MPI here.
+  simgrid::s4u::Engine::on_deadlock_cb([state = state_] {
+    const std::string blocked = describe_blocked_peers();
+    if (state->save) state->save();
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: deadlock: no simulated peer can move: %s\n", state->program.c_str(),
+                 printable(blocked).c_str());
+    std::fflush(stderr);
+    std::_Exit(kExitStalled);
+  });
+#endif
+}
+
+DeadlockGuard::~DeadlockGuard() { state_->save = nullptr; }
 
 }  // namespace avb::app

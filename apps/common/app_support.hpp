@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ctime>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -101,6 +102,30 @@ void write_guarded(std::unique_ptr<TraceWriter>& trace, std::string& error, Writ
 // stopped by a signal; else 0.
 int exit_code(const std::string& program, const std::string& trace_error, bool stopped);
 
+// A run that cannot go on: a stall past --round-timeout (Stalled), or under SMPI a
+// deadlock that SimGrid found. Rank 0 has saved what it had (`save`); then one
+// line, "<program>: error: <message>", and every process ends with kExitStalled
+// (through MPI_Abort, since other ranks may be blocked).
+constexpr int kExitStalled = 3;
+[[noreturn]] void abort_run(const std::string& program, const std::string& message);
+
+// Under SMPI, from construction to destruction: when SimGrid finds that no
+// simulated peer can move, call `save` (rank 0's trace, marked incomplete), print
+// one line saying what the peers were blocked in (core/watch.hpp), and end the
+// simulation with kExitStalled. Elsewhere it does nothing: --round-timeout covers
+// real MPI. Construct it on rank 0 only.
+class DeadlockGuard {
+ public:
+  DeadlockGuard(std::string program, std::function<void()> save);
+  ~DeadlockGuard();
+  DeadlockGuard(const DeadlockGuard&) = delete;
+  DeadlockGuard& operator=(const DeadlockGuard&) = delete;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 // mean +- standard error (0 for fewer than two values).
 struct MeanSe {
   double mean = 0, se = 0;
@@ -118,6 +143,10 @@ class Reporter final : public AveragingObserver {
   bool stop_requested() override { return stop_signal() != 0 || !trace_error_.empty(); }
   // Mean +- standard error over the trials, then the trace is finished.
   void finish(const std::vector<TrialRecord>& trials, bool complete);
+  // The run cannot go on: the trace keeps the trials written so far, complete = 0.
+  void abandon() {
+    write_guarded(trace_, trace_error_, [](TraceWriter& t) { t.finish(false); });
+  }
   // Why the trace could not be written (rank 0; empty when it was).
   const std::string& trace_error() const { return trace_error_; }
 

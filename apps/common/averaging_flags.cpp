@@ -41,6 +41,7 @@ AveragingOptions averaging_options(const AveragingCli& cli, int n_peers) {
   o.join_rate = join_rate(cli.protocol);
   o.stragglers = straggler_spec(cli.protocol);
   o.detection_timeout = detection_timeout(cli.protocol);
+  o.round_timeout = round_timeout(cli.protocol);
   o.compute_flops = parse_real("--compute-flops", cli.compute_flops, "a number >= 0");
   o.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 30));
   o.rounds = static_cast<int>(parse_integer("--rounds", cli.rounds, 0, 1 << 30));

@@ -30,6 +30,11 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
                  "seconds before a peer notices that a peer it expected this round is down: simulated under "
                  "SMPI, and recorded as the trace's detection_time column on every engine (no real sleep)")
       ->capture_default_str();
+  app.add_option("--round-timeout", f.round_timeout,
+                 "seconds a round (an SGD step) may wait for other peers on a real MPI before the run stops with "
+                 "an error naming the peers waited on, the trace saved as incomplete; 0: no limit. Under SMPI, "
+                 "SimGrid detects a deadlock itself and this is not used")
+      ->capture_default_str();
   app.add_option("--on-failure", f.on_failure,
                  "failure semantics: survivors, abort, partial (default: the protocol's own)")
       ->capture_default_str();
@@ -109,6 +114,13 @@ double join_rate(const ProtocolFlags& f) { return parse_real("--join-rate", f.jo
 
 double detection_timeout(const ProtocolFlags& f) {
   return parse_real("--detection-timeout", f.detection_timeout, "a number >= 0 (seconds)");
+}
+
+double round_timeout(const ProtocolFlags& f) {
+  const double seconds = parse_real("--round-timeout", f.round_timeout, "a number >= 0 (seconds; 0: no limit)");
+  if (!(seconds >= 0.0 && seconds <= 1e9))
+    throw ConfigError("--round-timeout: '" + f.round_timeout + "' is not a number in [0, 1e9] (seconds; 0: no limit)");
+  return seconds;
 }
 
 StragglerSpec straggler_spec(const ProtocolFlags& f) {

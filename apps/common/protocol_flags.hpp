@@ -23,6 +23,7 @@ struct ProtocolFlags {
   std::string stragglers = "0";
   std::string straggler_slowdown = "4";
   std::string detection_timeout = "0";
+  std::string round_timeout = "300";
   std::string on_failure = "default";
   std::string collective = "auto";
   std::string grid = "default";
@@ -48,6 +49,7 @@ double fail_rate(const ProtocolFlags& flags);
 FailureKind failure_kind(const ProtocolFlags& flags);
 StragglerSpec straggler_spec(const ProtocolFlags& flags);
 double detection_timeout(const ProtocolFlags& flags);
+double round_timeout(const ProtocolFlags& flags);
 double join_rate(const ProtocolFlags& flags);
 
 // A flag that does not apply to the chosen protocol is refused rather than

@@ -24,6 +24,10 @@ class TrainingReporter final : public TrainingObserver {
   bool stop_requested() override { return stop_signal() != 0 || !trace_error_.empty(); }
   // Mean +- standard error over the complete trials, then the trace is finished.
   void finish(const std::vector<TrainingTrial>& trials, bool complete);
+  // The run cannot go on: the trace keeps the trials written so far, complete = 0.
+  void abandon() {
+    write_guarded(trace_, trace_error_, [](TraceWriter& t) { t.finish(false); });
+  }
   // Why the trace could not be written (empty when it was): see write_guarded().
   const std::string& trace_error() const { return trace_error_; }
 

@@ -57,7 +57,8 @@ Comm::Comm(Comm&& other) noexcept
       size_(std::exchange(other.size_, 0)),
       owned_(std::exchange(other.owned_, true)),
       parent_rank_(std::move(other.parent_rank_)),
-      traffic_(other.traffic_) {}
+      traffic_(other.traffic_),
+      watch_(other.watch_) {}
 
 Comm& Comm::operator=(Comm&& other) noexcept {
   if (this != &other) {
@@ -68,14 +69,9 @@ Comm& Comm::operator=(Comm&& other) noexcept {
     owned_ = std::exchange(other.owned_, true);
     parent_rank_ = std::move(other.parent_rank_);
     traffic_ = other.traffic_;
+    watch_ = other.watch_;
   }
   return *this;
-}
-
-Comm Comm::split(int color, int key) const {
-  MPI_Comm out = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &out), "MPI_Comm_split");
-  return Comm(out, traffic_);
 }
 
 Comm Comm::subgroup(std::span<const int> members) const {
@@ -83,6 +79,7 @@ Comm Comm::subgroup(std::span<const int> members) const {
   view.comm_ = comm_;
   view.owned_ = false;
   view.traffic_ = traffic_;
+  view.watch_ = watch_;
   view.size_ = static_cast<int>(members.size());
   auto ranks = std::make_shared<std::vector<int>>();
   ranks->reserve(members.size());
@@ -95,13 +92,78 @@ Comm Comm::subgroup(std::span<const int> members) const {
   return view;
 }
 
-void Comm::wait_all(std::vector<MPI_Request>& requests) {
-  const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+void Comm::wait_all(std::vector<MPI_Request>& requests, const char* what) const {
+  if (watch_) {
+    watch_->wait_all(requests, what);
+  } else {
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
   requests.clear();
-  check_mpi(rc, "MPI_Waitall");
 }
 
-void Comm::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+void Comm::wait(MPI_Request& request, const char* what) const {
+  if (polls()) {
+    watch_->wait_all(std::span<MPI_Request>(&request, 1), what);
+    return;
+  }
+  Watch::Waiting waiting(watch_, what, -1);
+  check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+
+int Comm::wait_any(std::span<MPI_Request> requests, MPI_Status* status, const char* what) const {
+  if (watch_) return watch_->wait_any(requests, status, what);
+  int index = MPI_UNDEFINED;
+  check_mpi(MPI_Waitany(static_cast<int>(requests.size()), requests.data(), &index, status), "MPI_Waitany");
+  return index;
+}
+
+void Comm::post_send(const void* data, int n, MPI_Datatype type, int dest, int tag, bool sync,
+                     std::vector<MPI_Request>& requests) {
+  requests.emplace_back();
+  if (sync)
+    check_mpi(MPI_Issend(data, n, type, to_parent(dest), tag, comm_, &requests.back()), "MPI_Issend");
+  else
+    check_mpi(MPI_Isend(data, n, type, to_parent(dest), tag, comm_, &requests.back()), "MPI_Isend");
+  if (watch_) watch_->note(requests.back(), to_parent(dest));
+}
+
+void Comm::blocking_send(const void* data, int n, MPI_Datatype type, std::size_t bytes, int dest, int tag, bool sync) {
+  count(bytes);
+  if (polls()) {
+    std::vector<MPI_Request> one;
+    post_send(data, n, type, dest, tag, sync, one);
+    wait_all(one, sync ? "MPI_Ssend" : "MPI_Send");
+    return;
+  }
+  Watch::Waiting waiting(watch_, sync ? "MPI_Ssend" : "MPI_Send", to_parent(dest));
+  if (sync)
+    check_mpi(MPI_Ssend(data, n, type, to_parent(dest), tag, comm_), "MPI_Ssend");
+  else
+    check_mpi(MPI_Send(data, n, type, to_parent(dest), tag, comm_), "MPI_Send");
+}
+
+void Comm::blocking_recv(void* data, int n, MPI_Datatype type, int source, int tag) {
+  if (polls()) {
+    std::vector<MPI_Request> one(1);
+    check_mpi(MPI_Irecv(data, n, type, to_parent(source), tag, comm_, &one[0]), "MPI_Irecv");
+    watch_->note(one[0], to_parent(source));
+    wait_all(one, "MPI_Recv");
+    return;
+  }
+  Watch::Waiting waiting(watch_, "MPI_Recv", to_parent(source));
+  check_mpi(MPI_Recv(data, n, type, to_parent(source), tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+}
+
+void Comm::barrier() const {
+  if (polls()) {
+    std::vector<MPI_Request> one(1);
+    check_mpi(MPI_Ibarrier(comm_, &one[0]), "MPI_Ibarrier");
+    wait_all(one, "MPI_Barrier");
+    return;
+  }
+  Watch::Waiting waiting(watch_, "MPI_Barrier", -1);
+  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+}
 
 bool clock_is_global(const Comm& comm) {
 #ifdef AVB_ENGINE_SMPI

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/watch.hpp"
 
 namespace avb {
 
@@ -63,9 +64,7 @@ class Comm {
 
   template <class T>
   void send(std::span<const T> data, int dest, int tag) {
-    count(data.size_bytes());
-    check_mpi(MPI_Send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(dest), tag, comm_),
-              "MPI_Send");
+    blocking_send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), data.size_bytes(), dest, tag, false);
   }
 
   // Synchronous send (returns once the receive has started). For patterns where
@@ -73,22 +72,26 @@ class Comm {
   // "detached" MPI_Sends in flight cost far more wall time than these.
   template <class T>
   void ssend(std::span<const T> data, int dest, int tag) {
-    count(data.size_bytes());
-    check_mpi(MPI_Ssend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(dest), tag, comm_),
-              "MPI_Ssend");
+    blocking_send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), data.size_bytes(), dest, tag, true);
   }
 
   template <class T>
   void recv(std::span<T> data, int source, int tag) {
-    check_mpi(MPI_Recv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(source), tag, comm_,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
+    blocking_recv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), source, tag);
   }
 
   // Sends `out` to dest while receiving `in` from source; deadlock-free in rings.
   template <class T>
   void sendrecv(std::span<const T> out, int dest, std::span<T> in, int source, int tag) {
     count(out.size_bytes());
+    if (polls()) {
+      std::vector<MPI_Request> both;
+      irecv(in, source, tag, both);
+      post_send(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), dest, tag, false, both);
+      wait_all(both, "MPI_Sendrecv");
+      return;
+    }
+    Watch::Waiting waiting(watch_, "MPI_Sendrecv", to_parent(source));
     check_mpi(MPI_Sendrecv(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), to_parent(dest), tag, in.data(),
                            static_cast<int>(in.size()), mpi_datatype<T>(), to_parent(source), tag, comm_, MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
@@ -99,10 +102,7 @@ class Comm {
   template <class T>
   void isend(std::span<const T> data, int dest, int tag, std::vector<MPI_Request>& requests) {
     count(data.size_bytes());
-    requests.emplace_back();
-    check_mpi(MPI_Isend(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(dest), tag, comm_,
-                        &requests.back()),
-              "MPI_Isend");
+    post_send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, false, requests);
   }
   template <class T>
   void irecv(std::span<T> data, int source, int tag, std::vector<MPI_Request>& requests) {
@@ -110,12 +110,21 @@ class Comm {
     check_mpi(MPI_Irecv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(source), tag, comm_,
                         &requests.back()),
               "MPI_Irecv");
+    if (watch_) watch_->note(requests.back(), to_parent(source));
   }
-  // Completes and clears `requests`.
-  static void wait_all(std::vector<MPI_Request>& requests);
+  // Completes and clears `requests` (posted on this Comm or one it was made
+  // from). `what` names the wait when a stall is reported. Throws Stalled.
+  void wait_all(std::vector<MPI_Request>& requests, const char* what = "a wait for messages") const;
+  // Completes `request`.
+  void wait(MPI_Request& request, const char* what) const;
+  // Completes one of `requests` (its index; MPI_UNDEFINED when all are null).
+  int wait_any(std::span<MPI_Request> requests, MPI_Status* status, const char* what) const;
 
-  // MPI_Comm_split; members with color < 0 get the null Comm.
-  Comm split(int color, int key) const;
+  // Every wait on this Comm and on views made of it afterwards reports to `watch`
+  // (which must outlive them): --round-timeout, and what was in flight when a run
+  // stalls.
+  void set_watch(Watch* watch) { watch_ = watch; }
+  Watch* watch() const { return watch_; }
 
   // The sub-group `members` (ranks of this Comm, in the order given, which becomes
   // the new rank order), for point-to-point traffic only: a view that talks on
@@ -134,6 +143,11 @@ class Comm {
  private:
   Comm(MPI_Comm comm, std::shared_ptr<Traffic> traffic);
   int to_parent(int rank) const { return parent_rank_ ? (*parent_rank_)[static_cast<std::size_t>(rank)] : rank; }
+  bool polls() const { return watch_ && watch_->polls(); }
+  void post_send(const void* data, int n, MPI_Datatype type, int dest, int tag, bool sync,
+                 std::vector<MPI_Request>& requests);
+  void blocking_send(const void* data, int n, MPI_Datatype type, std::size_t bytes, int dest, int tag, bool sync);
+  void blocking_recv(void* data, int n, MPI_Datatype type, int source, int tag);
   void count(std::size_t bytes) {
     traffic_->bytes_sent += bytes;
     traffic_->messages_sent += 1;
@@ -146,6 +160,7 @@ class Comm {
   // A subgroup view's rank -> rank in comm_ (null: the identity).
   std::shared_ptr<const std::vector<int>> parent_rank_;
   std::shared_ptr<Traffic> traffic_ = std::make_shared<Traffic>();
+  Watch* watch_ = nullptr;
 };
 
 // Whether every rank's MPI_Wtime() reads one clock: SMPI's simulated clock always,

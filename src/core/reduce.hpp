@@ -18,14 +18,14 @@ namespace avb {
 // Combines `values` over all ranks into rank 0's `values`: entries [0, n_sum) are
 // added, entries [n_sum, size) take the maximum. Other ranks' buffers are
 // clobbered. `scratch` must have values.size() elements.
-void tree_reduce_to_root(const Comm& comm, std::span<double> values, std::size_t n_sum, std::span<double> scratch);
+void tree_reduce_to_root(Comm& comm, std::span<double> values, std::size_t n_sum, std::span<double> scratch);
 
 // Copies rank 0's `values` to every rank, down the same binomial tree with
 // synchronous sends (under SMPI 3.32 faster in wall time than MPI_Bcast).
-void tree_broadcast_from_root(const Comm& comm, std::span<double> values);
+void tree_broadcast_from_root(Comm& comm, std::span<double> values);
 
 // Sums `values` over all ranks; every rank ends with the same (rank 0's) bits.
-void tree_sum_all(const Comm& comm, std::span<double> values, std::span<double> scratch);
+void tree_sum_all(Comm& comm, std::span<double> values, std::span<double> scratch);
 
 // ---- element-wise kernels of the group collectives ----------------------------
 // The loops the ring and the butterfly run, here so that bench/kernels_bench

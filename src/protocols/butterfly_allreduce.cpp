@@ -37,7 +37,7 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
       const Part p = part_of(k);
       if (!fate(k).failed && p.size() > 0) comm.isend<double>(slice(p), k, kScatterTag, requests_);
     }
-    Comm::wait_all(requests_);
+    comm.wait_all(requests_, "butterfly all-reduce");
     return;
   }
 
@@ -54,7 +54,7 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
     const Part p = part_of(k);
     if (!fate(k).failed && p.size() > 0) comm.isend<double>(slice(p), k, kScatterTag, requests_);
   }
-  Comm::wait_all(requests_);
+  comm.wait_all(requests_, "butterfly all-reduce");
 
   // Reduce in member order, so the bits depend on the group alone.
   if (own.size() > 0) {
@@ -77,7 +77,7 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
   if (own.size() > 0)
     for (int i = 0; i < n; ++i)
       if (i != me && !fate(i).failed) comm.isend<double>(slice(own), i, kGatherTag, requests_);
-  Comm::wait_all(requests_);
+  comm.wait_all(requests_, "butterfly all-reduce");
 }
 
 }  // namespace avb

@@ -175,7 +175,7 @@ class NeighbourExchange {
     for (std::size_t k = 0; k < from.size(); ++k)
       comm.irecv<T>(std::span<T>(incoming_.data() + k * d, d), from[k], kGossipTag, requests_);
     for (int j : to) comm.isend<T>(payload, j, kGossipTag, requests_);
-    Comm::wait_all(requests_);
+    comm.wait_all(requests_, "gossip: neighbours' values");
     return incoming_;
   }
 

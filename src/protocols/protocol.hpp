@@ -47,6 +47,11 @@ struct Round {
 class Protocol {
  public:
   virtual ~Protocol() = default;
+  // Called by the runners on every peer once per trial, before any other call,
+  // with the peer's initial vector and the trial's seed. Asynchronous protocols
+  // start serving partners here: a peer whose first round comes late (SGD with
+  // geometric local steps) must still answer requests and take part in settle().
+  virtual void begin_trial(std::span<const double> /*x*/, std::uint64_t /*seed*/) {}
   // One round on this peer's vector; collective over round.world.
   virtual void step(std::span<double> x, Round& round) = 0;
   // Asynchronous protocols serve partners' requests here, between local steps and

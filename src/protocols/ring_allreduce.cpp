@@ -83,7 +83,7 @@ void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
       comm.irecv<double>(into, left, kRingTag, recvs_);  // recvs_[j]
     }
     for (std::size_t j = 0; j < parts; ++j) {
-      check_mpi(MPI_Wait(&recvs_[j], MPI_STATUS_IGNORE), "MPI_Wait");
+      comm.wait(recvs_[j], "ring all-reduce");
       const Chunk seg = segment(in, parts, j);
       std::span<double> mine = x.subspan(seg.begin, seg.size());
       if (reducing) {
@@ -94,10 +94,10 @@ void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
       }
       if (t + 1 < stages) comm.isend<double>(mine, right, kRingTag, next_sends_);
     }
-    Comm::wait_all(sends_);
+    comm.wait_all(sends_, "ring all-reduce");
     std::swap(sends_, next_sends_);
   }
-  Comm::wait_all(sends_);
+  comm.wait_all(sends_, "ring all-reduce");
 }
 
 }  // namespace avb

@@ -90,8 +90,19 @@ class SwarmProtocol final : public Protocol {
   SwarmProtocol(const SwarmProtocol&) = delete;
   SwarmProtocol& operator=(const SwarmProtocol&) = delete;
 
+  void begin_trial(std::span<const double> x, std::uint64_t seed) override {
+    started_ = true;
+    seed_ = seed;
+    topology_.emplace(topology_spec_, comm_.size(), seed);
+    pre_local_.assign(x.begin(), x.end());
+    published_.assign(x.begin(), x.end());
+    replies_.clear();
+    inbox_.resize(2 * sizeof(std::uint32_t) + quantizer_.encoded_bytes(x.size()));
+    listen();
+  }
+
   void step(std::span<double> x, Round& round) override {
-    start_trial(x, round);
+    if (!started_ || seed_ != round.seed) throw Error("swarm: step() before begin_trial() of this trial");
     const int me = comm_.rank(), t = round.t;
     round.counters.decode_failures += std::exchange(served_failures_, 0);
     if (!round.failures.alive(t, me)) return;
@@ -139,13 +150,13 @@ class SwarmProtocol final : public Protocol {
     const int n = comm_.size(), me = comm_.rank();
     std::vector<MPI_Request> tokens;
     for (int k = 0, step = 1; step < n; ++k, step *= 2) {
-      MPI_Request in = MPI_REQUEST_NULL;
-      check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, (me - step + n) % n, kBarrierTag + k, comm_.raw(), &in), "MPI_Irecv");
+      std::vector<MPI_Request> in;
+      comm_.irecv(std::span<std::uint8_t>(), (me - step + n) % n, kBarrierTag + k, in);
       comm_.isend(std::span<const std::uint8_t>(), (me + step) % n, kBarrierTag + k, tokens);
-      wait_serving(in, x);
+      wait_serving(in[0], x, "swarm: settle barrier");
     }
-    Comm::wait_all(tokens);
-    for (auto& r : replies_) Comm::wait_all(r.request);
+    comm_.wait_all(tokens, "swarm: settle barrier");
+    for (auto& r : replies_) comm_.wait_all(r.request, "swarm: replies sent");
     replies_.clear();
     counters.decode_failures += std::exchange(served_failures_, 0);
   }
@@ -198,18 +209,6 @@ class SwarmProtocol final : public Protocol {
     std::vector<MPI_Request> request;
   };
 
-  void start_trial(std::span<const double> x, const Round& round) {
-    if (started_ && seed_ == round.seed) return;
-    started_ = true;
-    seed_ = round.seed;
-    topology_.emplace(topology_spec_, comm_.size(), round.seed);
-    pre_local_.assign(x.begin(), x.end());
-    published_.assign(x.begin(), x.end());
-    replies_.clear();
-    inbox_.resize(2 * sizeof(std::uint32_t) + quantizer_.encoded_bytes(x.size()));
-    listen();
-  }
-
   // The model this peer offers: blocking, its pre-local-step model; non-blocking,
   // the last one it published.
   const std::vector<double>& reference() const { return mode_ == SwarmMode::blocking ? pre_local_ : published_; }
@@ -246,9 +245,9 @@ class SwarmProtocol final : public Protocol {
     comm_.irecv(as_bytes(reply_), partner, kReplyTag, mine);
     comm_.isend(as_const_bytes(request_), partner, kRequestTag, mine);
     waiting_ = true;
-    wait_serving(mine[0], x);
+    wait_serving(mine[0], x, "swarm: a partner's reply");
     waiting_ = false;
-    Comm::wait_all(mine);  // the request's send
+    comm_.wait_all(mine, "swarm: a request's send");
 
     const std::byte status = reply_[0];
     if (status != kDecoded) return status;
@@ -292,12 +291,11 @@ class SwarmProtocol final : public Protocol {
   }
 
   // Serves requests until `other` completes.
-  void wait_serving(MPI_Request& other, std::span<double> x) {
+  void wait_serving(MPI_Request& other, std::span<double> x, const char* what) {
     for (;;) {
       MPI_Request both[2] = {other, listen_};
-      int which = MPI_UNDEFINED;
       MPI_Status status;
-      check_mpi(MPI_Waitany(2, both, &which, &status), "MPI_Waitany");
+      const int which = comm_.wait_any(both, &status, what);
       other = both[0];
       listen_ = both[1];
       if (which == 0) break;

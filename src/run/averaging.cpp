@@ -115,6 +115,8 @@ class Meter {
     double variance;      // all ranks
   };
 
+  void set_watch(Watch* watch) { comm_.set_watch(watch); }
+
   // The trial's initial mean, the reference of `error` and `mean_drift`.
   void set_reference(std::span<const double> x) {
     std::copy(x.begin(), x.end(), reference_.begin());
@@ -195,12 +197,16 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
   check_mpi(MPI_Comm_size(world, &n_peers), "MPI_Comm_size");
   const AveragingOptions options = resolve(raw_options, n_peers);
   AveragingResult result;
+  Watch watch(world, options.round_timeout);
   Meter meter(world, options.dim);
+  meter.set_watch(&watch);
   const double min_target = options.targets.empty() ? 0.0 : options.targets.back();
 
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
     const std::uint64_t seed = trial_seed(options.seed, k);
     Comm comm = Comm::duplicate(world);
+    comm.set_watch(&watch);
+    watch.start(k, "round", 0);
     const int me = comm.rank();
     const int n = comm.size();
     FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
@@ -210,6 +216,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     std::vector<double> x(static_cast<std::size_t>(options.dim));
     for (int d = 0; d < options.dim; ++d) x[static_cast<std::size_t>(d)] = initial_value(seed, me, d);
     meter.set_reference(x);
+    protocol->begin_trial(x, seed);
 
     TrialRecord trial;
     trial.index = k;
@@ -237,6 +244,7 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
     bool stop = m.stop;
     for (int t = 1; t <= options.rounds && !stop; ++t) {
       if (options.stop_at_target && m.variance < min_target) break;
+      watch.start(k, "round", t);
       GroupCounters counters;
       Round round{t, seed, failures, comm, counters};
       const double start = MPI_Wtime();

@@ -33,6 +33,9 @@ struct AveragingOptions {
   // --detection-timeout: seconds a peer waits before it notices that a peer it
   // expected to hear from this round is down (docs/failures.md).
   double detection_timeout = 0.0;
+  // --round-timeout: on a real MPI, seconds a round may wait for other peers
+  // before the run stops with Stalled (core/watch.hpp); 0: no limit.
+  double round_timeout = 300.0;
   int dim = 1;
   int rounds = 50;
   int trials = 10;

@@ -336,6 +336,7 @@ class GapEvaluator {
 // One reduction per evaluation on a communicator of its own (see trainer.hpp).
 class TrainingMeter {
  public:
+  void set_watch(Watch* watch) { comm_.set_watch(watch); }
   TrainingMeter(MPI_Comm world, const Problem& problem)
       : comm_(Comm::duplicate(world)),
         dim_(static_cast<std::size_t>(problem.local->dim())),
@@ -435,7 +436,9 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
   check_mpi(MPI_Comm_size(world, &n_peers), "MPI_Comm_size");
   const TrainingOptions options = resolve(raw_options, n_peers);
   TrainingResult result;
+  Watch watch(world, options.round_timeout);
   TrainingMeter meter(world, problem);
+  meter.set_watch(&watch);
   const Objective& f = *problem.local;
   const Eigen::Index d = f.dim();
   const double min_target = options.targets.back();
@@ -443,12 +446,15 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
     const std::uint64_t seed = trial_seed(options.seed, k);
     Comm comm = Comm::duplicate(world);
+    comm.set_watch(&watch);
+    watch.start(k, "step", 0);
     const int me = comm.rank();
     FailureModel failures(seed, options.fail_rate, options.failure, comm.size(), options.join_rate);
     const double slowdown = Stragglers(seed, options.stragglers).factor(me);
     auto protocol = make_protocol(options.protocol, comm);
 
     Eigen::VectorXd x = Eigen::VectorXd::Zero(d), velocity = Eigen::VectorXd::Zero(d), g(d);
+    protocol->begin_trial(std::span<const double>(x.data(), static_cast<std::size_t>(d)), seed);
     TrainingTrial trial;
     trial.index = k;
     trial.seed = seed;
@@ -484,6 +490,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     // H); `since` counts the steps taken towards it.
     int r = 1, since = 0, until = local_steps_before(options, seed, me, r);
     for (int s = 0; s < options.steps && !stop && !reached; ++s) {
+      watch.start(k, "step", s + 1);
       // Churn: a new peer joins at the start of the steps that lead to its first
       // round, with a live peer's model and no momentum.
       if (since == 0 && load_joiners(comm, failures, r, std::span<double>(x.data(), static_cast<std::size_t>(d)))) {

@@ -87,6 +87,7 @@ struct TrainingOptions {
   double join_rate = 0.0;    // --join-rate, churn only
   StragglerSpec stragglers;  // scales --step-flops per peer
   double detection_timeout = 0.0;  // --detection-timeout (averaging.hpp)
+  double round_timeout = 300.0;    // --round-timeout (averaging.hpp), per SGD step
   int steps = 1000;       // --steps
   int local_steps = 1;    // --local-steps (H)
   LocalStepsDist local_steps_dist = LocalStepsDist::fixed;  // --local-steps-dist

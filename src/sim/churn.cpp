@@ -26,7 +26,7 @@ bool load_joiners(Comm& comm, const FailureModel& failures, int t, std::span<dou
     }
   }
   // A donor is never a joiner, so no peer both sends and overwrites x.
-  Comm::wait_all(requests);
+  comm.wait_all(requests, "churn: a joiner's state");
   return loaded;
 }
 

@@ -120,6 +120,7 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
     oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
     oracle::TrialState state;
     std::vector<double> x = expected[me];
+    protocol->begin_trial(x, seed);
     int decode_failures = 0;  // over the trial, all peers
     for (int t = 1; t <= options.rounds; ++t) {
       for (int p = 0; p < n; ++p) joins += failures.joined(t, p) && failures.donor(t, p) >= 0;
@@ -347,6 +348,7 @@ TEST(MoshpitExact, FullGridAveragesExactlyInDRounds) {
         const oracle::Matrix start = oracle::initial_state(seed, n, o.dim);
         const std::vector<double> mean = oracle::mean(start);
         std::vector<double> x = start[comm.rank()];
+        protocol->begin_trial(x, seed);
         for (int t = 1; t <= static_cast<int>(grid.size()); ++t) {
           GroupCounters counters;
           Round round{t, seed, failures, comm, counters};
