@@ -21,7 +21,8 @@ Which text is run (README.md and docs/*.md of REPO):
      text            the block is not a command (output, a listing, pseudocode, a
                      synopsis);
      skip: REASON    a command that the test does not run, and why (a cluster, a
-                     run of minutes, a separate build). Keep these few.
+                     run of minutes, a separate build). Keep these few. The rest
+                     of the marker is the reason, `;` included, so it comes last.
 4. A shell block runs one logical line at a time (a trailing `\\` continues the
    line; blank and comment-only lines are dropped) with `bash -c`; a Python block
    runs as one script with /usr/bin/python3.
@@ -111,13 +112,15 @@ def code_blocks(doc: Path) -> list[Block]:
         m = MARKER.match(lines[k]) if k < len(lines) else None
         if m:
             b.marker_line = k + 1
-            for d in (d.strip() for d in m.group(1).split(";")):
+            body, _, reason = m.group(1).partition("skip:")
+            b.skip = reason.strip()
+            if _ and not b.skip:
+                b.errors.append("marker directive skip: gives no reason")
+            for d in (d.strip() for d in body.split(";")):
                 if not d:
                     continue
                 if d == "text":
                     b.kind = "text"
-                elif d.startswith("skip:") and d[5:].strip():
-                    b.skip = d[5:].strip()
                 elif re.fullmatch(r"exit \d+", d):
                     b.exit = int(d.split()[1])
                 elif "->" in d:
