@@ -30,7 +30,8 @@ Which text is run (README.md and docs/*.md of REPO):
    order (a later block may read what an earlier one wrote). In it, build/,
    build-smpi/ name the given builds and scripts/, python/, tests/ the source
    tree's. Open MPI may run as root and oversubscribe (OMPI_ALLOW_RUN_AS_ROOT=1,
-   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, OMPI_MCA_rmaps_base_oversubscribe=1 are set).
+   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, OMPI_MCA_rmaps_base_oversubscribe=1 are set);
+   smpirun.sh's generated platforms go to a private AVB_PLATFORM_DIR.
    Each command must exit 0 (or its `exit N`) within --timeout seconds.
 6. Every HDF5 file (*.h5) the commands leave in a scratch folder must carry the
    code's schema version and pass tests/scripts/check_trace.py.
@@ -244,6 +245,7 @@ def main() -> int:
     ran = skipped = text = 0
     t_all = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="avb-docs-"))
+    os.environ["AVB_PLATFORM_DIR"] = str(root / "platforms")  # not shared with other runs
     try:
         for doc in docs:
             rel = doc.relative_to(args.source)
@@ -280,7 +282,8 @@ def main() -> int:
                           f"{'timeout' if status is None else status}): {shown}")
                     if not ok:
                         want = f"exit {b.exit}" if status is not None else f"an end within {args.timeout:g} s"
-                        failures.append(f"{rel}:{line}: expected {want}: {shown}")
+                        hint = " (not a command? mark the block <!-- test: text -->)" if status in (126, 127) else ""
+                        failures.append(f"{rel}:{line}: expected {want}{hint}: {shown}")
                         print("     | " + "\n     | ".join(out.rstrip().split("\n")[-15:]))
             if scratch is not None and not args.list:
                 for p in trace_problems(scratch, args.code_version):
