@@ -7,7 +7,7 @@ without going back to the file:
   trace            the file's path, as given (str)
   run_kind         "averaging" or "sgd" (schema v1 files, which predate the
                    attribute, are averaging traces)
-  schema_version   1, 2, 3 or 4
+  schema_version   one of KNOWN_SCHEMA_VERSIONS
   engine           "openmpi", "mpich" or "smpi"
   peers            n_peers, the number of peers N
   trace_complete   the root `complete` (False: the run was stopped early)
@@ -29,13 +29,17 @@ without going back to the file:
                    above (e.g. the run's `seed`) is prefixed: `config_seed`.
 
 Columns a trace lacks (a config option another protocol does not have) are NaN in a
-sweep. Nothing here prints; unreadable or unknown files raise.
+sweep. Nothing here prints. A file that is not a trace this reader knows, or that
+breaks a promise of the schema it loads (a column of the wrong type, a NaN where the
+format says finite, a trial not named by its index), raises TraceError, a
+ValueError whose message names the file and the dataset or attribute at fault.
 """
 
 from __future__ import annotations
 
 import glob as _glob
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Union
 
@@ -59,6 +63,18 @@ ADDED_DTYPE = {"decode_failures": np.int32, "detection_time": np.float64}
 ID_COLUMNS = ("trace", "run_kind", "schema_version", "engine", "peers", "trace_complete", "trial", "seed",
               "complete")
 TARGET_PREFIXES = ("rounds_to_", "steps_to_", "reached_")
+# What the format promises of each per-row column's values (docs/trace-format.md):
+# "int" an integer type; "finite" a float type, every value finite; "model" a
+# float type, finite in row 0 and never -inf (a diverging training run overflows
+# to +inf or NaN later); "accuracy" a float type, NaN (nothing measured) or finite.
+COLUMN_KIND = {
+    "round": "int", "step": "int", "alive": "int", "groups": "int", "failed_groups": "int",
+    "decode_failures": "int", "bytes_sent": "int",
+    "variance": "finite", "error": "finite", "mean_drift": "finite", "time": "finite", "detection_time": "finite",
+    "loss": "model", "gap": "model", "relative_gap": "model", "distance": "model", "consensus": "model",
+    "accuracy": "accuracy",
+}
+TRIAL_NAME = re.compile(r"(0|[1-9][0-9]*)")  # a trial's index in decimal, as the writer names it
 
 PathLike = Union[str, os.PathLike]
 
@@ -91,6 +107,48 @@ def _attr_str(v) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
+class TraceError(ValueError):
+    """A file that is not a readable trace of a known schema. `path` is the file,
+    `where` the dataset, group or attribute at fault ("/" for the file as a whole);
+    both open the message."""
+
+    def __init__(self, path: str, where: str, problem: str):
+        super().__init__(f"{path}: {where}: {problem}")
+        self.path, self.where = path, where
+
+
+def _int_attr(path: str, obj, where: str, name: str, default=None) -> int:
+    """An integer attribute of `obj`; `default` when absent and a default is given."""
+    if name not in obj.attrs:
+        if default is not None:
+            return default
+        raise TraceError(path, where, f"has no attribute {name}")
+    v = obj.attrs[name]
+    if not (np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)):
+        raise TraceError(path, f"{where} attribute {name}", f"is {v!r}, not an integer")
+    return int(v)
+
+
+def _read_column(path: str, g: h5py.Group, where: str, col: str) -> np.ndarray:
+    """One per-row column, checked against what the format promises of it."""
+    ds = g[col]
+    if not isinstance(ds, h5py.Dataset) or ds.ndim != 1:
+        raise TraceError(path, where, "not a 1-D dataset")
+    kind = COLUMN_KIND[col]
+    if kind == "int" and not np.issubdtype(ds.dtype, np.integer):
+        raise TraceError(path, where, f"has type {ds.dtype}, not an integer type")
+    if kind != "int" and not np.issubdtype(ds.dtype, np.floating):
+        raise TraceError(path, where, f"has type {ds.dtype}, not a floating-point type")
+    v = ds[()]
+    bad = {"finite": ~np.isfinite(v), "accuracy": np.isinf(v),
+           "model": np.isneginf(v) | (np.arange(len(v)) == 0) & ~np.isfinite(v)}.get(kind)
+    if bad is not None and bad.any():
+        i = int(np.argmax(bad))
+        raise TraceError(path, where, f"row {i} is {v[i]}, where the format promises a finite value"
+                         + (" (a diverged model may be +inf or NaN after row 0)" if kind == "model" else ""))
+    return v
+
+
 def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataFrame:
     """Every row of every trial of one trace, as a tidy DataFrame (module docstring).
 
@@ -98,24 +156,34 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
     each is a dataset of its own, and reading fewer is faster on big sweeps.
 
     A trace stopped early (`complete` = 0 at the root, or on a trial) is loaded as it
-    is and flagged in `trace_complete` / `complete`. Raises ValueError for a schema
-    version this reader does not know or an unknown run_kind, OSError for a file
-    HDF5 cannot open.
+    is and flagged in `trace_complete` / `complete`. Raises FileNotFoundError for a
+    missing file and TraceError (a ValueError naming the file and the dataset) for
+    anything else: a file HDF5 cannot open, a schema version this reader does not
+    know, an unknown run_kind, a missing or mistyped column or attribute, a value
+    the format promises finite that is not, a trial group not named by its index.
     """
     path = os.fspath(path)
-    with h5py.File(path, "r") as f:
-        version = int(f.attrs.get("schema_version", -1))
+    try:
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
+    with f:
+        version = _int_attr(path, f, "/", "schema_version", default=-1)
         if version not in KNOWN_SCHEMA_VERSIONS:
-            raise ValueError(f"{path}: schema_version {version}; this reader knows "
-                             f"{', '.join(map(str, KNOWN_SCHEMA_VERSIONS))}")
+            raise TraceError(path, "/ attribute schema_version",
+                             f"{version}; this reader knows {', '.join(map(str, KNOWN_SCHEMA_VERSIONS))}")
         kind = "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", ""))
         if kind not in RUN_KINDS:
-            raise ValueError(f"{path}: run_kind {kind!r} is neither averaging nor sgd")
-        peers = int(f.attrs["n_peers"])
+            raise TraceError(path, "/ attribute run_kind", f"{kind!r} is neither averaging nor sgd")
+        peers = _int_attr(path, f, "/", "n_peers")
+        if peers < 1:
+            raise TraceError(path, "/ attribute n_peers", f"is {peers}, not a positive number of peers")
         ident = {
             "trace": path, "run_kind": kind, "schema_version": version,
             "engine": _attr_str(f.attrs.get("engine", "")), "peers": peers,
-            "trace_complete": bool(int(f.attrs.get("complete", 0))),
+            "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0)),
         }
         wanted = None if columns is None else set(columns) | {"round", "step"}
         columns = tuple(c for c in ROW_COLUMNS[kind] if wanted is None or c in wanted)
@@ -125,25 +193,35 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
         parts: dict[str, list] = {c: [] for c in columns}
         trial_ids, seeds, completes, lengths = [], [], [], []
         targets: dict[str, list] = {}
-        for i, (name, g) in enumerate(f["trials"].items() if "trials" in f else []):
+        trials = f["trials"] if "trials" in f else {}
+        if not isinstance(trials, (dict, h5py.Group)):
+            raise TraceError(path, "/trials", "not a group")
+        for i, (name, g) in enumerate(trials.items()):
+            where = f"/trials/{name}"
+            if not TRIAL_NAME.fullmatch(name) or not isinstance(g, h5py.Group):
+                raise TraceError(path, where, "not a trial: trials are groups named by their index "
+                                              "(0, 1, 2, ... in decimal, without leading zeros)")
             length = None
             for col in columns:
                 if col in g:
-                    parts[col].append(g[col][()])
+                    parts[col].append(_read_column(path, g, f"{where}/{col}", col))
+                    if length is not None and len(parts[col][-1]) != length:
+                        raise TraceError(path, f"{where}/{col}", f"has {len(parts[col][-1])} rows, "
+                                                                 f"the trial's other columns {length}")
                     length = len(parts[col][-1])
                 elif ADDED_IN.get(col, 1) <= version:
-                    raise ValueError(f"{path}: /trials/{name} has no {col} column")
+                    raise TraceError(path, f"{where}/{col}", "missing: the trial has no such column")
             length = length or 0
             for col in columns:
                 if len(parts[col]) == i:  # added by a later schema: 0 throughout
                     parts[col].append(np.zeros(length, dtype=ADDED_DTYPE.get(col, np.int32)))
             trial_ids.append(int(name))
-            seeds.append(np.uint64(g.attrs.get("seed", 0)))
-            completes.append(bool(int(g.attrs.get("complete", 0))))
+            seeds.append(np.uint64(_int_attr(path, g, where, "seed", default=0)))
+            completes.append(bool(_int_attr(path, g, where, "complete", default=0)))
             lengths.append(length)
-            for k, v in g.attrs.items():
+            for k in g.attrs:
                 if k.startswith(TARGET_PREFIXES):
-                    targets.setdefault(k, [-1] * i).append(int(v))
+                    targets.setdefault(k, [-1] * i).append(_int_attr(path, g, where, k))
             for v in targets.values():  # a target this trial lacks (none should)
                 if len(v) == i:
                     v.append(-1)

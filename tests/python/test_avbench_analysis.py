@@ -4,9 +4,13 @@
     test_avbench_analysis.py [AVERAGING_BENCH [MPIEXEC]]
 
 Builds small synthetic traces with h5py in a temporary folder, in the layout of
-docs/trace-format.md (schema v1, v3 averaging, v3 sgd, a trace stopped early, one
-with no trial), and checks the DataFrames load_trace/load_sweep make (shape,
-columns, types, values) and that the figures are drawn and written. Given the Open
+docs/trace-format.md (schema v1, v3 and v4 averaging and sgd, a trace stopped
+early, one with no trial), and checks the DataFrames load_trace/load_sweep make
+(shape, columns, types, values) and that the figures are drawn and written; and
+damaged traces (NaN where the format promises finite values, string or float
+columns where numbers or integers belong, trial groups like "01" or "-1", missing
+attributes, a file that is not HDF5), which load_trace must refuse with a
+TraceError naming the file and the dataset. Given the Open
 MPI build of averaging_bench (ctest passes it), it also runs it on 2 real ranks and
 loads the real trace, so the synthetic layout cannot drift from the writer's
 unnoticed. Run with Debian's /usr/bin/python3.
@@ -80,14 +84,16 @@ def write_averaging(path, *, version=3, protocol="moshpit", peers=8, trials=3, r
                 cols["decode_failures"] = np.zeros(rounds + 1, np.int32)
             cols["bytes_sent"] = (r * 16 * peers).astype(np.uint64)
             cols["time"] = r * 0.5 * (k + 1)
+            if version >= 4:
+                cols["detection_time"] = np.zeros(rounds + 1)
             for name, data in cols.items():
                 g.create_dataset(name, data=data)
         f.create_group("summary")
 
 
-def write_sgd(path, *, peers=4, trials=2, steps=6, every=2, protocol="gossip"):
+def write_sgd(path, *, peers=4, trials=2, steps=6, every=2, protocol="gossip", version=3):
     with h5py.File(path, "w") as f:
-        f.attrs.create("schema_version", 3, dtype="int32")
+        f.attrs.create("schema_version", version, dtype="int32")
         for k, v in (("avbench_version", "0.1.0"), ("git_sha", "abc"), ("created_utc", "2026-11-30T12:00:00Z"),
                      ("command_line", "sgd_bench"), ("engine", "openmpi"), ("mpi_library", "Open MPI"),
                      ("run_kind", "sgd")):
@@ -114,6 +120,8 @@ def write_sgd(path, *, peers=4, trials=2, steps=6, every=2, protocol="gossip"):
                     "alive": np.full(n, peers, np.int32), "groups": np.zeros(n, np.int32),
                     "failed_groups": np.zeros(n, np.int32), "decode_failures": np.zeros(n, np.int32),
                     "bytes_sent": (step * 100).astype(np.uint64), "time": step * 0.1}
+            if version >= 4:
+                cols["detection_time"] = np.zeros(n)
             for name, data in cols.items():
                 g.create_dataset(name, data=data)
         f.create_group("summary")
@@ -227,6 +235,130 @@ class Loading(unittest.TestCase):
         df = avbench.load_trace(p, columns=["variance"])
         self.assertIn("round", df.columns)
         self.assertNotIn("error", df.columns)
+
+
+def replace_dataset(path, name, data):
+    with h5py.File(path, "a") as f:
+        del f[name]
+        f[name] = data
+
+
+class Damaged(unittest.TestCase):
+    """Traces that break a promise of docs/trace-format.md: load_trace refuses each with
+    one TraceError (a ValueError) whose message names the file and what is at fault."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="avb-damaged-"))
+        self.avg = self.dir / "a.h5"
+        write_averaging(self.avg, version=4, trials=3, rounds=4)
+        self.sgd = self.dir / "s.h5"
+        write_sgd(self.sgd, version=4, trials=2)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def refused(self, path, where, *words):
+        with self.assertRaises(avbench.TraceError) as cm:
+            avbench.load_trace(path)
+        msg = str(cm.exception)
+        self.assertIsInstance(cm.exception, ValueError)
+        self.assertTrue(msg.startswith(f"{path}: {where}"), msg)
+        for w in words:
+            self.assertIn(w, msg)
+        self.assertEqual((cm.exception.path, cm.exception.where), (str(path), where))
+        return msg
+
+    def test_good_v4_traces_load(self):
+        self.assertEqual(len(avbench.load_trace(self.avg)), 15)
+        self.assertEqual(len(avbench.load_trace(self.sgd)), 8)
+
+    def test_nan_and_inf_where_finite_promised(self):
+        for col, bad in (("variance", np.nan), ("time", np.inf), ("error", -np.inf), ("detection_time", np.nan)):
+            with self.subTest(col=col):
+                write_averaging(self.avg, version=4, trials=3, rounds=4)
+                v = 0.5 ** np.arange(5)
+                v[3] = bad
+                replace_dataset(self.avg, f"trials/1/{col}", v)
+                self.refused(self.avg, f"/trials/1/{col}", "row 3", "finite")
+
+    def test_string_and_float_columns_refused(self):
+        replace_dataset(self.avg, "trials/0/variance", np.array([b"1", b"0.5", b"0.25", b"0.1", b"0"]))
+        self.refused(self.avg, "/trials/0/variance", "not a floating-point type")
+        write_averaging(self.avg, version=4, trials=3, rounds=4)
+        replace_dataset(self.avg, "trials/2/alive", np.full(5, 8.0))
+        self.refused(self.avg, "/trials/2/alive", "not an integer type")
+        write_averaging(self.avg, version=4, trials=3, rounds=4)
+        replace_dataset(self.avg, "trials/2/round", np.zeros((5, 2), np.int32))
+        self.refused(self.avg, "/trials/2/round", "1-D")
+
+    def test_trial_names(self):
+        for bad in ("01", "-1", "x", "1.0", " 2"):
+            with self.subTest(name=bad):
+                write_averaging(self.avg, version=4, trials=3, rounds=4)
+                with h5py.File(self.avg, "a") as f:
+                    f.copy(f["trials/1"], f["trials"], name=bad)  # "01" would merge with "1"
+                self.refused(self.avg, f"/trials/{bad}", "not a trial")
+
+    def test_attributes(self):
+        with h5py.File(self.avg, "a") as f:
+            del f.attrs["n_peers"]
+        self.refused(self.avg, "/", "n_peers")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            str_attr(f, "n_peers", "8")
+        self.refused(self.avg, "/ attribute n_peers", "not an integer")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            f["trials/2"].attrs["seed"] = 1.5
+        self.refused(self.avg, "/trials/2 attribute seed", "not an integer")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            str_attr(f["trials/0"], "rounds_to_1e-4", "three")
+        self.refused(self.avg, "/trials/0 attribute rounds_to_1e-4", "not an integer")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            f.attrs["schema_version"] = np.int32(99)
+        self.refused(self.avg, "/ attribute schema_version", "99")
+
+    def test_missing_and_ragged_columns(self):
+        with h5py.File(self.avg, "a") as f:
+            del f["trials/1/detection_time"]
+        self.refused(self.avg, "/trials/1/detection_time", "missing")
+        write_averaging(self.avg, version=4)
+        replace_dataset(self.avg, "trials/1/groups", np.zeros(3, np.int32))
+        self.refused(self.avg, "/trials/1/groups", "3 rows")
+
+    def test_not_hdf5(self):
+        bad = self.dir / "junk.h5"
+        bad.write_bytes(b"not a trace at all")
+        self.refused(bad, "/", "HDF5")
+        with self.assertRaises(FileNotFoundError):
+            avbench.load_trace(self.dir / "absent.h5")
+
+    def test_sgd_model_columns_may_diverge_but_not_start_so(self):
+        loss = 1.0 + 0.5 ** np.arange(4)
+        loss[2:] = [np.inf, np.nan]  # a diverged run: allowed after row 0
+        replace_dataset(self.sgd, "trials/0/loss", loss)
+        self.assertEqual(len(avbench.load_trace(self.sgd)), 8)
+        loss[0] = np.nan
+        replace_dataset(self.sgd, "trials/0/loss", loss)
+        self.refused(self.sgd, "/trials/0/loss", "row 0")
+        write_sgd(self.sgd, version=4)
+        replace_dataset(self.sgd, "trials/1/gap", np.array([1.0, 0.5, -np.inf, 0.1]))
+        self.refused(self.sgd, "/trials/1/gap", "row 2")
+        write_sgd(self.sgd, version=4)
+        replace_dataset(self.sgd, "trials/1/accuracy", np.array([0.5, np.inf, 0.5, 0.5]))
+        self.refused(self.sgd, "/trials/1/accuracy", "row 1")
+        write_sgd(self.sgd, version=4)
+        replace_dataset(self.sgd, "trials/1/time", np.array([0.0, np.nan, 0.2, 0.3]))
+        self.refused(self.sgd, "/trials/1/time", "row 1")
+
+    def test_sweep_names_the_bad_file(self):
+        write_averaging(self.dir / "b.h5", version=4)
+        replace_dataset(self.dir / "b.h5", "trials/0/variance", np.full(5, np.nan))
+        with self.assertRaises(avbench.TraceError) as cm:
+            avbench.load_sweep(self.dir)
+        self.assertIn(str(self.dir / "b.h5"), str(cm.exception))
 
 
 class Figures(unittest.TestCase):

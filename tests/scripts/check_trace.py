@@ -396,14 +396,19 @@ def _check_detection_time(c: _Checker, where: str, cols, timeout: float, rounds)
                 lambda i: f"row {i} charges {int(round(k[i]))} detection timeouts in {rounds[i]} rounds")
 
 
+def _config_str(f, key: str, default: str) -> str:
+    """The option `key` as /config records it; `default` when absent."""
+    try:
+        value = f["config"].attrs.get(key, default) if "config" in f else default
+    except Exception:  # unreadable: _check_config reports it
+        return default
+    return value if isinstance(value, str) else default
+
+
 def _quantizer(f) -> str:
     """The run's --quantizer as /config records it; "none" for protocols that
     record none (they send their values as they are)."""
-    try:
-        value = f["config"].attrs.get("quantizer", "none") if "config" in f else "none"
-    except Exception:  # unreadable: _check_config reports it
-        return "none"
-    return value if isinstance(value, str) else "none"
+    return _config_str(f, "quantizer", "none")
 
 
 def _trial_targets(c: _Checker, g, to: str):
@@ -631,7 +636,7 @@ def _check_optimum(c: _Checker, f):
 
 
 def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
-                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
+                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0, geometric=False):
     """Checks one training /trials/<k> group against /optimum (when usable);
     returns what /summary must agree with, or None."""
     where = g.name
@@ -705,7 +710,9 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
     groups, alive, sent = cols["groups"], cols["alive"], cols["bytes_sent"]
     if groups[0] != 0:
         c.problem(f"{where}/groups", f"row 0 has {groups[0]} groups, expected 0 (no round yet)")
-    same = np.concatenate(([False], rnd[1:] == rnd[:-1]))
+    # Under --local-steps-dist geometric the other peers' rounds do not follow
+    # rank 0's: groups form and bytes flow in rows where rank 0 ran no round.
+    same = np.concatenate(([False], rnd[1:] == rnd[:-1])) & (not geometric)
     c.first_bad(f"{where}/groups", same & (groups != 0),
                 lambda i: f"row {i} has {groups[i]} groups, but no round ran since the previous row")
     c.first_bad(f"{where}/bytes_sent", same[1:] & (sent[1:] != sent[:-1]),
@@ -874,6 +881,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             _check_config(c, f)
             version = _schema_version(f)
             quantizer = _quantizer(f)
+            geometric = _config_str(f, "local-steps-dist", "fixed") == "geometric"
             detection_timeout = _detection_timeout(f)
             optimum_present, optimum = (_check_optimum(c, f) if run_kind == "sgd" else (True, None))
 
@@ -892,7 +900,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 order.append(k)
                 if run_kind == "sgd":
                     info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every,
-                                                 version, quantizer, detection_timeout)
+                                                 version, quantizer, detection_timeout, geometric)
                 else:
                     info = _check_trial(c, group[name], n_peers, rounds, version, quantizer, detection_timeout)
                 if info is not None:
