@@ -74,6 +74,19 @@ def draw(seed, i, max_peers):
 
 
 def run_one(opts, i):
+    """Runs i; a run killed by a signal it did not cause (another job on the machine
+    killing processes by name, the OOM killer) is run once more: SMPI is
+    deterministic, so a deadlock or an error of ours happens again."""
+    result = run_once(opts, i)
+    if result[4] and result[4].startswith("exit -"):
+        again = run_once(opts, i)
+        if again[4] is None:
+            return again[:4] + (f"replayed: the first attempt ended by signal {result[4][6:].split(':')[0]}",) + again[5:]
+        return again
+    return result
+
+
+def run_once(opts, i):
     kind, peers, launch, args = draw(opts.seed, i, opts.max_peers)
     program = opts.sgd if kind == "sgd" else opts.averaging
     with tempfile.TemporaryDirectory(prefix="avb-campaign-") as scratch:
@@ -121,6 +134,10 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=opts.jobs) as pool:
         for i, kind, peers, seconds, problem, command in pool.map(lambda k: run_one(opts, k), indices):
             peers_seen.append(peers)
+            replayed = problem is not None and problem.startswith("replayed")
+            if replayed:
+                print(f"swarm_campaign: run {i}: {problem}", flush=True)
+                problem = None
             verdict = "ok" if problem is None else f"FAIL ({problem})"
             if log:
                 log.write(f"{i}\t{kind}\t{peers}\t{seconds:.1f}\t{verdict}\t{command}\n")
