@@ -420,6 +420,10 @@ void Reporter::finish(const std::vector<TrialRecord>& trials, bool complete) {
 
 void abort_run(const std::string& program, const std::string& message) {
   std::fflush(stdout);
+  // A stop signal means the launcher is ending the job (Open MPI sends SIGCONT and
+  // SIGTERM when another rank aborted, which may wake this one from a SIGSTOP):
+  // the peer that aborted has printed the line already.
+  if (stop_signal() != 0) std::_Exit(128 + stop_signal());
   std::fprintf(stderr, "%s: error: %s\n", program.c_str(), printable(message).c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, kExitStalled);
