@@ -33,6 +33,18 @@
 # peers, dim 1000; docs/performance.md, "Scale"). --eager-limit 65536 gives
 # SimGrid's default back.
 # Extra --cfg options go to SimGrid.
+#
+# Output: one error, one line, whatever N (scripts/smpi_filter.py; docs/simulation.md,
+# "Errors and deadlocks"). SimGrid's per-rank "SMPI process did not return 0" lines
+# and smpirun's "Execution failed with code S" are dropped; a deadlock's actor list
+# becomes one line (unless the program printed its own error line) and exit status 3,
+# whatever the simulation returned; a program that cannot be loaded is one line,
+# exit 126 (127 when there is no file at that path). SimGrid's other lines (warnings)
+# pass through. AVB_SMPI_RAW_LOG=FILE appends everything SimGrid printed on stderr,
+# unfiltered, to FILE.
+#
+# Exit status: the program's (2 for bad input, 128+signal when stopped by one),
+# 3 after a deadlock, 126 or 127 as above, 2 for a bad option of this script.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 n="" platform="" hostfile="" cfgs=() privatize=0 gen=() eager=0
@@ -72,6 +84,15 @@ fi
 # its own options, then exits). The program's short form -h reaches the program.
 program=$1
 shift
+# A path SimGrid cannot dlopen ends in a backtrace: say it in one line instead.
+if [ ! -e "$program" ]; then
+  echo "smpirun.sh: error: $program: no such file (an SMPI program is built in build-smpi/: cmake --preset smpi && cmake --build build-smpi)" >&2
+  exit 127
+fi
+if [ ! -f "$program" ] || [ ! -r "$program" ]; then
+  echo "smpirun.sh: error: $program: not a readable file (an SMPI program is a shared object built in build-smpi/)" >&2
+  exit 126
+fi
 args=()
 for a in "$@"; do
   if [ "$a" = --help ]; then a=-h; fi
@@ -84,12 +105,24 @@ done
 # the whole group is gone: callers that wait for this script wait for the trace. A
 # watchdog kills the group if this script is killed outright (timeout -k, SIGKILL),
 # so the simulation never goes on alone.
+#
+# smpirun's stdout and stderr go through filters (see the header), on FIFOs rather
+# than pipes so that $! stays smpirun's PID. The filters ignore SIGINT, SIGTERM and
+# SIGHUP (a terminal's Ctrl-C, timeout's group-wide signal): they must outlive the
+# simulation, which writes until its trace is saved, and they end at its EOF.
+fifos=$(mktemp -d "${TMPDIR:-/tmp}/smpirun.XXXXXX")
+mkfifo "$fifos/out" "$fifos/err"
+(trap '' INT TERM HUP; exec grep --line-buffered -v -x 'Execution failed with code [0-9]*\.' <"$fifos/out") &
+out_filter=$!
+(trap '' INT TERM HUP; exec /usr/bin/python3 "$here/smpi_filter.py" "$program" "$n" "${AVB_SMPI_RAW_LOG:-}" <"$fifos/err" >&2) &
+err_filter=$!
 set -m
-smpirun -np "$n" -platform "$platform" -hostfile "$hostfile" \
+# ker_engine at info: the actor list SimGrid prints after a deadlock, for the filter.
+smpirun -quiet -np "$n" -platform "$platform" -hostfile "$hostfile" \
   --cfg=smpi/privatization:$privatize --cfg=smpi/simulate-computation:no --cfg=smpi/host-speed:1Gf \
   --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no --cfg=smpi/send-is-detached-thresh:"$eager" \
-  --log=root.thres:warning \
-  "${cfgs[@]}" "$program" "${args[@]}" &
+  --log=root.thres:warning --log=ker_engine.thres:info \
+  "${cfgs[@]}" "$program" "${args[@]}" >"$fifos/out" 2>"$fifos/err" &
 sim=$!
 set +m
 (while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null) </dev/null >/dev/null 2>&1 &
@@ -103,4 +136,11 @@ while kill -0 "$sim" 2>/dev/null; do  # a trapped signal interrupts wait: wait a
 done
 while kill -0 -- "-$sim" 2>/dev/null; do sleep 0.2; done  # the simulation outlives smpirun after a signal
 kill "$watchdog" 2>/dev/null || true
+# The filters end once the simulation's last process has closed its output.
+wait "$out_filter" || true
+verdict=0
+wait "$err_filter" || verdict=$?
+rm -rf "$fifos"
+# A deadlock (3) or a program SimGrid could not load (126) overrides the status.
+[ "$verdict" -eq 0 ] || rc=$verdict
 exit "$rc"

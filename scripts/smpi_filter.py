@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Filters what SimGrid's smpirun writes on stderr, for scripts/smpirun.sh.
+
+    smpi_filter.py PROGRAM N [RAW_LOG]   < smpirun's stderr   > the user's stderr
+
+Passes every line through as it comes (SimGrid's warnings, the program's progress
+and error lines), except what SimGrid repeats per rank or prints around a failure
+that the program or this filter already reports in one line:
+
+  - "SMPI process did not return 0. Return value : S", once per simulated rank:
+    dropped. Unless the program printed an error line of its own ("PROGRAM:
+    error...") or was stopped by a signal (status 129, 130, 143), one line sums
+    them up ("smpirun.sh: error: PROGRAM exited with status S on K of N ranks").
+  - "Oops! Deadlock detected" and the actor list that follows it (one line per
+    blocked rank): dropped. Unless the program printed its own "PROGRAM: error:"
+    line, one line says what was in flight, from the actor list.
+  - "dlopen failed for PROGRAM: REASON" and SimGrid's backtrace after it: one line
+    "smpirun.sh: error: cannot load PROGRAM: REASON".
+
+Every line, dropped or not, is appended to RAW_LOG when one is given.
+
+Exit status: 3 if SimGrid detected a deadlock, 126 if the program could not be
+loaded, 0 otherwise; smpirun.sh exits with it when it is not 0.
+"""
+import os
+import re
+import signal
+import sys
+
+RANK_RETURN = re.compile(rb"SMPI process did not return 0\. Return value : (-?\d+)")
+DEADLOCK = re.compile(rb"Oops! Deadlock detected")
+DEADLOCK_HEADER = re.compile(rb"\[ker_engine/INFO\] (\d+ actors are still running|Legend of the following listing)")
+# "Actor 3 (2@peer-2): waiting for communication activity 0x... () in state WAITING to finish"
+# "Actor 1 (0@peer-0) simcall actor::ActivityWaitanySimcall"
+ACTOR = re.compile(rb"\[ker_engine/INFO\] Actor \d+ \((.*)@[^@)]*\)(?:: waiting for (\w+) activity| simcall (\S+))")
+DLOPEN = re.compile(rb"dlopen failed for .*?: (.*?)(?: \(errno: .*\))?$")
+# SimGrid's backtrace after a fatal error, and the shell's word for the abort.
+STOPPED = {129, 130, 143}
+BACKTRACE = re.compile(rb"Backtrace \(displayed in actor |  -> +\d+# |$|Aborted( \(core dumped\))?$")
+
+# What a blocked rank waits for, in words, from SimGrid's actor status.
+WAITS = {"communication": "on one message (MPI_Send/MPI_Recv/MPI_Wait)",
+         "actor::ActivityWaitanySimcall": "on several requests (MPI_Waitany/MPI_Waitall/a collective)",
+         "execution": "computing", "sleeping": "sleeping", "synchronization": "in a lock or barrier",
+         "I/O": "in I/O"}
+
+
+def ranks_text(names):
+    """'ranks 0-3, 7' from actor names (the MPI rank), or the names as they are."""
+    try:
+        ranks = sorted(int(n) for n in names)
+    except ValueError:
+        return "actors " + ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+    spans, start = [], ranks[0]
+    for prev, cur in zip(ranks, ranks[1:] + [None]):
+        if cur != prev + 1:
+            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = cur
+    shown = ", ".join(spans[:6]) + (", ..." if len(spans) > 6 else "")
+    return ("rank " if len(ranks) == 1 else "ranks ") + shown
+
+
+def deadlock_summary(blocked):
+    """'16 ranks blocked; 12 on one message (...): ranks 0-11; 4 on several requests (...): ranks 12-15'"""
+    kinds = {}
+    for name, wait in blocked:
+        kinds.setdefault(wait, []).append(name)
+    parts = [f"{len(names)} {WAITS.get(wait, 'in ' + wait)}: {ranks_text(names)}"
+             for wait, names in sorted(kinds.items(), key=lambda kv: -len(kv[1]))]
+    noun = "rank" if len(blocked) == 1 else "ranks"
+    return "; ".join([f"{len(blocked)} {noun} blocked"] + parts) if blocked else "no blocked rank listed"
+
+
+def main():
+    # Ctrl-C and kill signals are for the simulation; smpirun.sh relays them. The
+    # filter goes on until the simulation closes its stderr, so nothing is lost.
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+    program, n = sys.argv[1], sys.argv[2]
+    raw = open(sys.argv[3], "ab") if len(sys.argv) > 3 and sys.argv[3] else None
+    name = os.path.basename(program)
+    # "PROGRAM: error: ..." and "PROGRAM: error on rank R: ..."
+    own_error = (name + ": error").encode()
+    out = sys.stdout.buffer
+    returns, blocked = {}, []
+    deadlock = program_error = False
+    dlopen_reason = None
+    for line in iter(sys.stdin.buffer.readline, b""):
+        if raw:
+            raw.write(line)
+            raw.flush()
+        text = line.rstrip(b"\n")
+        m = RANK_RETURN.search(text)
+        if m:
+            returns[int(m.group(1))] = returns.get(int(m.group(1)), 0) + 1
+            continue
+        if DEADLOCK.search(text):
+            deadlock = True
+            continue
+        if deadlock and DEADLOCK_HEADER.search(text):
+            continue
+        m = ACTOR.search(text) if deadlock else None
+        if m:
+            blocked.append((m.group(1).decode(errors="replace"), (m.group(2) or m.group(3)).decode(errors="replace")))
+            continue
+        m = DLOPEN.search(text) if dlopen_reason is None else None
+        if m:
+            dlopen_reason = m.group(1).decode(errors="replace").removeprefix(program + ": ")
+            continue
+        if dlopen_reason is not None and BACKTRACE.match(text):
+            continue
+        program_error = program_error or text.startswith(own_error)
+        out.write(line)
+        out.flush()
+
+    def say(message):
+        out.write(f"smpirun.sh: error: {message}\n".encode())
+        out.flush()
+
+    if dlopen_reason is not None:
+        say(f"cannot load {program}: {dlopen_reason} (an SMPI program is a shared object built in build-smpi/, "
+            "e.g. cmake --preset smpi && cmake --build build-smpi)")
+        return 126
+    if deadlock:
+        if not program_error:
+            say(f"SimGrid detected a deadlock: {deadlock_summary(blocked)}")
+        return 3
+    # A stop asked for (SIGINT, SIGTERM, SIGHUP relayed by smpirun.sh) is no error.
+    if returns and not program_error and not set(returns) <= STOPPED:
+        statuses = " or ".join(f"{s}" for s in sorted(returns))
+        count = sum(returns.values())
+        say(f"{name} exited with status {statuses} on {count} of {n} ranks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
