@@ -125,21 +125,28 @@ smpirun -quiet -np "$n" -platform "$platform" -hostfile "$hostfile" \
   "${cfgs[@]}" "$program" "${args[@]}" >"$fifos/out" 2>"$fifos/err" &
 sim=$!
 set +m
-(while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null) </dev/null >/dev/null 2>&1 &
+(while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null; rm -rf "$fifos") </dev/null >/dev/null 2>&1 &
 watchdog=$!
 for s in TERM INT HUP; do trap "kill -s $s $sim 2>/dev/null" "$s"; done
+# status_of PID: waits for a child to end, through trapped signals (which interrupt
+# wait), and returns its exit status.
+status_of() {
+  local status=0
+  wait "$1" || status=$?
+  while kill -0 "$1" 2>/dev/null; do
+    status=0
+    wait "$1" || status=$?
+  done
+  return "$status"
+}
 rc=0
-wait "$sim" || rc=$?
-while kill -0 "$sim" 2>/dev/null; do  # a trapped signal interrupts wait: wait again
-  rc=0
-  wait "$sim" || rc=$?
-done
+status_of "$sim" || rc=$?
 while kill -0 -- "-$sim" 2>/dev/null; do sleep 0.2; done  # the simulation outlives smpirun after a signal
 kill "$watchdog" 2>/dev/null || true
 # The filters end once the simulation's last process has closed its output.
-wait "$out_filter" || true
+status_of "$out_filter" || true
 verdict=0
-wait "$err_filter" || verdict=$?
+status_of "$err_filter" || verdict=$?
 rm -rf "$fifos"
 # A deadlock (3) or a program SimGrid could not load (126) overrides the status.
 [ "$verdict" -eq 0 ] || rc=$verdict
