@@ -62,7 +62,7 @@ if wanted deadlock; then
   raw=$SCRATCH/deadlock-raw.log
   expect deadlock 3 1 '^smpirun\.sh: error: SimGrid detected a deadlock: 16 ranks blocked; 16 on one message \(.*MPI_Recv.*\): ranks 0-15$' -- \
     env AVB_SMPI_RAW_LOG="$raw" "$AVB_SMPIRUN" -n 16 "$MISBEHAVE" deadlock
-  actors=$(grep -c '\[ker_engine/INFO\] Actor [0-9]* ([0-9]*@peer-[0-9]*): waiting for communication' "$raw" || true)
+  actors=$(cat "$raw" 2>/dev/null | grep -c '\[ker_engine/INFO\] Actor [0-9]* ([0-9]*@peer-[0-9]*): waiting for communication' || true)
   if grep -q 'Deadlock detected' "$raw" && [ "$actors" -eq 16 ]; then
     ok "deadlock: AVB_SMPI_RAW_LOG keeps SimGrid's report (the deadlock line, $actors actor lines)"
   else
@@ -79,8 +79,8 @@ if wanted errors; then
   expect text-file 126 1 "^smpirun\.sh: error: cannot load $SCRATCH/notes\.txt: " -- "$AVB_SMPIRUN" -n 4 "$SCRATCH/notes.txt"
   # An executable (position-independent, as Debian builds them) is not a shared
   # object: the Open MPI build of the app, or any program, cannot be loaded.
-  expect executable 126 1 "^smpirun\.sh: error: cannot load $(command -v true): .*executable" -- \
-    "$AVB_SMPIRUN" -n 4 "$(command -v true)"
+  expect executable 126 1 "^smpirun\.sh: error: cannot load $(type -P true): .*executable" -- \
+    "$AVB_SMPIRUN" -n 4 "$(type -P true)"
   expect silent-exit 1 1 '^smpirun\.sh: error: misbehave exited with status 1 on 4 of 4 ranks$' -- \
     "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" exit 1
   expect success 0 0 '' -- "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" exit 0
