@@ -71,66 +71,91 @@ def deadlock_summary(blocked):
     return "; ".join([f"{len(blocked)} {noun} blocked"] + parts) if blocked else "no blocked rank listed"
 
 
+class Filter:
+    """Sorts smpirun's stderr, line by line, into what the user sees and what is dropped."""
+
+    def __init__(self, program, n, out, raw):
+        self.program, self.n, self.out, self.raw = program, n, out, raw
+        self.name = os.path.basename(program)
+        # "PROGRAM: error: ..." and "PROGRAM: error on rank R: ..."
+        self.own_error = (self.name + ": error").encode()
+        self.returns, self.blocked = {}, []
+        self.deadlock = self.program_error = False
+        self.dlopen_reason = None
+
+    def emit(self, data):
+        # A closed stderr (a pager quit) must not stop the simulation, which still
+        # has its trace to save: the filter then only drains its input.
+        if self.out is None:
+            return
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except OSError:
+            self.out = None
+
+    def keep_raw(self, line):
+        if self.raw is None:
+            return
+        try:
+            self.raw.write(line)
+            self.raw.flush()
+        except OSError:  # a full disk must not stop the simulation's output either
+            self.raw = None
+
+    def feed(self, line):
+        self.keep_raw(line)
+        text = line.rstrip(b"\n")
+        m = RANK_RETURN.search(text)
+        if m:
+            status = int(m.group(1))
+            self.returns[status] = self.returns.get(status, 0) + 1
+        elif DEADLOCK.search(text):
+            self.deadlock = True
+        elif self.deadlock and DEADLOCK_HEADER.search(text):
+            pass
+        elif self.deadlock and ACTOR.search(text):
+            m = ACTOR.search(text)
+            self.blocked.append((m.group(1).decode(errors="replace"), (m.group(2) or m.group(3)).decode(errors="replace")))
+        elif self.dlopen_reason is None and DLOPEN.search(text):
+            reason = DLOPEN.search(text).group(1).decode(errors="replace")
+            self.dlopen_reason = reason.removeprefix(self.program + ": ")
+        elif self.dlopen_reason is not None and BACKTRACE.match(text):
+            pass
+        else:
+            self.program_error = self.program_error or text.startswith(self.own_error)
+            self.emit(line)
+
+    def say(self, message):
+        self.emit(f"smpirun.sh: error: {message}\n".encode())
+
+    def finish(self):
+        """Prints the one line the dropped lines stood for; returns the exit status."""
+        if self.dlopen_reason is not None:
+            self.say(f"cannot load {self.program}: {self.dlopen_reason} (an SMPI program is a shared object "
+                     "built in build-smpi/, e.g. cmake --preset smpi && cmake --build build-smpi)")
+            return 126
+        if self.deadlock:
+            if not self.program_error:
+                self.say(f"SimGrid detected a deadlock: {deadlock_summary(self.blocked)}")
+            return 3
+        # A stop asked for (SIGINT, SIGTERM, SIGHUP relayed by smpirun.sh) is no error.
+        if self.returns and not self.program_error and not set(self.returns) <= STOPPED:
+            statuses = " or ".join(str(s) for s in sorted(self.returns))
+            self.say(f"{self.name} exited with status {statuses} on {sum(self.returns.values())} of {self.n} ranks")
+        return 0
+
+
 def main():
     # Ctrl-C and kill signals are for the simulation; smpirun.sh relays them. The
     # filter goes on until the simulation closes its stderr, so nothing is lost.
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, signal.SIG_IGN)
-    program, n = sys.argv[1], sys.argv[2]
     raw = open(sys.argv[3], "ab") if len(sys.argv) > 3 and sys.argv[3] else None
-    name = os.path.basename(program)
-    # "PROGRAM: error: ..." and "PROGRAM: error on rank R: ..."
-    own_error = (name + ": error").encode()
-    out = sys.stdout.buffer
-    returns, blocked = {}, []
-    deadlock = program_error = False
-    dlopen_reason = None
+    f = Filter(sys.argv[1], sys.argv[2], sys.stdout.buffer, raw)
     for line in iter(sys.stdin.buffer.readline, b""):
-        if raw:
-            raw.write(line)
-            raw.flush()
-        text = line.rstrip(b"\n")
-        m = RANK_RETURN.search(text)
-        if m:
-            returns[int(m.group(1))] = returns.get(int(m.group(1)), 0) + 1
-            continue
-        if DEADLOCK.search(text):
-            deadlock = True
-            continue
-        if deadlock and DEADLOCK_HEADER.search(text):
-            continue
-        m = ACTOR.search(text) if deadlock else None
-        if m:
-            blocked.append((m.group(1).decode(errors="replace"), (m.group(2) or m.group(3)).decode(errors="replace")))
-            continue
-        m = DLOPEN.search(text) if dlopen_reason is None else None
-        if m:
-            dlopen_reason = m.group(1).decode(errors="replace").removeprefix(program + ": ")
-            continue
-        if dlopen_reason is not None and BACKTRACE.match(text):
-            continue
-        program_error = program_error or text.startswith(own_error)
-        out.write(line)
-        out.flush()
-
-    def say(message):
-        out.write(f"smpirun.sh: error: {message}\n".encode())
-        out.flush()
-
-    if dlopen_reason is not None:
-        say(f"cannot load {program}: {dlopen_reason} (an SMPI program is a shared object built in build-smpi/, "
-            "e.g. cmake --preset smpi && cmake --build build-smpi)")
-        return 126
-    if deadlock:
-        if not program_error:
-            say(f"SimGrid detected a deadlock: {deadlock_summary(blocked)}")
-        return 3
-    # A stop asked for (SIGINT, SIGTERM, SIGHUP relayed by smpirun.sh) is no error.
-    if returns and not program_error and not set(returns) <= STOPPED:
-        statuses = " or ".join(f"{s}" for s in sorted(returns))
-        count = sum(returns.values())
-        say(f"{name} exited with status {statuses} on {count} of {n} ranks")
-    return 0
+        f.feed(line)
+    return f.finish()
 
 
 if __name__ == "__main__":

@@ -84,6 +84,10 @@ fi
 # its own options, then exits). The program's short form -h reaches the program.
 program=$1
 shift
+if [ -n "${AVB_SMPI_RAW_LOG:-}" ] && ! : 2>/dev/null >>"$AVB_SMPI_RAW_LOG"; then
+  echo "smpirun.sh: error: AVB_SMPI_RAW_LOG: cannot write to '$AVB_SMPI_RAW_LOG'" >&2
+  exit 2
+fi
 # A path SimGrid cannot dlopen ends in a backtrace: say it in one line instead.
 if [ ! -e "$program" ]; then
   echo "smpirun.sh: error: $program: no such file (an SMPI program is built in build-smpi/: cmake --preset smpi && cmake --build build-smpi)" >&2
@@ -114,7 +118,7 @@ fifos=$(mktemp -d "${TMPDIR:-/tmp}/smpirun.XXXXXX")
 mkfifo "$fifos/out" "$fifos/err"
 (trap '' INT TERM HUP; exec grep --line-buffered -v -x 'Execution failed with code [0-9]*\.' <"$fifos/out") &
 out_filter=$!
-(trap '' INT TERM HUP; exec /usr/bin/python3 "$here/smpi_filter.py" "$program" "$n" "${AVB_SMPI_RAW_LOG:-}" <"$fifos/err" >&2) &
+(trap '' INT TERM HUP; exec /usr/bin/python3 -I -S "$here/smpi_filter.py" "$program" "$n" "${AVB_SMPI_RAW_LOG:-}" <"$fifos/err" >&2) &
 err_filter=$!
 set -m
 # ker_engine at info: the actor list SimGrid prints after a deadlock, for the filter.
