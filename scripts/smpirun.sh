@@ -110,15 +110,23 @@ done
 # watchdog kills the group if this script is killed outright (timeout -k, SIGKILL),
 # so the simulation never goes on alone.
 #
-# smpirun's stdout and stderr go through filters (see the header), on FIFOs rather
-# than pipes so that $! stays smpirun's PID. The filters ignore SIGINT, SIGTERM and
-# SIGHUP (a terminal's Ctrl-C, timeout's group-wide signal): they must outlive the
-# simulation, which writes until its trace is saved, and they end at its EOF.
+# smpirun's stdout and stderr go through filters (see the header), on pipes made
+# from FIFOs (so that $! stays smpirun's PID) that are unlinked at once: nothing is
+# left on disk, whatever kills this script. Opening a FIFO read-write first lets the
+# read-only and write-only opens proceed without blocking. The filters ignore
+# SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl-C, timeout's group-wide signal):
+# they must outlive the simulation, which writes until its trace is saved, and
+# they end at its EOF, once no process holds a write end: only smpirun's does.
 fifos=$(mktemp -d "${TMPDIR:-/tmp}/smpirun.XXXXXX")
 mkfifo "$fifos/out" "$fifos/err"
-(trap '' INT TERM HUP; exec grep --line-buffered -v -x 'Execution failed with code [0-9]*\.' <"$fifos/out") &
+exec {hold}<>"$fifos/out" {out_r}<"$fifos/out" {out_w}>"$fifos/out" {hold}>&-
+exec {hold}<>"$fifos/err" {err_r}<"$fifos/err" {err_w}>"$fifos/err" {hold}>&-
+rm -rf "$fifos"
+(trap '' INT TERM HUP; exec grep --line-buffered -v -x 'Execution failed with code [0-9]*\.') \
+  <&"$out_r" {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&- &
 out_filter=$!
-(trap '' INT TERM HUP; exec /usr/bin/python3 -I -S "$here/smpi_filter.py" "$program" "$n" "${AVB_SMPI_RAW_LOG:-}" <"$fifos/err" >&2) &
+(trap '' INT TERM HUP; exec /usr/bin/python3 -I -S "$here/smpi_filter.py" "$program" "$n" "${AVB_SMPI_RAW_LOG:-}") \
+  <&"$err_r" >&2 {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&- &
 err_filter=$!
 set -m
 # ker_engine at info: the actor list SimGrid prints after a deadlock, for the filter.
@@ -126,10 +134,11 @@ smpirun -quiet -np "$n" -platform "$platform" -hostfile "$hostfile" \
   --cfg=smpi/privatization:$privatize --cfg=smpi/simulate-computation:no --cfg=smpi/host-speed:1Gf \
   --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no --cfg=smpi/send-is-detached-thresh:"$eager" \
   --log=root.thres:warning --log=ker_engine.thres:info \
-  "${cfgs[@]}" "$program" "${args[@]}" >"$fifos/out" 2>"$fifos/err" &
+  "${cfgs[@]}" "$program" "${args[@]}" >&"$out_w" 2>&"$err_w" {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&- &
 sim=$!
 set +m
-(while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null; rm -rf "$fifos") </dev/null >/dev/null 2>&1 &
+exec {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&-
+(while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null) </dev/null >/dev/null 2>&1 &
 watchdog=$!
 for s in TERM INT HUP; do trap "kill -s $s $sim 2>/dev/null" "$s"; done
 # status_of PID: waits for a child to end, through trapped signals (which interrupt
@@ -151,7 +160,6 @@ kill "$watchdog" 2>/dev/null || true
 status_of "$out_filter" || true
 verdict=0
 status_of "$err_filter" || verdict=$?
-rm -rf "$fifos"
 # A deadlock (3) or a program SimGrid could not load (126) overrides the status.
 [ "$verdict" -eq 0 ] || rc=$verdict
 exit "$rc"
