@@ -19,8 +19,13 @@ that the program or this filter already reports in one line:
 
 Every line, dropped or not, is appended to RAW_LOG when one is given.
 
-Exit status: 3 if SimGrid detected a deadlock, 126 if the program could not be
-loaded, 0 otherwise; smpirun.sh exits with it when it is not 0.
+  - "MPI_Abort was called", once per aborting rank, the deadlock SimGrid then
+    reports and "Process called exit when leaving": dropped; unless the program
+    printed its own error line, one line "PROGRAM called MPI_Abort on rank R".
+
+Exit status: 1 after an MPI_Abort (SimGrid 3.32 itself exits 0), else 3 if SimGrid
+detected a deadlock, 126 if the program could not be loaded, 0 otherwise;
+smpirun.sh exits with it when it is not 0.
 """
 import os
 import re
@@ -33,6 +38,10 @@ DEADLOCK_HEADER = re.compile(rb"\[ker_engine/INFO\] (\d+ actors are still runnin
 # "Actor 3 (2@peer-2): waiting for communication activity 0x... () in state WAITING to finish"
 # "Actor 1 (0@peer-0) simcall actor::ActivityWaitanySimcall"
 ACTOR = re.compile(rb"\[ker_engine/INFO\] Actor \d+ \((.*)@[^@)]*\)(?:: waiting for (\w+) activity| simcall (\S+))")
+# "[peer-1:1:(2) 0.000000] ... MPI_Abort was called, something went probably wrong ..."
+ABORT = re.compile(rb"^\[[^:\]]*:(\d+):\(\d+\) [^\]]*\] .*MPI_Abort was called")
+# Printed per rank that leaves by exit() (MPI_Abort, an exit in an error path).
+EXIT_NOTE = re.compile(rb"\[ker_engine/WARNING\] Process called exit when leaving - Skipping cleanups")
 DLOPEN = re.compile(rb"dlopen failed for .*?: (.*?)(?: \(errno: .*\))?$")
 # SimGrid's backtrace after a fatal error, and the shell's word for the abort.
 STOPPED = {129, 130, 143}
@@ -40,6 +49,7 @@ BACKTRACE = re.compile(rb"Backtrace \(displayed in actor |  -> +\d+# |$|Aborted(
 
 # What a blocked rank waits for, in words, from SimGrid's actor status.
 WAITS = {"communication": "on one message (MPI_Send/MPI_Recv/MPI_Wait)",
+         "actor::ActivityWaitSimcall": "on one message (MPI_Send/MPI_Recv/MPI_Wait)",
          "actor::ActivityWaitanySimcall": "on several requests (MPI_Waitany/MPI_Waitall/a collective)",
          "execution": "computing", "sleeping": "sleeping", "synchronization": "in a lock or barrier",
          "I/O": "in I/O"}
@@ -64,8 +74,8 @@ def deadlock_summary(blocked):
     """'16 ranks blocked; 12 on one message (...): ranks 0-11; 4 on several requests (...): ranks 12-15'"""
     kinds = {}
     for name, wait in blocked:
-        kinds.setdefault(wait, []).append(name)
-    parts = [f"{len(names)} {WAITS.get(wait, 'in ' + wait)}: {ranks_text(names)}"
+        kinds.setdefault(WAITS.get(wait, "in " + wait), []).append(name)
+    parts = [f"{len(names)} {wait}: {ranks_text(names)}"
              for wait, names in sorted(kinds.items(), key=lambda kv: -len(kv[1]))]
     noun = "rank" if len(blocked) == 1 else "ranks"
     return "; ".join([f"{len(blocked)} {noun} blocked"] + parts) if blocked else "no blocked rank listed"
@@ -82,6 +92,7 @@ class Filter:
         self.returns, self.blocked = {}, []
         self.deadlock = self.program_error = False
         self.dlopen_reason = None
+        self.aborted = []  # the ranks that called MPI_Abort
 
     def emit(self, data):
         # A closed stderr (a pager quit) must not stop the simulation, which still
@@ -110,6 +121,10 @@ class Filter:
         if m:
             status = int(m.group(1))
             self.returns[status] = self.returns.get(status, 0) + 1
+        elif ABORT.search(text):
+            self.aborted.append(ABORT.search(text).group(1).decode())
+        elif EXIT_NOTE.search(text):
+            pass
         elif DEADLOCK.search(text):
             self.deadlock = True
         elif self.deadlock and DEADLOCK_HEADER.search(text):
@@ -135,6 +150,12 @@ class Filter:
             self.say(f"cannot load {self.program}: {self.dlopen_reason} (an SMPI program is a shared object "
                      "built in build-smpi/, e.g. cmake --preset smpi && cmake --build build-smpi)")
             return 126
+        # SimGrid 3.32 stops the other ranks after an MPI_Abort, reports that as a
+        # deadlock, and exits 0: the abort is the error.
+        if self.aborted:
+            if not self.program_error:
+                self.say(f"{self.name} called MPI_Abort on {ranks_text(self.aborted)}")
+            return 1
         if self.deadlock:
             if not self.program_error:
                 self.say(f"SimGrid detected a deadlock: {deadlock_summary(self.blocked)}")

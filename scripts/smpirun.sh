@@ -38,13 +38,14 @@
 # "Errors and deadlocks"). SimGrid's per-rank "SMPI process did not return 0" lines
 # and smpirun's "Execution failed with code S" are dropped; a deadlock's actor list
 # becomes one line (unless the program printed its own error line) and exit status 3,
-# whatever the simulation returned; a program that cannot be loaded is one line,
-# exit 126 (127 when there is no file at that path). SimGrid's other lines (warnings)
-# pass through. AVB_SMPI_RAW_LOG=FILE appends everything SimGrid printed on stderr,
+# whatever the simulation returned; an MPI_Abort is exit 1 (SimGrid exits 0); a
+# program that cannot be loaded is one line, exit 126 (127 when there is no file at
+# that path). SimGrid's other lines (warnings) pass through. AVB_SMPI_RAW_LOG=FILE appends everything SimGrid printed on stderr,
 # unfiltered, to FILE.
 #
 # Exit status: the program's (2 for bad input, 128+signal when stopped by one),
-# 3 after a deadlock, 126 or 127 as above, 2 for a bad option of this script.
+# 3 after a deadlock, 1 after an MPI_Abort, 126 or 127 as above, 2 for a bad option
+# of this script or an AVB_SMPI_RAW_LOG it cannot write.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 n="" platform="" hostfile="" cfgs=() privatize=0 gen=() eager=0

@@ -20,7 +20,9 @@
 #             it; a file that is not an SMPI program (a text file; an executable
 #             that is not a shared object): exit 126, one line naming it, no
 #             backtrace; a program returning 1 on every rank without a word: exit 1,
-#             one line saying so; a run that succeeds prints nothing of SimGrid's.
+#             one line saying so; rank 1 calling MPI_Abort without a word (SimGrid
+#             then reports a deadlock of the others, and exits 0): exit 1, one line
+#             naming MPI_Abort and rank 1; a run that succeeds prints nothing.
 source "$(dirname "$0")/common.sh"
 
 [ $# -ge 2 ] || die "usage: test_smpi_output.sh AVERAGING_BENCH MISBEHAVE [deadlock] [errors]"
@@ -83,6 +85,7 @@ if wanted errors; then
     "$AVB_SMPIRUN" -n 4 "$(type -P true)"
   expect silent-exit 1 1 '^smpirun\.sh: error: misbehave exited with status 1 on 4 of 4 ranks$' -- \
     "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" exit 1
+  expect abort 1 1 '^smpirun\.sh: error: misbehave called MPI_Abort on rank 1$' -- "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" abort
   expect success 0 0 '' -- "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" exit 0
 fi
 finish

@@ -8,6 +8,8 @@
 //                                 prints one "misbehave: error: deadlock: ..." line
 //                                 and exits 3, as averaging_bench and sgd_bench do
 //   misbehave exit S              every rank returns S without a word
+//   misbehave abort               rank 1 calls MPI_Abort without a word while the
+//                                 others wait in a barrier
 #include <mpi.h>
 #include <simgrid/s4u/Engine.hpp>
 
@@ -49,12 +51,17 @@ int main(int argc, char** argv) {
     if (rank == 0) simgrid::s4u::Engine::on_deadlock_cb(report_deadlock);
     MPI_Barrier(MPI_COMM_WORLD);
     deadlock();
+  } else if (std::strcmp(mode, "abort") == 0) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Barrier(MPI_COMM_WORLD);
   } else if (std::strcmp(mode, "exit") == 0 && argc > 2) {
     rc = std::atoi(argv[2]);
   } else {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) std::fprintf(stderr, "misbehave: error: unknown mode '%s' (deadlock, deadlock-reported, exit S)\n", mode);
+    if (rank == 0) std::fprintf(stderr, "misbehave: error: unknown mode '%s' (deadlock, deadlock-reported, exit S, abort)\n", mode);
     rc = 2;
   }
   MPI_Finalize();
