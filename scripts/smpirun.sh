@@ -40,8 +40,8 @@
 # becomes one line (unless the program printed its own error line) and exit status 3,
 # whatever the simulation returned; an MPI_Abort is exit 1 (SimGrid exits 0); a
 # program that cannot be loaded is one line, exit 126 (127 when there is no file at
-# that path). SimGrid's other lines (warnings) pass through. AVB_SMPI_RAW_LOG=FILE appends everything SimGrid printed on stderr,
-# unfiltered, to FILE.
+# that path). SimGrid's other lines (warnings) pass through. AVB_SMPI_RAW_LOG=FILE
+# appends everything SimGrid printed on stderr, unfiltered, to FILE.
 #
 # Exit status: the program's (2 for bad input, 128+signal when stopped by one),
 # 3 after a deadlock, 1 after an MPI_Abort, 126 or 127 as above, 2 for a bad option
@@ -161,6 +161,7 @@ kill "$watchdog" 2>/dev/null || true
 status_of "$out_filter" || true
 verdict=0
 status_of "$err_filter" || verdict=$?
-# A deadlock (3) or a program SimGrid could not load (126) overrides the status.
+# The filter's verdict, when it has one, overrides the simulation's status: an
+# MPI_Abort (1), a deadlock (3), a program SimGrid could not load (126).
 [ "$verdict" -eq 0 ] || rc=$verdict
 exit "$rc"
