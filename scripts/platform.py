@@ -88,11 +88,14 @@ def geo_body(a):
         lines.append(f'    <cluster id="region-{k}" prefix="peer-" suffix="" radical="{first[k]}-{first[k + 1] - 1}" '
                      f'speed="{a.speed}" bw="{a.bw}" lat="{a.lat}" bb_bw="{a.bb_bw}" bb_lat="{a.bb_lat}" '
                      f'router_id="region-{k}-gateway"/>\n')
-    for k in range(r):
-        for m in range(k + 1, r):
-            lines.append(f'    <link id="wan-{k}-{m}" bandwidth="{a.wan_bw}" latency="{a.wan_lat}"/>\n')
-            lines.append(f'    <zoneRoute src="region-{k}" dst="region-{m}" gw_src="region-{k}-gateway" '
-                         f'gw_dst="region-{m}-gateway"><link_ctn id="wan-{k}-{m}"/></zoneRoute>\n')
+    pairs = [(k, m) for k in range(r) for m in range(k + 1, r)]
+    # SimGrid's DTD wants a zone's resources (clusters, links) before its routes: a
+    # <link> after a <zoneRoute> is a parse error, so every WAN link comes first.
+    for k, m in pairs:
+        lines.append(f'    <link id="wan-{k}-{m}" bandwidth="{a.wan_bw}" latency="{a.wan_lat}"/>\n')
+    for k, m in pairs:
+        lines.append(f'    <zoneRoute src="region-{k}" dst="region-{m}" gw_src="region-{k}-gateway" '
+                     f'gw_dst="region-{m}-gateway"><link_ctn id="wan-{k}-{m}"/></zoneRoute>\n')
     lines.append("  </zone>\n")
     return "".join(lines)
 

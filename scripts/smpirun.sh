@@ -33,6 +33,19 @@
 # peers, dim 1000; docs/performance.md, "Scale"). --eager-limit 65536 gives
 # SimGrid's default back.
 # Extra --cfg options go to SimGrid.
+#
+# Output: one error, one line, whatever N (scripts/smpi_filter.py; docs/simulation.md,
+# "Errors and deadlocks"). SimGrid's per-rank "SMPI process did not return 0" lines
+# and smpirun's "Execution failed with code S" are dropped; a deadlock's actor list
+# becomes one line (unless the program printed its own error line) and exit status 3,
+# whatever the simulation returned; an MPI_Abort is exit 1 (SimGrid exits 0); a
+# program that cannot be loaded is one line, exit 126 (127 when there is no file at
+# that path). SimGrid's other lines (warnings) pass through. AVB_SMPI_RAW_LOG=FILE
+# appends everything SimGrid printed on stderr, unfiltered, to FILE.
+#
+# Exit status: the program's (2 for bad input, 128+signal when stopped by one),
+# 3 after a deadlock, 1 after an MPI_Abort, 126 or 127 as above, 2 for a bad option
+# of this script or an AVB_SMPI_RAW_LOG it cannot write.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 n="" platform="" hostfile="" cfgs=() privatize=0 gen=() eager=0
@@ -72,6 +85,19 @@ fi
 # its own options, then exits). The program's short form -h reaches the program.
 program=$1
 shift
+if [ -n "${AVB_SMPI_RAW_LOG:-}" ] && ! : 2>/dev/null >>"$AVB_SMPI_RAW_LOG"; then
+  echo "smpirun.sh: error: AVB_SMPI_RAW_LOG: cannot write to '$AVB_SMPI_RAW_LOG'" >&2
+  exit 2
+fi
+# A path SimGrid cannot dlopen ends in a backtrace: say it in one line instead.
+if [ ! -e "$program" ]; then
+  echo "smpirun.sh: error: $program: no such file (an SMPI program is built in build-smpi/: cmake --preset smpi && cmake --build build-smpi)" >&2
+  exit 127
+fi
+if [ ! -f "$program" ] || [ ! -r "$program" ]; then
+  echo "smpirun.sh: error: $program: not a readable file (an SMPI program is a shared object built in build-smpi/)" >&2
+  exit 126
+fi
 args=()
 for a in "$@"; do
   if [ "$a" = --help ]; then a=-h; fi
@@ -84,23 +110,58 @@ done
 # the whole group is gone: callers that wait for this script wait for the trace. A
 # watchdog kills the group if this script is killed outright (timeout -k, SIGKILL),
 # so the simulation never goes on alone.
+#
+# smpirun's stdout and stderr go through filters (see the header), on pipes made
+# from FIFOs (so that $! stays smpirun's PID) that are unlinked at once: nothing is
+# left on disk, whatever kills this script. Opening a FIFO read-write first lets the
+# read-only and write-only opens proceed without blocking. The filters ignore
+# SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl-C, timeout's group-wide signal):
+# they must outlive the simulation, which writes until its trace is saved, and
+# they end at its EOF, once no process holds a write end: only smpirun's does.
+fifos=$(mktemp -d "${TMPDIR:-/tmp}/smpirun.XXXXXX")
+mkfifo "$fifos/out" "$fifos/err"
+exec {hold}<>"$fifos/out" {out_r}<"$fifos/out" {out_w}>"$fifos/out" {hold}>&-
+exec {hold}<>"$fifos/err" {err_r}<"$fifos/err" {err_w}>"$fifos/err" {hold}>&-
+rm -rf "$fifos"
+(trap '' INT TERM HUP; exec grep --line-buffered -v -x 'Execution failed with code [0-9]*\.') \
+  <&"$out_r" {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&- &
+out_filter=$!
+(trap '' INT TERM HUP; exec /usr/bin/python3 -I -S "$here/smpi_filter.py" "$program" "$n" "${AVB_SMPI_RAW_LOG:-}") \
+  <&"$err_r" >&2 {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&- &
+err_filter=$!
 set -m
-smpirun -np "$n" -platform "$platform" -hostfile "$hostfile" \
+# ker_engine at info: the actor list SimGrid prints after a deadlock, for the filter.
+smpirun -quiet -np "$n" -platform "$platform" -hostfile "$hostfile" \
   --cfg=smpi/privatization:$privatize --cfg=smpi/simulate-computation:no --cfg=smpi/host-speed:1Gf \
   --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no --cfg=smpi/send-is-detached-thresh:"$eager" \
-  --log=root.thres:warning \
-  "${cfgs[@]}" "$program" "${args[@]}" &
+  --log=root.thres:warning --log=ker_engine.thres:info \
+  "${cfgs[@]}" "$program" "${args[@]}" >&"$out_w" 2>&"$err_w" {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&- &
 sim=$!
 set +m
+exec {out_r}<&- {err_r}<&- {out_w}>&- {err_w}>&-
 (while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL -- "-$sim" 2>/dev/null) </dev/null >/dev/null 2>&1 &
 watchdog=$!
 for s in TERM INT HUP; do trap "kill -s $s $sim 2>/dev/null" "$s"; done
+# status_of PID: waits for a child to end, through trapped signals (which interrupt
+# wait), and returns its exit status.
+status_of() {
+  local status=0
+  wait "$1" || status=$?
+  while kill -0 "$1" 2>/dev/null; do
+    status=0
+    wait "$1" || status=$?
+  done
+  return "$status"
+}
 rc=0
-wait "$sim" || rc=$?
-while kill -0 "$sim" 2>/dev/null; do  # a trapped signal interrupts wait: wait again
-  rc=0
-  wait "$sim" || rc=$?
-done
+status_of "$sim" || rc=$?
 while kill -0 -- "-$sim" 2>/dev/null; do sleep 0.2; done  # the simulation outlives smpirun after a signal
 kill "$watchdog" 2>/dev/null || true
+# The filters end once the simulation's last process has closed its output.
+status_of "$out_filter" || true
+verdict=0
+status_of "$err_filter" || verdict=$?
+# The filter's verdict, when it has one, overrides the simulation's status: an
+# MPI_Abort (1), a deadlock (3), a program SimGrid could not load (126).
+[ "$verdict" -eq 0 ] || rc=$verdict
 exit "$rc"

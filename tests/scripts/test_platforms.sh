@@ -3,6 +3,17 @@
 #
 #   tests/scripts/test_platforms.sh AVERAGING_BENCH   (built in build-smpi/)
 #
+# 0. SimGrid accepts every platform platform.py writes: cluster (SimGrid's <cluster>
+#    element, and a zone of hosts when --speed-sigma is set), cloud, and geo with 1,
+#    2, 3, 4, 8 and 16 regions (16 regions of one host each). Each file is loaded by
+#    simgrid-graphicator (libsimgrid-dev), which parses it with SimGrid's own XML
+#    parser, generated from simgrid.dtd: it refuses, naming the line, any element
+#    the DTD does not allow where it stands (as a <link> after a <zoneRoute>, which
+#    geo with 3 or more regions used to write), then builds every route to draw the
+#    graph. (Debian ships no simgrid.dtd file for xmllint; the parser is its
+#    executable form.) Then geo runs: averaging_bench, all-reduce, on 12 peers in 3
+#    and in 4 regions, completes with a whole trace, and every round crosses a 40 ms
+#    WAN link at least once (each trial's simulated time >= rounds x 40 ms).
 # 1. Files: N hosts named peer-0 .. peer-N-1 in rank order; cloud is seeded (same
 #    seed, same file; another seed, another file) and heterogeneous in speed and
 #    bandwidth; geo splits the ranks into contiguous regions.
@@ -31,6 +42,53 @@ source "$(dirname "$0")/common.sh"
 BIN=$(realpath "$1")
 GEN=$AVB_REPO/scripts/platform.py
 export AVB_PLATFORM_DIR=$SCRATCH/platforms
+
+# 0. Every platform parses; geo runs on 3 and 4 regions.
+command -v simgrid-graphicator >/dev/null || die "simgrid-graphicator not found (Debian package libsimgrid-dev)"
+parses() {  # parses REGIONS PLATFORM.PY-OPTIONS...: platform.py writes it for 16 peers, SimGrid loads it
+  local regions=$1 files xml rc=0 log wan_routes
+  shift
+  if ! files=$(timeout 60 "$AVB_PYTHON" "$GEN" 16 "$SCRATCH/parse" "$@" 2>&1); then
+    bad "platform.py 16 $*: $files"
+    return
+  fi
+  xml=$(head -1 <<<"$files")
+  log=$(cd "$SCRATCH" && timeout 60 simgrid-graphicator "$xml" "$SCRATCH/parse.dot" 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ] || ! grep -q -- '"peer-15" -- ' "$SCRATCH/parse.dot"; then
+    bad "SimGrid refuses platform.py 16 $* (exit $rc): $(grep -m1 -i 'error' <<<"$log" || head -1 <<<"$log")"
+    return
+  fi
+  # Geo: each pair of regions joined through its WAN link, gateway to gateway.
+  wan_routes=$(grep -Ec '^ *"region-[0-9]+-gateway" -- "wan-[0-9]+-[0-9]+";$' "$SCRATCH/parse.dot" || true)
+  if [ "$wan_routes" -eq $((regions * (regions - 1) / 2)) ]; then
+    ok "SimGrid loads $(basename "$xml"): every route built, $wan_routes WAN link(s) between gateways"
+  else
+    bad "platform.py 16 $*: $wan_routes WAN routes in SimGrid's graph, want $((regions * (regions - 1) / 2))"
+  fi
+}
+parses 0
+parses 0 --speed-sigma 0.5
+parses 0 --kind cloud
+parses 0 --kind cloud --speed-sigma 0 --bw-sigma 0
+for r in 1 2 3 4 8 16; do parses "$r" --kind geo --regions "$r"; done
+parses 3 --kind geo --regions 3 --wan-lat 5ms --wan-bw 100MBps
+
+for r in 3 4; do
+  timeout -k 10 120 "$AVB_SMPIRUN" -n 12 --kind geo --regions "$r" -- "$BIN" --protocol allreduce --dim 4 --rounds 3 \
+    --trials 2 --out "$SCRATCH/geo-$r.h5" --quiet >"$SCRATCH/geo-$r.log" 2>&1 </dev/null ||
+    { sed 's/^/    /' "$SCRATCH/geo-$r.log" >&2; bad "geo, $r regions: the run failed"; continue; }
+  check_trace "$SCRATCH/geo-$r.h5" --peers 12 --trials 2 --complete 1 --rounds 3
+  report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/geo-$r.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    times = [float(f["trials"][k]["time"][-1]) for k in sorted(f["trials"])]
+if not all(t >= 3 * 0.04 for t in times):
+    sys.exit(f"simulated time per trial {times} s: under 3 rounds x 40 ms, no WAN link crossed")
+print("simulated time per trial " + ", ".join(f"{t:.4f}" for t in times) + " s (>= 3 x 40 ms WAN)")
+PY
+  ) && ok "geo, $r regions: $report" || bad "geo, $r regions: $report"
+done
 
 # 1. Files.
 report=$(timeout 60 "$AVB_PYTHON" - "$GEN" "$SCRATCH/files" <<'PY'

@@ -88,7 +88,9 @@ stop_run() {
   mkdir -p "$dir"
   local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt
   set -m
-  "${command[@]}" "${RUN_ARGS[@]}" --out "$out" >"$log" 2>"$err" </dev/null &
+  # smpirun.sh drops SimGrid's per-rank "SMPI process did not return 0" lines from
+  # stderr; its raw copy keeps them for the check below.
+  AVB_SMPI_RAW_LOG=$dir/simgrid.log "${command[@]}" "${RUN_ARGS[@]}" --out "$out" >"$log" 2>"$err" </dev/null &
   LAUNCHER_PID=$!
   set +m
   local pgid
@@ -139,13 +141,17 @@ stop_run() {
     ok "$what: non-zero exit ($rc)"
   fi
   if [ "$ENGINE" = smpi ] && [ "$mode" = launcher ]; then
-    # Every simulated rank got SIGTERM from smpirun and returned 143.
+    # Every simulated rank got SIGTERM from smpirun and returned 143 (SimGrid's
+    # report, kept by AVB_SMPI_RAW_LOG), and stderr holds none of those lines.
     local returns
-    returns=$(grep -o 'Return value : [0-9]*' "$err" | awk '{ print $4 }' | sort | uniq -c | awk '{ printf "%s%sx%s", s, $1, $2; s = " " }')
+    returns=$(grep -o 'Return value : [0-9]*' "$dir/simgrid.log" | awk '{ print $4 }' | sort | uniq -c | awk '{ printf "%s%sx%s", s, $1, $2; s = " " }')
     if [ "$returns" = "2x143" ] || [ "$returns" = "2x$code" ]; then
       ok "$what: both simulated ranks returned 128+signal ($returns)"
     else
       bad "$what: the simulated ranks returned '$returns', expected 2x143 (smpirun relays SIGTERM)"
+    fi
+    if grep -q 'did not return 0' "$err"; then
+      bad "$what: SimGrid's per-rank return lines reached stderr"
     fi
   fi
   if grep -q '^# run cut short by a stop request' "$log"; then
