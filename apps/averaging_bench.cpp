@@ -72,7 +72,10 @@ int run(int argc, char** argv) {
   reporter.set_peers(size);
   if (rank == 0) reporter.print_header(kProgram, info, described);
   const avb::AveragingResult result = avb::run_averaging(options, MPI_COMM_WORLD, reporter);
-  if (rank == 0) reporter.finish(result.trials, !result.stopped);
+  if (rank == 0) {
+    reporter.finish(result.trials, !result.stopped);
+    avb::app::warn_persistent_decode_failures(kProgram, result.trials, "rounds");
+  }
   return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
 }
 

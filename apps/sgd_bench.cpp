@@ -287,7 +287,10 @@ int run(int argc, char** argv) {
     reporter.print_header(kProgram, info, described, optimum);
   }
   const avb::TrainingResult result = avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
-  if (rank == 0) reporter.finish(result.trials, !result.stopped);
+  if (rank == 0) {
+    reporter.finish(result.trials, !result.stopped);
+    avb::app::warn_persistent_decode_failures(kProgram, result.trials, "evaluations");
+  }
   return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
 }
 
