@@ -4,14 +4,18 @@
 #
 #   tests/scripts/test_smpi_lattice.sh AVERAGING_BENCH   (built in build-smpi/)
 #
-# 1. Defaults (q = 2^16, eps = 2^-11, decodable within 16): no decode failure, and
-#    the final variance of both trials is at most eps^2 (the unquantized run's
-#    floor, also measured, is about 1e-28, so this is "within eps^2 of it"); the
-#    bytes sent are at least 3x below the unquantized run's; no warning line.
-# 2. The former default eps = 1e-4 (decodable within 3.3): many first messages
-#    fail; each is sent again at full precision, the run converges to at most
-#    eps^2 = 1e-8 all the same, and the bytes stay at least 3x below unquantized.
-#    (Before the fallback this case plateaued at variances 0.019 and 0.038.)
+# The unquantized run (one trial: its bytes are the reference for every trial, the
+# bytes of a trial depending on its data only through busy partners and re-sends)
+# reaches a variance of about 1e-28.
+# 1. Defaults (q = 2^16, eps = 2^-11, decodable within 16): no decode failure, the
+#    final variance of both trials is at most eps^2 (so within eps^2 of the
+#    unquantized floor), each trial's bytes at least 3x below the unquantized
+#    trial's, and nothing on stderr.
+# 2. The former default eps = 1e-4 (decodable within 3.3), one trial of 30 rounds:
+#    many first messages fail; each is sent again at full precision, and the run
+#    converges to at most eps^2 = 1e-8 all the same, its bytes at least 3x below
+#    the unquantized trial's first 30 rounds.
+#    (Before the fallback, 2 trials plateaued at variances 0.019 and 0.038.)
 # 3. Decode failures in the last rounds: one `averaging_bench: warning:` line on
 #    stderr, none on stdout.
 source "$(dirname "$0")/common.sh"
@@ -23,7 +27,7 @@ run() {  # run NAME PEERS ARGS...: trace in $SCRATCH/NAME.h5, stderr in NAME.err
   local name=$1 peers=$2 rc=0 start
   shift 2
   start=$(now)
-  timeout -k 10 300 "$AVB_SMPIRUN" -n "$peers" "$AVG" "$@" --out "$SCRATCH/$name.h5" --quiet \
+  timeout -k 10 600 "$AVB_SMPIRUN" -n "$peers" "$AVG" "$@" --out "$SCRATCH/$name.h5" --quiet \
     >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" </dev/null || rc=$?
   if [ "$rc" -ne 0 ]; then
     tail -20 "$SCRATCH/$name.err" >&2
@@ -33,43 +37,47 @@ run() {  # run NAME PEERS ARGS...: trace in $SCRATCH/NAME.h5, stderr in NAME.err
   check_trace "$SCRATCH/$name.h5"
 }
 
-# summary TRACE: per trial "final_variance decode_failures late_failures", then bytes
+# summary TRACE [ROUND]: per trial "variance decode_failures late_failures bytes"
+# at ROUND (default: the last), late failures those of the 10 rounds up to it.
 summary() {
-  timeout 60 "$AVB_PYTHON" - "$1" <<'PY'
+  timeout 60 "$AVB_PYTHON" - "$1" "${2:--1}" <<'PY'
 import sys
 import h5py
+row = int(sys.argv[2])
 with h5py.File(sys.argv[1], "r") as f:
-    bytes_sent = 0
     for name in sorted(f["trials"], key=int):
         t = f["trials"][name]
-        failures = t["decode_failures"][()]
-        print(f"{t['variance'][-1]:.3e} {int(failures.sum())} {int(failures[-10:].sum())}")
-        bytes_sent += int(t["bytes_sent"][-1])
-    print(bytes_sent)
+        r = row if row >= 0 else len(t["variance"]) - 1
+        failures = t["decode_failures"][: r + 1]
+        print(f"{t['variance'][r]:.3e} {int(failures.sum())} {int(failures[-10:].sum())} {int(t['bytes_sent'][r])}")
 PY
 }
 
-# check NAME EPS MIN_FAILURES PLAIN_BYTES: every trial at most eps^2, at least
-# MIN_FAILURES decode failures in all, bytes at least 3x below PLAIN_BYTES.
+# check NAME EPS MIN_FAILURES MAX_FAILURES PLAIN_BYTES: every trial at most
+# eps^2 and its bytes at least 3x below PLAIN_BYTES; decode failures in all
+# between MIN_FAILURES and MAX_FAILURES.
 check() {
-  local name=$1 eps=$2 min_failures=$3 plain=$4 lines
+  local name=$1 eps=$2 min_failures=$3 max_failures=$4 plain=$5 lines
   mapfile -t lines < <(summary "$SCRATCH/$name.h5")
-  local bytes=${lines[-1]} failures=0 line variance count late
-  for line in "${lines[@]:0:${#lines[@]}-1}"; do
-    read -r variance count late <<<"$line"
+  local failures=0 line variance count late bytes
+  for line in "${lines[@]}"; do
+    read -r variance count late bytes <<<"$line"
     failures=$((failures + count))
     if awk -v v="$variance" -v e="$eps" 'BEGIN { exit !(v <= e * e) }'; then
       ok "$name: final variance $variance <= eps^2 = $eps^2 ($count decode failures, $late in the last 10 rounds)"
     else
       bad "$name: final variance $variance > eps^2 = $eps^2 ($count decode failures, $late in the last 10 rounds)"
     fi
+    if awk -v b="$bytes" -v p="$plain" 'BEGIN { exit !(3 * b <= p) }'; then
+      ok "$name: $bytes bytes, $(awk -v b="$bytes" -v p="$plain" 'BEGIN { printf "%.2f", p / b }')x below unquantized"
+    else
+      bad "$name: $bytes bytes, not 3x below unquantized ($plain)"
+    fi
   done
-  if [ "$failures" -ge "$min_failures" ]; then ok "$name: $failures decode failures (>= $min_failures)"
-  else bad "$name: $failures decode failures, expected at least $min_failures"; fi
-  if awk -v b="$bytes" -v p="$plain" 'BEGIN { exit !(3 * b <= p) }'; then
-    ok "$name: $bytes bytes, $(awk -v b="$bytes" -v p="$plain" 'BEGIN { printf "%.2f", p / b }')x below unquantized"
+  if [ "$failures" -ge "$min_failures" ] && [ "$failures" -le "$max_failures" ]; then
+    ok "$name: $failures decode failures (in [$min_failures, $max_failures])"
   else
-    bad "$name: $bytes bytes, not 3x below unquantized ($plain)"
+    bad "$name: $failures decode failures, expected [$min_failures, $max_failures]"
   fi
 }
 
@@ -78,24 +86,20 @@ no_warning() {
   else ok "$1: nothing on stderr"; fi
 }
 
-case=(--protocol swarm --dim 100 --rounds 60 --trials 2)
-run plain 256 "${case[@]}" --quantizer none
-plain_bytes=$(summary "$SCRATCH/plain.h5" | tail -1)
-say "unquantized: $(summary "$SCRATCH/plain.h5" | head -2 | awk '{ print $1 }' | paste -sd' ') final variance, $plain_bytes bytes"
+case=(--protocol swarm --dim 100 --rounds 60)
+run plain 256 "${case[@]}" --trials 1 --quantizer none
+read -r plain_variance _ _ plain_bytes < <(summary "$SCRATCH/plain.h5")
+say "unquantized: final variance $plain_variance, $plain_bytes bytes"
 
 # 1. Defaults.
-run default 256 "${case[@]}" --quantizer lattice
-check default 0.00048828125 0 "$plain_bytes"
-if [ "$(summary "$SCRATCH/default.h5" | head -2 | awk '{ s += $2 } END { print s }')" -eq 0 ]; then
-  ok "default: no decode failure"
-else
-  bad "default lattice on N(0, 1) data: decode failures"
-fi
+run default 256 "${case[@]}" --trials 2 --quantizer lattice
+check default 0.00048828125 0 0 "$plain_bytes"
 no_warning default
 
 # 2. The former default eps: the fallback engages.
-run former 256 "${case[@]}" --quantizer lattice --lattice-eps 1e-4
-check former 1e-4 100 "$plain_bytes"
+run former 256 --protocol swarm --dim 100 --rounds 30 --trials 1 --quantizer lattice --lattice-eps 1e-4
+read -r _ _ _ plain_bytes_30 < <(summary "$SCRATCH/plain.h5" 30)
+check former 1e-4 100 1000000 "$plain_bytes_30"
 no_warning former
 
 # 3. Failures to the end (q = 4, eps = 0.1, 6 rounds: the last 10 rounds are all).
