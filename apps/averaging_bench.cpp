@@ -82,7 +82,10 @@ int run(int argc, char** argv) {
     if (rank == 0) reporter.abandon();
     avb::app::abort_run(kProgram, e.what());
   }
-  if (rank == 0) reporter.finish(result.trials, !result.stopped);
+  if (rank == 0) {
+    reporter.finish(result.trials, !result.stopped);
+    avb::app::warn_persistent_decode_failures(kProgram, result.trials, "rounds");
+  }
   return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
 }
 

@@ -155,6 +155,36 @@ void report_error(const std::string& program, const std::string& message) {
   std::fflush(stderr);
 }
 
+void report_warning(const std::string& program, const std::string& message) {
+  if (world_rank() != 0) return;
+  std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), printable(message).c_str());
+  std::fflush(stderr);
+}
+
+std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row) {
+  const auto keep = static_cast<std::size_t>(kPersistentDecodeRows);
+  const std::size_t first = per_row.size() > keep ? per_row.size() - keep : 0;
+  std::int64_t sum = 0;
+  for (std::size_t r = first; r < per_row.size(); ++r) sum += per_row[r];
+  return sum;
+}
+
+void warn_persistent_decode_failures(const std::string& program, const std::vector<std::int64_t>& late_per_trial,
+                                     const char* rows) {
+  std::int64_t failures = 0, trials = 0;
+  for (std::int64_t f : late_per_trial) {
+    failures += f;
+    trials += f > 0 ? 1 : 0;
+  }
+  if (trials == 0) return;
+  report_warning(program, "decode failures persisted: " + std::to_string(failures) +
+                              " quantized message(s) did not decode in the last " +
+                              std::to_string(kPersistentDecodeRows) + " " + rows + " of " + std::to_string(trials) +
+                              " of " + std::to_string(late_per_trial.size()) +
+                              " trial(s) (lattice: each was sent again at 8 bytes a value; values more than "
+                              "q*eps/2 apart need a larger --lattice-eps or --lattice-q; see docs/protocols.md)");
+}
+
 std::string join_command_line(int argc, char** argv) {
   // Quoted for a POSIX shell, so the recorded line can be run again as it is.
   std::string line;

@@ -132,6 +132,32 @@ struct MeanSe {
 };
 MeanSe mean_se(const std::vector<double>& values);
 
+// Prints "<program>: warning: <message>" on stderr, once (rank 0 only).
+void report_warning(const std::string& program, const std::string& message);
+
+// Decode failures count as persistent when a trial has any in its last
+// kPersistentDecodeRows rows (rounds; sgd_bench: evaluations), all rows when it
+// has fewer: the quantizer then no longer fits the values' spread at the end of
+// the run, when they are closest.
+inline constexpr int kPersistentDecodeRows = 10;
+std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row);
+// One warning line (report_warning) when any trial's failures were persistent,
+// naming the count, the trials and what to change; nothing otherwise. `rows` is
+// "rounds" or "evaluations".
+void warn_persistent_decode_failures(const std::string& program, const std::vector<std::int64_t>& late_per_trial,
+                                     const char* rows);
+template <class Trial>
+void warn_persistent_decode_failures(const std::string& program, const std::vector<Trial>& trials,
+                                     const char* rows) {
+  std::vector<std::int64_t> late;
+  for (const auto& trial : trials) {
+    std::vector<std::int32_t> per_row;
+    for (const auto& row : trial.rows) per_row.push_back(row.decode_failures);
+    late.push_back(late_decode_failures(per_row));
+  }
+  warn_persistent_decode_failures(program, late, rows);
+}
+
 // Rank 0's observer: prints the table, writes the trace, shows progress.
 class Reporter final : public AveragingObserver {
  public:

@@ -38,7 +38,7 @@ struct ProtocolFlags {
   std::string clock = "round";
   std::string quantizer = "none";
   std::string lattice_q = "65536";
-  std::string lattice_eps = "0.0001";
+  std::string lattice_eps = "0.00048828125";  // kDefaultLatticeEps, 2^-11 (protocols/compress.hpp)
 };
 
 void add_protocol_flags(CLI::App& app, ProtocolFlags& flags);

@@ -28,9 +28,12 @@ enum class QuantizerKind {
 };
 
 // Defaults of --lattice-q and --lattice-eps: 16 bits per coordinate as in the
-// SwarmSGD authors' code; eps = 1e-4 decodes within q*eps/2 ~ 3.3 of the reference.
+// SwarmSGD authors' code, and eps = 2^-11, which decodes within q*eps/2 = 16 of the
+// reference: two N(0, 1) values differ by more than that with probability below
+// 1e-28, so N(0, 1) data decodes at any N and dim (docs/protocols.md,
+// "Quantizers"). A power of two keeps x/eps and eps*k exact.
 inline constexpr std::uint32_t kDefaultLatticeQ = 65536;
-inline constexpr double kDefaultLatticeEps = 1e-4;
+inline constexpr double kDefaultLatticeEps = 0x1.0p-11;
 
 struct QuantizerSpec {
   QuantizerKind kind = QuantizerKind::none;

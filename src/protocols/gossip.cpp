@@ -77,6 +77,8 @@ MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeigh
 
 namespace {
 constexpr int kPairTag = 121;
+constexpr int kPairVerdictTag = 122;  // quantized pairwise, lattice fallback
+constexpr int kPairResendTag = 123;
 }  // namespace
 
 void average_with(Comm& comm, int partner, std::span<double> x, std::vector<double>& scratch) {
@@ -141,6 +143,8 @@ std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, c
 namespace {
 
 constexpr int kGossipTag = 131;
+constexpr int kVerdictTag = 132;  // lattice fallback: "your message did not decode"
+constexpr int kResendTag = 133;   // lattice fallback: the value itself
 
 // The topology of a trial: random graphs depend on the trial's seed.
 class TrialTopology {
@@ -248,15 +252,20 @@ class GossipProtocol final : public Protocol {
       const auto& bytes = byte_exchange_.run(round.world, wire(encoded_), to_, from_);
       const std::size_t size = encoded_.size();
       received_.resize(from_.size() * d);
+      failed_.assign(from_.size(), 0);
       for (std::size_t k = 0; k < from_.size(); ++k) {
         const std::span<double> slot(received_.data() + k * d, d);
-        // Decoded near this peer's own model (lattice); on a failure the weight of
-        // that neighbour stays on this peer's own value (docs/protocols.md).
+        // Decoded near this peer's own model (lattice). On a failure: lattice asks
+        // the sender for x at full precision below; the other kinds fail only on a
+        // sender's non-finite vector, and that neighbour's weight stays on this
+        // peer's own value (docs/protocols.md).
         if (!quantizer_.decode(unwire({bytes.data() + k * size, size}), x, slot).ok) {
           std::copy(x.begin(), x.end(), slot.begin());
           round.counters.decode_failures += 1;
+          failed_[k] = 1;
         }
       }
+      if (quantizer_.spec().kind == QuantizerKind::lattice) resend_failed(round.world, x);
       in = received_.data();
     }
     mixed_.assign(d, 0.0);
@@ -268,6 +277,26 @@ class GossipProtocol final : public Protocol {
   }
 
  private:
+  // The lattice fallback: every receiver answers each sender with one byte (1: your
+  // message did not decode), and each sender sends x itself to those that said 1,
+  // which then replace their slot with it. Everything is decided by the bytes
+  // exchanged, so every engine and the oracle make the same choices.
+  void resend_failed(Comm& comm, std::span<const double> x) {
+    const std::size_t d = x.size();
+    verdicts_.resize(to_.size());
+    for (std::size_t k = 0; k < from_.size(); ++k)
+      comm.isend<std::uint8_t>(std::span<const std::uint8_t>(&failed_[k], 1), from_[k], kVerdictTag, requests_);
+    for (std::size_t k = 0; k < to_.size(); ++k)
+      comm.irecv<std::uint8_t>(std::span<std::uint8_t>(&verdicts_[k], 1), to_[k], kVerdictTag, requests_);
+    Comm::wait_all(requests_);
+    for (std::size_t k = 0; k < from_.size(); ++k)
+      if (failed_[k])
+        comm.irecv<double>(std::span<double>(received_.data() + k * d, d), from_[k], kResendTag, requests_);
+    for (std::size_t k = 0; k < to_.size(); ++k)
+      if (verdicts_[k]) comm.isend<double>(x, to_[k], kResendTag, requests_);
+    Comm::wait_all(requests_);
+  }
+
   TrialTopology topology_;
   Weights weights_;
   AliveWeights alive_weights_;
@@ -277,6 +306,8 @@ class GossipProtocol final : public Protocol {
   std::vector<int> from_, to_;
   std::vector<double> mixed_, received_;
   std::vector<std::byte> encoded_;
+  std::vector<std::uint8_t> failed_, verdicts_;  // slot k: from_[k]'s message failed; to_[k] asks for x
+  std::vector<MPI_Request> requests_;
 };
 
 // Push-sum: the peer's mass (x, w) is split evenly between itself and its alive
@@ -396,10 +427,24 @@ class PairwiseProtocol final : public Protocol {
     round.world.sendrecv<std::uint8_t>(wire(encoded_), partner, std::span<std::uint8_t>(incoming_), partner,
                                        kPairTag);
     scratch_.resize(x.size());
-    if (!quantizer_.decode(unwire(incoming_), x, scratch_).ok) {
-      // Undecodable: this side keeps its value (the pair still counts in groups;
-      // the partner, who may have decoded, averages as usual).
-      round.counters.decode_failures += 1;
+    const bool decoded = quantizer_.decode(unwire(incoming_), x, scratch_).ok;
+    if (!decoded) round.counters.decode_failures += 1;
+    if (quantizer_.spec().kind == QuantizerKind::lattice) {
+      // The fallback: each side tells the other whether it decoded (one byte) and
+      // sends x itself when the other did not.
+      const std::uint8_t mine = decoded ? 0 : 1;
+      std::uint8_t theirs = 0;
+      round.world.sendrecv<std::uint8_t>(std::span<const std::uint8_t>(&mine, 1), partner,
+                                         std::span<std::uint8_t>(&theirs, 1), partner, kPairVerdictTag);
+      std::vector<MPI_Request> requests;
+      if (!decoded) round.world.irecv<double>(std::span<double>(scratch_), partner, kPairResendTag, requests);
+      if (theirs) round.world.isend<double>(std::span<const double>(x.data(), x.size()), partner, kPairResendTag,
+                                            requests);
+      Comm::wait_all(requests);
+    } else if (!decoded) {
+      // Other kinds fail only on a non-finite vector: this side keeps its value
+      // (the pair still counts in groups; the partner, who may have decoded,
+      // averages as usual).
       return;
     }
     for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + scratch_[k]) / 2.0;

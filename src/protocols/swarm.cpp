@@ -3,9 +3,14 @@
 // two-sided MPI only (SMPI 3.32 aborts on passive-target RMA).
 //
 // Wire protocol, on the trial's communicator:
-//   initiator i -> partner j   kRequest: i's round t (8 bytes), then blocking:
+//   initiator i -> partner j   kRequest: i's round t and attempt (8 bytes), then blocking:
 //                                        Q(X_i), i's pre-local-step model; non-blocking: nothing
 //   partner j  -> initiator i  kReply:   one status byte, then Q(model of j)
+// Lattice fallback (status bytes kResend, kExact; header bit kExactRequest): a
+// blocking request j cannot decode is answered kResend, and i sends it again with
+// X_i itself (8 bytes a value); a reply i could not decode is sent as the model
+// itself (kExact), which j knows beforehand because i decodes near the very value
+// j took for X_i. Non-blocking: i asks again with kExactRequest and no payload.
 // A peer serves requests whenever it is inside the protocol: while it waits for its
 // own reply, in progress() between local steps, and in settle(). Requests are
 // received only once MPI_Iprobe has seen them and answered with MPI_Isend, so no
@@ -13,8 +18,9 @@
 // j -> i, chains, stars) completes.
 //
 // Blocking interactions are written as increments, which is what keeps the mean
-// exact under concurrency: j serves i by delta_j = (X_i - X_j)/2 and i, on the
-// reply, applies delta_i = (X_j - X_i)/2 with the same two values, so
+// exact under concurrency: j serves i by delta_j = (R_i - Y_j)/2 and i, on the
+// reply, applies delta_i = (Y_j - R_i)/2 with the same two values (R_i, Y_j: X_i
+// and X_j as the other side received them, exact without a quantizer), so
 // delta_i = -delta_j bit for bit, whatever else either peer served in between. Each
 // adds its increment both to its current model x (local progress re-applied) and to
 // its pre-local-step model X.
@@ -32,6 +38,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/error.hpp"
 #include "core/rng.hpp"
 #include "sim/compute.hpp"
 
@@ -59,8 +66,13 @@ constexpr int kRequestTag = 0x5701;
 constexpr int kReplyTag = 0x5702;
 constexpr int kBarrierTag = 0x5710;  // + round of the dissemination barrier (< 32)
 constexpr std::byte kDecoded{1};
-constexpr std::byte kRefused{0};  // the partner could not decode the request: nobody moves
+constexpr std::byte kRefused{0};  // a quantizer other than lattice failed (a non-finite model): nobody moves
 constexpr std::byte kBusy{2};     // the partner is waiting on an interaction of its own
+constexpr std::byte kResend{3};   // lattice: the request did not decode; send the model itself
+constexpr std::byte kExact{4};    // lattice: the reply carries the model itself (8 bytes a value)
+// Bit 31 of the request's second header word: the payload is the model itself
+// (blocking: the resend after kResend; non-blocking: asks for a kExact reply).
+constexpr std::uint32_t kExactRequest = 0x80000000u;
 constexpr int kMaxAttempts = 16;  // partners drawn before an initiator gives up on an interaction
 // The Poisson clock's unit of time in simulated seconds (one round), and the slice
 // in which an idle peer serves. An interaction on the default platform takes about
@@ -97,7 +109,7 @@ class SwarmProtocol final : public Protocol {
     pre_local_.assign(x.begin(), x.end());
     published_.assign(x.begin(), x.end());
     replies_.clear();
-    inbox_.resize(2 * sizeof(std::uint32_t) + quantizer_.encoded_bytes(x.size()));
+    inbox_.resize(2 * sizeof(std::uint32_t) + payload_capacity(x.size()));
     listen();
   }
 
@@ -228,7 +240,9 @@ class SwarmProtocol final : public Protocol {
   }
 
   // One request to `partner` and its reply; serves others while waiting. Returns
-  // the reply's status.
+  // the reply's status. With the lattice quantizer a message that does not decode
+  // is sent again as the model itself (docs/protocols.md, swarm), so every
+  // interaction a partner accepts completes.
   std::byte interact(std::span<double> x, Round& round, int partner, int attempt) {
     const int me = comm_.rank();
     sent_.assign(reference().begin(), reference().end());
@@ -240,28 +254,33 @@ class SwarmProtocol final : public Protocol {
       quantizer_.encode(sent_, request_context(round.seed, header, me), encoded_);
       request_.insert(request_.end(), encoded_.begin(), encoded_.end());
     }
-    reply_.resize(1 + quantizer_.encoded_bytes(x.size()));
-    std::vector<MPI_Request> mine;
-    comm_.irecv(as_bytes(reply_), partner, kReplyTag, mine);
-    comm_.isend(as_const_bytes(request_), partner, kRequestTag, mine);
-    waiting_ = true;
-    wait_serving(mine[0], x, "swarm: a partner's reply");
-    waiting_ = false;
-    comm_.wait_all(mine, "swarm: a request's send");
-
-    const std::byte status = reply_[0];
-    if (status != kDecoded) return status;
-    decoded_.resize(x.size());
-    const std::span<const std::byte> payload(reply_.data() + 1, reply_.size() - 1);
-    if (!quantizer_.decode(payload, sent_, decoded_).ok) {
+    std::byte status = exchange(x, partner);
+    if (status == kResend) {  // blocking: the partner could not decode Q(X_i)
+      status = exchange(x, partner, exact_request(header, sent_));
+      if (status == kResend) throw Error("swarm: the partner refused a request sent at full precision");
+    } else if (mode_ == SwarmMode::non_blocking && status == kDecoded && !decode_reply(status, sent_)) {
       round.counters.decode_failures += 1;
-      return kRefused;
+      if (quantizer_.spec().kind != QuantizerKind::lattice) return kRefused;
+      status = exchange(x, partner, exact_request(header, {}));
     }
+    if (status != kDecoded && status != kExact) return status;
     if (mode_ == SwarmMode::blocking) {
+      // What the partner took for X_i: the model itself after a resend, else the
+      // decoding of Q(X_i) (the partner decoded it, and i's own model is as near
+      // to X_i as any reference can be). The partner checked that its reply
+      // decodes near that same value, and applied (R_i - Y_j)/2; i applies
+      // (Y_j - R_i)/2, the same two values: delta_i = -delta_j bit for bit.
+      own_view_.resize(x.size());
+      if (header_word(request_, 1) & kExactRequest)
+        own_view_ = sent_;
+      else if (!quantizer_.decode(std::span<const std::byte>(request_).subspan(sizeof header), sent_, own_view_).ok)
+        throw Error("swarm: a request the partner decoded does not decode near its sender");
+      if (!decode_reply(status, own_view_)) throw Error("swarm: a reply its sender checked did not decode");
       // Nothing changed this peer's model while it waited (it deferred or refused
-      // every request), so the interaction is atomic: x += (X_j - X_i)/2.
-      for (std::size_t k = 0; k < x.size(); ++k) x[k] += (decoded_[k] - sent_[k]) / 2;
+      // every request), so the interaction is atomic.
+      for (std::size_t k = 0; k < x.size(); ++k) x[k] += (decoded_[k] - own_view_[k]) / 2;
     } else {
+      if (status == kExact) decode_reply(status, sent_);
       for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + decoded_[k]) / 2;
     }
     // The averaged model is the new pre-local-step model, and what others now see.
@@ -270,8 +289,57 @@ class SwarmProtocol final : public Protocol {
     return status;
   }
 
+  // Sends request_ (replaced by `request` when given) to `partner` and waits,
+  // serving, for the reply in reply_. Returns the reply's status.
+  std::byte exchange(std::span<double> x, int partner, std::vector<std::byte> request = {}) {
+    if (!request.empty()) request_ = std::move(request);
+    reply_.resize(1 + payload_capacity(x.size()));
+    std::vector<MPI_Request> mine;
+    comm_.irecv(as_bytes(reply_), partner, kReplyTag, mine);
+    comm_.isend(as_const_bytes(request_), partner, kRequestTag, mine);
+    waiting_ = true;
+    wait_serving(mine[0], x, "swarm: a partner's reply");
+    waiting_ = false;
+    comm_.wait_all(mine, "swarm: a request's send");
+    return reply_[0];
+  }
+
+  // The request's header with kExactRequest set, then `model` itself (may be empty).
+  std::vector<std::byte> exact_request(const std::uint32_t header[2], std::span<const double> model) {
+    const std::uint32_t flagged[2] = {header[0], header[1] | kExactRequest};
+    std::vector<std::byte> out(sizeof flagged);
+    std::memcpy(out.data(), flagged, sizeof flagged);
+    if (!model.empty()) {
+      exact_.encode(model, EncodeContext{}, encoded_);
+      out.insert(out.end(), encoded_.begin(), encoded_.end());
+    }
+    return out;
+  }
+
+  // Decodes reply_'s payload (status kDecoded or kExact) near `near` into decoded_.
+  bool decode_reply(std::byte status, std::span<const double> near) {
+    const std::size_t d = near.size();
+    decoded_.resize(d);
+    const Quantizer& codec = status == kExact ? exact_ : quantizer_;
+    return codec.decode(std::span<const std::byte>(reply_).subspan(1, codec.encoded_bytes(d)), near, decoded_).ok;
+  }
+
+  static std::uint32_t header_word(const std::vector<std::byte>& message, int k) {
+    std::uint32_t word;
+    std::memcpy(&word, message.data() + k * sizeof word, sizeof word);
+    return word;
+  }
+
+  // The largest payload of a request or reply: the quantized model or the model itself.
+  std::size_t payload_capacity(std::size_t d) const {
+    return std::max(quantizer_.encoded_bytes(d), exact_.encoded_bytes(d));
+  }
+
+  // The dither key of an interaction: (initiator's round, initiator, 2 * attempt),
+  // whatever kExactRequest says.
   static EncodeContext request_context(std::uint64_t seed, const std::uint32_t header[2], int initiator) {
-    return {seed, header[0], static_cast<std::uint64_t>(initiator), 2 * static_cast<std::uint64_t>(header[1])};
+    const std::uint32_t attempt = header[1] & ~kExactRequest;
+    return {seed, header[0], static_cast<std::uint64_t>(initiator), 2 * static_cast<std::uint64_t>(attempt)};
   }
 
   static std::span<std::uint8_t> as_bytes(std::vector<std::byte>& v) {
@@ -350,44 +418,72 @@ class SwarmProtocol final : public Protocol {
     }
   }
 
+  // Answers the request in incoming_. Blocking: R_i is what this peer takes for the
+  // initiator's X_i (decoded, or the model itself after a resend) and Y_j what the
+  // initiator will take for this peer's: the decoding of the reply near R_i, which
+  // this peer computes itself, or, when that fails (lattice), the model itself in a
+  // kExact reply. Both apply their increment from (R_i, Y_j): delta_j = (R_i - Y_j)/2.
   void answer(int initiator, std::span<double> x) {
     PendingReply& r = replies_.emplace_back();
-    const std::vector<double>& mine = reference();
+    const std::size_t d = x.size();
     // The reply carries the model as it was before this interaction: the initiator
     // computes its increment from the same two values as this peer.
-    const std::vector<double> before = mine;
+    const std::vector<double> before = reference();
     std::uint32_t header[2];
     std::memcpy(header, incoming_.data(), sizeof header);
+    const bool exact = (header[1] & kExactRequest) != 0;
+    const bool lattice = quantizer_.spec().kind == QuantizerKind::lattice;
     const std::span<const std::byte> payload(incoming_.data() + sizeof header, incoming_.size() - sizeof header);
-    std::byte status = kDecoded;
-    if (mode_ == SwarmMode::blocking) {
-      decoded_.resize(x.size());
-      if (!quantizer_.decode(payload, before, decoded_).ok) {
-        status = kRefused;
-        ++served_failures_;
-      } else {
-        for (std::size_t k = 0; k < x.size(); ++k) {
-          const double delta = (decoded_[k] - before[k]) / 2;
-          x[k] += delta;
-          pre_local_[k] += delta;
-        }
-        published_.assign(x.begin(), x.end());
-      }
-    }
-    r.bytes.push_back(status);
-    encoded_.clear();
     // Dither keyed by the interaction (initiator's round and attempt, initiator),
     // one message after the request's: it does not depend on timing.
     EncodeContext context = request_context(seed_, header, initiator);
     context.message += 1;
-    quantizer_.encode(before, context, encoded_);
+    std::byte status = kDecoded;
+    encoded_.clear();
+    if (mode_ == SwarmMode::non_blocking) {
+      if (exact) status = kExact;
+      (exact ? exact_ : quantizer_).encode(before, context, encoded_);
+    } else {
+      seen_.resize(d);
+      if (!(exact ? exact_ : quantizer_).decode(payload, before, seen_).ok) {
+        ++served_failures_;
+        reply(r, initiator, lattice ? kResend : kRefused);
+        return;
+      }
+      quantizer_.encode(before, context, encoded_);
+      decoded_.resize(d);
+      if (!quantizer_.decode(encoded_, seen_, decoded_).ok) {  // the initiator would fail to decode
+        ++served_failures_;
+        if (!lattice) {
+          reply(r, initiator, kRefused);
+          return;
+        }
+        status = kExact;
+        exact_.encode(before, EncodeContext{}, encoded_);
+        decoded_ = before;
+      }
+      for (std::size_t k = 0; k < d; ++k) {
+        const double delta = (seen_[k] - decoded_[k]) / 2;
+        x[k] += delta;
+        pre_local_[k] += delta;
+      }
+      published_.assign(x.begin(), x.end());
+    }
+    r.bytes.push_back(status);
     r.bytes.insert(r.bytes.end(), encoded_.begin(), encoded_.end());
+    comm_.isend(as_const_bytes(r.bytes), initiator, kReplyTag, r.request);
+  }
+
+  // A reply of its status byte alone.
+  void reply(PendingReply& r, int initiator, std::byte status) {
+    r.bytes.assign(1, status);
     comm_.isend(as_const_bytes(r.bytes), initiator, kReplyTag, r.request);
   }
 
   SwarmMode mode_;
   SwarmClock clock_;
   Quantizer quantizer_;
+  Quantizer exact_{QuantizerSpec{}};  // the model itself, for the lattice fallback
   TopologySpec topology_spec_;
   Comm& comm_;
   std::optional<Topology> topology_;
@@ -395,6 +491,7 @@ class SwarmProtocol final : public Protocol {
   std::uint64_t seed_ = 0;
   int served_failures_ = 0;  // requests this peer could not decode, not yet reported
   std::vector<double> pre_local_, published_, sent_, decoded_;
+  std::vector<double> own_view_, seen_;  // blocking: R_i as the initiator and as the partner computes it
   std::vector<std::byte> request_, reply_, incoming_, encoded_, inbox_;
   MPI_Request listen_ = MPI_REQUEST_NULL;
   std::vector<int> alive_;

@@ -319,7 +319,14 @@ INSTANTIATE_TEST_SUITE_P(
                       quantized("pairwise", "ring", 0.2, 3, "stochastic:4"),
                       quantized("pairwise", "torus", 0.0, 4, "uniform8"),
                       quantized("pairwise", "complete", 0.1, 2, "lattice", 8, 0.05, 1),
-                      quantized("pairwise", "hypercube", 0.0, 3, "lattice")));
+                      quantized("pairwise", "hypercube", 0.0, 3, "lattice"),
+                      // The lattice fallback engages on most first messages (at
+                      // least both of a pair's at N = 2): values, counts and bytes
+                      // (verdicts, values sent again) as the oracle.
+                      quantized("gossip", "torus", 0.1, 3, "lattice", 2, 1e-3, 2),
+                      quantized("gossip", "exp", 0.0, 2, "lattice", 4, 1e-3, 2, "metropolis", "metropolis"),
+                      quantized("pairwise", "ring", 0.1, 4, "lattice", 4, 1e-3, 2),
+                      quantized("pairwise", "complete", 0.0, 3, "lattice", 2, 1e-2, 2)));
 
 // With N = M^d peers and no failures, Moshpit holds the exact average after d
 // rounds, whatever the placement and key rule (the paper's Section 3.1).

@@ -137,15 +137,22 @@ void moshpit_step(const ProtocolOptions& protocol, const FailureModel& failures,
 // What receiver i uses for sender j's value in round t when values travel
 // quantized (docs/protocols.md, "Quantized gossip and pairwise"): Q(x_j), encoded
 // once per sender and round with dither key (seed, t, j, message 0), decoded near
-// i's own value; when it does not decode, i's own value, and the failure counts.
+// i's own value. When it does not decode the failure counts, and then: lattice,
+// i's one-byte verdict goes back to j and j sends x_j itself (8 bytes a value);
+// the other kinds, i's own value. The verdict byte is counted for every lattice
+// message, decoded or not.
 std::vector<double> received(const Quantizer& q, std::uint64_t seed, int t, int j, const std::vector<double>& xj,
                              const std::vector<double>& own, RoundEffect& effect) {
   std::vector<std::byte> bytes;
   q.encode(xj, EncodeContext{seed, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(j), 0}, bytes);
+  const bool lattice = q.spec().kind == QuantizerKind::lattice;
+  if (lattice) effect.bytes += 1;
   std::vector<double> out(own.size());
   if (q.decode(bytes, own, out).ok) return out;
   ++effect.decode_failures;
-  return own;
+  if (!lattice) return own;
+  effect.bytes += 8 * xj.size();
+  return xj;
 }
 
 // Graph protocols: one synchronous step on the old values, with the rows, matchings
@@ -238,7 +245,8 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
       }
       const int before = effect.decode_failures;
       const std::vector<double> v = received(quantizer, seed, t, j, old[j], old[i], effect);
-      if (effect.decode_failures != before) continue;  // undecodable: i keeps its value
+      // Undecodable and no fallback (not lattice): i keeps its value.
+      if (effect.decode_failures != before && protocol.quantizer.kind != QuantizerKind::lattice) continue;
       for (std::size_t c = 0; c < d; ++c) x[i][c] = (old[i][c] + v[c]) / 2.0;
     }
   }

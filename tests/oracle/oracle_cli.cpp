@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
     if (flags.count("--topology")) o.protocol.topology = avb::parse_topology(get("--topology", ""));
     o.protocol.weights = avb::parse_weights(get("--weights", "uniform"));
     o.protocol.alive_weights = avb::parse_alive_weights(get("--alive-weights", "renormalize"));
-    o.protocol.quantizer = avb::parse_quantizer(get("--quantizer", "none"), std::stoll(get("--lattice-q", "65536")),
-                                                std::stod(get("--lattice-eps", "1e-4")));
+    o.protocol.quantizer = avb::parse_quantizer(
+        get("--quantizer", "none"), std::stoll(get("--lattice-q", std::to_string(avb::kDefaultLatticeQ).c_str())),
+        flags.count("--lattice-eps") ? std::stod(get("--lattice-eps", "")) : avb::kDefaultLatticeEps);
     o.dim = std::stoi(get("--dim", "1"));
     o.rounds = std::stoi(get("--rounds", "50"));
     o.trials = std::stoi(get("--trials", "10"));

@@ -193,6 +193,10 @@ if [ "$RC" -eq 0 ]; then
   else
     bad "gossip --quantizer lattice --lattice-q 4: (quantizer, lattice-q, trials with decode failures) = $got"
   fi
+  # Failures within the last 10 rounds (here every round): one warning line, rank 0.
+  warned=$(grep -c '^averaging_bench: warning: decode failures persisted: ' "$ERR" || true)
+  if [ "$warned" = 1 ]; then ok "gossip --quantizer lattice --lattice-q 4: one warning line"
+  else bad "gossip --quantizer lattice --lattice-q 4: $warned warning lines, expected 1"; show_logs; fi
   replay_config quantized_replay "$work/lattice.h5" "$logs/quantized_lattice.out"
 else
   bad "gossip --quantizer lattice: exit code $RC"
