@@ -288,13 +288,13 @@ class GossipProtocol final : public Protocol {
       comm.isend<std::uint8_t>(std::span<const std::uint8_t>(&failed_[k], 1), from_[k], kVerdictTag, requests_);
     for (std::size_t k = 0; k < to_.size(); ++k)
       comm.irecv<std::uint8_t>(std::span<std::uint8_t>(&verdicts_[k], 1), to_[k], kVerdictTag, requests_);
-    Comm::wait_all(requests_);
+    comm.wait_all(requests_, "gossip: decode verdicts");
     for (std::size_t k = 0; k < from_.size(); ++k)
       if (failed_[k])
         comm.irecv<double>(std::span<double>(received_.data() + k * d, d), from_[k], kResendTag, requests_);
     for (std::size_t k = 0; k < to_.size(); ++k)
       if (verdicts_[k]) comm.isend<double>(x, to_[k], kResendTag, requests_);
-    Comm::wait_all(requests_);
+    comm.wait_all(requests_, "gossip: values sent again at full precision");
   }
 
   TrialTopology topology_;
@@ -440,7 +440,7 @@ class PairwiseProtocol final : public Protocol {
       if (!decoded) round.world.irecv<double>(std::span<double>(scratch_), partner, kPairResendTag, requests);
       if (theirs) round.world.isend<double>(std::span<const double>(x.data(), x.size()), partner, kPairResendTag,
                                             requests);
-      Comm::wait_all(requests);
+      round.world.wait_all(requests, "pairwise: value sent again at full precision");
     } else if (!decoded) {
       // Other kinds fail only on a non-finite vector: this side keeps its value
       // (the pair still counts in groups; the partner, who may have decoded,
