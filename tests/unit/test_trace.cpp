@@ -7,6 +7,7 @@
 // expects; with AVB_TRACE_SAMPLE_SGD=<path>, TraceSample.WriteTraining writes the
 // training trace that tests/scripts/test_trace_roundtrip_sgd.py expects.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -310,6 +311,46 @@ TEST_F(TraceTest, ReadOnlyFolderIsAnError) {
   fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec);
   EXPECT_THROW(avb::check_trace_destination(dir_ / "ro" / "run.h5", false), TraceError);
   fs::permissions(dir_ / "ro", fs::perms::owner_all);
+}
+
+// Only a regular file is ever replaced: a FIFO, a socket or a link to a device is
+// refused with or without overwrite (before: replaced by the trace).
+TEST_F(TraceTest, RefusesWhatIsNotARegularFile) {
+  using Reason = avb::DestinationError::Reason;
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path device_link = dir_ / "null";
+  fs::create_symlink("/dev/null", device_link);
+  for (const fs::path& path : {fifo, device_link})
+    for (bool overwrite : {false, true}) {
+      try {
+        avb::check_trace_destination(path, overwrite);
+        ADD_FAILURE() << "expected DestinationError for " << path;
+      } catch (const avb::DestinationError& e) {
+        EXPECT_EQ(e.reason(), Reason::not_regular) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+      }
+      EXPECT_THROW(TraceWriter(path, overwrite, run_info()), avb::DestinationError);
+    }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_symlink(device_link));
+  EXPECT_EQ(files().size(), 2u);  // no temporary file
+  // A link to a regular file may be replaced (the link, not its target).
+  std::ofstream(dir_ / "target") << "x";
+  fs::create_symlink(dir_ / "target", dir_ / "link");
+  EXPECT_NO_THROW(avb::check_trace_destination(dir_ / "link", true));
+}
+
+// A FIFO that appears at the final name while the run writes is not replaced at
+// finish(), even with overwrite: the finished trace is kept under its temporary name.
+TEST_F(TraceTest, FinishDoesNotReplaceAFifoThatAppeared) {
+  const fs::path path = dir_ / "run.h5";
+  TraceWriter w(path, true, run_info());
+  w.write_trial(small_trial(0));
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_THROW(w.finish(true), TraceError);
+  EXPECT_TRUE(fs::is_fifo(path));
+  EXPECT_TRUE(fs::exists(w.temporary_path()));
 }
 
 // ---- temporary file ----------------------------------------------------------------
