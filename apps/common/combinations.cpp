@@ -21,9 +21,11 @@ void simulated_only(std::vector<std::string>& out, bool simulated, const char* f
     std::string flags;
     if (flops > 0) flags += std::string(flops_flag);
     if (stragglers.fraction > 0) flags += (flags.empty() ? "" : ", ") + std::string("--stragglers");
+    const bool one = flags.find(',') == std::string::npos;
     if (!flags.empty())
-      out.push_back(flags + ": act only under SMPI (they charge simulated computation time); on this engine they "
-                            "change nothing but the recorded /config");
+      out.push_back(flags + (one ? ": acts only under SMPI (it charges" : ": act only under SMPI (they charge") +
+                    " simulated computation time); on this engine " + (one ? "it changes" : "they change") +
+                    " nothing but the recorded /config");
     if (detection_timeout > 0 && fail_rate > 0)
       out.push_back("--detection-timeout: on this engine no peer waits; the timeout is only added to the trace's "
                     "detection_time column (it takes simulated time under SMPI)");
@@ -49,6 +51,12 @@ void sparse_grid(std::vector<std::string>& out, const ProtocolOptions& p, const 
                   "default grid, sides ceil(sqrt(N)), holds about sqrt(N) per line)");
 }
 
+std::string two_digits(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g", v);
+  return text;
+}
+
 }  // namespace
 
 double lattice_decodable_share(double q, double eps, int dim) {
@@ -67,8 +75,7 @@ std::vector<std::string> averaging_warnings(const AveragingOptions& o, const Pro
     const double share = lattice_decodable_share(q.lattice_q, q.lattice_eps, o.dim);
     if (share < 0.5)
       out.push_back("--lattice-q, --lattice-eps: q eps / 2 = " + format_number(q.lattice_q * q.lattice_eps / 2) +
-                    " decodes only about " + format_number(std::round(share * 1000) / 10) +
-                    "% of the first round's messages of N(0, 1) data at --dim " + std::to_string(o.dim) +
+                    " decodes only about " + two_digits(share * 100) + "% of the first round's messages of N(0, 1) data at --dim " + std::to_string(o.dim) +
                     " (a coordinate decodes within q eps / 2 of the receiver's): expect decode failures "
                     "(decode_failures column); a larger q or eps widens the range");
     if (q.lattice_eps >= 1 && q.lattice_eps < kMaxLatticeEps)

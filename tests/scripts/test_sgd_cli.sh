@@ -298,7 +298,7 @@ attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_
 if [ "$ENGINE" = smpi ]; then
   warn_case warn_step_stragglers '--stragglers: has no effect without --step-flops' -- --stragglers 0.5 --steps 5
 else
-  warn_case warn_step_flops '--step-flops: act only under SMPI' -- --step-flops 1e6 --steps 5
+  warn_case warn_step_flops '--step-flops: acts only under SMPI' -- --step-flops 1e6 --steps 5
 fi
 
 # ---- --overwrite replaces an existing trace -------------------------------------------
