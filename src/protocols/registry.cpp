@@ -74,13 +74,13 @@ void check_min_group_size(const ProtocolOptions& o, int n_peers) {
   if ((o.name != "moshpit" && o.name != "random-groups") || n_peers < 2) return;
   int largest = n_peers;
   std::string why = "there are " + std::to_string(n_peers) + " peers";
-  if (o.name == "random-groups" && o.group_size < largest) {
+  if (o.name == "random-groups" && o.group_size <= largest) {
     largest = o.group_size;
     why = "--group-size is " + std::to_string(o.group_size);
   }
   if (o.name == "moshpit") {
     const int side = *std::max_element(o.grid.begin(), o.grid.end());  // a group is one line of the grid
-    if (side < largest) {
+    if (side <= largest) {
       largest = side;
       why = "a group is one line of the grid " + grid_to_string(o.grid);
     }

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
 #include "core/format.hpp"
@@ -32,6 +33,20 @@ void idle_seconds(double /*seconds*/) {}
 double host_speed() { return 0.0; }
 #endif
 
+namespace {
+// Three significant digits, rounded down when `down` (an upper bound that is
+// shown must itself be accepted).
+std::string short_number(double v, bool down) {
+  if (down && v > 0 && std::isfinite(v)) {
+    const double unit = std::pow(10.0, std::floor(std::log10(v)) - 2);
+    v = std::floor(v / unit) * unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+}  // namespace
+
 void check_simulated_time(const SimulatedTimeBudget& b) {
   const bool simulated = b.slowest_speed > 0 && b.flops > 0;
   // Per unit of each flag's value, the seconds it adds over the run.
@@ -40,10 +55,10 @@ void check_simulated_time(const SimulatedTimeBudget& b) {
   const double compute = per_flop * b.flops, waiting = b.waits * b.detection_timeout;
   const double total = compute + waiting;
   if (std::isfinite(total) && total <= kMaxSimulatedSeconds) return;
-  const std::string beyond = "would take the run's simulated time to " + format_number(total) + " s (" + b.counts +
+  const std::string beyond = "would take the run's simulated time to " + short_number(total, false) + " s (" + b.counts +
                              "), beyond the " + format_number(kMaxSimulatedSeconds) +
-                             " s a simulated clock resolves to a microsecond; accepted";
-  auto most = [](double room, double per_unit) { return format_number(room > 0 ? room / per_unit : 0.0); };
+                             " s a run may simulate (about 32 years; docs/failures.md); accepted";
+  auto most = [](double room, double per_unit) { return short_number(room > 0 ? room / per_unit : 0.0, true); };
   if (waiting >= compute || !std::isfinite(waiting)) {
     throw ConfigError("--detection-timeout: " + format_number(b.detection_timeout) + " " + beyond +
                       ": a number in [0, " + most(kMaxSimulatedSeconds - compute, b.waits) + "] (seconds)");

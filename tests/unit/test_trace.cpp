@@ -652,12 +652,13 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
                                                   "failed_groups", "decode_failures", "bytes_sent", "time",
                                                   "detection_time"}));
   EXPECT_EQ(g.get_int32("complete"), 1);
+  EXPECT_EQ(g.get_int32("diverged"), 0);  // schema v5
   EXPECT_EQ(g.get_int32("steps_to_2.5e-1"), 4);
   EXPECT_EQ(g.get_int32("reached_2.5e-1"), 1);
   EXPECT_EQ(g.get_int32("steps_to_1e-3"), 4);
   EXPECT_EQ(g.get_int32("reached_1e-3"), 0);
   EXPECT_FALSE(g.has_attribute("rounds_to_1e-3"));  // averaging's name, not training's
-  EXPECT_EQ(attribute_count(g), 6);
+  EXPECT_EQ(attribute_count(g), 7);
   EXPECT_EQ(read_column<double>(g, "targets"), (std::vector<double>{0.25, 1e-3}));
   EXPECT_EQ(read_column<std::int32_t>(g, "step"), (std::vector<std::int32_t>{0, 2, 4}));
   EXPECT_EQ(read_column<std::int32_t>(g, "round"), (std::vector<std::int32_t>{0, 0, 1}));
@@ -688,6 +689,7 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
   TrainingTrial t1 = small_training_trial(1);
   t1.rows.pop_back();  // cut short after step 2
   t1.complete = false;
+  t1.diverged = true;  // (both at once cannot happen in a run; the writer stores each)
   t1.targets = {{0.25, 2, false}, {1e-3, 2, false}};
   w.write_trial(t1);
   w.finish(false);
@@ -696,7 +698,8 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
   EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "steps_to_2.5e-1", "steps_to_1e-3",
                                                   "reached_2.5e-1", "reached_1e-3", "final_gap",
                                                   "final_relative_gap", "final_consensus", "final_accuracy",
-                                                  "bytes_sent", "time", "steps", "rounds", "complete"}));
+                                                  "bytes_sent", "time", "steps", "rounds", "complete",
+                                                  "diverged"}));
   EXPECT_EQ(attribute_count(s), 0);
   EXPECT_EQ(read_column<std::int32_t>(s, "trial"), (std::vector<std::int32_t>{0, 1}));
   EXPECT_EQ(read_column<std::uint64_t>(s, "seed"), (std::vector<std::uint64_t>{2000, 2001}));
@@ -716,6 +719,7 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
   EXPECT_EQ(read_column<std::int32_t>(s, "steps"), (std::vector<std::int32_t>{4, 2}));
   EXPECT_EQ(read_column<std::int32_t>(s, "rounds"), (std::vector<std::int32_t>{1, 0}));
   EXPECT_EQ(read_column<std::int32_t>(s, "complete"), (std::vector<std::int32_t>{1, 0}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "diverged"), (std::vector<std::int32_t>{0, 1}));
 }
 
 // A run stopped before its first trial: /optimum and /summary are there all the
@@ -742,7 +746,7 @@ TEST_F(TraceTest, TrainingRunStoppedBeforeAnyTrial) {
     const auto s = file.open_group("summary");
     EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "final_gap", "final_relative_gap",
                                                     "final_consensus", "final_accuracy", "bytes_sent", "time",
-                                                    "steps", "rounds", "complete"}));
+                                                    "steps", "rounds", "complete", "diverged"}));
     for (const auto& name : members(s)) {
       if (name == "seed" || name == "bytes_sent") {
         EXPECT_TRUE(read_column<std::uint64_t>(s, name).empty()) << name;
