@@ -20,10 +20,12 @@
 #include <vector>
 
 #include "common/app_support.hpp"
+#include "common/combinations.hpp"
 #include "common/averaging_flags.hpp"
 #include "common/protocol_flags.hpp"
 #include "core/comm.hpp"
 #include "core/error.hpp"
+#include "sim/compute.hpp"
 #include "run/averaging.hpp"
 #include "trace/trace.hpp"
 
@@ -45,11 +47,14 @@ int run(int argc, char** argv) {
   avb::app::AveragingCli cli;
   avb::app::define_averaging_flags(app, cli);
   avb::AveragingOptions options;
+  const double slowest_speed = avb::app::slowest_peer_speed();
   std::string problem;
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app, argc, argv);
+    avb::app::refuse_repeated_config_keys(app);
     options = avb::app::averaging_options(cli, size);
+    avb::check_simulated_time(options, slowest_speed);
     // Twelve vectors of --dim values per peer bound every protocol's state and
     // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
     avb::app::check_memory("--dim", cli.dim, 12.0 * sizeof(double) * options.dim, size);
@@ -62,6 +67,8 @@ int run(int argc, char** argv) {
     problem = e.what();
   }
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
+  for (const std::string& line : avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated()))
+    avb::app::warn(kProgram, line);
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);

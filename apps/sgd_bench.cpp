@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "common/app_support.hpp"
+#include "common/combinations.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/training_reporter.hpp"
 #include "core/error.hpp"
+#include "sim/compute.hpp"
 #include "sgd/trainer.hpp"
 #include "trace/trace.hpp"
 
@@ -235,11 +237,14 @@ int run(int argc, char** argv) {
   Cli cli;
   define_flags(app, cli);
   avb::TrainingOptions options;
+  const double slowest_speed = avb::app::slowest_peer_speed();
   std::string problem;
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app, argc, argv);
+    avb::app::refuse_repeated_config_keys(app);
     options = to_options(cli, size);
+    avb::check_simulated_time(options, slowest_speed);
     check_problem_memory(cli, options, size);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0) std::printf("%s", app.help().c_str());
@@ -267,6 +272,8 @@ int run(int argc, char** argv) {
                                                      "optimum's Hessian has features x features entries)";
   }
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
+  for (const std::string& line : avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated()))
+    avb::app::warn(kProgram, line);
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);

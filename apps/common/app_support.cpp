@@ -19,6 +19,7 @@
 #include "core/comm.hpp"
 #include "core/error.hpp"
 #include "core/watch.hpp"
+#include "sim/compute.hpp"
 
 namespace avb::app {
 
@@ -44,6 +45,12 @@ MeanSe mean_se(const std::vector<double>& v) {
   for (double x : v) ss += (x - r.mean) * (x - r.mean);
   r.se = std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
   return r;
+}
+
+double slowest_peer_speed() {
+  double mine = host_speed(), slowest = 0.0;
+  check_mpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  return slowest;
 }
 
 bool options_agreed(const std::string& program, const std::string& problem) {
@@ -77,11 +84,12 @@ bool open_trace(const std::string& program, const std::string& out, bool overwri
   int ok = 1;
   if (world_rank() == 0 && !out.empty()) {
     try {
-      check_out_flag(out, overwrite);
-      trace = std::make_unique<TraceWriter>(out, overwrite, info);
+      trace = std::make_unique<TraceWriter>(out, overwrite, info);  // checks the destination first
       trace->write_config(described, config_text);
-    } catch (const ConfigError& e) {
-      report_error(program, e.what());
+    } catch (const DestinationError& e) {
+      const bool exists = e.reason() == DestinationError::Reason::exists;
+      report_error(program, std::string("--out: ") + e.what() +
+                                (exists ? " (pass --overwrite to replace it, or choose another name)" : ""));
       ok = 0;
     } catch (const Error& e) {
       trace.reset();
@@ -299,6 +307,36 @@ void refuse_extras(const CLI::App& app, int argc, char** argv) {
   }
 }
 
+void refuse_repeated_config_keys(const CLI::App& app, const std::vector<CLI::ConfigItem>& items) {
+  std::vector<std::pair<const CLI::Option*, std::string>> seen;  // option, the spelling first met
+  for (const CLI::ConfigItem& item : items) {
+    if (!item.parents.empty() || item.name == "++" || item.name == "--") continue;  // sections: refused elsewhere
+    // The lookup CLI11 makes for a config key (App::_parse_single_config).
+    const CLI::Option* op = app.get_option_no_throw("--" + item.name);
+    if (op == nullptr && item.name.size() == 1) op = app.get_option_no_throw("-" + item.name);
+    if (op == nullptr) op = app.get_option_no_throw(item.name);
+    if (op == nullptr) continue;  // not an option: refused as such by the parse
+    const std::string twice = op->get_name() + ": given more than once in the --config file";
+    // CLI11 merges consecutive lines of one key (quotes removed) into one item:
+    // values for a repeatable flag (--target), a repetition for any other.
+    if (item.inputs.size() > 1 && op->get_multi_option_policy() != CLI::MultiOptionPolicy::TakeAll)
+      throw ConfigError(twice + " (as '" + printable(item.name) + "' on consecutive lines); give each option once");
+    for (const auto& [earlier, spelling] : seen)
+      if (earlier == op)
+        throw ConfigError(twice + (spelling == item.name ? "" : " (as '" + printable(spelling) + "' and '" +
+                                                                    printable(item.name) + "')") +
+                          "; give each option once (a repeatable one as a list: key = [a, b])");
+    seen.emplace_back(op, item.name);
+  }
+}
+
+void refuse_repeated_config_keys(const CLI::App& app) {
+  const CLI::Option* config = app.get_config_ptr();
+  if (config == nullptr || config->count() == 0) return;
+  for (const std::string& path : config->results())
+    if (!path.empty()) refuse_repeated_config_keys(app, app.get_config_formatter_base()->from_file(path));
+}
+
 void refuse_extras(const std::vector<std::string>& extras) {
   if (extras.empty()) return;
   for (const auto& e : extras)
@@ -329,24 +367,6 @@ std::string explain(const CLI::ParseError& error) {
     return "--config: '" + key + "' is not an option of this program (see --help for the accepted ones)";
   }
   return what;
-}
-
-void check_out_flag(const std::string& out, bool overwrite) {
-  namespace fs = std::filesystem;
-  const fs::path path(out);
-  if (out.empty() || !path.has_filename())
-    throw ConfigError("--out: '" + out + "' is not a file name (it names a folder)");
-  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) {
-    if (fs::exists(folder, ec))
-      throw ConfigError("--out: '" + folder.string() + "' is not a folder (it is a file), so '" + out +
-                        "' cannot be created");
-    throw ConfigError("--out: folder '" + folder.string() + "' does not exist (create it first)");
-  }
-  if (fs::is_directory(path, ec)) throw ConfigError("--out: '" + out + "' is a folder, not a file name");
-  if (fs::exists(path, ec) && !overwrite)
-    throw ConfigError("--out: '" + out + "' already exists (pass --overwrite to replace it, or choose another name)");
 }
 
 std::string trace_write_error(const std::string& path, const std::string& what) {

@@ -34,6 +34,10 @@ int stop_signal();  // 0 when no stop was requested, else the signal number
 // other ranks may be waiting in a collective), after one line naming the rank.
 int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**));
 
+// Collective: the speed in flops/s of the slowest host running a peer under SMPI
+// (what simulated computation is divided by); 0 on a real MPI.
+double slowest_peer_speed();
+
 // Prints "<program>: error: <message>" on stderr, once (rank 0 only).
 void report_error(const std::string& program, const std::string& message);
 
@@ -56,13 +60,19 @@ void refuse_extras(const std::vector<std::string>& extras);
 // The same for app.remaining(), and refuses an empty --config, --out, --data or
 // --test-data typed on the command line (argc, argv: main's).
 void refuse_extras(const CLI::App& app, int argc, char** argv);
+// Refuses a --config file that gives an option more than once, in any spelling
+// CLI11 reads as that option (rounds, "rounds", 'rounds', --rounds): CLI11 keeps
+// the first and drops the others without a word. Consecutive lines of one key are
+// one item to CLI11 (a repeatable flag's values); for others it refuses them.
+// `items`: the file as CLI11's config reader returns it.
+void refuse_repeated_config_keys(const CLI::App& app, const std::vector<CLI::ConfigItem>& items);
+// The same for the file named by --config, if any (after app.parse()).
+void refuse_repeated_config_keys(const CLI::App& app);
 // `message` as one printable line: newlines as blanks, control bytes and bytes
 // that are not UTF-8 as \xHH.
 std::string printable(const std::string& message);
 // CLI11's parse errors as one line that starts with the flag concerned.
 std::string explain(const CLI::ParseError& error);
-// --out must name a new file in an existing folder, unless --overwrite.
-void check_out_flag(const std::string& out, bool overwrite);
 
 // Every rank parses the same arguments; the verdicts are combined, so that a file
 // readable on some nodes only (--config) cannot leave ranks waiting for others
@@ -73,8 +83,10 @@ bool options_agreed(const std::string& program, const std::string& problem);
 RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
                  const std::string& git_sha);
 
-// Collective. Rank 0 alone touches the file system: it checks --out, creates the
-// trace and writes /config; the others learn whether that worked. Returns false
+// Collective. Rank 0 alone touches the file system: it checks --out (the one
+// check, avb::check_trace_destination: a new file in an existing writable folder,
+// or with --overwrite an existing regular file, never a FIFO, device or socket),
+// creates the trace and writes /config; the others learn whether that worked. Returns false
 // (after rank 0 reported why) when it did not; `trace` stays empty on other ranks
 // and when out is empty. Installs the stop handlers first, so that a signal
 // cannot leave the temporary file behind.

@@ -1,6 +1,8 @@
 #include "common/averaging_flags.hpp"
 
 #include <istream>
+#include <iterator>
+#include <sstream>
 
 #include "common/app_support.hpp"
 
@@ -60,8 +62,11 @@ AveragingOptions averaging_options_from_config(std::istream& config, int n_peers
   AveragingCli cli;
   define_averaging_flags(app, cli);
   // CLI11 reads a --config file by handing its stream to the same formatter.
-  app.parse_from_stream(config);
+  const std::string text(std::istreambuf_iterator<char>(config), {});
+  std::istringstream stream(text), again(text);
+  app.parse_from_stream(stream);
   refuse_extras(app.remaining());
+  refuse_repeated_config_keys(app, app.get_config_formatter_base()->from_config(again));
   return averaging_options(cli, n_peers);
 }
 

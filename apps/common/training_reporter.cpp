@@ -12,6 +12,7 @@ TrainingReporter::TrainingReporter(const TrainingOptions& options, int peers, st
 void TrainingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
                                     const OptimumRecord& optimum) {
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_optimum(optimum); });
+  program_ = program;
   std::printf("# %s %s (git %s)\n", program.c_str(), info.avbench_version.c_str(), info.git_sha.c_str());
   std::printf("# engine: %s (%s), peers: %d\n", info.engine.c_str(), info.mpi_library.c_str(), info.n_peers);
   std::string line;
@@ -46,8 +47,23 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
     const std::string cell = std::to_string(t.rounds) + (t.reached ? " " : "*");
     std::printf(" %11s", cell.c_str());
   }
-  std::printf(" %12.3e %12.3e %9.4f %14.1f %12.4e%s\n", last.relative_gap, last.consensus, last.accuracy,
-              static_cast<double>(last.bytes_sent) / peers_, last.time, trial.complete ? "" : "  (cut short)");
+  if (trial.diverged) {
+    // Not a number to average: the model left double precision.
+    std::printf(" %12s %12s %9s %14.1f %12.4e  (diverged at step %d)\n", "diverged", "diverged", "-",
+                static_cast<double>(last.bytes_sent) / peers_, last.time, last.step);
+    if (!warned_diverged_) {
+      warned_diverged_ = true;
+      std::fprintf(stderr,
+                   "%s: warning: trial %d diverged: the model became NaN or infinite by step %d (is --lr too "
+                   "large?); such trials are stopped there, marked diverged in the trace and left out of the "
+                   "means\n",
+                   program_.c_str(), trial.index, last.step);
+      std::fflush(stderr);
+    }
+  } else {
+    std::printf(" %12.3e %12.3e %9.4f %14.1f %12.4e%s\n", last.relative_gap, last.consensus, last.accuracy,
+                static_cast<double>(last.bytes_sent) / peers_, last.time, trial.complete ? "" : "  (cut short)");
+  }
   std::fflush(stdout);
 }
 
@@ -55,10 +71,14 @@ void TrainingReporter::finish(const std::vector<TrainingTrial>& trials, bool com
   std::vector<std::vector<double>> steps(options_.targets.size());
   std::vector<double> gap, consensus, accuracy, bytes, time;
   bool capped = false;
-  std::size_t cut_short = 0;
+  std::size_t cut_short = 0, diverged = 0;
   for (const auto& trial : trials) {
     if (!trial.complete) {
       ++cut_short;
+      continue;
+    }
+    if (trial.diverged) {
+      ++diverged;
       continue;
     }
     for (std::size_t i = 0; i < trial.targets.size() && i < steps.size(); ++i) {
@@ -81,6 +101,9 @@ void TrainingReporter::finish(const std::vector<TrainingTrial>& trials, bool com
   line("mean", [](const MeanSe& m) { return m.mean; });
   line("± se", [](const MeanSe& m) { return m.se; });
   if (capped) std::printf("# * target not reached: counted as the number of steps run\n");
+  if (diverged > 0)
+    std::printf("# %zu of %zu trial(s) diverged (NaN or infinite model): left out of the means%s\n", diverged,
+                trials.size(), diverged == trials.size() - cut_short ? ", which are therefore empty" : "");
   if (!trace_error_.empty())
     std::printf("# run stopped: the trace could not be written (see stderr)\n");
   else if (!complete)

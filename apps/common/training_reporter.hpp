@@ -22,7 +22,8 @@ class TrainingReporter final : public TrainingObserver {
   void on_eval(const TrainingTrial& trial, const TrainingRow& row) override;
   void on_trial(const TrainingTrial& trial) override;
   bool stop_requested() override { return stop_signal() != 0 || !trace_error_.empty(); }
-  // Mean +- standard error over the complete trials, then the trace is finished.
+  // Mean +- standard error over the complete trials that did not diverge, then the
+  // trace is finished.
   void finish(const std::vector<TrainingTrial>& trials, bool complete);
   // The run cannot go on: the trace keeps the trials written so far, complete = 0.
   void abandon() {
@@ -37,6 +38,8 @@ class TrainingReporter final : public TrainingObserver {
   std::unique_ptr<TraceWriter> trace_;
   std::string trace_error_;
   bool quiet_;
+  std::string program_;       // from print_header, for the warning line
+  bool warned_diverged_ = false;  // one warning line per run, at the first diverged trial
   // Wall-clock seconds from std::time(): under SMPI, std::chrono reads simulated time.
   std::time_t started_ = std::time(nullptr);
   std::time_t last_progress_ = started_;

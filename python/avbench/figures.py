@@ -12,7 +12,7 @@ What a curve is, per group and per round (per step for sgd):
   space. Values ≤ 0 (exact agreement: variance 0) enter as `floor` (1e-30).
   stat="mean" gives the arithmetic mean ± 1 standard error instead (band clipped to
   positive values), band="minmax" the trials' range, band=None no band;
-- only trials with `complete` (not cut short) are used, unless include_incomplete;
+- only trials with `complete` (not cut short) and not `diverged` are used, unless include_incomplete;
 - a trial that ended early (--stop-at-target, or targets reached) holds its last
   row's values from then on, so every round averages over the same trials;
 - against time or bytes, each point is the trials' mean time (mean bytes per peer)
@@ -63,7 +63,11 @@ def aggregate(df: pd.DataFrame, x: str = "round", y: str | None = None, stat: st
     y = y or DEFAULT_Y[kind]
     x = X_ALIASES.get(x, x)
     index = INDEX[kind]
-    rows = df if include_incomplete else df[df["complete"].astype(bool)]
+    # Trials cut short or diverged (NaN models) would bias or poison the statistic.
+    kept = df["complete"].astype(bool)
+    if "diverged" in df:
+        kept &= ~df["diverged"].astype(bool)
+    rows = df if include_incomplete else df[kept]
     if rows.empty:
         return pd.DataFrame(columns=[x, y, "lo", "hi", "trials"])
     # One column per trial, aligned on the round; later rounds of a trial that ended

@@ -15,6 +15,9 @@ without going back to the file:
   seed             the trial's seed (uint64)
   complete         the trial's own `complete` (False: cut short; keep it out of
                    averages, which figures.plot_metric does by default)
+  diverged         sgd, schema v5: the trial's model became NaN or infinite and
+                   it was stopped there (keep it out of averages too); False for
+                   averaging traces and earlier files
   <per-row columns>  round, variance, error, ... or step, round, loss, gap, ...
                    exactly as stored; `decode_failures`, added in schema v3, is 0
                    for v1/v2 files (nothing could fail to decode before quantizers),
@@ -47,7 +50,9 @@ import h5py
 import numpy as np
 import pandas as pd
 
-KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4)  # v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time
+# v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time; v1-v4: no diverged
+KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+DIVERGED_SINCE = 5
 RUN_KINDS = ("averaging", "sgd")
 
 # Per-row columns by run kind, in the writer's order (tests/scripts/check_trace.py).
@@ -61,7 +66,7 @@ ADDED_IN = {"decode_failures": 3, "detection_time": 4}
 ADDED_DTYPE = {"decode_failures": np.int32, "detection_time": np.float64}
 # What identifies a row, before the per-row columns.
 ID_COLUMNS = ("trace", "run_kind", "schema_version", "engine", "peers", "trace_complete", "trial", "seed",
-              "complete")
+              "complete", "diverged")
 TARGET_PREFIXES = ("rounds_to_", "steps_to_", "reached_")
 # What the format promises of each per-row column's values (docs/trace-format.md):
 # "int" an integer type; "finite" a float type, every value finite; "model" a
@@ -191,7 +196,7 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
         # Gather every trial's columns as arrays and build one frame at the end:
         # a DataFrame per trial costs ~1 ms, which a sweep of 10,000 trials notices.
         parts: dict[str, list] = {c: [] for c in columns}
-        trial_ids, seeds, completes, lengths = [], [], [], []
+        trial_ids, seeds, completes, divergeds, lengths = [], [], [], [], []
         targets: dict[str, list] = {}
         trials = f["trials"] if "trials" in f else {}
         if not isinstance(trials, (dict, h5py.Group)):
@@ -218,6 +223,9 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
             trial_ids.append(int(name))
             seeds.append(np.uint64(_int_attr(path, g, where, "seed", default=0)))
             completes.append(bool(_int_attr(path, g, where, "complete", default=0)))
+            if kind == "sgd" and version >= DIVERGED_SINCE and "diverged" not in g.attrs:
+                raise TraceError(path, where, f"no diverged attribute (schema v{version})")
+            divergeds.append(bool(_int_attr(path, g, where, "diverged", default=0)))
             lengths.append(length)
             for k in g.attrs:
                 if k.startswith(TARGET_PREFIXES):
@@ -230,6 +238,7 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
     data["trial"] = np.repeat(np.asarray(trial_ids, dtype=np.int64), lengths)
     data["seed"] = np.repeat(np.asarray(seeds, dtype=np.uint64), lengths)
     data["complete"] = np.repeat(np.asarray(completes, dtype=bool), lengths)
+    data["diverged"] = np.repeat(np.asarray(divergeds, dtype=bool), lengths)
     for col in columns:
         data[col] = np.concatenate(parts[col]) if parts[col] else np.zeros(0, dtype=np.float64)
     df = pd.DataFrame(data)

@@ -66,6 +66,32 @@ const ProtocolInfo* find_protocol(const std::vector<ProtocolInfo>& catalog, std:
 }
 }  // namespace
 
+namespace {
+// Groups larger than --min-group-size average; one that cannot be reached by any
+// group (larger than --group-size, than every side of the grid, or than N) would
+// leave every model as it started, round after round, without a word.
+void check_min_group_size(const ProtocolOptions& o, int n_peers) {
+  if ((o.name != "moshpit" && o.name != "random-groups") || n_peers < 2) return;
+  int largest = n_peers;
+  std::string why = "there are " + std::to_string(n_peers) + " peers";
+  if (o.name == "random-groups" && o.group_size <= largest) {
+    largest = o.group_size;
+    why = "--group-size is " + std::to_string(o.group_size);
+  }
+  if (o.name == "moshpit") {
+    const int side = *std::max_element(o.grid.begin(), o.grid.end());  // a group is one line of the grid
+    if (side <= largest) {
+      largest = side;
+      why = "a group is one line of the grid " + grid_to_string(o.grid);
+    }
+  }
+  if (o.min_group_size > largest)
+    throw ConfigError("--min-group-size: " + std::to_string(o.min_group_size) + " is larger than any group can be (" +
+                      why + "), so no group would ever average; accepted: an integer in [2, " +
+                      std::to_string(largest) + "]");
+}
+}  // namespace
+
 ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   const auto catalog = protocol_catalog();
   const ProtocolInfo* info = find_protocol(catalog, options.name);
@@ -88,6 +114,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
     if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
     check_grid(resolved.grid, n_peers);
   }
+  check_min_group_size(resolved, n_peers);
   validate(resolved.quantizer);
   if (resolved.name == "gossip" || resolved.name == "pushsum" || resolved.name == "pairwise" ||
       resolved.name == "swarm") {

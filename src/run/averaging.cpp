@@ -27,6 +27,10 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   if (!(r.fail_rate >= 0.0 && r.fail_rate <= 1.0))
     throw ConfigError("--fail-rate: " + text(r.fail_rate) + " is not a number in [0, 1]");
   validate(r.stragglers);
+  if (r.protocol.quantizer.kind == QuantizerKind::lattice && r.protocol.quantizer.lattice_eps >= kMaxLatticeEps)
+    throw ConfigError("--lattice-eps: " + text(r.protocol.quantizer.lattice_eps) +
+                      " rounds every value of the N(0, 1) initial data to the same lattice point (a value must "
+                      "reach eps / 2 to round elsewhere); accepted: a number in (0, " + text(kMaxLatticeEps) + ")");
   check_churn(r.failure, r.join_rate, r.protocol.name, false);
   if (!(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout)))
     throw ConfigError("--detection-timeout: " + text(r.detection_timeout) + " is not a number >= 0 (seconds)");
@@ -60,6 +64,19 @@ std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions
   out.emplace_back("target", targets);
   out.emplace_back("stop-at-target", o.stop_at_target ? "true" : "false");
   return out;
+}
+
+void check_simulated_time(const AveragingOptions& o, double slowest_speed) {
+  SimulatedTimeBudget b;
+  b.computations = static_cast<double>(o.rounds) * o.trials;  // one charge per round
+  b.flops = o.compute_flops;
+  b.flops_flag = "--compute-flops";
+  b.slowdown = o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0;
+  b.slowest_speed = slowest_speed;
+  b.waits = o.fail_rate > 0 ? b.computations : 0.0;  // at most one detection per round, only under failures
+  b.detection_timeout = o.detection_timeout;
+  b.counts = "--rounds " + std::to_string(o.rounds) + " x --trials " + std::to_string(o.trials);
+  check_simulated_time(b);
 }
 
 std::uint64_t trial_seed(std::uint64_t seed, int trial) {

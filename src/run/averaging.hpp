@@ -44,10 +44,19 @@ struct AveragingOptions {
   bool stop_at_target = false;
 };
 
+// The initial values are N(0, 1) (initial_value): a lattice step this large
+// rounds every one of them to the lattice point 0 (|x| >= eps / 2 = 8 has
+// probability 1e-15), so the run would average zeros and look converged.
+inline constexpr double kMaxLatticeEps = 16;
+
 // Checks ranges (throws ConfigError naming the flag) and resolves the protocol for
-// a run on n_peers peers.
+// a run on n_peers peers; refuses a --lattice-eps of kMaxLatticeEps or more.
 AveragingOptions resolve(const AveragingOptions& options, int n_peers);
 std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions& options);
+// Refuses (ConfigError naming the flag) a run whose simulated time, over all
+// rounds and trials, would exceed kMaxSimulatedSeconds (sim/compute.hpp);
+// slowest_speed: the slowest peer's host speed, 0 when flops are not simulated.
+void check_simulated_time(const AveragingOptions& options, double slowest_speed);
 
 // The seed of trial k: trial k of every protocol sees the same initial values and
 // the same failures (common random numbers). Drawn from the run's seed by Philox,

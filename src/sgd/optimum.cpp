@@ -38,6 +38,23 @@ Eigen::MatrixXd logistic_hessian(const LogisticObjective& objective, const Eigen
 
 }  // namespace
 
+double gradient_scale(const QuadraticObjective& objective, const Eigen::VectorXd& x) {
+  const Eigen::ArrayXXd a = objective.diagonals().array().abs();
+  const Eigen::ArrayXXd terms = a * ((a.colwise() * x.array().abs()) + objective.targets().array().abs());
+  return (terms.rowwise().sum() / static_cast<double>(a.cols())).matrix().norm();
+}
+
+double gradient_scale(const LogisticObjective& objective, const Eigen::VectorXd& x) {
+  const Eigen::VectorXd features = objective.samples().features.cwiseAbs().transpose() * objective.weights();
+  return features.norm() + objective.l2() * x.norm();
+}
+
+namespace {
+bool small_enough(double gradient_norm, double scale, double tolerance) {
+  return std::isfinite(gradient_norm) && std::isfinite(scale) && gradient_norm <= tolerance * scale;
+}
+}  // namespace
+
 Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance) {
   Optimum out;
   // The pooled normal matrix is diagonal: solved coordinate by coordinate, as
@@ -52,7 +69,8 @@ Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance)
   Eigen::VectorXd g(objective.dim());
   objective.gradient(out.x, g);
   out.gradient_norm = g.norm();
-  out.converged = out.gradient_norm <= tolerance;
+  out.gradient_scale = gradient_scale(objective, out.x);
+  out.converged = small_enough(out.gradient_norm, out.gradient_scale, tolerance) && std::isfinite(out.loss);
   return out;
 }
 
@@ -65,7 +83,8 @@ Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, i
   double loss = objective.loss(x);
   objective.gradient(x, g);
   int iteration = 0;
-  for (; g.norm() > tolerance && iteration < max_iterations; ++iteration) {
+  for (; !small_enough(g.norm(), gradient_scale(objective, x), tolerance) && iteration < max_iterations;
+       ++iteration) {
     const Eigen::VectorXd step = logistic_hessian(objective, x).ldlt().solve(-g);
     const double slope = g.dot(step);  // < 0 for a positive definite Hessian
     // Near x*, f(x + step) - f(x) falls below the rounding error of f itself; the
@@ -90,8 +109,9 @@ Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, i
   out.x = std::move(x);
   out.loss = loss;
   out.gradient_norm = g.norm();
+  out.gradient_scale = gradient_scale(objective, out.x);
   out.iterations = iteration;
-  out.converged = out.gradient_norm <= tolerance;
+  out.converged = small_enough(out.gradient_norm, out.gradient_scale, tolerance) && std::isfinite(out.loss);
   return out;
 }
 

@@ -13,20 +13,36 @@ struct Optimum {
   Eigen::VectorXd x;           // x*
   double loss = 0.0;           // f* = f(x*)
   double gradient_norm = 0.0;  // ||grad f(x*)||, as evaluated at the returned x
+  // The size of the terms summed into that gradient (see gradient_scale): the
+  // stopping rules are relative to it, so that they hold at any scale of data.
+  double gradient_scale = 0.0;
   int iterations = 0;          // Newton iterations; 0 for the direct quadratic solve
-  // False when Newton ran out of iterations or its line search stalled: the
-  // caller decides whether that f* will do.
+  // False when the gradient stayed above tolerance x gradient_scale (Newton ran out
+  // of iterations or its line search stalled; the direct solve lost too much to
+  // rounding) or is not finite: the caller decides whether that f* will do.
   bool converged = false;
 };
 
-// LDLT of the normal equations; `tolerance` only sets `converged`.
-Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance = 1e-10);
+// The tolerance of the stopping rules, relative to the gradient's scale: rounding
+// leaves about 1e-16 of it, so 1e-10 is met wherever double precision can be.
+inline constexpr double kOptimumTolerance = 1e-10;
 
-// Newton from x = 0 with Armijo backtracking until ||grad f|| <= tolerance; the
-// l2 term keeps the Hessian positive definite.
-Optimum logistic_optimum(const LogisticObjective& objective, double tolerance = 1e-10, int max_iterations = 100);
+// ||sum of |terms| of grad f(x)||: for the quadratic mean_j |A_j| (|A_j| |x| + |b_j|),
+// for the logistic sum_s w_s |a_s| + l2 |x|. A gradient that cancels to below
+// kOptimumTolerance times it is zero to the precision of its own arithmetic.
+double gradient_scale(const QuadraticObjective& objective, const Eigen::VectorXd& x);
+double gradient_scale(const LogisticObjective& objective, const Eigen::VectorXd& x);
+
+// The pooled normal equations, solved coordinate by coordinate (what LDLT does
+// with a diagonal matrix); `tolerance` (relative) only sets `converged`.
+Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance = kOptimumTolerance);
+
+// Newton from x = 0 with Armijo backtracking until ||grad f|| <= tolerance x
+// gradient_scale; the l2 term keeps the Hessian positive definite.
+Optimum logistic_optimum(const LogisticObjective& objective, double tolerance = kOptimumTolerance,
+                         int max_iterations = 100);
 
 // Either of the above by the objective's type (std::invalid_argument otherwise).
-Optimum find_optimum(const Objective& objective, double tolerance = 1e-10);
+Optimum find_optimum(const Objective& objective, double tolerance = kOptimumTolerance);
 
 }  // namespace avb

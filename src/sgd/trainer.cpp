@@ -108,6 +108,24 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   return r;
 }
 
+void check_simulated_time(const TrainingOptions& o, double slowest_speed) {
+  const double steps = static_cast<double>(o.steps) * o.trials;
+  // Rounds come after H steps, or after at least one with geometric H.
+  const double rounds = o.local_steps_dist == LocalStepsDist::fixed
+                            ? std::ceil(static_cast<double>(o.steps) / o.local_steps) * o.trials
+                            : steps;
+  SimulatedTimeBudget b;
+  b.computations = steps;
+  b.flops = o.step_flops;
+  b.flops_flag = "--step-flops";
+  b.slowdown = o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0;
+  b.slowest_speed = slowest_speed;
+  b.waits = o.fail_rate > 0 ? rounds : 0.0;
+  b.detection_timeout = o.detection_timeout;
+  b.counts = "--steps " + std::to_string(o.steps) + " x --trials " + std::to_string(o.trials);
+  check_simulated_time(b);
+}
+
 std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions& o) {
   auto out = describe(o.protocol);
   for (auto& kv : describe(o.objective)) out.push_back(std::move(kv));
@@ -173,6 +191,37 @@ void on_root_or_throw_everywhere(MPI_Comm world, int rank, F&& work) {
   if (header[0] == 1) throw ConfigError(problem);
   if (header[0] == 3) throw std::bad_alloc();
   throw Error(problem);
+}
+
+// The optimum and the loss at x = 0 are the reference of every measurement: a
+// problem whose numbers do not fit in double precision is refused as bad input
+// (ConfigError, so every engine reports it once, exit 2), naming the flag that
+// scales the problem. Any values would fail on every rank alike.
+void check_optimum(const ObjectiveOptions& o, const Optimum& optimum, double initial_loss) {
+  const bool finite = std::isfinite(initial_loss) && std::isfinite(optimum.loss) && optimum.x.allFinite();
+  if (finite && optimum.converged) return;
+  std::string flag;
+  if (o.kind == ObjectiveKind::quadratic) {
+    flag = o.preset == QuadraticPreset::conditioned && o.condition > 1e8
+               ? "--condition: " + format_number(o.condition)
+               : "--zeta: " + format_number(o.heterogeneity);
+  } else {
+    flag = o.data_path.empty() ? "--separation: " + format_number(o.separation) : "--data: " + o.data_path;
+  }
+  std::ostringstream s;
+  s << flag << ": the pooled problem's optimum cannot be computed in double precision (";
+  if (!finite) {
+    s << "its loss or minimiser overflows: f(0) = " << initial_loss << ", f* = " << optimum.loss;
+  } else {
+    s << "gradient norm " << optimum.gradient_norm << " at the computed x*, above " << kOptimumTolerance
+      << " x its scale " << optimum.gradient_scale << ", after ";
+    if (o.kind == ObjectiveKind::quadratic)
+      s << "the direct solve of the diagonal normal equations";
+    else
+      s << optimum.iterations << " Newton iterations";
+  }
+  s << "); use a smaller value";
+  throw ConfigError(s.str());
 }
 
 // The samples of one peer as rows of (label, features), for one message.
@@ -278,13 +327,8 @@ Problem build_problem(const TrainingOptions& raw, MPI_Comm world) {
   // The optimum on rank 0; every rank gets x* (the measurements' reference).
   on_root_or_throw_everywhere(world, rank, [&] {
     p.optimum = find_optimum(*p.pooled);
-    if (!p.optimum.converged) {
-      std::ostringstream s;
-      s << "the optimum of the pooled problem did not converge (gradient norm " << p.optimum.gradient_norm
-        << " after " << p.optimum.iterations << " Newton iterations)";
-      throw Error(s.str());
-    }
     p.initial_loss = p.pooled->loss(Eigen::VectorXd::Zero(p.pooled->dim()));
+    check_optimum(o, p.optimum, p.initial_loss);
   });
   const int d = p.local->dim();
   if (rank != 0) p.optimum.x = Eigen::VectorXd::Zero(d);
@@ -359,6 +403,7 @@ class TrainingMeter {
     double seconds = 0;     // the interval's duration, rank 0
     double relative_gap;    // all ranks
     bool stop;              // all ranks
+    bool diverged;          // all ranks: the model is NaN or infinite somewhere
   };
 
   Outputs measure(const Inputs& in) {
@@ -384,7 +429,7 @@ class TrainingMeter {
     tree_reduce_to_root(comm_, buffer_, m + 5, scratch_);
 
     Outputs out{};
-    std::array<double, 2> verdict{};
+    std::array<double, 3> verdict{};
     if (comm_.rank() == 0) {
       // Two sums: sum_i (x_i - x*) gives distance, gap and consensus to rounding
       // of the distance to x*; sum_i x_i gives the model itself, which must be
@@ -410,11 +455,15 @@ class TrainingMeter {
       row.detection_time = buffer_[m + 9];
       // As in averaging: from the last peer's start to the last peer's end.
       out.seconds = global_clock_ ? buffer_[m + 7] - buffer_[m + 6] : buffer_[m + 5];
-      verdict = {row.relative_gap, buffer_[m + 8]};
+      // A peer's NaN or infinity reaches the sums, and so the measures, of everyone.
+      const bool finite = std::isfinite(buffer_[m]) && std::isfinite(row.distance) && std::isfinite(row.loss) &&
+                          std::isfinite(row.gap);
+      verdict = {row.relative_gap, buffer_[m + 8], finite ? 0.0 : 1.0};
     }
     tree_broadcast_from_root(comm_, verdict);
     out.relative_gap = verdict[0];
     out.stop = verdict[1] != 0.0;
+    out.diverged = verdict[2] != 0.0;
     return out;
   }
 
@@ -489,7 +538,8 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     // This peer's round r comes after `until` local steps (H, or geometric with mean
     // H); `since` counts the steps taken towards it.
     int r = 1, since = 0, until = local_steps_before(options, seed, me, r);
-    for (int s = 0; s < options.steps && !stop && !reached; ++s) {
+    bool diverged = false;  // the model became NaN or infinite: the trial ends there
+    for (int s = 0; s < options.steps && !stop && !reached && !diverged; ++s) {
       watch.start(k, "step", s + 1);
       // Churn: a new peer joins at the start of the steps that lead to its first
       // round, with a live peer's model and no momentum.
@@ -527,6 +577,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
         m = measure(s + 1, start, MPI_Wtime());
         stop = m.stop;
         reached = options.stop_at_target && m.relative_gap <= min_target;
+        diverged = m.diverged;
         start = MPI_Wtime();
       }
     }
@@ -534,6 +585,7 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
     if (me == 0) {
       // A stop seen at the last evaluation cuts nothing short.
       trial.complete = !stop || done == options.steps;
+      trial.diverged = diverged;
       for (double target : options.targets) trial.targets.push_back(steps_to_target(trial.rows, target));
       observer.on_trial(trial);
       result.trials.push_back(std::move(trial));

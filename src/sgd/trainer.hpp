@@ -110,6 +110,9 @@ struct TrainingOptions {
 // Range checks (ConfigError naming the flag); resolves the protocol and objective.
 TrainingOptions resolve(const TrainingOptions& options, int n_peers);
 std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions& options);
+// As averaging's check_simulated_time: --step-flops per step, --detection-timeout
+// per round, over all steps and trials.
+void check_simulated_time(const TrainingOptions& options, double slowest_speed);
 
 // What one peer trains on, and on rank 0 what the measurements need.
 struct Problem {

@@ -59,6 +59,7 @@ struct TrainingSummaryRow {
   std::int32_t steps = 0;
   std::int32_t rounds = 0;
   std::int32_t complete = 0;
+  std::int32_t diverged = 0;
 };
 
 // Collects one field of every row into a column: the file stores columns, which
@@ -99,35 +100,58 @@ std::string target_attribute_name(double target) {
   return "rounds_to_" + std::string(mantissa) + "e" + exp;
 }
 
+namespace {
+// What a path names when it exists and is not a regular file, in words; empty for
+// a regular file (or a link to one) and for nothing at all.
+std::string special_kind(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(path, ec);
+  if (!fs::exists(link)) return "";
+  const fs::file_status target = fs::status(path, ec);
+  const bool via_link = fs::is_symlink(link);
+  std::string kind;
+  switch (target.type()) {
+    case fs::file_type::regular: return "";
+    case fs::file_type::not_found: return "";  // a dangling link: replacing it harms nothing
+    case fs::file_type::directory: kind = "a folder"; break;
+    case fs::file_type::fifo: kind = "a FIFO"; break;
+    case fs::file_type::character: kind = "a character device"; break;
+    case fs::file_type::block: kind = "a block device"; break;
+    case fs::file_type::socket: kind = "a socket"; break;
+    default: kind = "not a regular file"; break;
+  }
+  return via_link ? "a link to " + kind : kind;
+}
+}  // namespace
+
 void check_trace_destination(const std::filesystem::path& path, bool overwrite) {
   namespace fs = std::filesystem;
-  if (path.empty() || !path.has_filename()) {
-    throw TraceError("trace path '" + path.string() + "' does not name a file");
-  }
+  using Reason = DestinationError::Reason;
+  const std::string name = path.string();
+  if (path.empty() || !path.has_filename())
+    throw DestinationError(Reason::not_a_file_name, "'" + name + "' is not a file name (it names a folder)");
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   std::error_code ec;
   const fs::file_status folder_status = fs::status(folder, ec);
-  if (!fs::exists(folder_status)) {
-    throw TraceError("folder " + folder.string() + " for trace " + path.string() +
-                     " does not exist; create it first");
-  }
-  if (!fs::is_directory(folder_status)) {
-    throw TraceError(folder.string() + " (folder of trace " + path.string() + ") is not a directory");
-  }
+  if (!fs::exists(folder_status))
+    throw DestinationError(Reason::no_folder, "folder '" + folder.string() + "' does not exist (create it first)");
+  if (!fs::is_directory(folder_status))
+    throw DestinationError(Reason::folder_is_file, "'" + folder.string() + "' is not a folder (it is a file), so '" +
+                                                       name + "' cannot be created");
+  if (fs::is_directory(fs::status(path, ec)))
+    throw DestinationError(Reason::is_folder, "'" + name + "' is a folder, not a file name");
+  // A trace replaces only a regular file: with --overwrite a FIFO, a device or a
+  // socket would otherwise be replaced by a file (as root, /dev/full was).
+  if (const std::string kind = special_kind(path); !kind.empty())
+    throw DestinationError(Reason::not_regular, "'" + name + "' is " + kind +
+                                                    ", not a regular file: a trace only ever replaces a regular file");
   // Creating and renaming files needs write and search permission on the folder.
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    throw TraceError("folder " + folder.string() + " for trace " + path.string() + " is not writable");
-  }
-  const fs::file_status target_status = fs::symlink_status(path, ec);
-  if (fs::exists(target_status)) {
-    if (fs::is_directory(target_status)) {
-      throw TraceError("trace path " + path.string() + " is a directory");
-    }
-    if (!overwrite) {
-      throw TraceError("trace " + path.string() +
-                       " already exists; choose another name or allow overwriting");
-    }
-  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw DestinationError(Reason::not_writable, "folder " + folder.string() + " for trace " + name +
+                                                     " is not writable");
+  if (fs::exists(fs::symlink_status(path, ec)) && !overwrite)
+    throw DestinationError(Reason::exists, "'" + name + "' already exists");
 }
 
 struct TraceWriter::Impl {
@@ -332,6 +356,7 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   h5::Node group = impl_->trials->create_group(std::to_string(trial.index));
   group.set_uint64("seed", trial.seed);
   group.set_int32("complete", trial.complete ? 1 : 0);
+  group.set_int32("diverged", trial.diverged ? 1 : 0);
   std::vector<double> targets;
   for (std::size_t k = 0; k < trial.targets.size(); ++k) {
     group.set_int32("steps_to_" + suffixes[k], trial.targets[k].rounds);
@@ -377,6 +402,7 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   s.steps = last.step;
   s.rounds = last.round;
   s.complete = trial.complete ? 1 : 0;
+  s.diverged = trial.diverged ? 1 : 0;
   impl_->training_summary.push_back(std::move(s));
 }
 
@@ -410,6 +436,7 @@ void TraceWriter::finish(bool complete) {
     summary.write_dataset("steps", column(rows, [](const Row& r) { return r.steps; }));
     summary.write_dataset("rounds", column(rows, [](const Row& r) { return r.rounds; }));
     summary.write_dataset("complete", column(rows, [](const Row& r) { return r.complete; }));
+    summary.write_dataset("diverged", column(rows, [](const Row& r) { return r.diverged; }));
   } else {
     // Scoped so that the group is closed before the file.
     h5::Node summary = im.file.create_group("summary");
@@ -459,6 +486,14 @@ void TraceWriter::finish(bool complete) {
       throw TraceError("cannot move trace into place: " + path_.string() +
                        " appeared while the run was writing; the trace was left at " + tmp_path_.string());
     }
+  }
+  // With overwrite too, what appeared at the final name meanwhile is replaced
+  // only if it is a regular file (a check, then the rename: not atomic, but it
+  // closes all but an instant).
+  if (const std::string kind = special_kind(path_); !kind.empty()) {
+    im.keep_temporary = true;
+    throw TraceError("cannot move trace into place: " + path_.string() + " is now " + kind +
+                     ", not a regular file; the trace was left at " + tmp_path_.string());
   }
   fs::rename(tmp_path_, path_, ec);
   if (ec) {

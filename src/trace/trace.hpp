@@ -1,4 +1,4 @@
-// The HDF5 trace of one run, schema v3 (docs/trace-format.md): an averaging run
+// The HDF5 trace of one run, schema kTraceSchemaVersion (docs/trace-format.md): an averaging run
 // (averaging_bench) or a training run (sgd_bench), told apart by the root
 // attribute run_kind.
 //
@@ -15,11 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace avb {
 
 // v2 added run_kind and the training layout; an averaging trace is otherwise v1's.
-// v3 added the decode_failures column to both layouts; v4 the detection_time column.
-inline constexpr int kTraceSchemaVersion = 4;
+// v3 added the decode_failures column to both layouts; v4 the detection_time column;
+// v5 the training layout's `diverged` (a trial attribute and a /summary column).
+inline constexpr int kTraceSchemaVersion = 5;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -78,6 +81,9 @@ struct TrainingTrial {
   std::vector<TrainingRow> rows;
   std::vector<TargetResult> targets;  // `rounds` holds steps: first row with relative_gap <= target
   bool complete = true;
+  // The model became NaN or infinite (SGD that diverged, e.g. too large a --lr):
+  // the trial was stopped at that evaluation, its last row the first non-finite one.
+  bool diverged = false;
 };
 
 // The optimum of the pooled problem, written once to /optimum.
@@ -142,8 +148,22 @@ class TraceWriter {
   std::unique_ptr<Impl> impl_;
 };
 
-// Checks, without creating anything, that `path` could be written: its folder
-// exists and is writable, and it does not exist unless overwrite. Throws TraceError.
+// Why a trace cannot be written at a path. The message names the path, not a
+// flag: the apps prefix "--out: " and, for `exists`, how to allow replacing it.
+class DestinationError : public TraceError {
+ public:
+  enum class Reason { not_a_file_name, no_folder, folder_is_file, is_folder, not_regular, not_writable, exists };
+  DestinationError(Reason reason, const std::string& message) : TraceError(message), reason_(reason) {}
+  Reason reason() const { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+// The one check of a trace's destination, without creating anything: its folder
+// exists and is writable; the path is not a folder, nor anything else that is not
+// a regular file (FIFO, device, socket, or a link to one), whatever `overwrite`;
+// and it does not exist unless overwrite. Throws DestinationError.
 void check_trace_destination(const std::filesystem::path& path, bool overwrite);
 
 }  // namespace avb

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v4 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v5 (docs/trace-format.md).
 
 Both kinds of run are checked: averaging traces (averaging_bench) and training
 traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
 which predate run_kind and were all averaging traces, are accepted as such, and so
-are v2 files, which predate the decode_failures column, and v3 files, which predate
-the detection_time column.
+are v2 files, which predate the decode_failures column, v3 files, which predate
+the detection_time column, and v4 files, which predate the training trials'
+diverged flag.
 
 As a module:
 
@@ -40,9 +41,11 @@ from decimal import Decimal
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 4
-# v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time
-KNOWN_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5
+# v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time;
+# v4: no diverged (training trial attribute and /summary column)
+KNOWN_VERSIONS = (1, 2, 3, 4, 5)
+DIVERGED_SINCE = 5
 RUN_KINDS = ("averaging", "sgd")
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
@@ -169,7 +172,7 @@ def target_attribute_name(target: float) -> str:
     return "rounds_to_" + target_suffix(target)
 
 
-def summary_columns(targets, kind: str = "averaging") -> dict[str, str]:
+def summary_columns(targets, kind: str = "averaging", version=SCHEMA_VERSION) -> dict[str, str]:
     """The /summary datasets, in order, for the given targets and run kind."""
     cols = {"trial": "int32", "seed": "uint64"}
     suffixes = [target_suffix(t) for t in targets]
@@ -197,6 +200,8 @@ def summary_columns(targets, kind: str = "averaging") -> dict[str, str]:
             "rounds": "int32",
             "complete": "int32",
         })
+        if (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= DIVERGED_SINCE:
+            cols["diverged"] = "int32"
     return cols
 
 
@@ -411,7 +416,7 @@ def _quantizer(f) -> str:
     return _config_str(f, "quantizer", "none")
 
 
-def _trial_targets(c: _Checker, g, to: str):
+def _trial_targets(c: _Checker, g, to: str, extra_attrs=()):
     """The trial's targets and their name suffixes, after checking the trial's
     attribute names against them; (None, None) when unusable."""
     where = g.name
@@ -428,7 +433,7 @@ def _trial_targets(c: _Checker, g, to: str):
     if len(set(suffixes)) != len(suffixes):
         c.problem(f"{where}/targets", "a target appears twice")
         return None, None
-    expected_attrs = ["seed", "complete"] + [f"{to}_{s}" for s in suffixes] + [f"reached_{s}" for s in suffixes]
+    expected_attrs = ["seed", "complete", *extra_attrs] + [f"{to}_{s}" for s in suffixes] + [f"reached_{s}" for s in suffixes]
     for name in g.attrs:
         if name not in expected_attrs:
             c.problem(f"{where} attribute {name}", "not part of the schema (or no matching entry in targets)")
@@ -640,13 +645,15 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
     """Checks one training /trials/<k> group against /optimum (when usable);
     returns what /summary must agree with, or None."""
     where = g.name
-    targets, suffixes = _trial_targets(c, g, "steps_to")
+    has_diverged = (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= DIVERGED_SINCE
+    targets, suffixes = _trial_targets(c, g, "steps_to", ("diverged",) if has_diverged else ())
     if targets is None:
         return None
     spec = columns_of(TRAINING_COLUMNS, version)
     c.exact_members(g, ["targets", *spec], "members")
     seed = c.attr(g, "seed", "uint64")
     trial_complete = c.flag(g, "complete")
+    diverged = c.flag(g, "diverged") if has_diverged else None
 
     cols = _read_columns(c, g, spec)
     if cols is None:
@@ -695,6 +702,15 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
         v = cols[name]
         c.first_bad(f"{where}/{name}", v < 0, lambda i: f"negative at row {i} ({v[i]})")
     ok = np.logical_and.reduce([np.isfinite(cols[k]) for k in MODEL_COLUMNS])
+    if diverged == 0 and not ok.all():
+        c.problem(f"{where} attribute diverged", f"0, but row {int(np.argmin(ok))} is not finite")
+    elif diverged == 1:
+        # The trial stops at the first evaluation that is not finite: its last row.
+        if ok[-1]:
+            c.problem(f"{where} attribute diverged", "1, but the last row is finite")
+        elif not ok[:-1].all():
+            c.problem(f"{where} attribute diverged",
+                      f"1, but row {int(np.argmin(ok))} is already not finite (the trial must stop there)")
     acc = cols["accuracy"]
     c.first_bad(f"{where}/accuracy", ~np.isnan(acc) & ((acc < 0) | (acc > 1)),
                 lambda i: f"row {i} is {acc[i]}, outside [0, 1]")
@@ -789,8 +805,9 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
     if steps is not None:
         if last_step > steps:
             c.problem(f"{where}/step", f"ran {last_step} steps, more than the expected {steps}")
-        elif trial_complete == 1 and last_step != steps and not all(r == 1 for r in reached):
-            # A complete trial may stop early only once every target is reached.
+        elif trial_complete == 1 and last_step != steps and not all(r == 1 for r in reached) and diverged != 1:
+            # A complete trial may stop early only once every target is reached,
+            # or when it diverged.
             c.problem(f"{where}/step", f"complete trial ran {last_step} steps, expected {steps}")
 
     summary = {
@@ -805,20 +822,22 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
         "steps": last_step,
         "rounds": int(rnd[-1]),
     }
+    if has_diverged:
+        summary["diverged"] = diverged
     for s, st, re_ in zip(suffixes, steps_to, reached):
         summary[f"steps_to_{s}"] = st
         summary[f"reached_{s}"] = re_
     return {"targets": targets, "complete": trial_complete, "summary": summary}
 
 
-def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], targets, kind):
+def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], targets, kind, version=SCHEMA_VERSION):
     if "summary" not in f or not isinstance(f["summary"], h5py.Group):
         c.problem("/summary", "missing group")
         return
     s = f["summary"]
     if len(s.attrs):
         c.problem("/summary", "must hold datasets only, has attributes: " + ", ".join(s.attrs))
-    expected = summary_columns(targets if targets is not None else [], kind)
+    expected = summary_columns(targets if targets is not None else [], kind, version)
     c.exact_members(s, expected, "datasets (or no matching target in the trials)")
     cols = {}
     for name, k in expected.items():
@@ -854,7 +873,7 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
 
 def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=None,
                steps=None, local_steps=None, eval_every=None) -> list[str]:
-    """Every way `path` departs from schema v3, as one message per problem.
+    """Every way `path` departs from schema v5, as one message per problem.
 
     Optional expectations: kind (run_kind, "averaging" or "sgd"), peers
     (n_peers), trials (number of trials written), complete (root flag, 0 or 1).
@@ -931,7 +950,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 if flag == 0 and done == 1:
                     c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
 
-            _check_summary(c, f, infos, order, targets, run_kind)
+            _check_summary(c, f, infos, order, targets, run_kind, version)
     except Exception as e:  # a broken file must give a message, not a traceback
         c.problem("file", f"unreadable: {type(e).__name__}: {e}")
     return c.problems

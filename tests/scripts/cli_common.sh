@@ -211,3 +211,21 @@ with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
     bad "$tag: replay: $report"
   fi
 }
+
+# warn_case TAG NEEDLE -- ARGS...: a run that is accepted but probably should not
+# be: exit 0, and on stderr exactly one "APP: warning:" line, which contains
+# NEEDLE (printed once, by rank 0, whatever the number of peers).
+warn_case() {
+  local tag=$1 needle=$2
+  shift 3
+  run_app "$tag" "$@" --quiet
+  local lines line
+  lines=$(grep -c "^$APP: warning:" "$ERR" || true)
+  line=$(grep -m1 "^$APP: warning:" "$ERR" || true)
+  if [ "$RC" -eq 0 ] && [ "$lines" -eq 1 ] && printf '%s\n' "$line" | grep -Fq -- "$needle"; then
+    ok "$tag: exit 0, \"$line\""
+  else
+    bad "$tag: $APP $*: exit code $RC (expected 0), $lines warning line(s) (expected 1 containing '$needle')"
+    show_logs
+  fi
+}

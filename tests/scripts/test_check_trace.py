@@ -98,9 +98,21 @@ def drop_decode_failures(f):
 
 
 def drop_detection_time(f):
-    """A file from before schema v4, which had no detection_time column."""
+    """A file from before schema v4, which had no detection_time column (nor v5's
+    diverged)."""
     for k in f["trials"]:
         del f["trials"][k]["detection_time"]
+    drop_diverged(f)
+
+
+def drop_diverged(f):
+    """A file from before schema v5: training trials had no diverged attribute and
+    /summary no diverged column (averaging traces never had them)."""
+    for k in f["trials"]:
+        if "diverged" in f["trials"][k].attrs:
+            del f["trials"][k].attrs["diverged"]
+    if "diverged" in f["summary"]:
+        del f["summary"]["diverged"]
 
 
 def detection_timeout(seconds):
@@ -124,7 +136,7 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 5, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 6, "int32"), {}, "schema_version"),
     ("a v3 file is valid", both(as_version(3), drop_detection_time), {}, None),
     ("detection_time in a v3 file", as_version(3), {}, "unexpected members: detection_time"),
     ("detection_time missing", delete("/trials/1/detection_time"), {}, "/trials/1/detection_time: missing"),
@@ -269,9 +281,9 @@ def zero_initial_gap(f):
     s["final_relative_gap"][...] = [0.0, 0.0]
 
 
-def diverged(f):
-    """The sample with trial 1 diverging at its last row: the model columns
-    overflow (+inf, NaN), which the summary repeats; consensus becomes NaN."""
+def diverged_unmarked(f):
+    """The sample with trial 1's model overflowing at its last row (+inf, NaN),
+    which the summary repeats; consensus becomes NaN; not marked as diverged."""
     for name, value in (("loss", np.inf), ("gap", np.inf), ("relative_gap", np.inf),
                         ("distance", np.nan), ("consensus", np.nan)):
         set_item(f"/trials/1/{name}", 2, value)(f)
@@ -280,6 +292,14 @@ def diverged(f):
     f["summary/final_gap"][1] = np.inf
     f["summary/final_relative_gap"][1] = np.inf
     f["summary/final_consensus"][1] = np.nan
+
+
+def diverged(f):
+    """diverged_unmarked, marked as schema v5 marks it: the trial stopped at the
+    first row that is not finite, diverged = 1 on the trial and in /summary."""
+    diverged_unmarked(f)
+    f["trials/1"].attrs.modify("diverged", 1)
+    f["summary/diverged"][1] = 1
 
 
 def negative_gap(f):
@@ -339,6 +359,14 @@ SGD_CASES = [
     ("gap -inf", set_item("/trials/1/gap", 1, -np.inf), {}, "/trials/1/gap: -inf at row 1"),
     ("time not finite", set_item("/trials/0/time", 4, np.inf), {}, "/trials/0/time: not finite"),
     ("a diverged run is valid", diverged, {}, None),
+    ("a diverged trial not marked", diverged_unmarked, {}, "/trials/1 attribute diverged: 0, but row 2 is not finite"),
+    ("a finite trial marked diverged", set_attr("/trials/0", "diverged", 1), {},
+     "/trials/0 attribute diverged: 1, but the last row is finite"),
+    ("diverged attribute missing", delete("/trials/0", "diverged"), {}, "/trials/0 attribute diverged: missing"),
+    ("summary diverged disagrees", set_item("/summary/diverged", 0, 1), {}, "/summary/diverged"),
+    ("a v4 training file is valid", both(as_version(4), drop_diverged), {}, None),
+    ("a v4 training file that diverged is valid", both(as_version(4), drop_diverged, diverged_unmarked), {}, None),
+    ("diverged in a v4 file", as_version(4), {}, "diverged"),
     ("training decode failures without a quantizer", set_item("/trials/0/decode_failures", 2, 1), {},
      "quantizer none never fails"),
     ("training decode failures with lattice are valid",

@@ -230,6 +230,32 @@ else
   bad "pairwise bytes_sent: none $b_none, fp16 $b_fp16, stochastic:4 $b_st4; expected $want from none's messages"
 fi
 
+# ---- accepted, with one warning line (docs/reliability.md, "Meaningless combinations") --
+small=(--rounds 2 --trials 1 --dim 2)
+if [ "$ENGINE" = smpi ]; then
+  warn_case warn_stragglers '--stragglers: has no effect without --compute-flops' -- --stragglers 0.5 "${small[@]}"
+else
+  warn_case warn_smpi_only '--compute-flops, --stragglers: act only under SMPI' -- --compute-flops 1e6 \
+    --stragglers 0.5 "${small[@]}"
+  warn_case warn_detection '--detection-timeout: on this engine no peer waits' -- --detection-timeout 0.5 \
+    --fail-rate 0.3 "${small[@]}"
+fi
+warn_case warn_grid '--grid: 32x32 has 1024 cells for 2 peers' -- --protocol moshpit --grid 32x32 "${small[@]}"
+warn_case warn_lattice_range '--lattice-q, --lattice-eps' -- --protocol gossip --quantizer lattice --lattice-q 4 \
+  --rounds 2 --trials 1 --dim 100
+warn_case warn_lattice_eps '--lattice-eps: 2 is of the order' -- --protocol gossip --quantizer lattice \
+  --lattice-eps 2 "${small[@]}"
+
+# ---- a --config key given on the command line too: the command line wins -------------
+printf 'rounds = 3\ndim = 2\n' >"$conf/rounds3.ini"
+run_app config_and_flag --config "$conf/rounds3.ini" --rounds 4 --out config_flag.h5 --quiet
+if [ "$RC" -eq 0 ] && [ "$(h5_eval "$work/config_flag.h5" 'f["config"].attrs["rounds"], f["config"].attrs["dim"]')" = "('4', '2')" ]; then
+  ok "config_and_flag: --rounds 4 on the command line overrides rounds = 3 in the file, dim = 2 is kept"
+else
+  bad "config_and_flag: exit code $RC, or the trace does not record rounds 4 and dim 2"
+  show_logs
+fi
+
 # ---- --overwrite replaces an existing trace -------------------------------------
 old_sum=$(sha256sum <"$work/existing.h5")
 run_app overwrite --trials 1 --rounds 3 --out existing.h5 --overwrite --quiet

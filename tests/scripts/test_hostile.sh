@@ -156,6 +156,15 @@ if want flags || want blankflags; then
     for v in stochastic: stochastic:0 stochastic:abc stochastic:1.5 "stochastic:$HUGE" stochastic:-3; do
       hcase "quantizer.'$v'" --quantizer '1..16' -- --protocol gossip --quantizer "$v" "${keep[@]}"
     done
+    # Combinations that can never work: no group can reach --min-group-size; a
+    # lattice step that rounds all of the N(0, 1) data to one point.
+    hcase min-group-size.group --min-group-size '[2, 2]' -- --protocol random-groups --group-size 2 \
+      --min-group-size 3 "${keep[@]}"
+    hcase min-group-size.peers --min-group-size '2 peers|[2, 2]' -- --protocol random-groups --min-group-size 3 \
+      "${keep[@]}"
+    hcase min-group-size.grid --min-group-size 'grid 2x2|[2, 2]' -- --protocol moshpit --min-group-size 3 "${keep[@]}"
+    hcase lattice-eps.huge --lattice-eps 'same lattice point|(0, 16)' -- --protocol gossip --quantizer lattice \
+      --lattice-eps 16 "${keep[@]}"
   else
     int_flag --dim 1 16777216 16777217
     int_flag --data-dim 0 16777216 16777217 --objective logistic --data "$conf/good.svm"
@@ -186,6 +195,19 @@ if want flags || want blankflags; then
     word_flag --protocol 'allreduce|moshpit|gossip'
     hcase data.empty --data '' -- --objective logistic --data '' "${keep[@]}"
     hcase test_data.empty --test-data '' -- --objective logistic --data "$conf/good.svm" --test-data '' "${keep[@]}"
+  fi
+  # Simulated time that cannot be represented: refused up front, naming the flag
+  # and its accepted range (before: SimGrid's deadlock message, exit 0, no trace;
+  # on Open MPI detection_time = inf in the trace). Flops take simulated time
+  # under SMPI only: those cases run there.
+  if [ "$APP" = averaging_bench ]; then flops=--compute-flops; else flops=--step-flops; fi
+  hcase simtime.detection --detection-timeout '1e+09 s|[0, ' -- --detection-timeout 1e308 --fail-rate 0.5 "${keep[@]}"
+  hcase simtime.detection_sum --detection-timeout '1e+09 s|[0, ' -- --detection-timeout 1e7 --fail-rate 0.5 \
+    --trials 200 "${keep[@]}"
+  if [ "$ENGINE" = smpi ]; then
+    hcase simtime.flops "$flops" '1e+09 s|[0, ' -- "$flops" 1e308 --stragglers 0.5 "${keep[@]}"
+    hcase simtime.slowdown --straggler-slowdown '1e+09 s|[1, ' -- "$flops" 1e9 --stragglers 0.5 \
+      --straggler-slowdown 1e300 "${keep[@]}"
   fi
   # Sizes that parse but cannot fit: refused by an estimate of the memory the
   # peers on this machine need (apps/common/app_support.cpp check_memory), before
@@ -244,6 +266,22 @@ if want files; then
   hcase config.section '--config|--other' 'other' -- --config "$conf/section.ini" "${keep[@]}"
   printf 'trials = 2\ntrials = 3\n' >"$conf/twice.ini"
   hcase config.twice '--trials|--config' '' -- --config "$conf/twice.ini" "${keep[@]}"
+  # The same key in other spellings CLI11 reads as the same option: before, the
+  # first was kept and the others dropped without a word (or, in one order, refused).
+  printf 'trials = 2\n"trials" = 3\n' >"$conf/twice-quoted.ini"
+  printf '"trials" = 2\ntrials = 3\n' >"$conf/twice-quoted-first.ini"
+  printf 'trials = 2\nseed = 1\ntrials = 3\n' >"$conf/twice-apart.ini"
+  printf "trials = 2\nseed = 1\n'trials' = 3\n" >"$conf/twice-single-quoted.ini"
+  printf 'trials = 2\nseed = 1\n--trials = 3\n' >"$conf/twice-dashed.ini"
+  for t in quoted quoted-first apart single-quoted dashed; do
+    hcase "config.twice_$t" '--trials' '' -- --config "$conf/twice-$t.ini" "${keep[@]}"
+  done
+  # Also when the command line gives the option too (and so CLI11 reads neither line).
+  hcase config.twice_overridden '--trials' 'more than once' -- --config "$conf/twice-quoted.ini" --trials 1 \
+    "${keep[@]}"
+  # CLI11 folds neither case nor '_': such a key is not an option, and is refused as one.
+  printf 'trials = 2\nTRIALS = 3\n' >"$conf/twice-case.ini"
+  hcase config.twice_case '--config' 'TRIALS' -- --config "$conf/twice-case.ini" "${keep[@]}"
   printf 'trials = %s\n' "$(printf '9%.0s' $(seq 100000))" >"$conf/long.ini"
   hcase config.long_line '--trials' '[1, ' -- --config "$conf/long.ini" "${keep[@]}"
   printf 'trials = 0\r\n' >"$conf/crlf.ini"
@@ -326,6 +364,23 @@ if want out; then
   hcase out.file_as_folder --out 'existing.h5|not a folder' -- --out existing.h5/run.h5 "${short[@]}"
   hcase out.long_name --out 'too long' -- --out "$(printf 'n%.0s' $(seq 300)).h5" "${short[@]}"
   hcase out.exists --out 'existing.h5|--overwrite' -- --out existing.h5 "${short[@]}"
+
+  # What is not a regular file: a FIFO, a socket, a link to a character device.
+  # Refused with and without --overwrite (before, --overwrite replaced any of
+  # them with the trace: as root even /dev/full); each stays what it was.
+  mkfifo "$work/fifo.h5"
+  "$AVB_PYTHON" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/socket.h5"
+  ln -s /dev/null "$work/device.h5"
+  for t in fifo socket device; do
+    hcase "out.$t" --out "$t.h5|not a regular file" -- --out "$t.h5" "${short[@]}"
+    hcase "out.${t}_overwrite" --out "$t.h5|not a regular file" -- --out "$t.h5" --overwrite "${short[@]}"
+  done
+  if [ -p "$work/fifo.h5" ] && [ -S "$work/socket.h5" ] && [ "$(readlink "$work/device.h5")" = /dev/null ]; then
+    ok "out.special: the FIFO, the socket and the link to /dev/null are unchanged"
+  else
+    bad "out.special: a FIFO, socket or device link was replaced"
+  fi
+  rm -f "$work/fifo.h5" "$work/socket.h5" "$work/device.h5"
 
   # A read-only folder: a read-only bind mount as root (permissions do not stop
   # root), mode 555 otherwise. The earlier trace inside must survive --overwrite.

@@ -274,6 +274,33 @@ replay_config replay_conditioned "$work/quad_conditioned.h5" "$logs/quad_conditi
 replay_config replay_libsvm "$work/libsvm_sorted.h5" "$logs/libsvm_sorted.out"
 replay_config replay_stop "$work/quad_stop.h5" "$logs/quad_stop.out"
 
+# ---- numerics ---------------------------------------------------------------------------
+# Large scales are solved to a relative tolerance (before: an absolute 1e-10 made
+# both abort, one error line per rank and MPI_ABORT's banner, exit 1).
+good_run quad_zeta_large "$(sgd 1 20 1 10)" -- --zeta 1e6 --steps 20
+good_run quad_condition_large "$(sgd 1 20 1 10)" -- --preset conditioned --condition 1e16 --steps 20
+# A problem whose numbers overflow is bad input: one line, exit 2, on every engine.
+bad_case zeta_overflow '--zeta' 'double precision|smaller value' -- --zeta 1e300 "${keep[@]}"
+# SGD that diverges: the trial stops at the first evaluation that is not finite,
+# marked diverged in the trace (schema v5) and the table, with one warning line.
+warn_case diverged 'trial 0 diverged' -- --lr 1000 --steps 200 --trials 2 --out diverged.h5
+check_trace "$work/diverged.h5" --kind sgd --peers 2 --trials 2 --complete 1 --steps 200
+attr_is diverged '[int(f[f"trials/{k}"].attrs["diverged"]) for k in "01"], list(f["summary/diverged"][()]), int(f["trials/0/step"][-1]) < 200' \
+  '([1, 1], [1, 1], True)'
+if grep -q 'nan' "$logs/diverged.out" || ! grep -q 'diverged at step' "$logs/diverged.out"; then
+  bad "diverged: the table shows nan, or no 'diverged at step' row"
+  show_logs
+else
+  ok "diverged: the table marks the trials diverged, no nan"
+fi
+good_run not_diverged "$(sgd 1 20 1 10)" -- --steps 20
+attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 5)'
+if [ "$ENGINE" = smpi ]; then
+  warn_case warn_step_stragglers '--stragglers: has no effect without --step-flops' -- --stragglers 0.5 --steps 5
+else
+  warn_case warn_step_flops '--step-flops: acts only under SMPI' -- --step-flops 1e6 --steps 5
+fi
+
 # ---- --overwrite replaces an existing trace -------------------------------------------
 old_sum=$(sha256sum <"$work/existing.h5")
 run_app overwrite --steps 10 --out existing.h5 --overwrite --quiet

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 
 ROOT = {
-    "schema_version": (np.int32, 4),
+    "schema_version": (np.int32, 5),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "averaging_bench --protocol moshpit --note 'café σ'"),

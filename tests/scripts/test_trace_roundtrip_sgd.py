@@ -21,7 +21,7 @@ import numpy as np
 NAN = float("nan")
 
 ROOT = {
-    "schema_version": (np.int32, 4),
+    "schema_version": (np.int32, 5),
     "avbench_version": (str, "0.1.0-sample"),
     "git_sha": (str, "0123456789ab"),
     "command_line": (str, "sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2"),
@@ -61,7 +61,7 @@ G = 2.0**-11
 TRIALS = {
     "0": {
         "attrs": {
-            "seed": (np.uint64, 7), "complete": (np.int32, 1),
+            "seed": (np.uint64, 7), "complete": (np.int32, 1), "diverged": (np.int32, 0),
             "steps_to_2.5e-1": (np.int32, 4), "steps_to_1e-3": (np.int32, 8), "steps_to_1e-6": (np.int32, 8),
             "reached_2.5e-1": (np.int32, 1), "reached_1e-3": (np.int32, 1), "reached_1e-6": (np.int32, 0),
         },
@@ -85,7 +85,7 @@ TRIALS = {
     },
     "1": {
         "attrs": {
-            "seed": (np.uint64, 8), "complete": (np.int32, 0),
+            "seed": (np.uint64, 8), "complete": (np.int32, 0), "diverged": (np.int32, 0),
             "steps_to_2.5e-1": (np.int32, 4), "steps_to_1e-3": (np.int32, 4), "steps_to_1e-6": (np.int32, 4),
             "reached_2.5e-1": (np.int32, 1), "reached_1e-3": (np.int32, 0), "reached_1e-6": (np.int32, 0),
         },
@@ -127,6 +127,7 @@ SUMMARY = {
     "steps": ("int32", [8, 4]),
     "rounds": ("int32", [2, 1]),
     "complete": ("int32", [1, 0]),
+    "diverged": ("int32", [0, 0]),
 }
 
 

@@ -548,6 +548,38 @@ TEST(OptimumLogistic, NewtonMatchesGradientDescentOnSyntheticData) {
   expect_newton_matches_descent(all);
 }
 
+// The stopping rules are relative: a large --zeta or --condition scales the
+// gradient's rounding with it (an absolute 1e-10 refused both: sgd_bench aborted).
+TEST(OptimumQuadratic, ConvergesAtAnyScale) {
+  for (double zeta : {1e-12, 1.0, 1e6, 1e12}) {
+    const QuadraticObjective all(quadratic_options(QuadraticPreset::epfl, 10, zeta, 0.0), pooled, 16, 7);
+    const Optimum optimum = quadratic_optimum(all);
+    EXPECT_TRUE(optimum.converged) << "zeta " << zeta << ": gradient " << optimum.gradient_norm << ", scale "
+                                   << optimum.gradient_scale;
+    EXPECT_LE(optimum.gradient_norm, kOptimumTolerance * optimum.gradient_scale);
+  }
+  for (double condition : {1e8, 1e16}) {
+    ObjectiveOptions o = quadratic_options(QuadraticPreset::conditioned, 10, 1.0, 0.0);
+    o.condition = condition;
+    const Optimum optimum = quadratic_optimum(QuadraticObjective(o, pooled, 16, 7));
+    EXPECT_TRUE(optimum.converged) << "condition " << condition << ": gradient " << optimum.gradient_norm;
+  }
+  // A wrong x* is still caught, at any scale: the rule is relative, not lax.
+  for (double zeta : {1e-12, 1e6}) {
+    const QuadraticObjective all(quadratic_options(QuadraticPreset::epfl, 10, zeta, 0.0), pooled, 16, 7);
+    Eigen::VectorXd x = quadratic_optimum(all).x, g(10);
+    x *= 1.0 + 1e-6;
+    all.gradient(x, g);
+    EXPECT_GT(g.norm(), kOptimumTolerance * gradient_scale(all, x)) << "zeta " << zeta;
+  }
+}
+
+TEST(OptimumQuadratic, OverflowIsNotConvergence) {
+  const QuadraticObjective all(quadratic_options(QuadraticPreset::epfl, 4, 1e300, 0.0), pooled, 16, 7);
+  const Optimum optimum = quadratic_optimum(all);
+  EXPECT_FALSE(optimum.converged) << "loss " << optimum.loss << ", gradient " << optimum.gradient_norm;
+}
+
 TEST(OptimumLogistic, NewtonMatchesGradientDescentOnAnUnevenLibsvmSplit) {
   const TempFile file("optimum.svm", libsvm_text(43, 6, 7));  // 43 samples on 4 peers
   const LogisticObjective all(libsvm_options(file.path(), DataSplit::sorted), pooled, 4, 45);

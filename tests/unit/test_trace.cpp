@@ -7,6 +7,7 @@
 // expects; with AVB_TRACE_SAMPLE_SGD=<path>, TraceSample.WriteTraining writes the
 // training trace that tests/scripts/test_trace_roundtrip_sgd.py expects.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -312,6 +313,46 @@ TEST_F(TraceTest, ReadOnlyFolderIsAnError) {
   fs::permissions(dir_ / "ro", fs::perms::owner_all);
 }
 
+// Only a regular file is ever replaced: a FIFO, a socket or a link to a device is
+// refused with or without overwrite (before: replaced by the trace).
+TEST_F(TraceTest, RefusesWhatIsNotARegularFile) {
+  using Reason = avb::DestinationError::Reason;
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path device_link = dir_ / "null";
+  fs::create_symlink("/dev/null", device_link);
+  for (const fs::path& path : {fifo, device_link})
+    for (bool overwrite : {false, true}) {
+      try {
+        avb::check_trace_destination(path, overwrite);
+        ADD_FAILURE() << "expected DestinationError for " << path;
+      } catch (const avb::DestinationError& e) {
+        EXPECT_EQ(e.reason(), Reason::not_regular) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+      }
+      EXPECT_THROW(TraceWriter(path, overwrite, run_info()), avb::DestinationError);
+    }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_symlink(device_link));
+  EXPECT_EQ(files().size(), 2u);  // no temporary file
+  // A link to a regular file may be replaced (the link, not its target).
+  std::ofstream(dir_ / "target") << "x";
+  fs::create_symlink(dir_ / "target", dir_ / "link");
+  EXPECT_NO_THROW(avb::check_trace_destination(dir_ / "link", true));
+}
+
+// A FIFO that appears at the final name while the run writes is not replaced at
+// finish(), even with overwrite: the finished trace is kept under its temporary name.
+TEST_F(TraceTest, FinishDoesNotReplaceAFifoThatAppeared) {
+  const fs::path path = dir_ / "run.h5";
+  TraceWriter w(path, true, run_info());
+  w.write_trial(small_trial(0));
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_THROW(w.finish(true), TraceError);
+  EXPECT_TRUE(fs::is_fifo(path));
+  EXPECT_TRUE(fs::exists(w.temporary_path()));
+}
+
 // ---- temporary file ----------------------------------------------------------------
 
 TEST_F(TraceTest, WritesUnderAHiddenTemporaryName) {
@@ -611,12 +652,13 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
                                                   "failed_groups", "decode_failures", "bytes_sent", "time",
                                                   "detection_time"}));
   EXPECT_EQ(g.get_int32("complete"), 1);
+  EXPECT_EQ(g.get_int32("diverged"), 0);  // schema v5
   EXPECT_EQ(g.get_int32("steps_to_2.5e-1"), 4);
   EXPECT_EQ(g.get_int32("reached_2.5e-1"), 1);
   EXPECT_EQ(g.get_int32("steps_to_1e-3"), 4);
   EXPECT_EQ(g.get_int32("reached_1e-3"), 0);
   EXPECT_FALSE(g.has_attribute("rounds_to_1e-3"));  // averaging's name, not training's
-  EXPECT_EQ(attribute_count(g), 6);
+  EXPECT_EQ(attribute_count(g), 7);
   EXPECT_EQ(read_column<double>(g, "targets"), (std::vector<double>{0.25, 1e-3}));
   EXPECT_EQ(read_column<std::int32_t>(g, "step"), (std::vector<std::int32_t>{0, 2, 4}));
   EXPECT_EQ(read_column<std::int32_t>(g, "round"), (std::vector<std::int32_t>{0, 0, 1}));
@@ -647,6 +689,7 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
   TrainingTrial t1 = small_training_trial(1);
   t1.rows.pop_back();  // cut short after step 2
   t1.complete = false;
+  t1.diverged = true;  // (both at once cannot happen in a run; the writer stores each)
   t1.targets = {{0.25, 2, false}, {1e-3, 2, false}};
   w.write_trial(t1);
   w.finish(false);
@@ -655,7 +698,8 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
   EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "steps_to_2.5e-1", "steps_to_1e-3",
                                                   "reached_2.5e-1", "reached_1e-3", "final_gap",
                                                   "final_relative_gap", "final_consensus", "final_accuracy",
-                                                  "bytes_sent", "time", "steps", "rounds", "complete"}));
+                                                  "bytes_sent", "time", "steps", "rounds", "complete",
+                                                  "diverged"}));
   EXPECT_EQ(attribute_count(s), 0);
   EXPECT_EQ(read_column<std::int32_t>(s, "trial"), (std::vector<std::int32_t>{0, 1}));
   EXPECT_EQ(read_column<std::uint64_t>(s, "seed"), (std::vector<std::uint64_t>{2000, 2001}));
@@ -675,6 +719,7 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
   EXPECT_EQ(read_column<std::int32_t>(s, "steps"), (std::vector<std::int32_t>{4, 2}));
   EXPECT_EQ(read_column<std::int32_t>(s, "rounds"), (std::vector<std::int32_t>{1, 0}));
   EXPECT_EQ(read_column<std::int32_t>(s, "complete"), (std::vector<std::int32_t>{1, 0}));
+  EXPECT_EQ(read_column<std::int32_t>(s, "diverged"), (std::vector<std::int32_t>{0, 1}));
 }
 
 // A run stopped before its first trial: /optimum and /summary are there all the
@@ -701,7 +746,7 @@ TEST_F(TraceTest, TrainingRunStoppedBeforeAnyTrial) {
     const auto s = file.open_group("summary");
     EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "final_gap", "final_relative_gap",
                                                     "final_consensus", "final_accuracy", "bytes_sent", "time",
-                                                    "steps", "rounds", "complete"}));
+                                                    "steps", "rounds", "complete", "diverged"}));
     for (const auto& name : members(s)) {
       if (name == "seed" || name == "bytes_sent") {
         EXPECT_TRUE(read_column<std::uint64_t>(s, name).empty()) << name;

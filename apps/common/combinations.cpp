@@ -1,0 +1,105 @@
+#include "common/combinations.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/app_support.hpp"
+#include "core/format.hpp"
+
+namespace avb::app {
+
+namespace {
+
+// What the simulated-time flags amount to on this engine, and a straggler
+// fraction that has nothing to slow down.
+void simulated_only(std::vector<std::string>& out, bool simulated, const char* flops_flag, double flops,
+                    const StragglerSpec& stragglers, double detection_timeout, double fail_rate) {
+  if (!simulated) {
+    std::string flags;
+    if (flops > 0) flags += std::string(flops_flag);
+    if (stragglers.fraction > 0) flags += (flags.empty() ? "" : ", ") + std::string("--stragglers");
+    const bool one = flags.find(',') == std::string::npos;
+    if (!flags.empty())
+      out.push_back(flags + (one ? ": acts only under SMPI (it charges" : ": act only under SMPI (they charge") +
+                    " simulated computation time); on this engine " + (one ? "it changes" : "they change") +
+                    " nothing but the recorded /config");
+    if (detection_timeout > 0 && fail_rate > 0)
+      out.push_back("--detection-timeout: on this engine no peer waits; the timeout is only added to the trace's "
+                    "detection_time column (it takes simulated time under SMPI)");
+    return;
+  }
+  if (stragglers.fraction > 0 && flops == 0)
+    out.push_back("--stragglers: has no effect without " + std::string(flops_flag) +
+                  " (a straggler's simulated computation is slowed down, and there is none)");
+}
+
+// Moshpit on a grid with many more cells than peers: most lines hold fewer than
+// two peers, and a peer alone on its line does not average that round.
+void sparse_grid(std::vector<std::string>& out, const ProtocolOptions& p, const ProtocolFlags& flags, int n) {
+  if (p.name != "moshpit" || flags.grid == ProtocolFlags{}.grid) return;  // the default grid suits N
+  double cells = 1;
+  for (int side : p.grid) cells *= side;
+  const double shortest = *std::min_element(p.grid.begin(), p.grid.end());
+  const double per_line = n * shortest / cells;  // peers in random distinct cells
+  if (per_line < 2)
+    out.push_back("--grid: " + grid_to_string(p.grid) + " has " + format_number(cells) + " cells for " +
+                  std::to_string(n) + " peers, about " + format_number(std::round(per_line * 100) / 100) +
+                  " peers per line along its shortest side: most peers find no partner in most rounds (the "
+                  "default grid, sides ceil(sqrt(N)), holds about sqrt(N) per line)");
+}
+
+std::string two_digits(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g", v);
+  return text;
+}
+
+}  // namespace
+
+double lattice_decodable_share(double q, double eps, int dim) {
+  const double coordinate = std::erf(q * eps / 2 / 2);  // P(|D| <= a) = erf(a / 2) for D ~ N(0, 2)
+  return std::pow(coordinate, dim);
+}
+
+std::vector<std::string> averaging_warnings(const AveragingOptions& o, const ProtocolFlags& flags, int n_peers,
+                                            bool simulated) {
+  std::vector<std::string> out;
+  simulated_only(out, simulated, "--compute-flops", o.compute_flops, o.stragglers, o.detection_timeout, o.fail_rate);
+  sparse_grid(out, o.protocol, flags, n_peers);
+  const QuantizerSpec& q = o.protocol.quantizer;
+  if (q.kind == QuantizerKind::lattice) {
+    // The initial values are N(0, 1) (run/averaging.hpp).
+    const double share = lattice_decodable_share(q.lattice_q, q.lattice_eps, o.dim);
+    if (share < 0.5)
+      out.push_back("--lattice-q, --lattice-eps: q eps / 2 = " + format_number(q.lattice_q * q.lattice_eps / 2) +
+                    " decodes only about " + two_digits(share * 100) + "% of the first round's messages of N(0, 1) data at --dim " + std::to_string(o.dim) +
+                    " (a coordinate decodes within q eps / 2 of the receiver's): expect decode failures "
+                    "(decode_failures column); a larger q or eps widens the range");
+    if (q.lattice_eps >= 1 && q.lattice_eps < kMaxLatticeEps)
+      out.push_back("--lattice-eps: " + format_number(q.lattice_eps) +
+                    " is of the order of the data's spread (N(0, 1)): the variance the run reaches is mostly "
+                    "rounding (eps^2 / 12 per coordinate), not averaging");
+  }
+  return out;
+}
+
+std::vector<std::string> training_warnings(const TrainingOptions& o, const ProtocolFlags& flags, int n_peers,
+                                           bool simulated) {
+  std::vector<std::string> out;
+  simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout, o.fail_rate);
+  sparse_grid(out, o.protocol, flags, n_peers);
+  return out;
+}
+
+void warn(const std::string& program, const std::string& message) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), printable(message).c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace avb::app
