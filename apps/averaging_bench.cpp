@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,7 +67,7 @@ int run(int argc, char** argv) {
   }
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
   for (const std::string& line : avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated()))
-    avb::app::warn(kProgram, line);
+    avb::app::report_warning(kProgram, line);
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);
@@ -80,15 +79,8 @@ int run(int argc, char** argv) {
   avb::app::Reporter reporter(options, std::move(trace), cli.quiet);
   reporter.set_peers(size);
   if (rank == 0) reporter.print_header(kProgram, info, described);
-  std::optional<avb::app::DeadlockGuard> deadlock;
-  if (rank == 0) deadlock.emplace(kProgram, [&reporter] { reporter.abandon(); });
-  avb::AveragingResult result;
-  try {
-    result = avb::run_averaging(options, MPI_COMM_WORLD, reporter);
-  } catch (const avb::Stalled& e) {
-    if (rank == 0) reporter.abandon();
-    avb::app::abort_run(kProgram, e.what());
-  }
+  const avb::AveragingResult result = avb::app::run_guarded(
+      kProgram, rank, reporter, [&] { return avb::run_averaging(options, MPI_COMM_WORLD, reporter); });
   if (rank == 0) {
     reporter.finish(result.trials, !result.stopped);
     avb::app::warn_persistent_decode_failures(kProgram, result.trials, "rounds");

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <memory>
 #include <new>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,7 +272,7 @@ int run(int argc, char** argv) {
   }
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
   for (const std::string& line : avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated()))
-    avb::app::warn(kProgram, line);
+    avb::app::report_warning(kProgram, line);
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);
@@ -295,15 +294,8 @@ int run(int argc, char** argv) {
     optimum.test_set = setup.test_set_kind;
     reporter.print_header(kProgram, info, described, optimum);
   }
-  std::optional<avb::app::DeadlockGuard> deadlock;
-  if (rank == 0) deadlock.emplace(kProgram, [&reporter] { reporter.abandon(); });
-  avb::TrainingResult result;
-  try {
-    result = avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
-  } catch (const avb::Stalled& e) {
-    if (rank == 0) reporter.abandon();
-    avb::app::abort_run(kProgram, e.what());
-  }
+  const avb::TrainingResult result = avb::app::run_guarded(
+      kProgram, rank, reporter, [&] { return avb::run_training(options, setup, MPI_COMM_WORLD, reporter); });
   if (rank == 0) {
     reporter.finish(result.trials, !result.stopped);
     avb::app::warn_persistent_decode_failures(kProgram, result.trials, "evaluations");

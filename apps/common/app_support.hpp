@@ -3,9 +3,9 @@
 // library may not, so all of that lives here.
 #pragma once
 
+#include <cstdint>
 #include <ctime>
 #include <functional>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
+#include "core/watch.hpp"
 #include "run/averaging.hpp"
 #include "trace/trace.hpp"
 
@@ -137,6 +138,21 @@ class DeadlockGuard {
   struct State;
   std::shared_ptr<State> state_;
 };
+
+// Returns run(); when the run cannot go on (a Stalled from any rank, or under SMPI
+// a deadlock), rank 0's `reporter` keeps its trace as incomplete (abandon()), one
+// line is printed and the job ends with kExitStalled.
+template <class Reporter, class Run>
+auto run_guarded(const std::string& program, int rank, Reporter& reporter, Run run) {
+  std::optional<DeadlockGuard> deadlock;
+  if (rank == 0) deadlock.emplace(program, [&reporter] { reporter.abandon(); });
+  try {
+    return run();
+  } catch (const Stalled& e) {
+    if (rank == 0) reporter.abandon();
+    abort_run(program, e.what());
+  }
+}
 
 // mean +- standard error (0 for fewer than two values).
 struct MeanSe {

@@ -64,6 +64,12 @@ double lattice_decodable_share(double q, double eps, int dim) {
   return std::pow(coordinate, dim);
 }
 
+bool lattice_failures_expected(const AveragingOptions& o) {
+  // The initial values are N(0, 1) (run/averaging.hpp).
+  const QuantizerSpec& q = o.protocol.quantizer;
+  return q.kind == QuantizerKind::lattice && lattice_decodable_share(q.lattice_q, q.lattice_eps, o.dim) < 0.5;
+}
+
 std::vector<std::string> averaging_warnings(const AveragingOptions& o, const ProtocolFlags& flags, int n_peers,
                                             bool simulated) {
   std::vector<std::string> out;
@@ -71,9 +77,8 @@ std::vector<std::string> averaging_warnings(const AveragingOptions& o, const Pro
   sparse_grid(out, o.protocol, flags, n_peers);
   const QuantizerSpec& q = o.protocol.quantizer;
   if (q.kind == QuantizerKind::lattice) {
-    // The initial values are N(0, 1) (run/averaging.hpp).
     const double share = lattice_decodable_share(q.lattice_q, q.lattice_eps, o.dim);
-    if (share < 0.5)
+    if (lattice_failures_expected(o))
       out.push_back("--lattice-q, --lattice-eps: q eps / 2 = " + format_number(q.lattice_q * q.lattice_eps / 2) +
                     " decodes only about " + two_digits(share * 100) + "% of the first round's messages of N(0, 1) data at --dim " + std::to_string(o.dim) +
                     " (a coordinate decodes within q eps / 2 of the receiver's): expect decode failures "
@@ -92,14 +97,6 @@ std::vector<std::string> training_warnings(const TrainingOptions& o, const Proto
   simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout, o.fail_rate);
   sparse_grid(out, o.protocol, flags, n_peers);
   return out;
-}
-
-void warn(const std::string& program, const std::string& message) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) return;
-  std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), printable(message).c_str());
-  std::fflush(stderr);
 }
 
 }  // namespace avb::app

@@ -23,8 +23,8 @@ std::vector<std::string> training_warnings(const TrainingOptions& options, const
 // `dim` coordinates that a lattice with `q` and `eps` decodes: a coordinate decodes
 // when the two differ by at most q eps / 2, and a difference is N(0, 2).
 double lattice_decodable_share(double q, double eps, int dim);
-
-// Prints "<program>: warning: <message>" on stderr, once (rank 0 only).
-void warn(const std::string& program, const std::string& message);
+// Whether decode failures are to be expected: a lattice too narrow for the N(0, 1)
+// initial values of averaging_bench.
+bool lattice_failures_expected(const AveragingOptions& options);
 
 }  // namespace avb::app

@@ -32,7 +32,17 @@ Comm::Comm(MPI_Comm comm, std::shared_ptr<Traffic> traffic) : comm_(comm), traff
   }
 }
 
-Comm Comm::duplicate(MPI_Comm parent) {
+Comm Comm::duplicate(MPI_Comm parent, Watch* watch) {
+  if (watch && watch->polls()) {
+    // Real MPI: the non-blocking duplicate, so that the wait is watched.
+    MPI_Comm dup = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Comm_idup(parent, &dup, &request), "MPI_Comm_idup");
+    watch->wait_all(std::span<MPI_Request>(&request, 1), "MPI_Comm_idup");
+    Comm comm(dup, std::make_shared<Traffic>());
+    comm.set_watch(watch);
+    return comm;
+  }
   // A new communicator over the parent's own group rather than MPI_Comm_dup: the
   // same members and order, a fresh context. Under SMPI, where every simulated
   // rank lives in one process, MPI_Comm_dup copies the group's rank tables (12
@@ -44,7 +54,9 @@ Comm Comm::duplicate(MPI_Comm parent) {
   const int rc = MPI_Comm_create_group(parent, whole, kDuplicateTag, &dup);
   MPI_Group_free(&whole);
   check_mpi(rc, "MPI_Comm_create_group");
-  return Comm(dup, std::make_shared<Traffic>());
+  Comm comm(dup, std::make_shared<Traffic>());
+  comm.set_watch(watch);
+  return comm;
 }
 
 Comm::~Comm() {

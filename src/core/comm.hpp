@@ -45,8 +45,10 @@ MPI_Datatype mpi_datatype() {
 class Comm {
  public:
   // A duplicate of `parent` (normally MPI_COMM_WORLD), with errors returned
-  // instead of aborting, and a fresh traffic counter.
-  static Comm duplicate(MPI_Comm parent);
+  // instead of aborting, and a fresh traffic counter. With a `watch`, the
+  // duplicate reports to it (set_watch) and so does the collective that makes
+  // it: a peer that stops between trials is then caught too.
+  static Comm duplicate(MPI_Comm parent, Watch* watch = nullptr);
 
   Comm() = default;  // the null communicator (not a member of a group)
   ~Comm();

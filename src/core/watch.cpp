@@ -102,7 +102,9 @@ void Watch::wait_all(std::span<MPI_Request> requests, const char* what, int peer
   } else {
     int index = 0;
     for (long spin = 0; !done(requests, false, index, nullptr); ++spin) {
-      if (spin > 64) sched_yield();  // oversubscribed ranks share cores
+      // No sched_yield here: MPI_Test* progresses (and yields, when Open MPI runs
+      // oversubscribed) like the blocking waits do; one more yield per poll made
+      // every wait cost a scheduler round on a busy machine.
       if (spin % 256 == 0) {
         if (rank_ == 0) check_reports();
         if (MPI_Wtime() - started_ > timeout_) give_up(requests);
@@ -122,7 +124,6 @@ int Watch::wait_any(std::span<MPI_Request> requests, MPI_Status* status, const c
               "MPI_Waitany");
   } else {
     for (long spin = 0; !done(requests, true, index, status); ++spin) {
-      if (spin > 64) sched_yield();
       if (spin % 256 == 0) {
         if (rank_ == 0) check_reports();
         if (MPI_Wtime() - started_ > timeout_) give_up(requests);

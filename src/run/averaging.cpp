@@ -221,9 +221,8 @@ AveragingResult run_averaging(const AveragingOptions& raw_options, MPI_Comm worl
 
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
     const std::uint64_t seed = trial_seed(options.seed, k);
-    Comm comm = Comm::duplicate(world);
-    comm.set_watch(&watch);
     watch.start(k, "round", 0);
+    Comm comm = Comm::duplicate(world, &watch);
     const int me = comm.rank();
     const int n = comm.size();
     FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);

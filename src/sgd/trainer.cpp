@@ -494,9 +494,8 @@ TrainingResult run_training(const TrainingOptions& raw_options, const Problem& p
 
   for (int k = 0; k < options.trials && !result.stopped; ++k) {
     const std::uint64_t seed = trial_seed(options.seed, k);
-    Comm comm = Comm::duplicate(world);
-    comm.set_watch(&watch);
     watch.start(k, "step", 0);
+    Comm comm = Comm::duplicate(world, &watch);
     const int me = comm.rank();
     FailureModel failures(seed, options.fail_rate, options.failure, comm.size(), options.join_rate);
     const double slowdown = Stragglers(seed, options.stragglers).factor(me);
