@@ -31,7 +31,8 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
     throw ConfigError("--lattice-eps: " + text(r.protocol.quantizer.lattice_eps) +
                       " rounds every value of the N(0, 1) initial data to the same lattice point (a value must "
                       "reach eps / 2 to round elsewhere); accepted: a number in (0, " + text(kMaxLatticeEps) + ")");
-  check_churn(r.failure, r.join_rate, r.protocol.name, false);
+  check_churn(r.failure, r.join_rate);
+  check_failure_support(r.protocol.name, r.failure, false);
   if (!(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout)))
     throw ConfigError("--detection-timeout: " + text(r.detection_timeout) + " is not a number >= 0 (seconds)");
   if (!(r.compute_flops >= 0.0 && std::isfinite(r.compute_flops)))

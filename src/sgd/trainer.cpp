@@ -79,11 +79,12 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   require(r.fail_rate >= 0.0 && r.fail_rate <= 1.0, "--fail-rate", r.fail_rate, "a number in [0, 1]");
   require(r.steps >= 0, "--steps", r.steps, "an integer >= 0");
   require(r.local_steps >= 1, "--local-steps", r.local_steps, "an integer >= 1");
-  if (r.local_steps_dist == LocalStepsDist::geometric && r.protocol.name != "swarm")
+  if (r.local_steps_dist == LocalStepsDist::geometric && !protocol_info(r.protocol.name).asynchronous)
     throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
                       "collective: every peer must reach them after the same number of steps)");
   validate(r.stragglers);
-  check_churn(r.failure, r.join_rate, r.protocol.name, true);
+  check_churn(r.failure, r.join_rate);
+  check_failure_support(r.protocol.name, r.failure, true);
   if (r.failure == FailureKind::churn && r.local_steps_dist == LocalStepsDist::geometric)
     throw ConfigError("--failure churn: needs --local-steps-dist fixed (a joiner and its donor must reach the "
                       "round together)");
