@@ -9,7 +9,7 @@ namespace avb {
 
 // Defined in each protocol's own file.
 ProtocolFactory make_allreduce, make_random_groups, make_moshpit, make_gossip, make_pushsum, make_sgp_paper,
-    make_pairwise, make_swarm;
+    make_pairwise, make_swarm, make_choco;
 
 const std::vector<ProtocolInfo>& protocol_catalog() {
   using FS = FailureSemantics;
@@ -73,6 +73,15 @@ const std::vector<ProtocolInfo>& protocol_catalog() {
        .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
        .asynchronous = true,
        .make = make_swarm},
+      {.name = "choco",
+       .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .flags = {"--topology", "--weights", "--gamma", "--quantizer", "--lattice-q", "--lattice-eps"},
+       .default_topology = TopologyKind::ring,
+       .churn = ChurnSupport::no,
+       .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",
+       .make = make_choco},
   };
   return catalog;
 }

@@ -117,8 +117,10 @@ struct ProtocolOptions {
   // swarm: who is written in an interaction (docs/protocols.md).
   SwarmMode swarm_mode = SwarmMode::blocking;
   SwarmClock swarm_clock = SwarmClock::round;
-  // swarm, gossip, pairwise: how vectors travel on the wire.
+  // swarm, gossip, pairwise, choco: how vectors travel on the wire.
   QuantizerSpec quantizer;
+  // choco: the consensus step size gamma in (0, 1].
+  double consensus_step = 1.0;
 };
 
 // Whether a protocol keeps working when departed peers' slots are taken by new

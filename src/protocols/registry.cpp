@@ -100,6 +100,8 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
     throw ConfigError("--group-size: " + std::to_string(resolved.group_size) + " is not an integer >= 2");
   if (resolved.min_group_size < 2)
     throw ConfigError("--min-group-size: " + std::to_string(resolved.min_group_size) + " is not an integer >= 2");
+  if (!(resolved.consensus_step > 0.0 && resolved.consensus_step <= 1.0))
+    throw ConfigError("--gamma: " + format_number(resolved.consensus_step) + " is not a number in (0, 1]");
   if (takes(info.name, "--grid")) {
     if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
     check_grid(resolved.grid, n_peers);
@@ -132,6 +134,7 @@ void describe_flag(std::string_view flag, const ProtocolOptions& o,
   if (flag == "--alive-weights") add(std::string(to_string(o.alive_weights)));
   if (flag == "--mode") add(std::string(to_string(o.swarm_mode)));
   if (flag == "--clock") add(std::string(to_string(o.swarm_clock)));
+  if (flag == "--gamma") add(format_number(o.consensus_step));
   if (flag == "--quantizer")  // with --lattice-q and --lattice-eps when they apply
     for (auto& kv : describe(o.quantizer)) out.push_back(std::move(kv));
 }
