@@ -89,7 +89,9 @@ AveragingOptions options_for(const Case& c) {
   o.protocol.quantizer = parse_quantizer(c.quantizer, c.lattice_q, c.lattice_eps);
   o.protocol.consensus_step = c.gamma;
   o.rounds = 12;
-  o.trials = 3;
+  // Three trials start from different seeds; at 64 peers and more one trial has
+  // failures enough, and SMPI then simulates a third of the messages.
+  o.trials = world_size() >= 64 ? 1 : 3;
   o.seed = 2024;
   return resolve(o, world_size());
 }
