@@ -302,3 +302,66 @@ def _kind_of(path: str) -> str:
 def per_trial(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (trace, trial): its last row (final values, totals, targets)."""
     return df.groupby(["trace", "trial"], sort=False, as_index=False).tail(1).reset_index(drop=True)
+
+
+def trace_state(path: PathLike) -> str:
+    """"complete" when the run that wrote `path` ended with every trial done (root
+    `complete` = 1), "incomplete" when it was stopped early and saved what it had.
+    Raises FileNotFoundError for a missing file and TraceError for one that is not a
+    trace (sweep drivers must then stop rather than overwrite it)."""
+    path = os.fspath(path)
+    try:
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
+    with f:
+        if "schema_version" not in f.attrs and "n_peers" not in f.attrs:
+            raise TraceError(path, "/", "not an avbench trace (no schema_version, no n_peers)")
+        return "complete" if _int_attr(path, f, "/", "complete", default=0) == 1 else "incomplete"
+
+
+def load_summary(source, pattern: str = "*.h5", run_kind: str | None = None) -> pd.DataFrame:
+    """One row per (trace, trial) from each trace's /summary (docs/trace-format.md):
+    its columns as stored (final_variance, rounds_to_<t>, bytes_sent, ... ), the
+    identifying columns of load_trace (trace, run_kind, engine, peers,
+    trace_complete; `complete` is the summary's own, as a bool) and every /config
+    option as in load_trace. `source`, `pattern` and `run_kind` are load_sweep's;
+    a trace without /summary (one stopped before any trial ended) gives no row.
+    Raises FileNotFoundError when no trace of that kind is left."""
+    frames = []
+    for p in trace_paths(source, pattern):
+        df = _summary_of(p)
+        if run_kind is None or df.attrs["run_kind"] == run_kind:
+            frames.append(df)
+    if not frames:
+        raise FileNotFoundError(f"no {run_kind + ' ' if run_kind else ''}traces in {source!r}")
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def _summary_of(path: str) -> pd.DataFrame:
+    """One trace's /summary as a DataFrame (load_summary), its run kind in .attrs."""
+    try:
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
+    with f:
+        version = _int_attr(path, f, "/", "schema_version", default=1)
+        kind = "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", ""))
+        s = f["summary"] if "summary" in f else {}
+        data = {name: s[name][()] for name in s}
+        df = pd.DataFrame(data)
+        ident = {"trace": path, "run_kind": kind, "engine": _attr_str(f.attrs.get("engine", "")),
+                 "peers": _int_attr(path, f, "/", "n_peers"),
+                 "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0))}
+        for k, v in ident.items():
+            df[k] = v
+        if "complete" in df:
+            df["complete"] = df["complete"].astype(int) == 1
+        for k, v in read_config(f).items():
+            df[k if k not in df.columns else f"config_{k}"] = v
+    df.attrs["run_kind"] = kind
+    return df

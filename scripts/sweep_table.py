@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The parameter table of a Slurm sweep: one run per row (docs/slurm.md).
+"""The table of a sweep: one run per row, read by scripts/sweep.py (docs/sweeps.md).
 
 The format, kept simple so that it can be written by hand or by a loop in a shell:
 
@@ -15,43 +15,35 @@ The format, kept simple so that it can be written by hand or by a loop in a shel
   not `--fail-rate`, though the dashes are accepted); a cell `v` becomes the
   argument `--fail-rate=v` (the `=` form, so negative numbers stay values), and
   a cell `-` leaves the flag out, so that the program's default applies.
+- A column `launcher.<flag>` is a flag of the launcher instead, passed before the
+  program as `--<flag> v` (e.g. `launcher.speed-sigma` for scripts/smpirun.sh).
 - Four column names are not flags but say how to run the row (all optional):
-    name      the run's name: its trace is OUT/traces/<name>.h5 (default row<i>)
-    program   averaging_bench (default) or sgd_bench, found in AVB_BIN_DIR,
+    name      the run's name: its trace is OUT/<name>.h5 (default row<i>)
+    program   averaging_bench (default) or sgd_bench, found in the bin folder,
               or a path to a program
-    launcher  srun (srun --mpi=pmix) or mpirun; `-` = the job's AVB_LAUNCHER
-    peers     MPI ranks for this row, at most the job's --ntasks; `-` = all of them
+    launcher  mpirun, srun (srun --mpi=pmix), smpi (scripts/smpirun.sh);
+              `-` = the sweep's --launcher
+    peers     MPI ranks for this row; `-` = the sweep's --peers (under Slurm:
+              every task of the job)
 - `out` may not be a column: the sweep chooses each trace's path.
 
-Row i (0-based, counting data rows only) is run by array task i, so the array is
-`--array=0-<rows - 1>`.
-
-As a program (used by sweep.sbatch and submit_sweep.sh; run with /usr/bin/python3):
-
-    table.py count TABLE        prints the number of rows, after checking the table
-    table.py info TABLE         prints rows=<number of rows> and max_peers=<the
-                                largest peers cell, empty if none>, for `eval`
-    table.py row TABLE I        prints row I as bash assignments, for `eval`:
-                                row_name, row_program, row_launcher, row_peers
-                                (empty for "default") and the array row_args
-
-A bad table gives one line naming the file, line and column, and exit code 2.
+Row i is the i-th data row, 0-based: under Slurm, array task i runs it.
+A bad table raises TableError: one line naming the file, line and column.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-import sys
 from dataclasses import dataclass, field
 
 # Columns that say how to run a row rather than naming a flag of the program.
 RESERVED = ("name", "program", "launcher", "peers")
 PROGRAMS = ("averaging_bench", "sgd_bench")
-LAUNCHERS = ("srun", "mpirun")
+LAUNCHERS = ("mpirun", "srun", "smpi")  # scripts/sweep.py LAUNCH says how each starts a run
 OMIT = "-"  # a cell that leaves its flag out (or, in a reserved column, means "default")
 
-FLAG_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+FLAG_RE = re.compile(r"^(launcher\.)?[A-Za-z][A-Za-z0-9_-]*$")
+LAUNCHER_FLAG = "launcher."
 # Names become file names: no slashes, no leading dot (hidden files), no spaces.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -69,7 +61,8 @@ class Row:
     launcher: str  # "" = the job's default
     peers: int | None  # None = every task of the job
     cells: dict[str, str] = field(default_factory=dict)  # every column as written
-    args: list[str] = field(default_factory=list)  # the flags, in column order
+    args: list[str] = field(default_factory=list)  # the program's flags, in column order
+    launcher_args: list[str] = field(default_factory=list)  # the launcher's, from launcher.<flag> columns
 
     @property
     def program_name(self) -> str:
@@ -112,7 +105,7 @@ def parse(path: str) -> Table:
                 if not FLAG_RE.match(name):
                     raise TableError(f"{where}: column '{c}' is not a flag name (letters, digits, '-' and '_')")
                 if name == "out":
-                    raise TableError(f"{where}: column 'out' is not allowed: the sweep names each trace OUT/traces/<name>.h5")
+                    raise TableError(f"{where}: column 'out' is not allowed: the sweep names each trace OUT/<name>.h5")
                 if name in columns:
                     raise TableError(f"{where}: column '{name}' appears twice")
                 columns.append(name)
@@ -146,54 +139,15 @@ def _row(index: int, lineno: int, where: str, cells: dict[str, str]) -> Row:
         raise TableError(f"{where}: program '{program}' must be one of {', '.join(PROGRAMS)} or a path")
     launcher = reserved("launcher")
     if launcher and launcher not in LAUNCHERS:
-        raise TableError(f"{where}: launcher '{launcher}' must be srun or mpirun (or '-' for the job's default)")
+        raise TableError(f"{where}: launcher '{launcher}' must be one of {', '.join(LAUNCHERS)} (or '-' for the sweep's default)")
     peers_text = reserved("peers")
     peers = None
     if peers_text:
         if not re.fullmatch(r"[0-9]+", peers_text) or int(peers_text) < 1:
             raise TableError(f"{where}: peers '{peers_text}' must be a whole number of ranks, at least 1")
         peers = int(peers_text)
-    args = [f"--{col}={v}" for col, v in cells.items() if col not in RESERVED and v != OMIT]
-    return Row(index, lineno, name, program, launcher, peers, dict(cells), args)
-
-
-def main(argv: list[str]) -> int:
-    usage = "usage: table.py count TABLE | table.py info TABLE | table.py row TABLE I"
-    if len(argv) < 2 or argv[0] not in ("count", "info", "row"):
-        print(f"table.py: error: {usage}", file=sys.stderr)
-        return 2
-    try:
-        table = parse(argv[1])
-    except TableError as e:
-        print(f"table.py: error: {e}", file=sys.stderr)
-        return 2
-    if argv[0] in ("count", "info"):
-        if len(argv) != 2:
-            print(f"table.py: error: {usage}", file=sys.stderr)
-            return 2
-        if argv[0] == "count":
-            print(len(table.rows))
-        else:
-            peers = [r.peers for r in table.rows if r.peers is not None]
-            print(f"rows={len(table.rows)}")
-            print(f"max_peers={max(peers) if peers else ''}")
-        return 0
-    if len(argv) != 3 or not re.fullmatch(r"[0-9]+", argv[2]):
-        print(f"table.py: error: I must be a row index (0-based), got {argv[2:] or 'nothing'}", file=sys.stderr)
-        return 2
-    i = int(argv[2])
-    if i >= len(table.rows):
-        print(f"table.py: error: I = {i}, but {table.path} has rows 0-{len(table.rows) - 1}", file=sys.stderr)
-        return 2
-    r = table.rows[i]
-    q = shlex.quote
-    print(f"row_name={q(r.name)}")
-    print(f"row_program={q(r.program)}")
-    print(f"row_launcher={q(r.launcher)}")
-    print(f"row_peers={q('' if r.peers is None else str(r.peers))}")
-    print("row_args=(" + " ".join(q(a) for a in r.args) + ")")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    given = [(col, v) for col, v in cells.items() if col not in RESERVED and v != OMIT]
+    args = [f"--{col}={v}" for col, v in given if not col.startswith(LAUNCHER_FLAG)]
+    launcher_args = [a for col, v in given if col.startswith(LAUNCHER_FLAG)
+                     for a in (f"--{col[len(LAUNCHER_FLAG):]}", v)]
+    return Row(index, lineno, name, program, launcher, peers, dict(cells), args, launcher_args)
