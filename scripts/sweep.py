@@ -6,6 +6,7 @@ scripts/sweep_table.py), here with a pool of jobs or on Slurm as a job array.
     sweep.py submit [--nodes N] [--ntasks-per-node K] [--time T] [--throttle M]
                     [--launcher srun|mpirun] [--bin-dir D] [--dry-run] TABLE OUT [-- SBATCH_FLAGS]
     sweep.py task TABLE OUT          (inside a Slurm array task: runs row $SLURM_ARRAY_TASK_ID)
+    sweep.py table ROWS > TABLE      (rows written as column=value ... -> a table)
 
 Row <name> writes its trace to OUT/<name>.h5 through the program's own atomic
 --out. Resumable: a row whose trace is complete (python/avbench trace_state) is
@@ -428,7 +429,18 @@ def parser() -> argparse.ArgumentParser:
     for s in sub.choices.values():
         s.add_argument("table", metavar="TABLE")
         s.add_argument("out", metavar="OUT")
+    sub.add_parser("table", help="write a table from rows given as column=value ...").add_argument(
+        "rows", metavar="ROWS", help="one row a line; '-': standard input")
     return p
+
+
+def cmd_table(a: argparse.Namespace) -> int:
+    try:
+        lines = (sys.stdin if a.rows == "-" else open(a.rows, encoding="utf-8")).read().splitlines()
+    except OSError as e:
+        raise SweepError(f"ROWS {a.rows}: {e.strerror}") from None
+    sys.stdout.write(sweep_table.from_pairs(lines))
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -436,7 +448,7 @@ def main(argv: list[str]) -> int:
     a = parser().parse_args(argv[:len(argv) - len(sbatch) - (1 if "--" in argv else 0)])
     a.sbatch = sbatch
     try:
-        return {"run": cmd_run, "submit": cmd_submit, "task": cmd_task}[a.command](a)
+        return {"run": cmd_run, "submit": cmd_submit, "task": cmd_task, "table": cmd_table}[a.command](a)
     except (SweepError, sweep_table.TableError) as e:
         print(f"{SELF}: error: {e}", file=sys.stderr)
         return 2

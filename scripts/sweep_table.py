@@ -15,6 +15,8 @@ The format, kept simple so that it can be written by hand or by a loop in a shel
   not `--fail-rate`, though the dashes are accepted); a cell `v` becomes the
   argument `--fail-rate=v` (the `=` form, so negative numbers stay values), and
   a cell `-` leaves the flag out, so that the program's default applies.
+- A flag the program takes more than once (`target`) may head several columns,
+  one `--target=v` each; any other column name appears once.
 - A column `launcher.<flag>` is a flag of the launcher instead, passed before the
   program as `--<flag> v` (e.g. `launcher.speed-sigma` for scripts/smpirun.sh).
 - Four column names are not flags but say how to run the row (all optional):
@@ -106,13 +108,13 @@ def parse(path: str) -> Table:
                     raise TableError(f"{where}: column '{c}' is not a flag name (letters, digits, '-' and '_')")
                 if name == "out":
                     raise TableError(f"{where}: column 'out' is not allowed: the sweep names each trace OUT/<name>.h5")
-                if name in columns:
+                if name in columns and (name in RESERVED or name.startswith(LAUNCHER_FLAG)):
                     raise TableError(f"{where}: column '{name}' appears twice")
                 columns.append(name)
             continue
         if len(cells) != len(columns):
             raise TableError(f"{where}: {len(cells)} fields, but the header names {len(columns)} columns")
-        rows.append(_row(len(rows), lineno, where, dict(zip(columns, cells))))
+        rows.append(_row(len(rows), lineno, where, list(zip(columns, cells))))
 
     if columns is None:
         raise TableError(f"{path}: no header line (the table is empty)")
@@ -126,7 +128,10 @@ def parse(path: str) -> Table:
     return Table(path, columns, rows)
 
 
-def _row(index: int, lineno: int, where: str, cells: dict[str, str]) -> Row:
+def _row(index: int, lineno: int, where: str, pairs: list[tuple[str, str]]) -> Row:
+    # A repeated flag's cells, joined for display (aggregate.py's CSV columns).
+    cells = {col: ",".join(v for c, v in pairs if c == col) for col, _ in pairs}
+
     def reserved(col: str) -> str:
         v = cells.get(col, OMIT)
         return "" if v == OMIT else v
@@ -146,8 +151,32 @@ def _row(index: int, lineno: int, where: str, cells: dict[str, str]) -> Row:
         if not re.fullmatch(r"[0-9]+", peers_text) or int(peers_text) < 1:
             raise TableError(f"{where}: peers '{peers_text}' must be a whole number of ranks, at least 1")
         peers = int(peers_text)
-    given = [(col, v) for col, v in cells.items() if col not in RESERVED and v != OMIT]
+    given = [(col, v) for col, v in pairs if col not in RESERVED and v != OMIT]
     args = [f"--{col}={v}" for col, v in given if not col.startswith(LAUNCHER_FLAG)]
     launcher_args = [a for col, v in given if col.startswith(LAUNCHER_FLAG)
                      for a in (f"--{col[len(LAUNCHER_FLAG):]}", v)]
-    return Row(index, lineno, name, program, launcher, peers, dict(cells), args, launcher_args)
+    return Row(index, lineno, name, program, launcher, peers, cells, args, launcher_args)
+
+
+def from_pairs(lines: list[str]) -> str:
+    """A table from rows written as `column=value ...` (one row a line, a column
+    named twice for a repeated flag): the union of the columns, in first-seen order,
+    with `-` where a row lacks one. What experiments/*/run.sh generate."""
+    rows: list[list[tuple[str, str]]] = []
+    for number, line in enumerate(lines, start=1):
+        pairs = [tuple(tok.split("=", 1)) for tok in line.split()]
+        if any(len(p) != 2 or not p[0] for p in pairs):
+            raise TableError(f"row line {number}: '{line.strip()}' is not column=value ...")
+        if pairs:
+            rows.append(pairs)
+    columns: list[str] = []  # a repeated flag as often as one row repeats it
+    for pairs in rows:
+        for col in dict.fromkeys(c for c, _ in pairs):
+            extra = sum(c == col for c, _ in pairs) - columns.count(col)
+            columns += [col] * max(0, extra)
+    table = [columns]
+    for pairs in rows:
+        values = {c: [v for k, v in pairs if k == c] for c, _ in pairs}
+        table.append([values.get(c, []).pop(0) if values.get(c) else OMIT for c in columns])
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    return "".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() + "\n" for r in table)
