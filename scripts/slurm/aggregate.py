@@ -39,7 +39,8 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# Appended: scripts/platform.py must not hide the standard module.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import sweep_table  # noqa: E402  (scripts/sweep_table.py: the format every mode reads)
 
 # /summary columns that identify a trial rather than measure it.
