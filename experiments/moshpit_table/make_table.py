@@ -101,14 +101,15 @@ def contraction_theory(n: int) -> float:
 
 def read_trace(path: Path) -> dict:
     """One cell: its N, p, protocol, complete trials and their rounds to 1e-9 and 1e-4."""
-    summary = avbench.load_summary(str(path))
-    if summary["run_kind"].iat[0] != "averaging":
+    summary = avbench.read_summary(path)
+    meta = summary.attrs
+    if meta["run_kind"] != "averaging":
         raise ValueError("not an averaging trace")
     done = summary[summary["complete"]] if "complete" in summary else summary.iloc[:0]
     cell = {
-        "path": path, "n": int(summary["peers"].iat[0]), "p": float(summary["fail-rate"].iat[0]),
-        "protocol": str(summary["protocol"].iat[0]), "trials": len(done),
-        "cut_short": not summary["trace_complete"].iat[0], "ratios": [],
+        "path": path, "n": meta["peers"], "p": float(meta["config"]["fail-rate"]),
+        "protocol": str(meta["config"]["protocol"]), "trials": len(done),
+        "cut_short": not meta["trace_complete"], "ratios": [],
     }
     for t in ("1e-9", "1e-4"):
         col = f"rounds_to_{t}"

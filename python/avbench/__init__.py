@@ -12,7 +12,8 @@ Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3).
 
 from .figures import aggregate, plot_metric, standard_figures
 from .traces import (KNOWN_SCHEMA_VERSIONS, TraceError, load_summary, load_sweep, load_trace, per_trial,
-                     trace_paths, trace_state)
+                     read_summary, read_walltimes, trace_paths, trace_state, value_at)
 
 __all__ = ["KNOWN_SCHEMA_VERSIONS", "TraceError", "aggregate", "load_summary", "load_sweep", "load_trace",
-           "per_trial", "plot_metric", "standard_figures", "trace_paths", "trace_state"]
+           "per_trial", "plot_metric", "read_summary", "read_walltimes", "standard_figures", "trace_paths",
+           "trace_state", "value_at"]

@@ -323,25 +323,24 @@ def trace_state(path: PathLike) -> str:
 
 
 def load_summary(source, pattern: str = "*.h5", run_kind: str | None = None) -> pd.DataFrame:
-    """One row per (trace, trial) from each trace's /summary (docs/trace-format.md):
-    its columns as stored (final_variance, rounds_to_<t>, bytes_sent, ... ), the
-    identifying columns of load_trace (trace, run_kind, engine, peers,
-    trace_complete; `complete` is the summary's own, as a bool) and every /config
-    option as in load_trace. `source`, `pattern` and `run_kind` are load_sweep's;
-    a trace without /summary (one stopped before any trial ended) gives no row.
-    Raises FileNotFoundError when no trace of that kind is left."""
-    frames = []
-    for p in trace_paths(source, pattern):
-        df = _summary_of(p)
-        if run_kind is None or df.attrs["run_kind"] == run_kind:
-            frames.append(df)
+    """One row per (trace, trial) from each trace's /summary (read_summary), for
+    every trace named by `source`; `source`, `pattern` and `run_kind` are
+    load_sweep's. Raises FileNotFoundError when no trace of that kind is left."""
+    frames = [df for df in map(read_summary, trace_paths(source, pattern))
+              if run_kind is None or df.attrs["run_kind"] == run_kind]
     if not frames:
         raise FileNotFoundError(f"no {run_kind + ' ' if run_kind else ''}traces in {source!r}")
     return pd.concat(frames, ignore_index=True, sort=False)
 
 
-def _summary_of(path: str) -> pd.DataFrame:
-    """One trace's /summary as a DataFrame (load_summary), its run kind in .attrs."""
+def read_summary(path: PathLike) -> pd.DataFrame:
+    """One trace's /summary (docs/trace-format.md), one row per trial: its columns as
+    stored (final_variance, rounds_to_<t>, bytes_sent, ...; `complete` as a bool),
+    the identifying columns trace, run_kind, engine, peers, trace_complete, and every
+    /config option as in load_trace. The same without the rows, for a trace stopped
+    before any trial ended, in .attrs: run_kind, engine, peers, trace_complete and
+    config (a dict). Raises FileNotFoundError or TraceError as load_trace does."""
+    path = os.fspath(path)
     try:
         f = h5py.File(path, "r")
     except FileNotFoundError:
@@ -350,18 +349,38 @@ def _summary_of(path: str) -> pd.DataFrame:
         raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
     with f:
         version = _int_attr(path, f, "/", "schema_version", default=1)
-        kind = "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", ""))
-        s = f["summary"] if "summary" in f else {}
-        data = {name: s[name][()] for name in s}
-        df = pd.DataFrame(data)
-        ident = {"trace": path, "run_kind": kind, "engine": _attr_str(f.attrs.get("engine", "")),
-                 "peers": _int_attr(path, f, "/", "n_peers"),
+        ident = {"trace": path,
+                 "run_kind": "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", "")),
+                 "engine": _attr_str(f.attrs.get("engine", "")), "peers": _int_attr(path, f, "/", "n_peers"),
                  "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0))}
-        for k, v in ident.items():
-            df[k] = v
-        if "complete" in df:
-            df["complete"] = df["complete"].astype(int) == 1
-        for k, v in read_config(f).items():
-            df[k if k not in df.columns else f"config_{k}"] = v
-    df.attrs["run_kind"] = kind
+        s = f["summary"] if "summary" in f else {}
+        df = pd.DataFrame({name: s[name][()] for name in s})
+        config = read_config(f)
+    if "complete" in df:
+        df["complete"] = df["complete"].astype(int) == 1
+    for k, v in {**ident, **config}.items():
+        df[k if k not in df.columns or k in ident else f"config_{k}"] = v
+    df.attrs.update({k: v for k, v in ident.items() if k != "trace"}, config=config)
     return df
+
+
+def value_at(rows: pd.DataFrame, trial: int, x: str, at, column: str) -> float:
+    """`column` of trial `trial` in the row where `x` (round or step) equals `at`, as
+    load_trace gives the rows; NaN when there is no such row."""
+    hit = rows.loc[(rows["trial"] == trial) & (rows[x] == at), column]
+    return float(hit.iat[0]) if len(hit) else float("nan")
+
+
+def read_walltimes(folder: PathLike) -> dict[str, float]:
+    """cell name -> seconds from the walltime.tsv that scripts/sweep.py keeps in a
+    sweep's folder (the last line of a cell wins); {} without one."""
+    path = Path(folder) / "walltime.tsv"
+    out: dict[str, float] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+            cell, _, seconds = line.partition("\t")
+            try:
+                out[cell] = float(seconds.split("\t")[-1])
+            except ValueError:
+                pass
+    return out
