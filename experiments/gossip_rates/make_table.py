@@ -32,8 +32,10 @@ import re
 import sys
 from pathlib import Path
 
-import h5py
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
 
 RATIO = 1e-6  # variance ratio for relative error 1e-3
 NOISE = 1e-20  # variance ratios below this are rounding noise (exact averages give ~1e-32)
@@ -86,11 +88,12 @@ def read_oracle(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 
 
 def read_smpi(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    with h5py.File(path, "r") as f:
-        if int(f.attrs["complete"]) != 1:
-            raise ValueError(f"{path}: trace not complete (run cut short): rerun with FORCE=1")
-        return {int(k): (g["round"][()], g["variance"][()]) for k, g in f["trials"].items()
-                if int(g.attrs["complete"]) == 1}
+    """Trial -> (rounds, variances) of the complete trials of an SMPI trace."""
+    if avbench.trace_state(path) != "complete":
+        raise ValueError(f"{path}: trace not complete (run cut short): run run.sh again to redo it")
+    rows = avbench.load_trace(path, columns=["variance"])
+    done = rows[rows["complete"]]
+    return {int(k): (g["round"].to_numpy(), g["variance"].to_numpy()) for k, g in done.groupby("trial")}
 
 
 def load(results: Path) -> list[dict]:
