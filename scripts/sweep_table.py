@@ -1,36 +1,10 @@
 #!/usr/bin/python3
-"""The table of a sweep: one run per row, read by scripts/sweep.py (docs/sweeps.md).
-
-The format, kept simple so that it can be written by hand or by a loop in a shell:
-
-    # comments and blank lines are ignored
-    name        launcher  peers  protocol   fail-rate  rounds  trials
-    moshpit-0   srun      8      moshpit    0          50      10
-    moshpit-1   mpirun    8      moshpit    0.01       50      10
-    ring-1      -         -      allreduce  0.01       -       10
-
-- The first other line is the header; fields are separated by spaces or tabs, so
-  a value cannot contain whitespace.
-- A column is a flag of the program, named without its leading `--` (`fail-rate`,
-  not `--fail-rate`, though the dashes are accepted); a cell `v` becomes the
-  argument `--fail-rate=v` (the `=` form, so negative numbers stay values), and
-  a cell `-` leaves the flag out, so that the program's default applies.
-- A flag the program takes more than once (`target`) may head several columns,
-  one `--target=v` each; any other column name appears once.
-- A column `launcher.<flag>` is a flag of the launcher instead, passed before the
-  program as `--<flag> v` (e.g. `launcher.speed-sigma` for scripts/smpirun.sh).
-- Four column names are not flags but say how to run the row (all optional):
-    name      the run's name: its trace is OUT/<name>.h5 (default row<i>)
-    program   averaging_bench (default) or sgd_bench, found in the bin folder,
-              or a path to a program
-    launcher  mpirun, srun (srun --mpi=pmix), smpi (scripts/smpirun.sh);
-              `-` = the sweep's --launcher
-    peers     MPI ranks for this row; `-` = the sweep's --peers (under Slurm:
-              every task of the job)
-- `out` may not be a column: the sweep chooses each trace's path.
-
-Row i is the i-th data row, 0-based: under Slurm, array task i runs it.
-A bad table raises TableError: one line naming the file, line and column.
+"""The table of a sweep, one run per row: its reader, shared by scripts/sweep.py
+(every mode) and scripts/slurm/aggregate.py. The format is documented once, in
+docs/sweeps.md ("The table"): a header of flag names, one row per run, `-` for
+"leave the flag out", the reserved columns name, program, launcher and peers, and
+`launcher.<flag>` columns. A bad table raises TableError: one line naming the
+file, line and column.
 """
 
 from __future__ import annotations
