@@ -1,11 +1,11 @@
 # shellcheck shell=bash
-# Shared by experiments/<name>/run*.sh (source it after setting `here`, the
-# experiment folder): the settings every experiment's sweep has, and the hand-over
+# Shared by experiments/<name>/run*.sh, which source it with their name
+# (`source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh`): the settings every experiment's sweep has, and the hand-over
 # of its rows to scripts/sweep.py (docs/sweeps.md), which runs them with a job
 # pool, skips complete traces, redoes stopped ones and stops cleanly on a signal.
 # Each script only turns its own settings into rows:
 #
-#   sweep_init NAME       # settings below -> engine, launcher, avg_bench, sgd_bench, results, python
+#   (sourcing it)         # settings below -> here, root, engine, launcher, avg_bench, sgd_bench, results, python
 #   sweep_row name=CELL peers=N program="$avg_bench" protocol=gossip target=1e-4 target=1e-9 ...
 #   sweep_run             # writes $RESULTS/table.tsv and runs it (or submits it: SLURM=1)
 #
@@ -61,3 +61,7 @@ sweep_run() {
   fi
   exec "$python" "$root/scripts/sweep.py" run --jobs "$jobs" --launcher "$launcher" "$table" "$results"
 }
+
+# The experiment's folder: where the script that sources this file lives.
+here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
+sweep_init "$1"

@@ -44,10 +44,8 @@
 #   /usr/bin/python3 experiments/gossip_rates/plot.py
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../sweep_common.sh"
-[ "${AVB_ENGINE:-smpi}" = smpi ] || die "AVB_ENGINE='$AVB_ENGINE': this study's runs are SMPI ones"
-sweep_init run.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
+[ "$engine" = smpi ] || die "AVB_ENGINE='$engine': this study's runs are SMPI ones"
 n=${PEERS:-1024} trials=${TRIALS:-5} seed=${SEED:-1} force=${FORCE:-0}
 read -r -a graphs <<<"${GRAPHS:-ring torus hypercube exp one-peer-exp random-regular:8 complete}"
 read -r -a smpi <<<"${SMPI-torus=2 hypercube exp one-peer-exp random-regular:8}"

@@ -23,9 +23,7 @@
 # normally appends "cell seconds" to $RESULTS/walltime.tsv.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../sweep_common.sh"
-sweep_init run_sweep.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run_sweep.sh
 read -r -a peers <<<"${PEERS:-512 768 900 1024}"
 read -r -a rates <<<"${RATES:-0 0.001 0.005 0.01}"
 read -r -a protocols <<<"${PROTOCOLS:-allreduce random-groups moshpit}"

@@ -39,9 +39,7 @@
 # normally appends "cell seconds" to $RESULTS/walltime.tsv.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../sweep_common.sh"
-sweep_init run.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 read -r -a peers <<<"${PEERS:-64 1024}"
 read -r -a objectives <<<"${OBJECTIVES:-quadratic logistic}"
 read -r -a rates <<<"${RATES:-0 0.01}"

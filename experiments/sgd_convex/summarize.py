@@ -25,7 +25,6 @@ the per-evaluation rows of one trace (the notebook uses both).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from pathlib import Path

@@ -49,9 +49,7 @@
 # redone), and each cell that ends normally appends "cell seconds" to walltime.tsv.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../sweep_common.sh"
-sweep_init run.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 
 ALL_CELLS="avg_swarm avg_swarm-fp16 avg_swarm-uniform8 avg_swarm-lattice16 avg_swarm-lattice10
   avg_swarm-poisson avg_swarm-nonblocking avg_moshpit avg_pairwise avg_gossip-exp avg_gossip-ring
