@@ -223,7 +223,7 @@ class Pool:
         name, seconds = cell.row.name, time.monotonic() - cell.start
         log = self.out / f"{name}.log"
         self.running.remove(cell)
-        if rc == 0 and trace_state(self.out / f"{name}.h5") == "complete":
+        if rc == 0 and self._complete(name):
             log_walltime(self.out, name, seconds)
             print(f"done  {name} in {seconds:.1f} s", flush=True)
         elif self.stop:
@@ -233,6 +233,12 @@ class Pool:
             why = f"exit {rc}" if rc else "exit 0 without a complete trace"
             self.failed.append(f"{name} ({why}; log {log})")
             print(f"FAIL  {name} ({why}; see {log})", file=sys.stderr, flush=True)
+
+    def _complete(self, name: str) -> bool:
+        try:
+            return trace_state(self.out / f"{name}.h5") == "complete"
+        except SweepError:  # a failure of this row, not a reason to abandon the others
+            return False
 
     def run(self, todo: list[tuple[sweep_table.Row, bool]]) -> None:
         queue = list(todo)

@@ -183,6 +183,39 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def table_row(s: dict) -> list[str]:
+    """One graph's cells in the printed table."""
+    rho = fmt(s["rho"], 6)
+    if s["graphs"] > 1 and s["rho"] == s["rho"]:
+        rho += f" ({s['graphs']} graphs)"
+    if s["graph"] == "one-peer-exp":
+        spec = f"{s['pred_spectrum']:.0f} (exact)"
+    else:
+        spec = fmt(s["pred_spectrum"], 4)
+    meas = f"{fmt(s['measured_mean'], 4)} ± {fmt(s['measured_se'], 2)}"
+    if s["not_reached"]:
+        meas += f" ({s['not_reached']} never!)"
+    asym, over_asym = fmt(s["pred_asymptotic"], 4), s["meas_over_asymptotic"]
+    if s["rho"] < 1e-12:  # complete: W = J/N, rho is 0 up to rounding
+        asym, over_asym = "0 (rho = 0)", math.nan
+    return [s["graph"], rho, fmt(s["lambda2"], 4), asym, spec, meas, f"{s['meas_over_spectrum']:.3f}",
+            "—" if over_asym != over_asym else f"{over_asym:.3f}", s["measured_by"]]
+
+
+CSV_COLUMNS = ["graph", "rho", "lambda2", "graphs", "rho_min", "rho_max", "pred_asymptotic", "pred_spectrum",
+               "pred_spectrum_trials", "measured_mean", "measured_se", "trials", "not_reached", "measured_trials",
+               "meas_over_spectrum", "meas_over_asymptotic", "source", "measured_by", "smpi_trials",
+               "smpi_max_rel_diff", "smpi_same_rounds"]
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        for s in rows:
+            w.writerow({k: ("" if isinstance(v, float) and v != v else v) for k, v in s.items() if k in CSV_COLUMNS})
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
@@ -199,24 +232,7 @@ def main(argv: list[str]) -> int:
 
     head = ["graph", "rho", "lambda2", "pred asym", "pred spectrum", "measured", "meas/spec",
             "meas/asym", "measured by"]
-    table = []
-    for s in rows:
-        rho = fmt(s["rho"], 6)
-        if s["graphs"] > 1 and s["rho"] == s["rho"]:
-            rho += f" ({s['graphs']} graphs)"
-        if s["graph"] == "one-peer-exp":
-            spec = f"{s['pred_spectrum']:.0f} (exact)"
-        else:
-            spec = fmt(s["pred_spectrum"], 4)
-        meas = f"{fmt(s['measured_mean'], 4)} ± {fmt(s['measured_se'], 2)}"
-        if s["not_reached"]:
-            meas += f" ({s['not_reached']} never!)"
-        asym, over_asym = fmt(s["pred_asymptotic"], 4), s["meas_over_asymptotic"]
-        if s["rho"] < 1e-12:  # complete: W = J/N, rho is 0 up to rounding
-            asym, over_asym = "0 (rho = 0)", math.nan
-        table.append([s["graph"], rho, fmt(s["lambda2"], 4), asym, spec, meas,
-                      f"{s['meas_over_spectrum']:.3f}",
-                      "—" if over_asym != over_asym else f"{over_asym:.3f}", s["measured_by"]])
+    table = [table_row(s) for s in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = ["Synchronous gossip, uniform weights, no failures: rounds until variance / initial "
@@ -235,16 +251,7 @@ def main(argv: list[str]) -> int:
                    + ", ".join(f"{s['graph']} {s['smpi_max_rel_diff']:.1e}" for s in checks))
     print("\n".join(out))
 
-    path = a.csv or a.results / "rates.csv"
-    columns = ["graph", "rho", "lambda2", "graphs", "rho_min", "rho_max", "pred_asymptotic",
-               "pred_spectrum", "pred_spectrum_trials", "measured_mean", "measured_se", "trials",
-               "not_reached", "measured_trials", "meas_over_spectrum", "meas_over_asymptotic",
-               "source", "measured_by", "smpi_trials", "smpi_max_rel_diff", "smpi_same_rounds"]
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns)
-        w.writeheader()
-        for s in rows:
-            w.writerow({k: ("" if isinstance(v, float) and v != v else v) for k, v in s.items() if k in columns})
+    write_csv(a.csv or a.results / "rates.csv", rows)
     return 0
 
 
