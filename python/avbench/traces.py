@@ -44,7 +44,7 @@ import glob as _glob
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Iterable
 
 import h5py
 import numpy as np
@@ -81,7 +81,7 @@ COLUMN_KIND = {
 }
 TRIAL_NAME = re.compile(r"(0|[1-9][0-9]*)")  # a trial's index in decimal, as the writer names it
 
-PathLike = Union[str, os.PathLike]
+from .files import PathLike, TraceError, _attr_str, _int_attr, open_trace  # noqa: F401  (TraceError: public here too)
 
 
 def parse_value(text: str):
@@ -106,32 +106,6 @@ def read_config(f: h5py.File) -> dict:
     if "config" not in f:
         return {}
     return {k: parse_value(v) for k, v in f["config"].attrs.items() if k != "text"}
-
-
-def _attr_str(v) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-
-
-class TraceError(ValueError):
-    """A file that is not a readable trace of a known schema. `path` is the file,
-    `where` the dataset, group or attribute at fault ("/" for the file as a whole);
-    both open the message."""
-
-    def __init__(self, path: str, where: str, problem: str):
-        super().__init__(f"{path}: {where}: {problem}")
-        self.path, self.where = path, where
-
-
-def _int_attr(path: str, obj, where: str, name: str, default=None) -> int:
-    """An integer attribute of `obj`; `default` when absent and a default is given."""
-    if name not in obj.attrs:
-        if default is not None:
-            return default
-        raise TraceError(path, where, f"has no attribute {name}")
-    v = obj.attrs[name]
-    if not (np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)):
-        raise TraceError(path, f"{where} attribute {name}", f"is {v!r}, not an integer")
-    return int(v)
 
 
 def _read_column(path: str, g: h5py.Group, where: str, col: str) -> np.ndarray:
@@ -168,12 +142,7 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
     the format promises finite that is not, a trial group not named by its index.
     """
     path = os.fspath(path)
-    try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
+    f = open_trace(path)
     with f:
         version = _int_attr(path, f, "/", "schema_version", default=-1)
         if version not in KNOWN_SCHEMA_VERSIONS:
@@ -304,24 +273,6 @@ def per_trial(df: pd.DataFrame) -> pd.DataFrame:
     return df.groupby(["trace", "trial"], sort=False, as_index=False).tail(1).reset_index(drop=True)
 
 
-def trace_state(path: PathLike) -> str:
-    """"complete" when the run that wrote `path` ended with every trial done (root
-    `complete` = 1), "incomplete" when it was stopped early and saved what it had.
-    Raises FileNotFoundError for a missing file and TraceError for one that is not a
-    trace (sweep drivers must then stop rather than overwrite it)."""
-    path = os.fspath(path)
-    try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
-    with f:
-        if "schema_version" not in f.attrs and "n_peers" not in f.attrs:
-            raise TraceError(path, "/", "not an avbench trace (no schema_version, no n_peers)")
-        return "complete" if _int_attr(path, f, "/", "complete", default=0) == 1 else "incomplete"
-
-
 def load_summary(source, pattern: str = "*.h5", run_kind: str | None = None) -> pd.DataFrame:
     """One row per (trace, trial) from each trace's /summary (read_summary), for
     every trace named by `source`; `source`, `pattern` and `run_kind` are
@@ -341,12 +292,7 @@ def read_summary(path: PathLike) -> pd.DataFrame:
     before any trial ended, in .attrs: run_kind, engine, peers, trace_complete and
     config (a dict). Raises FileNotFoundError or TraceError as load_trace does."""
     path = os.fspath(path)
-    try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
+    f = open_trace(path)
     with f:
         version = _int_attr(path, f, "/", "schema_version", default=1)
         ident = {"trace": path,
