@@ -289,122 +289,206 @@ std::size_t Quantizer::encoded_bytes(std::size_t d) const {
   return 0;
 }
 
-void Quantizer::encode(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const {
+namespace {
+
+// One encoder and one decoder per kind; formats and bounds: docs/protocols.md,
+// "Quantizers".
+
+void encode_none(std::span<const double> x, std::vector<std::byte>& out) {
   const std::size_t d = x.size();
-  out.assign(encoded_bytes(d), std::byte{0});
   std::byte* p = out.data();
+  if constexpr (std::endian::native == std::endian::little) std::memcpy(p, x.data(), 8 * d);
+  else
+    for (std::size_t k = 0; k < d; ++k) put_double(p + 8 * k, x[k]);
+}
+
+void encode_fp16(std::span<const double> x, std::vector<std::byte>& out) {
+  const std::size_t d = x.size();
+  std::byte* p = out.data();
+  for (std::size_t k = 0; k < d; ++k) {
+    const std::uint16_t h = double_to_half(x[k]);
+    p[2 * k] = static_cast<std::byte>(h & 0xff);
+    p[2 * k + 1] = static_cast<std::byte>(h >> 8);
+  }
+}
+
+void encode_uniform8(std::span<const double> x, std::vector<std::byte>& out) {
+  const std::size_t d = x.size();
+  std::byte* p = out.data();
+  // Buckets of width w = 12 sigma / 256 from low = mean - 6 sigma (population
+  // sigma); bucket c decodes to its midpoint. Values outside are clipped to the
+  // first or last bucket. A constant vector has w = 0 and decodes exactly.
+  double mean = 0.0, ss = 0.0;
+  for (double v : x) mean += v;
+  mean = d ? mean / static_cast<double>(d) : 0.0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  const double sigma = d ? std::sqrt(ss / static_cast<double>(d)) : 0.0;
+  const double low = mean - 6.0 * sigma, width = 12.0 * sigma / 256.0;
+  put_double(p, low);
+  put_double(p + 8, width);
+  if (!std::isfinite(low) || !std::isfinite(width)) return;  // decode fails
+  for (std::size_t k = 0; k < d; ++k) {
+    const double t = width > 0.0 ? std::floor((x[k] - low) / width) : 0.0;
+    p[kRangeHeader + k] = static_cast<std::byte>(static_cast<unsigned>(std::clamp(t, 0.0, 255.0)));
+  }
+}
+
+void encode_stochastic(std::span<const double> x, const QuantizerSpec& spec, const EncodeContext& context,
+                       std::vector<std::byte>& out) {
+  const std::size_t d = x.size();
+  std::byte* p = out.data();
+  // Levels low + l * step, l in [0, L], L = 2^B - 1, step = (max - min) / L.
+  // With t = (x - low) / step, l = floor(t) + [u < t - floor(t)], u the dither:
+  // E[l] = t, so E[decoded] = x, and |decoded - x| < step.
+  const std::uint64_t levels = (std::uint64_t{1} << spec.bits) - 1;
+  // One pass for min, max (the first of equal extremes, as std::min_element and
+  // std::max_element) and NaN (then both are the last NaN, whose bits the header
+  // carries).
+  double low = 0.0, high = 0.0;
+  if (d) {
+    low = high = x[0];
+    bool nan = false;
+    double last_nan = 0.0;
+    for (double v : x) {
+      if (v < low) low = v;
+      if (high < v) high = v;
+      if (std::isnan(v)) nan = true, last_nan = v;
+    }
+    if (nan) low = high = last_nan;
+  }
+  const double step = (high - low) / static_cast<double>(levels);
+  put_double(p, low);
+  put_double(p + 8, step);
+  if (!std::isfinite(low) || !std::isfinite(step)) return;  // decode fails
+  BitWriter bits(p + kRangeHeader);
+  const Stream stream(context.seed, StreamId::dither);
+  const double top = static_cast<double>(levels);
+  // Batches of 64 coordinates: first their dither (16 independent Philox blocks,
+  // which the core overlaps), then their codes, then the packing.
+  constexpr std::size_t kBatch = 64;
+  double u[kBatch];
+  std::uint64_t codes[kBatch] = {};
+  for (std::size_t begin = 0; begin < d; begin += kBatch) {
+    const std::size_t m = std::min(kBatch, d - begin);
+    if (step > 0.0) {
+      // Coordinate k's dither: word k mod 4 of block k / 4 (begin is a multiple of 4).
+      for (std::size_t j = 0; j < m; j += 4) {
+        const Stream::Block b = stream.block(context.round, context.peer, (begin + j) / 4, context.message);
+        for (std::size_t w = 0; w < 4; ++w) u[j + w] = static_cast<double>(b.w[w] >> 11) * 0x1.0p-53;
+      }
+      for (std::size_t j = 0; j < m; ++j) {
+        const double t = std::clamp((x[begin + j] - low) / step, 0.0, top);
+        // floor(t) for 0 <= t < 2^16 by truncation: exact, and no libm call.
+        const auto floor_t = static_cast<std::uint64_t>(t);
+        const std::uint64_t l = floor_t + (u[j] < t - static_cast<double>(floor_t) ? 1 : 0);
+        codes[j] = std::min(l, levels);
+      }
+    }
+    for (std::size_t j = 0; j < m; ++j) bits.put(codes[j], spec.bits);
+  }
+  bits.flush();
+}
+
+void encode_lattice(std::span<const double> x, const QuantizerSpec& spec, std::vector<std::byte>& out) {
+  const std::size_t d = x.size();
+  std::byte* p = out.data();
+  const double eps = spec.lattice_eps;
+  const std::uint32_t q = spec.lattice_q;
+  const int width = lattice_bits(q);
+  BitWriter bits(p + kLatticeHeader);
+  std::uint64_t checksum = 0;
+  for (std::size_t k = 0; k < d; ++k) {
+    // |round(v)| <= 2^52 exactly when |v| <= 2^52 (beyond, doubles are integers).
+    const double v = x[k] / eps;
+    if (!(std::fabs(v) <= kLatticeLimit)) {  // also NaN
+      std::fill(out.begin(), out.end(), std::byte{0});
+      p[0] = std::byte{1};  // status: not encodable
+      return;
+    }
+    const std::int64_t index = round_half_away(v);
+    checksum += mix(k, index);
+    bits.put(mod_q(index, q), width);
+  }
+  bits.flush();
+  p[0] = std::byte{0};
+  put_u64(p + 1, checksum);
+}
+
+DecodeResult decode_none(const std::byte* p, std::span<double> out) {
+  const std::size_t d = out.size();
+  if constexpr (std::endian::native == std::endian::little) std::memmove(out.data(), p, 8 * d);
+  else
+    for (std::size_t k = 0; k < d; ++k) out[k] = get_double(p + 8 * k);
+  return {};
+}
+
+DecodeResult decode_fp16(const std::byte* p, std::span<double> out) {
+  const std::size_t d = out.size();
+  for (std::size_t k = 0; k < d; ++k)
+    out[k] = half_to_double(static_cast<std::uint16_t>(static_cast<unsigned>(p[2 * k]) |
+                                                      (static_cast<unsigned>(p[2 * k + 1]) << 8)));
+  return {};
+}
+
+DecodeResult decode_uniform8(const std::byte* p, std::span<double> out) {
+  const std::size_t d = out.size();
+  const double low = get_double(p), width = get_double(p + 8);
+  if (!std::isfinite(low) || !std::isfinite(width)) return decode_unrepresentable(out);
+  for (std::size_t k = 0; k < d; ++k)
+    out[k] = low + (static_cast<double>(static_cast<unsigned>(p[kRangeHeader + k])) + 0.5) * width;
+  return {};
+}
+
+DecodeResult decode_stochastic(const std::byte* p, std::span<double> out, const QuantizerSpec& spec) {
+  const std::size_t d = out.size();
+  const double low = get_double(p), step = get_double(p + 8);
+  if (!std::isfinite(low) || !std::isfinite(step)) return decode_unrepresentable(out);
+  BitReader bits(p + kRangeHeader);
+  for (std::size_t k = 0; k < d; ++k) out[k] = low + static_cast<double>(bits.get(spec.bits)) * step;
+  return {};
+}
+
+DecodeResult decode_lattice(const std::byte* p, std::span<const double> reference, std::span<double> out,
+                            const QuantizerSpec& spec) {
+  const std::size_t d = out.size();
+  if (reference.size() != d)
+    throw Error("Quantizer lattice: a reference of " + std::to_string(reference.size()) + " values for " +
+                std::to_string(d) + " values");
+  const double eps = spec.lattice_eps;
+  const std::uint32_t q = spec.lattice_q;
+  const double qd = static_cast<double>(q);
+  // For q a power of two (the default), * (1/q) is exactly / q.
+  const double q_reciprocal = std::has_single_bit(q) ? 1.0 / qd : 0.0;
+  const int width = lattice_bits(q);
+  const bool encodable = p[0] == std::byte{0};
+  BitReader bits(p + kLatticeHeader);
+  std::uint64_t checksum = 0;
+  for (std::size_t k = 0; k < d; ++k) {
+    const auto v = static_cast<std::int64_t>(bits.get(width));
+    // k' = v + q*m nearest to b/eps. A reference too far out for exact integer
+    // arithmetic cannot be near a valid index (|k| <= 2^52): any k' will do,
+    // the checksum rejects it.
+    const double beta = reference[k] / eps;
+    const double offset = q_reciprocal != 0.0 ? (beta - static_cast<double>(v)) * q_reciprocal
+                                              : (beta - static_cast<double>(v)) / qd;
+    const std::int64_t m = std::fabs(beta) <= 0x1.0p54 ? round_half_away(offset) : 0;
+    const std::int64_t index = v + static_cast<std::int64_t>(q) * m;
+    checksum += mix(k, index);
+    out[k] = eps * static_cast<double>(index);
+  }
+  return DecodeResult{encodable && checksum == get_u64(p + 1)};
+}
+
+}  // namespace
+
+void Quantizer::encode(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const {
+  out.assign(encoded_bytes(x.size()), std::byte{0});
   switch (spec_.kind) {
-    case QuantizerKind::none:
-      if constexpr (std::endian::native == std::endian::little) std::memcpy(p, x.data(), 8 * d);
-      else
-        for (std::size_t k = 0; k < d; ++k) put_double(p + 8 * k, x[k]);
-      return;
-
-    case QuantizerKind::fp16:
-      for (std::size_t k = 0; k < d; ++k) {
-        const std::uint16_t h = double_to_half(x[k]);
-        p[2 * k] = static_cast<std::byte>(h & 0xff);
-        p[2 * k + 1] = static_cast<std::byte>(h >> 8);
-      }
-      return;
-
-    case QuantizerKind::uniform8: {
-      // Buckets of width w = 12 sigma / 256 from low = mean - 6 sigma (population
-      // sigma); bucket c decodes to its midpoint. Values outside are clipped to the
-      // first or last bucket. A constant vector has w = 0 and decodes exactly.
-      double mean = 0.0, ss = 0.0;
-      for (double v : x) mean += v;
-      mean = d ? mean / static_cast<double>(d) : 0.0;
-      for (double v : x) ss += (v - mean) * (v - mean);
-      const double sigma = d ? std::sqrt(ss / static_cast<double>(d)) : 0.0;
-      const double low = mean - 6.0 * sigma, width = 12.0 * sigma / 256.0;
-      put_double(p, low);
-      put_double(p + 8, width);
-      if (!std::isfinite(low) || !std::isfinite(width)) return;  // decode fails
-      for (std::size_t k = 0; k < d; ++k) {
-        const double t = width > 0.0 ? std::floor((x[k] - low) / width) : 0.0;
-        p[kRangeHeader + k] = static_cast<std::byte>(static_cast<unsigned>(std::clamp(t, 0.0, 255.0)));
-      }
-      return;
-    }
-
-    case QuantizerKind::stochastic: {
-      // Levels low + l * step, l in [0, L], L = 2^B - 1, step = (max - min) / L.
-      // With t = (x - low) / step, l = floor(t) + [u < t - floor(t)], u the dither:
-      // E[l] = t, so E[decoded] = x, and |decoded - x| < step.
-      const std::uint64_t levels = (std::uint64_t{1} << spec_.bits) - 1;
-      // One pass for min, max (the first of equal extremes, as std::min_element and
-      // std::max_element) and NaN (then both are the last NaN, whose bits the header
-      // carries).
-      double low = 0.0, high = 0.0;
-      if (d) {
-        low = high = x[0];
-        bool nan = false;
-        double last_nan = 0.0;
-        for (double v : x) {
-          if (v < low) low = v;
-          if (high < v) high = v;
-          if (std::isnan(v)) nan = true, last_nan = v;
-        }
-        if (nan) low = high = last_nan;
-      }
-      const double step = (high - low) / static_cast<double>(levels);
-      put_double(p, low);
-      put_double(p + 8, step);
-      if (!std::isfinite(low) || !std::isfinite(step)) return;  // decode fails
-      BitWriter bits(p + kRangeHeader);
-      const Stream stream(context.seed, StreamId::dither);
-      const double top = static_cast<double>(levels);
-      // Batches of 64 coordinates: first their dither (16 independent Philox blocks,
-      // which the core overlaps), then their codes, then the packing.
-      constexpr std::size_t kBatch = 64;
-      double u[kBatch];
-      std::uint64_t codes[kBatch] = {};
-      for (std::size_t begin = 0; begin < d; begin += kBatch) {
-        const std::size_t m = std::min(kBatch, d - begin);
-        if (step > 0.0) {
-          // Coordinate k's dither: word k mod 4 of block k / 4 (begin is a multiple of 4).
-          for (std::size_t j = 0; j < m; j += 4) {
-            const Stream::Block b = stream.block(context.round, context.peer, (begin + j) / 4, context.message);
-            for (std::size_t w = 0; w < 4; ++w) u[j + w] = static_cast<double>(b.w[w] >> 11) * 0x1.0p-53;
-          }
-          for (std::size_t j = 0; j < m; ++j) {
-            const double t = std::clamp((x[begin + j] - low) / step, 0.0, top);
-            // floor(t) for 0 <= t < 2^16 by truncation: exact, and no libm call.
-            const auto floor_t = static_cast<std::uint64_t>(t);
-            const std::uint64_t l = floor_t + (u[j] < t - static_cast<double>(floor_t) ? 1 : 0);
-            codes[j] = std::min(l, levels);
-          }
-        }
-        for (std::size_t j = 0; j < m; ++j) bits.put(codes[j], spec_.bits);
-      }
-      bits.flush();
-      return;
-    }
-
-    case QuantizerKind::lattice: {
-      const double eps = spec_.lattice_eps;
-      const std::uint32_t q = spec_.lattice_q;
-      const int width = lattice_bits(q);
-      BitWriter bits(p + kLatticeHeader);
-      std::uint64_t checksum = 0;
-      for (std::size_t k = 0; k < d; ++k) {
-        // |round(v)| <= 2^52 exactly when |v| <= 2^52 (beyond, doubles are integers).
-        const double v = x[k] / eps;
-        if (!(std::fabs(v) <= kLatticeLimit)) {  // also NaN
-          std::fill(out.begin(), out.end(), std::byte{0});
-          p[0] = std::byte{1};  // status: not encodable
-          return;
-        }
-        const std::int64_t index = round_half_away(v);
-        checksum += mix(k, index);
-        bits.put(mod_q(index, q), width);
-      }
-      bits.flush();
-      p[0] = std::byte{0};
-      put_u64(p + 1, checksum);
-      return;
-    }
+    case QuantizerKind::none: return encode_none(x, out);
+    case QuantizerKind::fp16: return encode_fp16(x, out);
+    case QuantizerKind::uniform8: return encode_uniform8(x, out);
+    case QuantizerKind::stochastic: return encode_stochastic(x, spec_, context, out);
+    case QuantizerKind::lattice: return encode_lattice(x, spec_, out);
   }
 }
 
@@ -416,62 +500,11 @@ DecodeResult Quantizer::decode(std::span<const std::byte> in, std::span<const do
                 std::to_string(encoded_bytes(d)) + " expected for " + std::to_string(d) + " values");
   const std::byte* p = in.data();
   switch (spec_.kind) {
-    case QuantizerKind::none:
-      if constexpr (std::endian::native == std::endian::little) std::memmove(out.data(), p, 8 * d);
-      else
-        for (std::size_t k = 0; k < d; ++k) out[k] = get_double(p + 8 * k);
-      return {};
-
-    case QuantizerKind::fp16:
-      for (std::size_t k = 0; k < d; ++k)
-        out[k] = half_to_double(static_cast<std::uint16_t>(static_cast<unsigned>(p[2 * k]) |
-                                                          (static_cast<unsigned>(p[2 * k + 1]) << 8)));
-      return {};
-
-    case QuantizerKind::uniform8: {
-      const double low = get_double(p), width = get_double(p + 8);
-      if (!std::isfinite(low) || !std::isfinite(width)) return decode_unrepresentable(out);
-      for (std::size_t k = 0; k < d; ++k)
-        out[k] = low + (static_cast<double>(static_cast<unsigned>(p[kRangeHeader + k])) + 0.5) * width;
-      return {};
-    }
-
-    case QuantizerKind::stochastic: {
-      const double low = get_double(p), step = get_double(p + 8);
-      if (!std::isfinite(low) || !std::isfinite(step)) return decode_unrepresentable(out);
-      BitReader bits(p + kRangeHeader);
-      for (std::size_t k = 0; k < d; ++k) out[k] = low + static_cast<double>(bits.get(spec_.bits)) * step;
-      return {};
-    }
-
-    case QuantizerKind::lattice: {
-      if (reference.size() != d)
-        throw Error("Quantizer lattice: a reference of " + std::to_string(reference.size()) + " values for " +
-                    std::to_string(d) + " values");
-      const double eps = spec_.lattice_eps;
-      const std::uint32_t q = spec_.lattice_q;
-      const double qd = static_cast<double>(q);
-      // For q a power of two (the default), * (1/q) is exactly / q.
-      const double q_reciprocal = std::has_single_bit(q) ? 1.0 / qd : 0.0;
-      const int width = lattice_bits(q);
-      const bool encodable = p[0] == std::byte{0};
-      BitReader bits(p + kLatticeHeader);
-      std::uint64_t checksum = 0;
-      for (std::size_t k = 0; k < d; ++k) {
-        const auto v = static_cast<std::int64_t>(bits.get(width));
-        // k' = v + q*m nearest to b/eps. A reference too far out for exact integer
-        // arithmetic cannot be near a valid index (|k| <= 2^52): any k' will do,
-        // the checksum rejects it.
-        const double beta = reference[k] / eps;
-        const double offset = q_reciprocal != 0.0 ? (beta - static_cast<double>(v)) * q_reciprocal
-                                                  : (beta - static_cast<double>(v)) / qd;
-        const std::int64_t m = std::fabs(beta) <= 0x1.0p54 ? round_half_away(offset) : 0;
-        const std::int64_t index = v + static_cast<std::int64_t>(q) * m;
-        checksum += mix(k, index);
-        out[k] = eps * static_cast<double>(index);
-      }
-      return DecodeResult{encodable && checksum == get_u64(p + 1)};
-    }
+    case QuantizerKind::none: return decode_none(p, out);
+    case QuantizerKind::fp16: return decode_fp16(p, out);
+    case QuantizerKind::uniform8: return decode_uniform8(p, out);
+    case QuantizerKind::stochastic: return decode_stochastic(p, out, spec_);
+    case QuantizerKind::lattice: return decode_lattice(p, reference, out, spec_);
   }
   return {};
 }

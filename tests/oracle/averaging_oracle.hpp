@@ -57,7 +57,7 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
 // For stateless protocols that ignore the seed (allreduce).
 RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, int t, Matrix& x);
 
-// Metrics as DESIGN.md defines them, with `reference` the initial mean.
+// The trace's metrics (docs/trace-format.md), with `reference` the initial mean.
 RoundRow measure(const Matrix& x, const std::vector<double>& reference);
 std::vector<double> mean(const Matrix& x);
 

@@ -1,0 +1,151 @@
+// Protocol "pairwise": randomized pairwise gossip, a random matching on a
+// --topology each round (docs/protocols.md). Like gossip it may send Q(x)
+// (--quantizer, "Quantized gossip and pairwise").
+#include "protocols/gossip.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "protocols/graph_exchange.hpp"
+
+namespace avb {
+
+namespace {
+constexpr int kPairTag = 121;
+constexpr int kPairVerdictTag = 122;  // quantized pairwise, lattice fallback
+constexpr int kPairResendTag = 123;
+}  // namespace
+
+void average_with(Comm& comm, int partner, std::span<double> x, std::vector<double>& scratch) {
+  scratch.resize(x.size());
+  comm.sendrecv<double>(x, partner, std::span<double>(scratch), partner, kPairTag);
+  // a + b == b + a in IEEE arithmetic, so both partners get the same bits.
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + scratch[k]) / 2.0;
+}
+
+std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t,
+                                 const std::vector<std::pair<int, int>>* edges) {
+  const int n = topology.peers();
+  std::vector<int> partner(static_cast<std::size_t>(n), -1);
+  const Stream stream(seed, StreamId::matching);
+  if (topology.spec().kind == TopologyKind::complete) {
+    // Alive peers by (32-bit key, peer), eight keys per Philox block; pair them up.
+    std::vector<std::uint64_t> order;
+    for (int p : failures.alive_peers(t)) {
+      const auto u = static_cast<std::uint64_t>(p);
+      const std::uint64_t word = stream.block(static_cast<std::uint64_t>(t), u / 8, 0).w[(u % 8) / 2];
+      const auto key = static_cast<std::uint32_t>(u % 2 == 0 ? word : word >> 32);
+      order.push_back((static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(p));
+    }
+    std::sort(order.begin(), order.end());
+    for (std::size_t k = 0; k + 1 < order.size(); k += 2) {
+      const int a = static_cast<int>(order[k] & 0xffffffffu), b = static_cast<int>(order[k + 1] & 0xffffffffu);
+      partner[static_cast<std::size_t>(a)] = b;
+      partner[static_cast<std::size_t>(b)] = a;
+    }
+    return partner;
+  }
+  const std::vector<std::pair<int, int>> own_edges = edges ? std::vector<std::pair<int, int>>{} : topology.edges(t);
+  const auto& list = edges ? *edges : own_edges;
+  // (32-bit key << 32 | edge index): ordered by key, ties by index; eight edges
+  // share a Philox block, as the shuffle keys do.
+  std::vector<char> up(static_cast<std::size_t>(n), 0);  // one pass over the failure draws
+  for (int p : failures.alive_peers(t)) up[static_cast<std::size_t>(p)] = 1;
+  std::vector<std::uint64_t> order;
+  std::uint64_t cached = ~std::uint64_t{0};
+  Stream::Block block{};
+  for (std::size_t e = 0; e < list.size(); ++e) {
+    if (!up[static_cast<std::size_t>(list[e].first)] || !up[static_cast<std::size_t>(list[e].second)]) continue;
+    if (e / 8 != cached) {
+      cached = e / 8;
+      block = stream.block(static_cast<std::uint64_t>(t), cached, 0);
+    }
+    const std::uint64_t word = block.w[(e % 8) / 2];
+    const auto key = static_cast<std::uint32_t>(e % 2 == 0 ? word : word >> 32);
+    order.push_back((static_cast<std::uint64_t>(key) << 32) | e);
+  }
+  std::sort(order.begin(), order.end());
+  for (std::uint64_t entry : order) {
+    const auto [a, b] = list[entry & 0xffffffffu];
+    if (partner[static_cast<std::size_t>(a)] < 0 && partner[static_cast<std::size_t>(b)] < 0) {
+      partner[static_cast<std::size_t>(a)] = b;
+      partner[static_cast<std::size_t>(b)] = a;
+    }
+  }
+  return partner;
+}
+
+namespace {
+
+class PairwiseProtocol final : public Protocol {
+ public:
+  PairwiseProtocol(const ProtocolOptions& o, int n) : topology_(*o.topology, n), quantizer_(o.quantizer) {}
+
+  void step(std::span<double> x, Round& round) override {
+    const Topology& g = topology_.get(round.seed);
+    const int me = round.world.rank();
+    if (!round.failures.alive(round.t, me)) return;
+    // A static graph's edge list is computed once per trial.
+    if (g.time_varying() || edges_seed_ != round.seed || edges_.empty()) {
+      edges_ = g.spec().kind == TopologyKind::complete ? std::vector<std::pair<int, int>>{} : g.edges(round.t);
+      edges_seed_ = round.seed;
+    }
+    const int partner =
+        random_matching(g, round.seed, round.failures, round.t, &edges_)[static_cast<std::size_t>(me)];
+    if (partner < 0) return;
+    if (me < partner) round.counters.groups = 1;
+    if (quantizer_.spec().kind == QuantizerKind::none) {
+      average_with(round.world, partner, x, scratch_);
+      return;
+    }
+    // Each side sends Q(x) and averages its own exact x with what it decodes, so
+    // the two partners generally end with different bits.
+    quantizer_.encode(x, graph_context(round.seed, round.t, me), encoded_);
+    incoming_.resize(encoded_.size());
+    round.world.sendrecv<std::uint8_t>(wire(encoded_), partner, std::span<std::uint8_t>(incoming_), partner,
+                                       kPairTag);
+    scratch_.resize(x.size());
+    const bool decoded = quantizer_.decode(unwire(incoming_), x, scratch_).ok;
+    if (!decoded) round.counters.decode_failures += 1;
+    if (quantizer_.spec().kind == QuantizerKind::lattice) {
+      // The fallback: each side tells the other whether it decoded (one byte) and
+      // sends x itself when the other did not.
+      const std::uint8_t mine = decoded ? 0 : 1;
+      std::uint8_t theirs = 0;
+      round.world.sendrecv<std::uint8_t>(std::span<const std::uint8_t>(&mine, 1), partner,
+                                         std::span<std::uint8_t>(&theirs, 1), partner, kPairVerdictTag);
+      std::vector<MPI_Request> requests;
+      if (!decoded) round.world.irecv<double>(std::span<double>(scratch_), partner, kPairResendTag, requests);
+      if (theirs) round.world.isend<double>(std::span<const double>(x.data(), x.size()), partner, kPairResendTag,
+                                            requests);
+      round.world.wait_all(requests, "pairwise: value sent again at full precision");
+    } else if (!decoded) {
+      // Other kinds fail only on a non-finite vector: this side keeps its value
+      // (the pair still counts in groups; the partner, who may have decoded,
+      // averages as usual).
+      return;
+    }
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] = (x[k] + scratch_[k]) / 2.0;
+  }
+
+ private:
+  TrialTopology topology_;
+  Quantizer quantizer_;
+  std::vector<double> scratch_;
+  std::vector<std::uint8_t> incoming_;
+  std::vector<std::byte> encoded_;
+  std::vector<std::pair<int, int>> edges_;
+  std::uint64_t edges_seed_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, Comm& world) {
+  return std::make_unique<PairwiseProtocol>(o, world.size());
+}
+
+}  // namespace avb
