@@ -27,7 +27,7 @@
 #include "sgd/trainer.hpp"
 #include "trace/trace.hpp"
 
-#include "avb_build_info.h"  // AVB_VERSION, AVB_GIT_SHA (generated at build time)
+#include "avb_build_info.h"  // AVB_VERSION, AVB_GIT_SHA, AVB_GIT_HASH (generated at build time)
 
 namespace {
 
@@ -35,176 +35,153 @@ constexpr const char* kProgram = "sgd_bench";
 
 struct Cli {
   avb::app::ProtocolFlags protocol;
-  // the problem
-  std::string objective = "quadratic";
-  std::string dim = "10";
-  std::string preset = "epfl";
-  std::string condition = "100";
-  std::string zeta = "1";
-  std::string sigma = "0";
-  std::string data;
-  std::string data_dim = "0";
-  std::string split = "random";
+  avb::ObjectiveOptions objective;  // the problem
   std::string test_data;
-  std::string samples_per_peer = "100";
-  std::string separation = "1";
-  std::string label_skew = "0";
   // the optimiser
-  std::string steps = "1000";
-  std::string local_steps = "1";
-  std::string local_steps_dist = "fixed";
-  std::string step_flops = "0";
-  std::string batch = "1";
-  std::string lr = "0.01";
-  std::string lr_schedule = "constant";
-  std::string lr_decay_steps = "100";
-  std::string lr_decay_factor = "0.5";
-  std::string momentum = "0";
-  std::string eval_every = "10";
+  int steps = 1000;
+  int local_steps = 1;
+  avb::LocalStepsDist local_steps_dist = avb::LocalStepsDist::fixed;
+  double step_flops = 0;
+  int batch = 1;
+  avb::LearningRate lr;
+  double momentum = 0;
+  int eval_every = 10;
   // the run
-  std::string trials = "1";
-  std::string seed = "0";
-  std::vector<std::string> targets = {"1e-3", "1e-6"};
+  int trials = 1;
+  std::uint64_t seed = 0;
+  std::vector<double> targets = {1e-3, 1e-6};
   bool stop_at_target = false;
   std::string out;
   bool overwrite = false;
   bool quiet = false;
+  avb::app::ChangedFlags changed;  // the flags above given a value other than their default
 };
+
+constexpr long long kMaxInt = (1LL << 31) - 1;
+
+void define_problem_flags(avb::app::TypedOptions& add, Cli& cli) {
+  avb::ObjectiveOptions& f = cli.objective;
+  add.group("Problem");
+  add.word("--objective", f.kind, avb::kObjectiveKindNames,
+           "quadratic or logistic (L2-regularised logistic regression)");
+  add.integer("--dim", f.dim, 1, 1 << 24, "quadratic, synthetic logistic: model dimension, an integer >= 1");
+  add.word("--preset", f.preset, avb::kQuadraticPresetNames,
+           "quadratic: epfl (A_i = (i/sqrt N) I, b_i ~ N(0, zeta^2/i^2 I)) or conditioned (one diagonal A for all, "
+           "condition number --condition)");
+  add.real("--condition", f.condition, "a number >= 1",
+           "quadratic, preset conditioned: condition number of the Hessian, >= 1");
+  add.real("--zeta", f.heterogeneity, "a number >= 0", "quadratic: heterogeneity, the scale of the b_i, >= 0");
+  add.real("--sigma", f.gradient_noise, "a number >= 0",
+           "quadratic: gradient noise N(0, sigma^2/(d B) I) per step, >= 0");
+  add.text("--data", f.data_path, "FILE",
+           "logistic: LIBSVM file (such as a9a or w8a); without it, synthetic Gaussian classes");
+  add.integer("--data-dim", f.data_dim, 0, 1 << 24,
+              "logistic with --data: feature count, 0 = the largest index in the file");
+  add.word("--split", f.split, avb::kDataSplitNames,
+           "logistic with --data: shards random or label-sorted (heterogeneous)");
+  add.text("--test-data", cli.test_data, "FILE",
+           "logistic with --data: LIBSVM file for the accuracy column (default: the training set)");
+  add.integer("--samples-per-peer", f.samples_per_peer, 1, 1 << 24,
+              "synthetic logistic: samples per peer, an integer >= 1");
+  add.real("--separation", f.separation, "a number >= 0",
+           "synthetic logistic: class means at +-separation along one direction, >= 0");
+  add.real("--label-skew", f.label_skew, "a number in [0, 1]",
+           "synthetic logistic: in [0, 1]; share (1 + s)/2 of a peer's samples has its majority label");
+}
+
+void define_schedule_flags(avb::app::TypedOptions& add, Cli& cli) {
+  add.group("Schedule");
+  add.integer("--steps", cli.steps, 0, kMaxInt, "SGD steps per trial, an integer >= 0");
+  add.integer("--local-steps", cli.local_steps, 1, kMaxInt, "SGD steps between averaging rounds (H), an integer >= 1");
+  add.word("--local-steps-dist", cli.local_steps_dist, avb::kLocalStepsDistNames,
+           "fixed (H steps) or geometric (mean H, drawn per peer and round; --protocol swarm only)");
+  add.real("--step-flops", cli.step_flops, "a number >= 0",
+           "simulated cost of one local step in flops, >= 0: charged at the host's speed under SMPI, ignored on real "
+           "MPI");
+  add.integer("--batch", cli.batch, 1, 1 << 24, "minibatch per peer and step, an integer >= 1");
+  add.real("--lr", cli.lr.lr, "a number > 0", "learning rate at step 0, > 0");
+  add.word("--lr-schedule", cli.lr.schedule, avb::kLrScheduleNames,
+           "constant, inverse (lr T/(t + T)) or step (lr factor^floor(t/T)), T = --lr-decay-steps");
+  add.integer("--lr-decay-steps", cli.lr.decay_steps, 1, kMaxInt, "inverse, step: T, an integer >= 1");
+  add.real("--lr-decay-factor", cli.lr.decay_factor, "a number in (0, 1]", "step: factor in (0, 1]");
+  add.real("--momentum", cli.momentum, "a number in [0, 1)", "heavy-ball momentum in [0, 1), kept per peer");
+  add.integer("--eval-every", cli.eval_every, 1, kMaxInt,
+              "measure every this many steps (and after the last), an integer >= 1");
+  add.integer("--trials", cli.trials, 1, 1 << 30, "independent trials (own minibatches and failures), an integer >= 1");
+  add.seed("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)");
+  add.reals("--target", cli.targets, "a number > 0",
+            "relative gap target (f(x) - f*)/(f(x0) - f*) > 0 (repeatable); steps to each are reported");
+  add.flag("--stop-at-target", cli.stop_at_target, "end a trial once every target is reached");
+}
 
 void define_flags(CLI::App& app, Cli& cli) {
   app.set_config("--config", "", "read options from a TOML/INI file (flag = value per line)");
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.allow_extras();
+  avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
   avb::app::add_protocol_flags(app, cli.protocol);
-  auto opt = [&](const char* flag, std::string& value, const std::string& help) {
-    app.add_option(flag, value, help)->capture_default_str();
-  };
-  opt("--objective", cli.objective, "quadratic or logistic (L2-regularised logistic regression)");
-  opt("--dim", cli.dim, "quadratic, synthetic logistic: model dimension, an integer >= 1");
-  opt("--preset", cli.preset,
-      "quadratic: epfl (A_i = (i/sqrt N) I, b_i ~ N(0, zeta^2/i^2 I)) or conditioned (one diagonal A for all, "
-      "condition number --condition)");
-  opt("--condition", cli.condition, "quadratic, preset conditioned: condition number of the Hessian, >= 1");
-  opt("--zeta", cli.zeta, "quadratic: heterogeneity, the scale of the b_i, >= 0");
-  opt("--sigma", cli.sigma, "quadratic: gradient noise N(0, sigma^2/(d B) I) per step, >= 0");
-  opt("--data", cli.data, "logistic: LIBSVM file (such as a9a or w8a); without it, synthetic Gaussian classes");
-  opt("--data-dim", cli.data_dim, "logistic with --data: feature count, 0 = the largest index in the file");
-  opt("--split", cli.split, "logistic with --data: shards random or label-sorted (heterogeneous)");
-  opt("--test-data", cli.test_data,
-      "logistic with --data: LIBSVM file for the accuracy column (default: the training set)");
-  opt("--samples-per-peer", cli.samples_per_peer, "synthetic logistic: samples per peer, an integer >= 1");
-  opt("--separation", cli.separation, "synthetic logistic: class means at +-separation along one direction, >= 0");
-  opt("--label-skew", cli.label_skew,
-      "synthetic logistic: in [0, 1]; share (1 + s)/2 of a peer's samples has its majority label");
-  opt("--steps", cli.steps, "SGD steps per trial, an integer >= 0");
-  opt("--local-steps", cli.local_steps, "SGD steps between averaging rounds (H), an integer >= 1");
-  opt("--local-steps-dist", cli.local_steps_dist,
-      "fixed (H steps) or geometric (mean H, drawn per peer and round; --protocol swarm only)");
-  opt("--step-flops", cli.step_flops,
-      "simulated cost of one local step in flops, >= 0: charged at the host's speed under SMPI, ignored on real MPI");
-  opt("--batch", cli.batch, "minibatch per peer and step, an integer >= 1");
-  opt("--lr", cli.lr, "learning rate at step 0, > 0");
-  opt("--lr-schedule", cli.lr_schedule,
-      "constant, inverse (lr T/(t + T)) or step (lr factor^floor(t/T)), T = --lr-decay-steps");
-  opt("--lr-decay-steps", cli.lr_decay_steps, "inverse, step: T, an integer >= 1");
-  opt("--lr-decay-factor", cli.lr_decay_factor, "step: factor in (0, 1]");
-  opt("--momentum", cli.momentum, "heavy-ball momentum in [0, 1), kept per peer");
-  opt("--eval-every", cli.eval_every, "measure every this many steps (and after the last), an integer >= 1");
-  opt("--trials", cli.trials, "independent trials (own minibatches and failures), an integer >= 1");
-  opt("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)");
-  app.add_option("--target", cli.targets,
-                 "relative gap target (f(x) - f*)/(f(x0) - f*) > 0 (repeatable); steps to each are reported")
-      ->capture_default_str()
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_flag("--stop-at-target", cli.stop_at_target, "end a trial once every target is reached");
-  app.add_option("--out", cli.out, "HDF5 trace to write (refused if it exists, unless --overwrite)");
-  app.add_flag("--overwrite", cli.overwrite, "replace an existing --out file when the run ends");
-  app.add_flag("--quiet", cli.quiet, "no progress lines on stderr");
+  avb::app::TypedOptions add(app, cli.changed);
+  define_problem_flags(add, cli);
+  define_schedule_flags(add, cli);
+  avb::app::add_output_flags(add, cli.out, cli.overwrite, cli.quiet);
 }
 
 // Like a protocol's flags, an objective's or schedule's flags are refused where
 // they do not apply, unless left at their default.
 void refuse_foreign_problem_flags(const Cli& cli, const avb::TrainingOptions& o) {
-  const Cli defaults;
   const bool quadratic = o.objective.kind == avb::ObjectiveKind::quadratic;
   const bool file = !quadratic && !o.objective.data_path.empty();
   const bool synthetic = !quadratic && !file;
   struct Rule {
     const char* flag;
-    bool changed;
     bool applies;
     const char* where;
   };
   const Rule rules[] = {
-      {"--dim", cli.dim != defaults.dim, !file, "--objective quadratic or synthetic logistic (a --data file has its own)"},
-      {"--preset", cli.preset != defaults.preset, quadratic, "--objective quadratic"},
-      {"--condition", cli.condition != defaults.condition,
-       quadratic && o.objective.preset == avb::QuadraticPreset::conditioned, "--preset conditioned"},
-      {"--zeta", cli.zeta != defaults.zeta, quadratic, "--objective quadratic"},
-      {"--sigma", cli.sigma != defaults.sigma, quadratic, "--objective quadratic"},
-      {"--data", !cli.data.empty(), !quadratic, "--objective logistic"},
-      {"--data-dim", cli.data_dim != defaults.data_dim, file, "--objective logistic with --data"},
-      {"--split", cli.split != defaults.split, file, "--objective logistic with --data"},
-      {"--samples-per-peer", cli.samples_per_peer != defaults.samples_per_peer, synthetic,
-       "synthetic logistic data (no --data)"},
-      {"--separation", cli.separation != defaults.separation, synthetic, "synthetic logistic data (no --data)"},
-      {"--label-skew", cli.label_skew != defaults.label_skew, synthetic, "synthetic logistic data (no --data)"},
-      {"--lr-decay-steps", cli.lr_decay_steps != defaults.lr_decay_steps,
-       o.lr.schedule != avb::LrSchedule::constant, "--lr-schedule inverse or step"},
-      {"--lr-decay-factor", cli.lr_decay_factor != defaults.lr_decay_factor, o.lr.schedule == avb::LrSchedule::step,
-       "--lr-schedule step"},
+      {"--dim", !file, "--objective quadratic or synthetic logistic (a --data file has its own)"},
+      {"--preset", quadratic, "--objective quadratic"},
+      {"--condition", quadratic && o.objective.preset == avb::QuadraticPreset::conditioned, "--preset conditioned"},
+      {"--zeta", quadratic, "--objective quadratic"},
+      {"--sigma", quadratic, "--objective quadratic"},
+      {"--data", !quadratic, "--objective logistic"},
+      {"--data-dim", file, "--objective logistic with --data"},
+      {"--split", file, "--objective logistic with --data"},
+      {"--samples-per-peer", synthetic, "synthetic logistic data (no --data)"},
+      {"--separation", synthetic, "synthetic logistic data (no --data)"},
+      {"--label-skew", synthetic, "synthetic logistic data (no --data)"},
+      {"--lr-decay-steps", o.lr.schedule != avb::LrSchedule::constant, "--lr-schedule inverse or step"},
+      {"--lr-decay-factor", o.lr.schedule == avb::LrSchedule::step, "--lr-schedule step"},
   };
   for (const Rule& r : rules)
-    if (r.changed && !r.applies) throw avb::ConfigError(std::string(r.flag) + ": applies only to " + r.where);
+    if (cli.changed.count(r.flag) && !r.applies)
+      throw avb::ConfigError(std::string(r.flag) + ": applies only to " + r.where);
 }
 
 avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
-  using avb::app::parse_integer;
-  using avb::app::parse_real;
-  constexpr long long kMaxInt = (1LL << 31) - 1;
   avb::TrainingOptions o;
   o.protocol = avb::app::protocol_options(cli.protocol);
-  o.fail_rate = avb::app::fail_rate(cli.protocol);
-  o.failure = avb::app::failure_kind(cli.protocol);
-  o.join_rate = avb::app::join_rate(cli.protocol);
+  o.fail_rate = cli.protocol.fail_rate;
+  o.failure = cli.protocol.failure;
+  o.join_rate = cli.protocol.join_rate;
   o.stragglers = avb::app::straggler_spec(cli.protocol);
-  o.detection_timeout = avb::app::detection_timeout(cli.protocol);
-  o.round_timeout = avb::app::round_timeout(cli.protocol);
-
-  avb::ObjectiveOptions& f = o.objective;
-  f.kind = avb::parse_objective_kind(cli.objective);
-  f.dim = static_cast<int>(parse_integer("--dim", cli.dim, 1, 1 << 24));
-  f.preset = avb::parse_quadratic_preset(cli.preset);
-  f.condition = parse_real("--condition", cli.condition, "a number >= 1");
-  f.heterogeneity = parse_real("--zeta", cli.zeta, "a number >= 0");
-  f.gradient_noise = parse_real("--sigma", cli.sigma, "a number >= 0");
-  f.data_path = cli.data;
-  f.data_dim = static_cast<int>(parse_integer("--data-dim", cli.data_dim, 0, 1 << 24));
-  f.split = avb::parse_data_split(cli.split);
-  f.samples_per_peer = static_cast<int>(parse_integer("--samples-per-peer", cli.samples_per_peer, 1, 1 << 24));
-  f.separation = parse_real("--separation", cli.separation, "a number >= 0");
-  f.label_skew = parse_real("--label-skew", cli.label_skew, "a number in [0, 1]");
+  o.detection_timeout = cli.protocol.detection_timeout;
+  o.round_timeout = cli.protocol.round_timeout;
+  o.objective = cli.objective;
   o.test_data = cli.test_data;
-
-  o.steps = static_cast<int>(parse_integer("--steps", cli.steps, 0, kMaxInt));
-  o.local_steps = static_cast<int>(parse_integer("--local-steps", cli.local_steps, 1, kMaxInt));
-  o.local_steps_dist = avb::parse_local_steps_dist(cli.local_steps_dist);
-  o.step_flops = parse_real("--step-flops", cli.step_flops, "a number >= 0");
-  if (cli.protocol.clock != avb::app::ProtocolFlags{}.clock)
+  o.steps = cli.steps;
+  o.local_steps = cli.local_steps;
+  o.local_steps_dist = cli.local_steps_dist;
+  o.step_flops = cli.step_flops;
+  if (cli.protocol.changed.count("--clock"))
     throw avb::ConfigError("--clock: applies to averaging_bench only (in sgd_bench a swarm peer initiates after its "
                            "local steps: --local-steps, --local-steps-dist)");
-  o.batch = static_cast<int>(parse_integer("--batch", cli.batch, 1, 1 << 24));
-  o.lr.lr = parse_real("--lr", cli.lr, "a number > 0");
-  o.lr.schedule = avb::parse_lr_schedule(cli.lr_schedule);
-  o.lr.decay_steps = static_cast<int>(parse_integer("--lr-decay-steps", cli.lr_decay_steps, 1, kMaxInt));
-  o.lr.decay_factor = parse_real("--lr-decay-factor", cli.lr_decay_factor, "a number in (0, 1]");
-  o.momentum = parse_real("--momentum", cli.momentum, "a number in [0, 1)");
-  o.eval_every = static_cast<int>(parse_integer("--eval-every", cli.eval_every, 1, kMaxInt));
-  o.trials = static_cast<int>(parse_integer("--trials", cli.trials, 1, 1 << 30));
-  o.seed = avb::app::parse_seed("--seed", cli.seed);
-  o.targets.clear();
-  for (const auto& t : cli.targets) o.targets.push_back(parse_real("--target", t, "a number > 0"));
+  o.batch = cli.batch;
+  o.lr = cli.lr;
+  o.momentum = cli.momentum;
+  o.eval_every = cli.eval_every;
+  o.trials = cli.trials;
+  o.seed = cli.seed;
+  o.targets = cli.targets;
   o.stop_at_target = cli.stop_at_target;
   o = avb::resolve(o, n_peers);
   avb::app::refuse_foreign_flags(cli.protocol, o.protocol.name);
@@ -216,13 +193,13 @@ avb::TrainingOptions to_options(const Cli& cli, int n_peers) {
 // to compute the optimum: a quadratic's two dim x N matrices; a synthetic logistic
 // problem's samples and Newton's dim x dim Hessian (twice, with its LDLT).
 // A --data file's size is known only once read: see the std::bad_alloc below.
-void check_problem_memory(const Cli& cli, const avb::TrainingOptions& o, int n_peers) {
+void check_problem_memory(const avb::TrainingOptions& o, int n_peers) {
   const double d = o.objective.dim, n = n_peers, word = sizeof(double);
   if (o.objective.kind == avb::ObjectiveKind::quadratic) {
-    avb::app::check_memory("--dim", cli.dim, word * d * (2 * n + 16), n_peers);
+    avb::app::check_memory("--dim", std::to_string(o.objective.dim), word * d * (2 * n + 16), n_peers);
   } else if (o.objective.data_path.empty()) {
-    avb::app::check_memory("--dim", cli.dim, word * (2 * d * d + 16 * d), n_peers);
-    avb::app::check_memory("--samples-per-peer", cli.samples_per_peer,
+    avb::app::check_memory("--dim", std::to_string(o.objective.dim), word * (2 * d * d + 16 * d), n_peers);
+    avb::app::check_memory("--samples-per-peer", std::to_string(o.objective.samples_per_peer),
                            word * (2 * d * d + 16 * d + 2 * n * o.objective.samples_per_peer * (d + 1)), n_peers);
   }
 }
@@ -238,21 +215,12 @@ int run(int argc, char** argv) {
   avb::TrainingOptions options;
   const double slowest_speed = avb::app::slowest_peer_speed();
   std::string problem;
-  try {
-    app.parse(argc, argv);
-    avb::app::refuse_extras(app, argc, argv);
-    avb::app::refuse_repeated_config_keys(app);
-    options = to_options(cli, size);
-    avb::check_simulated_time(options, slowest_speed);
-    check_problem_memory(cli, options, size);
-  } catch (const CLI::CallForHelp&) {
-    if (rank == 0) std::printf("%s", app.help().c_str());
+  if (avb::app::parse_command_line(app, argc, argv, rank, problem, [&] {
+      options = to_options(cli, size);
+      avb::check_simulated_time(options, slowest_speed);
+      check_problem_memory(options, size);
+        }))
     return 0;
-  } catch (const CLI::ParseError& e) {
-    problem = avb::app::explain(e);
-  } catch (const avb::Error& e) {
-    problem = e.what();
-  }
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
 
   // The data before the trace: a bad --data file is bad input, refused before
@@ -265,10 +233,11 @@ int run(int argc, char** argv) {
     setup_problem = e.what();
   } catch (const std::bad_alloc&) {
     // A --data file with a large feature index: Newton's dim x dim Hessian.
+    const std::string no_fit = ": the problem does not fit in this machine's memory";
     setup_problem = options.objective.data_path.empty()
-                        ? "--dim: " + cli.dim + ": the problem does not fit in this machine's memory"
-                        : "--data: " + cli.data + ": the problem does not fit in this machine's memory (the "
-                                                     "optimum's Hessian has features x features entries)";
+                        ? "--dim: " + std::to_string(options.objective.dim) + no_fit
+                        : "--data: " + options.objective.data_path + no_fit +
+                              " (the optimum's Hessian has features x features entries)";
   }
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
   for (const std::string& line : avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated()))
