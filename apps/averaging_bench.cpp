@@ -55,7 +55,7 @@ int run(int argc, char** argv) {
       // Twelve vectors of --dim values per peer bound every protocol's state and
       // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
       avb::app::check_memory("--dim", std::to_string(cli.dim), 12.0 * sizeof(double) * options.dim, size);
-        }))
+      }))
     return 0;
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
   for (const std::string& line : avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated()))

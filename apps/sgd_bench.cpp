@@ -54,6 +54,38 @@ void check_problem_memory(const avb::TrainingOptions& o, int n_peers) {
   }
 }
 
+// The problem on every rank; a bad --data file or a problem too large for memory
+// gives one line (empty when it was built).
+std::string build_setup(const avb::TrainingOptions& options, avb::Problem& setup) {
+  try {
+    setup = avb::build_problem(options, MPI_COMM_WORLD);
+  } catch (const avb::ConfigError& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    // A --data file with a large feature index: Newton's dim x dim Hessian.
+    const std::string no_fit = ": the problem does not fit in this machine's memory";
+    return options.objective.data_path.empty()
+               ? "--dim: " + std::to_string(options.objective.dim) + no_fit
+               : "--data: " + options.objective.data_path + no_fit +
+                     " (the optimum's Hessian has features x features entries)";
+  }
+  return "";
+}
+
+// What the trace records in /optimum.
+avb::OptimumRecord optimum_record(const avb::TrainingOptions& options, const avb::Problem& setup) {
+  avb::OptimumRecord optimum;
+  optimum.x.assign(setup.optimum.x.data(), setup.optimum.x.data() + setup.optimum.x.size());
+  optimum.loss = setup.optimum.loss;
+  optimum.initial_loss = setup.initial_loss;
+  optimum.gradient_norm = setup.optimum.gradient_norm;
+  optimum.iterations = setup.optimum.iterations;
+  optimum.converged = setup.optimum.converged;
+  optimum.method = options.objective.kind == avb::ObjectiveKind::quadratic ? "ldlt" : "newton";
+  optimum.test_set = setup.test_set_kind;
+  return optimum;
+}
+
 int run(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -69,26 +101,14 @@ int run(int argc, char** argv) {
       options = avb::app::training_options(cli, size);
       avb::check_simulated_time(options, slowest_speed);
       check_problem_memory(options, size);
-        }))
+    }))
     return 0;
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
 
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
-  std::string setup_problem;
-  try {
-    setup = avb::build_problem(options, MPI_COMM_WORLD);
-  } catch (const avb::ConfigError& e) {
-    setup_problem = e.what();
-  } catch (const std::bad_alloc&) {
-    // A --data file with a large feature index: Newton's dim x dim Hessian.
-    const std::string no_fit = ": the problem does not fit in this machine's memory";
-    setup_problem = options.objective.data_path.empty()
-                        ? "--dim: " + std::to_string(options.objective.dim) + no_fit
-                        : "--data: " + options.objective.data_path + no_fit +
-                              " (the optimum's Hessian has features x features entries)";
-  }
+  const std::string setup_problem = build_setup(options, setup);
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
   for (const std::string& line : avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated()))
     avb::app::report_warning(kProgram, line);
@@ -102,16 +122,7 @@ int run(int argc, char** argv) {
 
   avb::app::TrainingReporter reporter(options, size, std::move(trace), cli.quiet);
   if (rank == 0) {
-    avb::OptimumRecord optimum;
-    optimum.x.assign(setup.optimum.x.data(), setup.optimum.x.data() + setup.optimum.x.size());
-    optimum.loss = setup.optimum.loss;
-    optimum.initial_loss = setup.initial_loss;
-    optimum.gradient_norm = setup.optimum.gradient_norm;
-    optimum.iterations = setup.optimum.iterations;
-    optimum.converged = setup.optimum.converged;
-    optimum.method = options.objective.kind == avb::ObjectiveKind::quadratic ? "ldlt" : "newton";
-    optimum.test_set = setup.test_set_kind;
-    reporter.print_header(kProgram, info, described, optimum);
+    reporter.print_header(kProgram, info, described, optimum_record(options, setup));
   }
   const avb::TrainingResult result = avb::app::run_guarded(
       kProgram, rank, reporter, [&] { return avb::run_training(options, setup, MPI_COMM_WORLD, reporter); });

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
@@ -31,7 +32,7 @@ void check_table(const EnumNames<E, N>& table, Parse parse, const std::string& f
   }
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = i + 1; j < N; ++j) EXPECT_NE(table.entries[i].name, table.entries[j].name);
-  for (const std::string bad : {"", "NOPE", " " + std::string(table.entries[0].name)}) {
+  for (const std::string& bad : std::vector<std::string>{"", "NOPE", " " + std::string(table.entries[0].name)}) {
     try {
       parse(bad);
       ADD_FAILURE() << flag << " accepted '" << bad << "'";
