@@ -28,7 +28,7 @@
 #include "run/averaging.hpp"
 #include "trace/trace.hpp"
 
-#include "avb_build_info.h"  // AVB_VERSION, AVB_GIT_SHA (generated at build time)
+#include "avb_build_info.h"  // AVB_VERSION, AVB_GIT_SHA, AVB_GIT_HASH (generated at build time)
 
 namespace {
 
@@ -45,26 +45,18 @@ int run(int argc, char** argv) {
   CLI::App app{"Decentralized averaging benchmark (avbench)", kProgram};
   avb::app::AveragingCli cli;
   avb::app::define_averaging_flags(app, cli);
+  avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
   avb::AveragingOptions options;
   const double slowest_speed = avb::app::slowest_peer_speed();
   std::string problem;
-  try {
-    app.parse(argc, argv);
-    avb::app::refuse_extras(app, argc, argv);
-    avb::app::refuse_repeated_config_keys(app);
-    options = avb::app::averaging_options(cli, size);
-    avb::check_simulated_time(options, slowest_speed);
-    // Twelve vectors of --dim values per peer bound every protocol's state and
-    // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
-    avb::app::check_memory("--dim", cli.dim, 12.0 * sizeof(double) * options.dim, size);
-  } catch (const CLI::CallForHelp&) {
-    if (rank == 0) std::printf("%s", app.help().c_str());
+  if (avb::app::parse_command_line(app, argc, argv, rank, problem, [&] {
+      options = avb::app::averaging_options(cli, size);
+      avb::check_simulated_time(options, slowest_speed);
+      // Twelve vectors of --dim values per peer bound every protocol's state and
+      // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
+      avb::app::check_memory("--dim", std::to_string(cli.dim), 12.0 * sizeof(double) * options.dim, size);
+      }))
     return 0;
-  } catch (const CLI::ParseError& e) {
-    problem = avb::app::explain(e);
-  } catch (const avb::Error& e) {
-    problem = e.what();
-  }
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
   for (const std::string& line : avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated()))
     avb::app::report_warning(kProgram, line);

@@ -3,6 +3,7 @@
 // without MPI, files or exit(): tests/fuzz/fuzz_config.cpp feeds it arbitrary bytes.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -14,16 +15,16 @@
 
 namespace avb::app {
 
-// Values are read as text and converted by avb::app, so that every refusal is one
-// line that starts with the flag and says what is accepted.
+// Typed fields, converted as CLI11 reads them (typed_options.hpp); ranges and
+// combinations are checked by avb::resolve().
 struct AveragingCli {
   ProtocolFlags protocol;
-  std::string dim = "1";
-  std::string compute_flops = "0";
-  std::string rounds = "50";
-  std::string trials = "10";
-  std::string seed = "0";
-  std::vector<std::string> targets = {"1e-4", "1e-9"};
+  int dim = 1;
+  double compute_flops = 0;
+  int rounds = 50;
+  int trials = 10;
+  std::uint64_t seed = 0;
+  std::vector<double> targets = {1e-4, 1e-9};
   bool stop_at_target = false;
   std::string out;
   bool overwrite = false;
@@ -31,7 +32,8 @@ struct AveragingCli {
 };
 
 // Every flag, --config included; unknown config keys are errors, unknown
-// command-line arguments are collected for refuse_extras().
+// command-line arguments are collected for refuse_extras(). A bad value throws
+// avb::ConfigError from app.parse().
 void define_averaging_flags(CLI::App& app, AveragingCli& cli);
 
 // The resolved options for n_peers; throws ConfigError naming the flag.

@@ -16,15 +16,9 @@
 
 namespace avb {
 
-AliveWeights parse_alive_weights(std::string_view name) {
-  if (name == "renormalize") return AliveWeights::renormalize;
-  if (name == "metropolis") return AliveWeights::metropolis;
-  throw ConfigError("--alive-weights: '" + std::string(name) + "' is not one of {renormalize, metropolis}");
-}
+AliveWeights parse_alive_weights(std::string_view name) { return kAliveWeightsNames.parse(name); }
 
-std::string_view to_string(AliveWeights weights) {
-  return weights == AliveWeights::renormalize ? "renormalize" : "metropolis";
-}
+std::string_view to_string(AliveWeights weights) { return kAliveWeightsNames.name(weights); }
 
 MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeights alive, const FailureModel& failures,
                            int t, int i) {

@@ -8,21 +8,13 @@
 
 namespace avb {
 
-Placement parse_placement(std::string_view name) {
-  if (name == "random") return Placement::random;
-  if (name == "rank") return Placement::rank;
-  throw ConfigError("--placement: '" + std::string(name) + "' is not one of {random, rank}");
-}
+Placement parse_placement(std::string_view name) { return kPlacementNames.parse(name); }
 
-std::string_view to_string(Placement placement) { return placement == Placement::random ? "random" : "rank"; }
+std::string_view to_string(Placement placement) { return kPlacementNames.name(placement); }
 
-KeyUpdate parse_key_update(std::string_view name) {
-  if (name == "axis") return KeyUpdate::axis;
-  if (name == "chunk") return KeyUpdate::chunk;
-  throw ConfigError("--key-update: '" + std::string(name) + "' is not one of {axis, chunk}");
-}
+KeyUpdate parse_key_update(std::string_view name) { return kKeyUpdateNames.parse(name); }
 
-std::string_view to_string(KeyUpdate update) { return update == KeyUpdate::axis ? "axis" : "chunk"; }
+std::string_view to_string(KeyUpdate update) { return kKeyUpdateNames.name(update); }
 
 std::vector<int> parse_grid(std::string_view text) {
   const std::string bad = "--grid: '" + std::string(text) +

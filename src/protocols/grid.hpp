@@ -7,12 +7,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.hpp"
+
 namespace avb {
 
 enum class Placement {
   random,  // N distinct cells drawn from the placement stream (the authors' simulation)
   rank,    // peer p in cell p, row-major: the last axis varies fastest
 };
+inline constexpr EnumNames<Placement, 2> kPlacementNames{
+    "--placement", {{{Placement::random, "random"}, {Placement::rank, "rank"}}}};
 Placement parse_placement(std::string_view name);  // throws ConfigError (--placement)
 std::string_view to_string(Placement placement);
 
@@ -21,6 +25,8 @@ enum class KeyUpdate {
   axis,   // round t averages along axis (t-1) mod d of the grid (the authors' simulation)
   chunk,  // Algorithm 1: key <- (key[1:], position in the group's shuffled order) (hivemind)
 };
+inline constexpr EnumNames<KeyUpdate, 2> kKeyUpdateNames{
+    "--key-update", {{{KeyUpdate::axis, "axis"}, {KeyUpdate::chunk, "chunk"}}}};
 KeyUpdate parse_key_update(std::string_view name);  // throws ConfigError (--key-update)
 std::string_view to_string(KeyUpdate update);
 

@@ -6,23 +6,9 @@
 
 namespace avb {
 
-Collective parse_collective(std::string_view name) {
-  if (name == "auto") return Collective::automatic;
-  if (name == "ring") return Collective::ring;
-  if (name == "doubling") return Collective::doubling;
-  if (name == "tree") return Collective::tree;
-  throw ConfigError("--collective: '" + std::string(name) + "' is not one of {auto, ring, doubling, tree}");
-}
+Collective parse_collective(std::string_view name) { return kCollectiveNames.parse(name); }
 
-std::string_view to_string(Collective c) {
-  switch (c) {
-    case Collective::automatic: return "auto";
-    case Collective::ring: return "ring";
-    case Collective::doubling: return "doubling";
-    case Collective::tree: return "tree";
-  }
-  return "?";
-}
+std::string_view to_string(Collective c) { return kCollectiveNames.name(c); }
 
 namespace {
 int floor_power_of_two(int n) {

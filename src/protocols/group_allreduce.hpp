@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "core/enum_names.hpp"
 #include "protocols/doubling_allreduce.hpp"
 #include "protocols/ring_allreduce.hpp"
 
@@ -21,6 +22,12 @@ enum class Collective {
               // the fastest under the alpha-beta model, but the cheapest to
               // simulate: under SMPI wall time grows with the message count.
 };
+inline constexpr EnumNames<Collective, 4> kCollectiveNames{
+    "--collective",
+    {{{Collective::automatic, "auto"},
+     {Collective::ring, "ring"},
+     {Collective::doubling, "doubling"},
+     {Collective::tree, "tree"}}}};
 
 Collective parse_collective(std::string_view name);  // throws ConfigError (--collective)
 std::string_view to_string(Collective c);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "core/enum_names.hpp"
 #include "protocols/compress.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/group_allreduce.hpp"
@@ -73,6 +74,8 @@ enum class SwarmMode {
   blocking,      // both take the mean of their pre-local-step models, then re-apply their own progress
   non_blocking,  // i averages with j's last published model; j is not written
 };
+inline constexpr EnumNames<SwarmMode, 2> kSwarmModeNames{
+    "--mode", {{{SwarmMode::blocking, "blocking"}, {SwarmMode::non_blocking, "non-blocking"}}}};
 SwarmMode parse_swarm_mode(std::string_view name);  // throws ConfigError (--mode)
 std::string_view to_string(SwarmMode mode);
 
@@ -84,6 +87,8 @@ enum class SwarmClock {
             // time: every interaction's initiator is then uniform and independent of
             // the others, the model of the analysis (docs/protocols.md, swarm)
 };
+inline constexpr EnumNames<SwarmClock, 2> kSwarmClockNames{
+    "--clock", {{{SwarmClock::round, "round"}, {SwarmClock::poisson, "poisson"}}}};
 SwarmClock parse_swarm_clock(std::string_view name);  // throws ConfigError (--clock)
 std::string_view to_string(SwarmClock clock);
 
@@ -92,6 +97,8 @@ enum class AliveWeights {
   renormalize,  // the row's weights over its alive entries, scaled to sum 1 (the authors'; moves the mean)
   metropolis,   // Metropolis-Hastings weights of the alive subgraph (doubly stochastic; keeps the mean)
 };
+inline constexpr EnumNames<AliveWeights, 2> kAliveWeightsNames{
+    "--alive-weights", {{{AliveWeights::renormalize, "renormalize"}, {AliveWeights::metropolis, "metropolis"}}}};
 
 // Options of every protocol; each reads the fields that concern it.
 struct ProtocolOptions {

@@ -44,21 +44,13 @@
 
 namespace avb {
 
-SwarmMode parse_swarm_mode(std::string_view name) {
-  if (name == "blocking") return SwarmMode::blocking;
-  if (name == "non-blocking") return SwarmMode::non_blocking;
-  throw ConfigError("--mode: '" + std::string(name) + "' is not one of {blocking, non-blocking}");
-}
+SwarmMode parse_swarm_mode(std::string_view name) { return kSwarmModeNames.parse(name); }
 
-std::string_view to_string(SwarmMode mode) { return mode == SwarmMode::blocking ? "blocking" : "non-blocking"; }
+std::string_view to_string(SwarmMode mode) { return kSwarmModeNames.name(mode); }
 
-SwarmClock parse_swarm_clock(std::string_view name) {
-  if (name == "round") return SwarmClock::round;
-  if (name == "poisson") return SwarmClock::poisson;
-  throw ConfigError("--clock: '" + std::string(name) + "' is not one of {round, poisson}");
-}
+SwarmClock parse_swarm_clock(std::string_view name) { return kSwarmClockNames.parse(name); }
 
-std::string_view to_string(SwarmClock clock) { return clock == SwarmClock::round ? "round" : "poisson"; }
+std::string_view to_string(SwarmClock clock) { return kSwarmClockNames.name(clock); }
 
 namespace {
 

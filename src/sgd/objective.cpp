@@ -155,27 +155,15 @@ WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int 
 
 // ---- names ----------------------------------------------------------------------
 
-ObjectiveKind parse_objective_kind(std::string_view name) {
-  if (name == "quadratic") return ObjectiveKind::quadratic;
-  if (name == "logistic") return ObjectiveKind::logistic;
-  throw ConfigError("--objective: '" + std::string(name) + "' is not one of {quadratic, logistic}");
-}
+ObjectiveKind parse_objective_kind(std::string_view name) { return kObjectiveKindNames.parse(name); }
 
-QuadraticPreset parse_quadratic_preset(std::string_view name) {
-  if (name == "epfl") return QuadraticPreset::epfl;
-  if (name == "conditioned") return QuadraticPreset::conditioned;
-  throw ConfigError("--preset: '" + std::string(name) + "' is not one of {epfl, conditioned}");
-}
+QuadraticPreset parse_quadratic_preset(std::string_view name) { return kQuadraticPresetNames.parse(name); }
 
-DataSplit parse_data_split(std::string_view name) {
-  if (name == "random") return DataSplit::random;
-  if (name == "label-sorted") return DataSplit::sorted;
-  throw ConfigError("--split: '" + std::string(name) + "' is not one of {random, label-sorted}");
-}
+DataSplit parse_data_split(std::string_view name) { return kDataSplitNames.parse(name); }
 
-std::string_view to_string(ObjectiveKind kind) { return kind == ObjectiveKind::quadratic ? "quadratic" : "logistic"; }
-std::string_view to_string(QuadraticPreset preset) { return preset == QuadraticPreset::epfl ? "epfl" : "conditioned"; }
-std::string_view to_string(DataSplit split) { return split == DataSplit::random ? "random" : "label-sorted"; }
+std::string_view to_string(ObjectiveKind kind) { return kObjectiveKindNames.name(kind); }
+std::string_view to_string(QuadraticPreset preset) { return kQuadraticPresetNames.name(preset); }
+std::string_view to_string(DataSplit split) { return kDataSplitNames.name(split); }
 
 // ---- options --------------------------------------------------------------------
 

@@ -18,20 +18,27 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "sgd/libsvm.hpp"
 
 namespace avb {
 
 enum class ObjectiveKind { quadratic, logistic };
+inline constexpr EnumNames<ObjectiveKind, 2> kObjectiveKindNames{
+    "--objective", {{{ObjectiveKind::quadratic, "quadratic"}, {ObjectiveKind::logistic, "logistic"}}}};
 
 // Quadratic f_i(x) = 1/2 ||A_i x - b_i||^2 with b_i ~ N(0, (zeta^2 / i^2) I), i 1-based.
 enum class QuadraticPreset {
   epfl,         // A_i = (i / sqrt(N)) I (Koloskova et al.)
   conditioned,  // A_i = diag(a) for all i, a_k = kappa^((k-1) / (2(d-1))): cond(sum A^T A) = kappa
 };
+inline constexpr EnumNames<QuadraticPreset, 2> kQuadraticPresetNames{
+    "--preset", {{{QuadraticPreset::epfl, "epfl"}, {QuadraticPreset::conditioned, "conditioned"}}}};
 
 // random: i.i.d. shards; sorted by label: CHOCO-SGD's heterogeneous split.
 enum class DataSplit { random, sorted };
+inline constexpr EnumNames<DataSplit, 2> kDataSplitNames{
+    "--split", {{{DataSplit::random, "random"}, {DataSplit::sorted, "label-sorted"}}}};
 
 ObjectiveKind parse_objective_kind(std::string_view name);      // throws ConfigError (--objective)
 QuadraticPreset parse_quadratic_preset(std::string_view name);  // throws ConfigError (--preset)

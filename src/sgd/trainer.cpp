@@ -19,13 +19,9 @@
 
 namespace avb {
 
-LocalStepsDist parse_local_steps_dist(std::string_view name) {
-  if (name == "fixed") return LocalStepsDist::fixed;
-  if (name == "geometric") return LocalStepsDist::geometric;
-  throw ConfigError("--local-steps-dist: '" + std::string(name) + "' is not one of {fixed, geometric}");
-}
+LocalStepsDist parse_local_steps_dist(std::string_view name) { return kLocalStepsDistNames.parse(name); }
 
-std::string_view to_string(LocalStepsDist dist) { return dist == LocalStepsDist::fixed ? "fixed" : "geometric"; }
+std::string_view to_string(LocalStepsDist dist) { return kLocalStepsDistNames.name(dist); }
 
 // Geometric: P(k) = p(1 - p)^(k - 1), p = 1/H, by inversion of one keyed uniform.
 int local_steps_before(const TrainingOptions& o, std::uint64_t seed, int me, int r) {
@@ -36,21 +32,9 @@ int local_steps_before(const TrainingOptions& o, std::uint64_t seed, int me, int
   return static_cast<int>(std::min(k, 1e9));
 }
 
-LrSchedule parse_lr_schedule(std::string_view name) {
-  if (name == "constant") return LrSchedule::constant;
-  if (name == "inverse") return LrSchedule::inverse;
-  if (name == "step") return LrSchedule::step;
-  throw ConfigError("--lr-schedule: '" + std::string(name) + "' is not one of {constant, inverse, step}");
-}
+LrSchedule parse_lr_schedule(std::string_view name) { return kLrScheduleNames.parse(name); }
 
-std::string_view to_string(LrSchedule schedule) {
-  switch (schedule) {
-    case LrSchedule::constant: return "constant";
-    case LrSchedule::inverse: return "inverse";
-    case LrSchedule::step: return "step";
-  }
-  return "?";
-}
+std::string_view to_string(LrSchedule schedule) { return kLrScheduleNames.name(schedule); }
 
 double LearningRate::at(std::int64_t step) const {
   const double t = static_cast<double>(step), T = static_cast<double>(decay_steps);

@@ -40,6 +40,7 @@
 
 #include <mpi.h>
 
+#include "core/enum_names.hpp"
 #include "protocols/protocol.hpp"
 #include "sgd/objective.hpp"
 #include "sim/stragglers.hpp"
@@ -54,6 +55,11 @@ namespace avb {
 //   inverse   lr * T / (s + T)        (a / (s + b) with a = lr * T, b = T)
 //   step      lr * factor^floor(s / T)
 enum class LrSchedule { constant, inverse, step };
+inline constexpr EnumNames<LrSchedule, 3> kLrScheduleNames{
+    "--lr-schedule",
+    {{{LrSchedule::constant, "constant"},
+     {LrSchedule::inverse, "inverse"},
+     {LrSchedule::step, "step"}}}};
 LrSchedule parse_lr_schedule(std::string_view name);  // throws ConfigError (--lr-schedule)
 std::string_view to_string(LrSchedule schedule);
 
@@ -62,6 +68,8 @@ enum class LocalStepsDist {
   fixed,      // H every time
   geometric,  // geometric with mean H, drawn per peer and round (asynchronous protocols only)
 };
+inline constexpr EnumNames<LocalStepsDist, 2> kLocalStepsDistNames{
+    "--local-steps-dist", {{{LocalStepsDist::fixed, "fixed"}, {LocalStepsDist::geometric, "geometric"}}}};
 LocalStepsDist parse_local_steps_dist(std::string_view name);  // throws ConfigError (--local-steps-dist)
 std::string_view to_string(LocalStepsDist dist);
 

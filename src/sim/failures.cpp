@@ -7,12 +7,7 @@
 
 namespace avb {
 
-FailureKind parse_failure_kind(std::string_view name) {
-  if (name == "transient") return FailureKind::transient;
-  if (name == "permanent") return FailureKind::permanent;
-  if (name == "churn") return FailureKind::churn;
-  throw ConfigError("--failure: '" + std::string(name) + "' is not one of {transient, permanent, churn}");
-}
+FailureKind parse_failure_kind(std::string_view name) { return kFailureKindNames.parse(name); }
 
 void check_churn(FailureKind kind, double join_rate) {
   if (!(join_rate >= 0.0 && join_rate <= 1.0))
@@ -21,30 +16,11 @@ void check_churn(FailureKind kind, double join_rate) {
     throw ConfigError("--join-rate: applies to --failure churn only");
 }
 
-FailureSemantics parse_failure_semantics(std::string_view name) {
-  if (name == "survivors") return FailureSemantics::survivors;
-  if (name == "abort") return FailureSemantics::abort;
-  if (name == "partial") return FailureSemantics::partial;
-  throw ConfigError("--on-failure: '" + std::string(name) + "' is not one of {survivors, abort, partial}");
-}
+FailureSemantics parse_failure_semantics(std::string_view name) { return kFailureSemanticsNames.parse(name); }
 
-std::string_view to_string(FailureKind kind) {
-  switch (kind) {
-    case FailureKind::transient: return "transient";
-    case FailureKind::permanent: return "permanent";
-    case FailureKind::churn: return "churn";
-  }
-  return "?";
-}
+std::string_view to_string(FailureKind kind) { return kFailureKindNames.name(kind); }
 
-std::string_view to_string(FailureSemantics semantics) {
-  switch (semantics) {
-    case FailureSemantics::survivors: return "survivors";
-    case FailureSemantics::abort: return "abort";
-    case FailureSemantics::partial: return "partial";
-  }
-  return "?";
-}
+std::string_view to_string(FailureSemantics semantics) { return kFailureSemanticsNames.name(semantics); }
 
 FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate)
     : stream_(seed, StreamId::failures), rate_(rate), kind_(kind), n_peers_(n_peers), join_rate_(join_rate) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "core/rng.hpp"
 
 namespace avb {
@@ -23,6 +24,11 @@ enum class FailureKind {
               // ending it with probability q, the join rate) a new peer takes the
               // slot, loading its state from a live peer
 };
+inline constexpr EnumNames<FailureKind, 3> kFailureKindNames{
+    "--failure",
+    {{{FailureKind::transient, "transient"},
+     {FailureKind::permanent, "permanent"},
+     {FailureKind::churn, "churn"}}}};
 
 // What an averaging group does when some of its members are down (docs/failures.md).
 enum class FailureSemantics {
@@ -30,6 +36,11 @@ enum class FailureSemantics {
   abort,      // a group with any failed member keeps everyone's values this round
   partial,    // the failure happens mid all-reduce, with per-part outcomes
 };
+inline constexpr EnumNames<FailureSemantics, 3> kFailureSemanticsNames{
+    "--on-failure",
+    {{{FailureSemantics::survivors, "survivors"},
+     {FailureSemantics::abort, "abort"},
+     {FailureSemantics::partial, "partial"}}}};
 
 FailureKind parse_failure_kind(std::string_view name);            // throws ConfigError
 

@@ -336,15 +336,9 @@ std::string to_string(const TopologySpec& spec) {
   return "?";
 }
 
-Weights parse_weights(std::string_view name) {
-  if (name == "uniform") return Weights::uniform;
-  if (name == "metropolis") return Weights::metropolis;
-  throw ConfigError("--weights: '" + std::string(name) + "' is not one of {uniform, metropolis}");
-}
+Weights parse_weights(std::string_view name) { return kWeightsNames.parse(name); }
 
-std::string_view to_string(Weights weights) {
-  return weights == Weights::uniform ? "uniform" : "metropolis";
-}
+std::string_view to_string(Weights weights) { return kWeightsNames.name(weights); }
 
 // ---- the graph --------------------------------------------------------------
 

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.hpp"
+
 namespace avb {
 
 enum class TopologyKind {
@@ -43,6 +45,8 @@ enum class Weights {
   uniform,     // 1/(in-degree + 1) for self and each in-neighbour
   metropolis,  // Metropolis-Hastings: 1/(1 + max(d_i, d_j)) per edge, the rest on self (undirected only)
 };
+inline constexpr EnumNames<Weights, 2> kWeightsNames{
+    "--weights", {{{Weights::uniform, "uniform"}, {Weights::metropolis, "metropolis"}}}};
 Weights parse_weights(std::string_view name);  // throws ConfigError (--weights)
 std::string_view to_string(Weights weights);
 

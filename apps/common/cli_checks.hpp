@@ -1,0 +1,36 @@
+// What CLI11 leaves unchecked, and its errors as one line naming the flag.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace avb::app {
+
+// Refuses arguments CLI11 did not recognise (collected with allow_extras).
+void refuse_extras(const std::vector<std::string>& extras);
+// The same for app.remaining(), and refuses an empty --config, --out, --data or
+// --test-data typed on the command line (argc, argv: main's).
+void refuse_extras(const CLI::App& app, int argc, char** argv);
+// Refuses a --config file that gives an option more than once, in any spelling
+// CLI11 reads as that option (rounds, "rounds", 'rounds', --rounds): CLI11 keeps
+// the first and drops the others without a word. Consecutive lines of one key are
+// one item to CLI11 (a repeatable flag's values); for others it refuses them.
+// `items`: the file as CLI11's config reader returns it.
+void refuse_repeated_config_keys(const CLI::App& app, const std::vector<CLI::ConfigItem>& items);
+// The same for the file named by --config, if any (after app.parse()).
+void refuse_repeated_config_keys(const CLI::App& app);
+
+// CLI11's parse errors as one line that starts with the flag concerned.
+std::string explain(const CLI::ParseError& error);
+
+// Parses the command line into the typed fields, refuses what CLI11 lets through
+// (above), then runs `convert` (which resolves the options). True when the program
+// is done: --help or --version was printed (rank 0), also when another value is
+// bad. Otherwise a bad input leaves its one line in `problem`.
+bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::string& problem,
+                        const std::function<void()>& convert);
+
+}  // namespace avb::app

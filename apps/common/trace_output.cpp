@@ -1,0 +1,65 @@
+#include "common/trace_output.hpp"
+
+#include <mpi.h>
+
+#include "common/mpi_entry.hpp"
+#include "common/text.hpp"
+#include "core/comm.hpp"
+#include "sim/compute.hpp"
+
+namespace avb::app {
+
+RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
+                 const std::string& git_sha) {
+  RunInfo info;
+  info.avbench_version = version;
+  info.git_sha = git_sha;
+  info.command_line = join_command_line(argc, argv);
+  info.engine = engine_name();
+  info.mpi_library = mpi_library_version();
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  info.n_peers = size;
+  info.run_kind = run_kind;
+  return info;
+}
+
+bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
+                const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace) {
+  install_stop_handlers();
+  int ok = 1;
+  if (world_rank() == 0 && !out.empty()) {
+    try {
+      trace = std::make_unique<TraceWriter>(out, overwrite, info);  // checks the destination first
+      trace->write_config(described, config_text);
+    } catch (const DestinationError& e) {
+      const bool exists = e.reason() == DestinationError::Reason::exists;
+      report_error(program, std::string("--out: ") + e.what() +
+                                (exists ? " (pass --overwrite to replace it, or choose another name)" : ""));
+      ok = 0;
+    } catch (const Error& e) {
+      trace.reset();
+      report_error(program, std::string("--out: ") + e.what());
+      ok = 0;
+    }
+  }
+  check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (!ok) trace.reset();
+  return ok != 0;
+}
+
+std::string trace_write_error(const std::string& path, const std::string& what) {
+  // HDF5's messages run over several lines and end in a dump of the failed
+  // write; the cause a user can act on is the errno text, when there is one.
+  // A finished trace that could not be renamed is kept: the message says where.
+  if (what.find("the trace was left at") != std::string::npos) return "--out: " + what;
+  std::string cause = what;
+  for (const char* known : {"No space left on device", "Disk quota exceeded", "Read-only file system",
+                            "Input/output error", "File too large"})
+    if (what.find(known) != std::string::npos) cause = known;
+  if (cause == "No space left on device") cause += " (the file system is full)";
+  return "--out: cannot write the trace " + path + ": " + cause +
+         "; the run was stopped and nothing was written (an earlier file at that path is kept)";
+}
+
+}  // namespace avb::app

@@ -1,0 +1,47 @@
+// The trace file of a run: its root attributes, opening it on rank 0, and
+// writes that turn a failure into one line naming --out.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "trace/trace.hpp"
+
+namespace avb::app {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// The root attributes of a trace, from the command line and the MPI library.
+RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
+                 const std::string& git_sha);
+
+// Collective. Rank 0 alone touches the file system: it checks --out (the one
+// check, avb::check_trace_destination: a new file in an existing writable folder,
+// or with --overwrite an existing regular file, never a FIFO, device or socket),
+// creates the trace and writes /config; the others learn whether that worked. Returns false
+// (after rank 0 reported why) when it did not; `trace` stays empty on other ranks
+// and when out is empty. Installs the stop handlers first, so that a signal
+// cannot leave the temporary file behind.
+bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
+                const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace);
+
+// Runs write(*trace) on rank 0's trace. A failure (a full file system, an I/O
+// error) drops the trace, which removes its temporary file, and keeps in `error`
+// one line naming --out and the cause; the reporter then asks the run to stop.
+// An earlier file at the --out path is never touched: only finish() renames.
+std::string trace_write_error(const std::string& path, const std::string& what);
+template <class Write>
+void write_guarded(std::unique_ptr<TraceWriter>& trace, std::string& error, Write write) {
+  if (!trace) return;
+  try {
+    write(*trace);
+  } catch (const Error& e) {
+    error = trace_write_error(trace->path().string(), e.what());
+    trace.reset();
+  }
+}
+
+}  // namespace avb::app

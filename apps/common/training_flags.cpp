@@ -1,0 +1,144 @@
+#include "common/training_flags.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace avb::app {
+
+constexpr long long kMaxInt = (1LL << 31) - 1;
+
+namespace {
+
+void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
+  ObjectiveOptions& f = cli.objective;
+  add.group("Problem");
+  add.word("--objective", f.kind, kObjectiveKindNames,
+           "quadratic or logistic (L2-regularised logistic regression)");
+  add.integer("--dim", f.dim, 1, 1 << 24, "quadratic, synthetic logistic: model dimension, an integer >= 1");
+  add.word("--preset", f.preset, kQuadraticPresetNames,
+           "quadratic: epfl (A_i = (i/sqrt N) I, b_i ~ N(0, zeta^2/i^2 I)) or conditioned (one diagonal A for all, "
+           "condition number --condition)");
+  add.real("--condition", f.condition, "a number >= 1",
+           "quadratic, preset conditioned: condition number of the Hessian, >= 1");
+  add.real("--zeta", f.heterogeneity, "a number >= 0", "quadratic: heterogeneity, the scale of the b_i, >= 0");
+  add.real("--sigma", f.gradient_noise, "a number >= 0",
+           "quadratic: gradient noise N(0, sigma^2/(d B) I) per step, >= 0");
+  add.text("--data", f.data_path, "FILE",
+           "logistic: LIBSVM file (such as a9a or w8a); without it, synthetic Gaussian classes");
+  add.integer("--data-dim", f.data_dim, 0, 1 << 24,
+              "logistic with --data: feature count, 0 = the largest index in the file");
+  add.word("--split", f.split, kDataSplitNames,
+           "logistic with --data: shards random or label-sorted (heterogeneous)");
+  add.text("--test-data", cli.test_data, "FILE",
+           "logistic with --data: LIBSVM file for the accuracy column (default: the training set)");
+  add.integer("--samples-per-peer", f.samples_per_peer, 1, 1 << 24,
+              "synthetic logistic: samples per peer, an integer >= 1");
+  add.real("--separation", f.separation, "a number >= 0",
+           "synthetic logistic: class means at +-separation along one direction, >= 0");
+  add.real("--label-skew", f.label_skew, "a number in [0, 1]",
+           "synthetic logistic: in [0, 1]; share (1 + s)/2 of a peer's samples has its majority label");
+}
+
+void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
+  add.group("Schedule");
+  add.integer("--steps", cli.steps, 0, kMaxInt, "SGD steps per trial, an integer >= 0");
+  add.integer("--local-steps", cli.local_steps, 1, kMaxInt, "SGD steps between averaging rounds (H), an integer >= 1");
+  add.word("--local-steps-dist", cli.local_steps_dist, kLocalStepsDistNames,
+           "fixed (H steps) or geometric (mean H, drawn per peer and round; --protocol swarm only)");
+  add.real("--step-flops", cli.step_flops, "a number >= 0",
+           "simulated cost of one local step in flops, >= 0: charged at the host's speed under SMPI, ignored on real "
+           "MPI");
+  add.integer("--batch", cli.batch, 1, 1 << 24, "minibatch per peer and step, an integer >= 1");
+  add.real("--lr", cli.lr.lr, "a number > 0", "learning rate at step 0, > 0");
+  add.word("--lr-schedule", cli.lr.schedule, kLrScheduleNames,
+           "constant, inverse (lr T/(t + T)) or step (lr factor^floor(t/T)), T = --lr-decay-steps");
+  add.integer("--lr-decay-steps", cli.lr.decay_steps, 1, kMaxInt, "inverse, step: T, an integer >= 1");
+  add.real("--lr-decay-factor", cli.lr.decay_factor, "a number in (0, 1]", "step: factor in (0, 1]");
+  add.real("--momentum", cli.momentum, "a number in [0, 1)", "heavy-ball momentum in [0, 1), kept per peer");
+  add.integer("--eval-every", cli.eval_every, 1, kMaxInt,
+              "measure every this many steps (and after the last), an integer >= 1");
+  add.integer("--trials", cli.trials, 1, 1 << 30, "independent trials (own minibatches and failures), an integer >= 1");
+  add.seed("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)");
+  add.reals("--target", cli.targets, "a number > 0",
+            "relative gap target (f(x) - f*)/(f(x0) - f*) > 0 (repeatable); steps to each are reported");
+  add.flag("--stop-at-target", cli.stop_at_target, "end a trial once every target is reached");
+}
+
+// Like a protocol's flags, an objective's or schedule's flags are refused where
+// they do not apply, unless left at their default.
+void refuse_foreign_problem_flags(const TrainingCli& cli, const TrainingOptions& o) {
+  const bool quadratic = o.objective.kind == ObjectiveKind::quadratic;
+  const bool file = !quadratic && !o.objective.data_path.empty();
+  const bool synthetic = !quadratic && !file;
+  struct Rule {
+    const char* flag;
+    bool applies;
+    const char* where;
+  };
+  const Rule rules[] = {
+      {"--dim", !file, "--objective quadratic or synthetic logistic (a --data file has its own)"},
+      {"--preset", quadratic, "--objective quadratic"},
+      {"--condition", quadratic && o.objective.preset == QuadraticPreset::conditioned, "--preset conditioned"},
+      {"--zeta", quadratic, "--objective quadratic"},
+      {"--sigma", quadratic, "--objective quadratic"},
+      {"--data", !quadratic, "--objective logistic"},
+      {"--data-dim", file, "--objective logistic with --data"},
+      {"--split", file, "--objective logistic with --data"},
+      {"--samples-per-peer", synthetic, "synthetic logistic data (no --data)"},
+      {"--separation", synthetic, "synthetic logistic data (no --data)"},
+      {"--label-skew", synthetic, "synthetic logistic data (no --data)"},
+      {"--lr-decay-steps", o.lr.schedule != LrSchedule::constant, "--lr-schedule inverse or step"},
+      {"--lr-decay-factor", o.lr.schedule == LrSchedule::step, "--lr-schedule step"},
+  };
+  for (const Rule& r : rules)
+    if (cli.changed.count(r.flag) && !r.applies)
+      throw ConfigError(std::string(r.flag) + ": applies only to " + r.where);
+}
+
+}  // namespace
+
+void define_training_flags(CLI::App& app, TrainingCli& cli) {
+  app.set_config("--config", "", "read options from a TOML/INI file (flag = value per line)");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.allow_extras();
+  add_protocol_flags(app, cli.protocol);
+  TypedOptions add(app, cli.changed);
+  define_problem_flags(add, cli);
+  define_schedule_flags(add, cli);
+  add_output_flags(add, cli.out, cli.overwrite, cli.quiet);
+}
+
+TrainingOptions training_options(const TrainingCli& cli, int n_peers) {
+  TrainingOptions o;
+  o.protocol = protocol_options(cli.protocol);
+  o.fail_rate = cli.protocol.fail_rate;
+  o.failure = cli.protocol.failure;
+  o.join_rate = cli.protocol.join_rate;
+  o.stragglers = straggler_spec(cli.protocol);
+  o.detection_timeout = cli.protocol.detection_timeout;
+  o.round_timeout = cli.protocol.round_timeout;
+  o.objective = cli.objective;
+  o.test_data = cli.test_data;
+  o.steps = cli.steps;
+  o.local_steps = cli.local_steps;
+  o.local_steps_dist = cli.local_steps_dist;
+  o.step_flops = cli.step_flops;
+  if (cli.protocol.changed.count("--clock"))
+    throw ConfigError("--clock: applies to averaging_bench only (in sgd_bench a swarm peer initiates after its "
+                           "local steps: --local-steps, --local-steps-dist)");
+  o.batch = cli.batch;
+  o.lr = cli.lr;
+  o.momentum = cli.momentum;
+  o.eval_every = cli.eval_every;
+  o.trials = cli.trials;
+  o.seed = cli.seed;
+  o.targets = cli.targets;
+  o.stop_at_target = cli.stop_at_target;
+  o = resolve(o, n_peers);
+  refuse_foreign_flags(cli.protocol, o.protocol.name);
+  refuse_foreign_problem_flags(cli, o);
+  return o;
+}
+
+}  // namespace avb::app
