@@ -65,7 +65,7 @@ else
 fi
 
 # 4. SIGTERM stops the pool cleanly.
-printf 'name peers protocol rounds trials dim seed quiet\nlong 2 gossip 50 100000 1000 1 true\n' >"$SCRATCH/long.tsv"
+printf 'name peers protocol rounds trials dim seed quiet\nlong 2 gossip 1000000 1 100000 1 true\n' >"$SCRATCH/long.tsv"
 "$AVB_PYTHON" "$SWEEP" run --bin-dir "$BIN_DIR" "$SCRATCH/long.tsv" "$OUT" >"$SCRATCH/4.out" 2>&1 &
 driver=$!
 for _ in $(seq 100); do [ -e "$OUT/long.log" ] && grep -q '^start long' "$SCRATCH/4.out" && break; sleep 0.1; done
