@@ -138,7 +138,8 @@ std::string protocol_names();
 // naming the flag and the accepted values.
 ProtocolOptions resolve(const ProtocolOptions& options, int n_peers);
 
-// Makes a protocol for one trial on `world`, the communicator it will be stepped on.
+// Makes a protocol for one trial on `world`, the communicator it will be stepped on;
+// `options` as resolve() returned them for world.size() peers (resolved once per run).
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world);
 
 // The flags that apply to a protocol beyond --protocol and --on-failure, e.g.

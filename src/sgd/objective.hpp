@@ -3,7 +3,7 @@
 // peer, N, seed) without communication, and any process can build the pooled f
 // (peer = avb::pooled) for the optimum or to evaluate the average model.
 //
-// Keyed randomness (DESIGN.md, core idea 4): data comes from Stream(seed, data),
+// Keyed randomness (core/rng.hpp): data comes from Stream(seed, data),
 // minibatches and gradient noise from Stream(seed, sgd_noise) at counter (step,
 // peer, draw). Separate keys let the trainer draw any step in any order without
 // shifting the data, and keep results independent of the rank count.
