@@ -76,6 +76,10 @@ std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions
 // which no real peer has.
 inline constexpr int pooled = -1;
 
+// Throws std::invalid_argument when n_peers < 1, std::out_of_range when `peer` is
+// neither `pooled` nor in [0, n_peers).
+void check_peer(int peer, int n_peers);
+
 // One peer's f_i (or the pooled f). Immutable: safe to share between threads.
 class Objective {
  public:
