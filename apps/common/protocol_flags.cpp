@@ -58,10 +58,10 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
                  "moshpit, random-groups: smaller groups do not average, an integer >= 2")
       ->capture_default_str();
   app.add_option("--topology", f.topology,
-                 "gossip, pushsum, pairwise: ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete or "
-                 "file:PATH (default: ring for gossip, one-peer-exp for pushsum, complete for pairwise)")
+                 "gossip, pushsum, pairwise, swarm, choco: ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete or "
+                 "file:PATH (default: ring for gossip and choco, one-peer-exp for pushsum, complete for pairwise and swarm)")
       ->capture_default_str();
-  app.add_option("--weights", f.weights, "gossip: mixing weights, uniform (1/(deg+1)) or metropolis")
+  app.add_option("--weights", f.weights, "gossip, choco: mixing weights, uniform (1/(deg+1)) or metropolis")
       ->capture_default_str();
   app.add_option("--alive-weights", f.alive_weights,
                  "gossip under failures: renormalize rows over alive neighbours (moves the mean) or metropolis "
@@ -75,8 +75,12 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
                  "swarm in averaging_bench: a peer initiates once per round (round) or at the ticks of its own "
                  "rate-1 Poisson clock, one round being one unit of time (poisson)")
       ->capture_default_str();
+  app.add_option("--gamma", f.gamma,
+                 "choco: consensus step size in (0, 1]; 1 with --quantizer none is plain gossip, a compressing "
+                 "quantizer needs a smaller one")
+      ->capture_default_str();
   app.add_option("--quantizer", f.quantizer,
-                 "swarm, gossip, pairwise: what travels on the wire: none, fp16, uniform8, stochastic:B (B bits, "
+                 "swarm, gossip, pairwise, choco: what travels on the wire: none, fp16, uniform8, stochastic:B (B bits, "
                  "1..16) or lattice")
       ->capture_default_str();
   app.add_option("--lattice-q", f.lattice_q, "--quantizer lattice: q, an integer in [2, 4294967295]")
@@ -100,6 +104,7 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
   o.alive_weights = parse_alive_weights(f.alive_weights);
   o.swarm_mode = parse_swarm_mode(f.mode);
   o.swarm_clock = parse_swarm_clock(f.clock);
+  o.consensus_step = parse_real("--gamma", f.gamma, "a number in (0, 1]");
   o.quantizer = parse_quantizer(f.quantizer,
                                 parse_integer("--lattice-q", f.lattice_q, 2, 4294967295LL),
                                 parse_real("--lattice-eps", f.lattice_eps, "a number > 0"));
@@ -142,6 +147,7 @@ void refuse_foreign_flags(const ProtocolFlags& f, const std::string& protocol) {
       {"--alive-weights", f.alive_weights != defaults.alive_weights},
       {"--mode", f.mode != defaults.mode},
       {"--clock", f.clock != defaults.clock},
+      {"--gamma", f.gamma != defaults.gamma},
       {"--quantizer", f.quantizer != defaults.quantizer},
       {"--lattice-q", f.lattice_q != defaults.lattice_q},
       {"--lattice-eps", f.lattice_eps != defaults.lattice_eps},

@@ -36,6 +36,7 @@ struct ProtocolFlags {
   std::string alive_weights = "renormalize";
   std::string mode = "blocking";
   std::string clock = "round";
+  std::string gamma = "1";
   std::string quantizer = "none";
   std::string lattice_q = "65536";
   std::string lattice_eps = "0.00048828125";  // kDefaultLatticeEps, 2^-11 (protocols/compress.hpp)

@@ -32,8 +32,10 @@ import re
 import sys
 from pathlib import Path
 
-import h5py
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
 
 RATIO = 1e-6  # variance ratio for relative error 1e-3
 NOISE = 1e-20  # variance ratios below this are rounding noise (exact averages give ~1e-32)
@@ -86,11 +88,12 @@ def read_oracle(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 
 
 def read_smpi(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    with h5py.File(path, "r") as f:
-        if int(f.attrs["complete"]) != 1:
-            raise ValueError(f"{path}: trace not complete (run cut short): rerun with FORCE=1")
-        return {int(k): (g["round"][()], g["variance"][()]) for k, g in f["trials"].items()
-                if int(g.attrs["complete"]) == 1}
+    """Trial -> (rounds, variances) of the complete trials of an SMPI trace."""
+    if avbench.trace_state(path) != "complete":
+        raise ValueError(f"{path}: trace not complete (run cut short): run run.sh again to redo it")
+    rows = avbench.load_trace(path, columns=["variance"])
+    done = rows[rows["complete"]]
+    return {int(k): (g["round"].to_numpy(), g["variance"].to_numpy()) for k, g in done.groupby("trial")}
 
 
 def load(results: Path) -> list[dict]:
@@ -180,6 +183,39 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def table_row(s: dict) -> list[str]:
+    """One graph's cells in the printed table."""
+    rho = fmt(s["rho"], 6)
+    if s["graphs"] > 1 and s["rho"] == s["rho"]:
+        rho += f" ({s['graphs']} graphs)"
+    if s["graph"] == "one-peer-exp":
+        spec = f"{s['pred_spectrum']:.0f} (exact)"
+    else:
+        spec = fmt(s["pred_spectrum"], 4)
+    meas = f"{fmt(s['measured_mean'], 4)} ± {fmt(s['measured_se'], 2)}"
+    if s["not_reached"]:
+        meas += f" ({s['not_reached']} never!)"
+    asym, over_asym = fmt(s["pred_asymptotic"], 4), s["meas_over_asymptotic"]
+    if s["rho"] < 1e-12:  # complete: W = J/N, rho is 0 up to rounding
+        asym, over_asym = "0 (rho = 0)", math.nan
+    return [s["graph"], rho, fmt(s["lambda2"], 4), asym, spec, meas, f"{s['meas_over_spectrum']:.3f}",
+            "—" if over_asym != over_asym else f"{over_asym:.3f}", s["measured_by"]]
+
+
+CSV_COLUMNS = ["graph", "rho", "lambda2", "graphs", "rho_min", "rho_max", "pred_asymptotic", "pred_spectrum",
+               "pred_spectrum_trials", "measured_mean", "measured_se", "trials", "not_reached", "measured_trials",
+               "meas_over_spectrum", "meas_over_asymptotic", "source", "measured_by", "smpi_trials",
+               "smpi_max_rel_diff", "smpi_same_rounds"]
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        for s in rows:
+            w.writerow({k: ("" if isinstance(v, float) and v != v else v) for k, v in s.items() if k in CSV_COLUMNS})
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", type=Path, default=Path(__file__).resolve().parent / "results")
@@ -196,24 +232,7 @@ def main(argv: list[str]) -> int:
 
     head = ["graph", "rho", "lambda2", "pred asym", "pred spectrum", "measured", "meas/spec",
             "meas/asym", "measured by"]
-    table = []
-    for s in rows:
-        rho = fmt(s["rho"], 6)
-        if s["graphs"] > 1 and s["rho"] == s["rho"]:
-            rho += f" ({s['graphs']} graphs)"
-        if s["graph"] == "one-peer-exp":
-            spec = f"{s['pred_spectrum']:.0f} (exact)"
-        else:
-            spec = fmt(s["pred_spectrum"], 4)
-        meas = f"{fmt(s['measured_mean'], 4)} ± {fmt(s['measured_se'], 2)}"
-        if s["not_reached"]:
-            meas += f" ({s['not_reached']} never!)"
-        asym, over_asym = fmt(s["pred_asymptotic"], 4), s["meas_over_asymptotic"]
-        if s["rho"] < 1e-12:  # complete: W = J/N, rho is 0 up to rounding
-            asym, over_asym = "0 (rho = 0)", math.nan
-        table.append([s["graph"], rho, fmt(s["lambda2"], 4), asym, spec, meas,
-                      f"{s['meas_over_spectrum']:.3f}",
-                      "—" if over_asym != over_asym else f"{over_asym:.3f}", s["measured_by"]])
+    table = [table_row(s) for s in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = ["Synchronous gossip, uniform weights, no failures: rounds until variance / initial "
@@ -232,16 +251,7 @@ def main(argv: list[str]) -> int:
                    + ", ".join(f"{s['graph']} {s['smpi_max_rel_diff']:.1e}" for s in checks))
     print("\n".join(out))
 
-    path = a.csv or a.results / "rates.csv"
-    columns = ["graph", "rho", "lambda2", "graphs", "rho_min", "rho_max", "pred_asymptotic",
-               "pred_spectrum", "pred_spectrum_trials", "measured_mean", "measured_se", "trials",
-               "not_reached", "measured_trials", "meas_over_spectrum", "meas_over_asymptotic",
-               "source", "measured_by", "smpi_trials", "smpi_max_rel_diff", "smpi_same_rounds"]
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns)
-        w.writeheader()
-        for s in rows:
-            w.writerow({k: ("" if isinstance(v, float) and v != v else v) for k, v in s.items() if k in columns})
+    write_csv(a.csv or a.results / "rates.csv", rows)
     return 0
 
 

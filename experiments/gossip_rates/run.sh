@@ -6,8 +6,10 @@
 #   predict_<graph>[_<k>].txt   graph_info output with the expected curve
 #                               (random-regular: one per trial, its graph is the trial's)
 #   oracle_<graph>.csv          oracle_cli, every trial, thinned by oracle_curves.py
-#   smpi_<graph>.h5             averaging_bench under SMPI (where feasible), a trace
-#   walltime.tsv                step, graph, engine, trials, rounds, seconds
+#   smpi_<graph>.h5             averaging_bench under SMPI (where feasible), a trace,
+#                               and its .log: run by scripts/sweep.py from table.tsv
+#   steps.tsv                   step, graph, engine, trials, rounds, seconds (graph_info, oracle)
+#   walltime.tsv                cell, seconds (the SMPI runs)
 #
 #   experiments/gossip_rates/run.sh                 # everything, ~12 min here
 #   GRAPHS="torus hypercube" experiments/gossip_rates/run.sh
@@ -23,9 +25,9 @@
 #            sends 1M messages a round and did not finish 2 rounds in 12 min; the
 #            ring needs ~300,000 rounds. Those two are measured by the oracle only.)
 #   SEED     seed                                [1]
-#   RESULTS  output folder                       [experiments/gossip_rates/results]
 #   FORCE    1: redo steps whose output exists   [0]
-#   PYTHON   interpreter with h5py               [/usr/bin/python3]
+#   and experiments/sweep_common.sh's JOBS (SMPI runs at the same time), RESULTS,
+#   AVERAGING_BENCH, PYTHON (AVB_ENGINE stays smpi: the oracle is the Open MPI-free check).
 #
 # Every run gets a round budget of min(asymptotic + 1, 1.5 × full-spectrum prediction),
 # at least full-spectrum + 10. The asymptotic count alone could not be missed (for a
@@ -34,25 +36,22 @@
 # stop at a target 1e-6 × the smallest initial variance of their trials (from the
 # oracle's round 0, the same values bit for bit), so each trial stops at or a few
 # rounds after its own crossing.
-# Resumable: a step whose output exists is skipped. Then:
+# The SMPI runs are rows of $RESULTS/table.tsv, run last by scripts/sweep.py (a job
+# pool, resumable: a complete trace is skipped, a stopped one redone). oracle_cli is a
+# test binary (build/tests): a single-process reference, not a trace writer, so it
+# stays a step of this script. Resumable: a step whose output exists is skipped. Then:
 #   /usr/bin/python3 experiments/gossip_rates/make_table.py
 #   /usr/bin/python3 experiments/gossip_rates/plot.py
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
+[ "$engine" = smpi ] || die "AVB_ENGINE='$engine': this study's runs are SMPI ones"
 n=${PEERS:-1024} trials=${TRIALS:-5} seed=${SEED:-1} force=${FORCE:-0}
-python=${PYTHON:-/usr/bin/python3}
 read -r -a graphs <<<"${GRAPHS:-ring torus hypercube exp one-peer-exp random-regular:8 complete}"
 read -r -a smpi <<<"${SMPI-torus=2 hypercube exp one-peer-exp random-regular:8}"
-results=${RESULTS:-$here/results}
-
-die() { echo "run.sh: error: $*" >&2; exit 2; }
-for p in build/apps/graph_info build/tests/oracle_cli build-smpi/apps/averaging_bench; do
-  [ -x "$root/$p" ] || die "$root/$p is missing (build/: cmake --preset default; build-smpi/: cmake --preset smpi)"
+for p in build/apps/graph_info build/tests/oracle_cli; do
+  [ -x "$root/$p" ] || die "$root/$p is missing (build/: cmake --preset default && cmake --build build --target graph_info oracle_cli)"
 done
-mkdir -p "$results"
-results=$(cd "$results" && pwd)
 cd "$root"
 
 slug() { echo "${1//:/-}"; }
@@ -65,8 +64,8 @@ smpi_trials() {  # graph -> trials to run under SMPI (0: none)
 }
 field() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 log_walltime() {  # step graph engine trials rounds seconds
-  [ -s "$results/walltime.tsv" ] || printf 'step\tgraph\tengine\ttrials\trounds\tseconds\n' >"$results/walltime.tsv"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results/walltime.tsv"
+  [ -s "$results/steps.tsv" ] || printf 'step\tgraph\tengine\ttrials\trounds\tseconds\n' >"$results/steps.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results/steps.tsv"
 }
 timed() {  # step graph engine trials rounds -- command...: run it, log its wall time
   local step=$1 graph=$2 engine=$3 t=$4 r=$5 start end
@@ -87,12 +86,7 @@ curve() {  # graph seed rounds out: graph_info with the expected curve, then the
   { build/apps/graph_info --peers "$n" --topology "$1" --seed "$2" --curve "$3"; echo "budget $3"; } >"$4.tmp"
   mv "$4.tmp" "$4"
 }
-smpi_run() {  # log command...
-  local log=$1
-  shift
-  "$@" >"$log" 2>&1 || die "SMPI run failed (exit $?); see $log"
-}
-
+smpi_rows=0
 for graph in "${graphs[@]}"; do
   s=$(slug "$graph")
   echo "== $graph"
@@ -127,18 +121,16 @@ for graph in "${graphs[@]}"; do
     timed measure "$graph" oracle "$trials" "$budget" -- oracle "$graph" "$budget" "$out"
   fi
 
-  # 3. averaging_bench under SMPI, the first t trials.
+  # 3. averaging_bench under SMPI, the first t trials: a row for scripts/sweep.py.
   t=$(smpi_trials "$graph")
-  out=$results/smpi_$s.h5
-  if [ "$t" -gt 0 ] && { [ "$force" = 1 ] || [ ! -s "$out" ]; }; then
+  if [ "$t" -gt 0 ]; then
+    [ "$force" != 1 ] || rm -f "$results/smpi_$s.h5"
     target=$(awk -F, -v t="$t" 'NR > 1 && $2 == 0 && $1 < t { v = $3 + 0; if (m == "" || v < m) m = v }
                                  END { printf "%.17g", m * 1e-6 }' "$results/oracle_$s.csv")
-    cmd=(scripts/smpirun.sh -n "$n" build-smpi/apps/averaging_bench --protocol gossip --topology "$graph"
-         --trials "$t" --rounds "$budget" --seed "$seed" --target "$target" --stop-at-target
-         --out "$out" --quiet)
-    [ "$force" = 1 ] && cmd+=(--overwrite)
-    echo "   SMPI: ${cmd[*]}"
-    timed measure "$graph" smpi "$t" "$budget" -- smpi_run "$results/smpi_$s.log" "${cmd[@]}"
+    sweep_row "name=smpi_$s peers=$n program=$avg_bench protocol=gossip topology=$graph trials=$t" \
+      "rounds=$budget seed=$seed target=$target stop-at-target=true quiet=true"
+    smpi_rows=$((smpi_rows + 1))
   fi
 done
-echo "run.sh: done; table: $python $here/make_table.py --results $results; plot: $python $here/plot.py --results $results"
+echo "run.sh: predictions and oracle done; table: $python $here/make_table.py --results $results; plot: $python $here/plot.py --results $results"
+[ "$smpi_rows" -eq 0 ] || sweep_run

@@ -37,6 +37,8 @@ def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None
     """One trace; variances[k] is trial k's variance column (trials without one get [1])."""
     complete = [1] * len(r9) if complete is None else complete
     with h5py.File(path, "w") as f:
+        f.attrs["schema_version"] = np.int32(4)
+        f.attrs["run_kind"] = "averaging"
         f.attrs["n_peers"] = np.int32(n)
         config = f.create_group("config")
         config.attrs["protocol"] = protocol
@@ -49,6 +51,7 @@ def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None
         for k in range(len(r9)):
             v = (variances or {}).get(k, [1.0])
             f[f"trials/{k}/variance"] = np.asarray(v, dtype=float)
+            f[f"trials/{k}/round"] = np.arange(len(v), dtype=np.int32)
 
 
 def from_ratios(ratios) -> list[float]:

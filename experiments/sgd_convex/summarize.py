@@ -25,14 +25,15 @@ the per-evaluation rows of one trace (the notebook uses both).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
 
 HERE = Path(__file__).resolve().parent
 # Display order of the protocols, then of the problems.
@@ -50,84 +51,57 @@ def protocol_label(config: dict) -> str:
     return name
 
 
-def target_suffixes(summary) -> list[str]:
-    """The target suffixes ('1e-2', ...) of a summary group, largest target first."""
-    found = [k[len("steps_to_"):] for k in summary.keys() if k.startswith("steps_to_")]
+def target_suffixes(summary: pd.DataFrame) -> list[str]:
+    """The target suffixes ('1e-2', ...) of a trace's summary, largest target first."""
+    found = [k[len("steps_to_"):] for k in summary.columns if k.startswith("steps_to_")]
     return sorted(found, key=lambda s: -float(s))
 
 
 def load_rows(path: Path) -> pd.DataFrame:
-    """Every evaluation row of every trial of one trace, with a `trial` column."""
-    frames = []
-    with h5py.File(path, "r") as f:
-        for k, g in f["trials"].items():
-            cols = {name: ds[()] for name, ds in g.items() if name != "targets"}
-            frames.append(pd.DataFrame(cols).assign(trial=int(k), complete=int(g.attrs["complete"])))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """Every evaluation row of every trial of one trace (avbench.load_trace)."""
+    return avbench.load_trace(path)
 
 
-def read_walltimes(results: Path) -> dict[str, float]:
-    """cell name -> seconds, the last line of walltime.tsv for each cell."""
-    out: dict[str, float] = {}
-    path = results / "walltime.tsv"
-    if path.exists():
-        with open(path, newline="") as fh:
-            for row in csv.DictReader(fh, delimiter="\t"):
-                try:
-                    out[row["cell"]] = float(row["seconds"])
-                except (KeyError, TypeError, ValueError):
-                    pass
-    return out
+def _mean(values) -> float:
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()) if v.size else math.nan
+
+
+def target_fields(path: Path, done: pd.DataFrame) -> dict:
+    """Per target: mean steps to it, trials that reached it, mean simulated time then."""
+    rec: dict = {}
+    suffixes = target_suffixes(done)
+    rows = avbench.load_trace(path, columns=["time"]) if suffixes and len(done) else None
+    for t in suffixes:
+        reached = done[done[f"reached_{t}"] == 1]
+        rec[f"steps_to_{t}"] = _mean(done[f"steps_to_{t}"]) if len(done) else math.nan
+        rec[f"reached_{t}"] = len(reached)
+        times = [avbench.value_at(rows, k, "step", at, "time")
+                 for k, at in zip(reached["trial"], reached[f"steps_to_{t}"])]
+        rec[f"time_to_{t}"] = _mean([v for v in times if not math.isnan(v)]) if times else math.nan
+    return rec
 
 
 def summarize_trace(path: Path) -> dict | None:
     """One table row for one trace, or None (with a message) if it is not a usable sgd trace."""
     try:
-        with h5py.File(path, "r") as f:
-            if f.attrs.get("run_kind") != "sgd":
-                print(f"summarize.py: {path.name}: not a training trace, skipped", file=sys.stderr)
-                return None
-            n = int(f.attrs["n_peers"])
-            config = {k: str(v) for k, v in f["config"].attrs.items() if k != "text"}
-            s = f["summary"]
-            columns = {name: ds[()] for name, ds in s.items()}
-            suffixes = target_suffixes(s)
-            trial_ids = list(columns.get("trial", []))
-            rows = {int(k): g for k, g in f["trials"].items()}
-            done = np.asarray(columns.get("complete", []), dtype=int) == 1
-            rec = {
-                "N": n,
-                "objective": config.get("objective", "?"),
-                "p": float(config.get("fail-rate", "nan")),
-                "protocol": protocol_label(config),
-                "trials": int(done.sum()),
-                "steps": int(np.max(columns["steps"][done])) if done.any() else 0,
-            }
-            for t in suffixes:
-                steps_to = np.asarray(columns[f"steps_to_{t}"])[done]
-                reached = np.asarray(columns[f"reached_{t}"])[done] == 1
-                rec[f"steps_to_{t}"] = float(steps_to.mean()) if done.any() else math.nan
-                rec[f"reached_{t}"] = int(reached.sum())
-                # The simulated time of the row where each trial reached t.
-                times = []
-                for k, step, ok in zip(np.asarray(trial_ids)[done], steps_to, reached):
-                    if not ok:
-                        continue
-                    g = rows[int(k)]
-                    at = np.flatnonzero(g["step"][()] == step)
-                    if at.size:
-                        times.append(float(g["time"][()][at[0]]))
-                rec[f"time_to_{t}"] = float(np.mean(times)) if times else math.nan
-            for name in ("final_relative_gap", "final_consensus", "final_accuracy"):
-                vals = np.asarray(columns[name], dtype=float)[done]
-                rec[name] = float(vals.mean()) if vals.size else math.nan
-            bytes_sent = np.asarray(columns["bytes_sent"], dtype=float)[done]
-            rec["bytes_per_peer"] = float(bytes_sent.mean() / n) if bytes_sent.size else math.nan
-            times = np.asarray(columns["time"], dtype=float)[done]
-            rec["sim_time"] = float(times.mean()) if times.size else math.nan
-            rec["engine"] = str(f.attrs.get("engine", ""))
-            rec["trace"] = path.name
-            return rec
+        summary = avbench.read_summary(path)
+        meta, config = summary.attrs, summary.attrs["config"]
+        if meta["run_kind"] != "sgd":
+            print(f"summarize.py: {path.name}: not a training trace, skipped", file=sys.stderr)
+            return None
+        done = summary[summary["complete"]] if "complete" in summary else summary.iloc[:0]
+        n = meta["peers"]
+        rec = {"N": n, "objective": config.get("objective", "?"), "p": float(config.get("fail-rate", "nan")),
+               "protocol": protocol_label(config), "trials": len(done),
+               "steps": int(done["steps"].max()) if len(done) else 0}
+        rec.update(target_fields(path, done))
+        for name in ("final_relative_gap", "final_consensus", "final_accuracy"):
+            rec[name] = _mean(done[name])
+        rec["bytes_per_peer"] = _mean(done["bytes_sent"]) / n
+        rec["sim_time"] = _mean(done["time"])
+        rec.update(engine=meta["engine"], trace=path.name)
+        return rec
     except (OSError, KeyError, ValueError) as e:
         print(f"summarize.py: {path.name}: cannot read ({e}), skipped", file=sys.stderr)
         return None
@@ -135,7 +109,7 @@ def summarize_trace(path: Path) -> dict | None:
 
 def load_cells(results: Path) -> pd.DataFrame:
     """The table, one row per trace in `results`, in display order."""
-    walls = read_walltimes(results)
+    walls = avbench.read_walltimes(results)
     records = []
     for path in sorted(results.glob("*.h5")):
         rec = summarize_trace(path)

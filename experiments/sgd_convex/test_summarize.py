@@ -61,6 +61,7 @@ def write_trace(path: Path, n: int, protocol: str, objective: str, p: str, trial
             steps = np.asarray(tr["steps"], dtype=np.int32)
             g["step"] = steps
             g["time"] = np.asarray(tr["time"], dtype=float)
+            g["round"] = steps
             g["targets"] = np.asarray([float(t) for t in targets])
             g.attrs["complete"] = np.int32(tr.get("complete", 1))
             cols["trial"].append(k)

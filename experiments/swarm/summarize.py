@@ -33,15 +33,16 @@ plot_sgd(...) (the notebook uses them).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import re
 import sys
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
 
 HERE = Path(__file__).resolve().parent
 # Display order; cells not listed come after, by name.
@@ -66,41 +67,73 @@ def parse_name(stem: str) -> tuple[str, str, float] | None:
     return kind, m.group(2), sigma
 
 
-def target_suffixes(summary, prefix: str) -> list[str]:
-    """The target suffixes ('1e-2', ...) of a summary group, largest target first."""
-    found = [k[len(prefix):] for k in summary.keys() if k.startswith(prefix)]
+def target_suffixes(summary: pd.DataFrame, prefix: str) -> list[str]:
+    """The target suffixes ('1e-2', ...) of a trace's summary, largest target first."""
+    found = [k[len(prefix):] for k in summary.columns if k.startswith(prefix)]
     return sorted(found, key=lambda s: -float(s))
 
 
-def load_rows(path: Path) -> pd.DataFrame:
-    """Every row of every trial of one trace, with `trial`, `complete` and `bits`
-    (bits per coordinate per peer sent so far) columns."""
-    frames = []
-    with h5py.File(path, "r") as f:
-        n = int(f.attrs["n_peers"])
-        d = int(f["config"].attrs["dim"])
-        for k, g in f["trials"].items():
-            cols = {name: ds[()] for name, ds in g.items() if name != "targets"}
-            frames.append(pd.DataFrame(cols).assign(trial=int(k), complete=int(g.attrs["complete"])))
-    if not frames:
-        return pd.DataFrame()
-    rows = pd.concat(frames, ignore_index=True)
-    rows["bits"] = rows["bytes_sent"].astype(float) * 8.0 / (d * n)
+# The per-row columns read (avbench.load_trace), by run kind.
+ROW_COLUMNS = {"averaging": ["variance", "bytes_sent", "time"],
+               "sgd": ["relative_gap", "bytes_sent", "time", "decode_failures"]}
+
+
+def load_rows(path: Path, kind: str | None = None) -> pd.DataFrame:
+    """Every row of every trial of one trace (avbench.load_trace), with `bits`: bits
+    per coordinate per peer sent so far."""
+    kind = kind or avbench.read_summary(path).attrs["run_kind"]
+    rows = avbench.load_trace(path, columns=ROW_COLUMNS[kind])
+    if rows.empty:
+        return rows
+    rows["bits"] = rows["bytes_sent"].astype(float) * 8.0 / (int(rows["dim"].iat[0]) * int(rows["peers"].iat[0]))
     return rows
 
 
-def read_walltimes(results: Path) -> dict[str, float]:
-    """trace name (without .h5) -> seconds, the last line of walltime.tsv for it."""
-    out: dict[str, float] = {}
-    path = results / "walltime.tsv"
-    if path.exists():
-        with open(path, newline="") as fh:
-            for row in csv.DictReader(fh, delimiter="\t"):
-                try:
-                    out[row["cell"]] = float(row["seconds"])
-                except (KeyError, TypeError, ValueError):
-                    pass
-    return out
+def _mean(values) -> float:
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()) if v.size else math.nan
+
+
+def target_fields(rows: pd.DataFrame, done: pd.DataFrame, count: str, x_name: str, bits_of: float) -> dict:
+    """Per target: mean rounds (steps) to it, trials that reached it, and the mean
+    bits per coordinate and simulated time at that row."""
+    rec: dict = {}
+    for t in target_suffixes(done, f"{count}_to_"):
+        reached = done[done[f"reached_{t}"] == 1]
+        rec[f"{count}_to_{t}"] = _mean(done[f"{count}_to_{t}"]) if len(done) else math.nan
+        rec[f"reached_{t}"] = len(reached)
+        at = list(zip(reached["trial"], reached[f"{count}_to_{t}"]))
+        bits = [avbench.value_at(rows, k, x_name, x, "bytes_sent") * bits_of for k, x in at]
+        times = [avbench.value_at(rows, k, x_name, x, "time") for k, x in at]
+        rec[f"bits_to_{t}"] = _mean([b for b in bits if not math.isnan(b)]) if bits else math.nan
+        rec[f"time_to_{t}"] = _mean([v for v in times if not math.isnan(v)]) if times else math.nan
+    return rec
+
+
+def trace_fields(path: Path, kind: str, summary: pd.DataFrame) -> dict:
+    """The measured columns of one trace's row of the table."""
+    meta, config = summary.attrs, summary.attrs["config"]
+    done = summary[summary["complete"]] if "complete" in summary else summary.iloc[:0]
+    n, d = meta["peers"], int(config["dim"])
+    bits_of = 8.0 / (d * n)
+    x_name, count = ("round", "rounds") if kind == "averaging" else ("step", "steps")
+    rows = load_rows(path, kind)
+    rec = {"engine": meta["engine"], "N": n, "d": d, "protocol": config.get("protocol", "?"),
+           "quantizer": config.get("quantizer", "none"), "trials": len(done),
+           count: int(done[count].max()) if len(done) else 0}
+    rec.update(target_fields(rows, done, count, x_name, bits_of))
+    finals = ["final_variance", "final_error"] if kind == "averaging" else ["final_relative_gap", "final_consensus"]
+    for name in finals:
+        rec[name] = _mean(done[name])
+    if kind == "sgd":
+        kept = rows[rows["trial"].isin(done["trial"])]
+        rec["decode_failures"] = _mean(kept.groupby("trial")["decode_failures"].sum()) if len(kept) else math.nan
+    rec["bits_total"] = _mean(done["bytes_sent"]) * bits_of
+    rec["sim_time"] = _mean(done["time"])
+    per = rec[count] if rec[count] > 0 else math.nan
+    rec[f"bits_per_{x_name}"] = rec["bits_total"] / per
+    rec[f"time_per_{x_name}"] = rec["sim_time"] / per
+    return rec
 
 
 def summarize_trace(path: Path) -> dict | None:
@@ -111,60 +144,12 @@ def summarize_trace(path: Path) -> dict | None:
         return None
     kind, cell, sigma = named
     try:
-        with h5py.File(path, "r") as f:
-            run_kind = f.attrs.get("run_kind", "averaging")
-            if run_kind != kind:
-                print(f"summarize.py: {path.name}: a {run_kind} trace under an {kind} name, skipped",
-                      file=sys.stderr)
-                return None
-            n = int(f.attrs["n_peers"])
-            config = {k: str(v) for k, v in f["config"].attrs.items() if k != "text"}
-            d = int(config["dim"])
-            s = f["summary"]
-            columns = {name: ds[()] for name, ds in s.items()}
-            done = np.asarray(columns.get("complete", []), dtype=int) == 1
-            trial_ids = np.asarray(columns.get("trial", []))[done]
-            bits_of = 8.0 / (d * n)
-            x_name, count = ("round", "rounds") if kind == "averaging" else ("step", "steps")
-            rec = {"kind": kind, "cell": cell, "sigma": sigma, "engine": str(f.attrs.get("engine", "")), "N": n,
-                   "d": d, "protocol": config.get("protocol", "?"), "quantizer": config.get("quantizer", "none"),
-                   "trials": int(done.sum()),
-                   count: int(np.max(columns[count][done])) if done.any() else 0}
-            rows = {int(k): g for k, g in f["trials"].items()}
-            for t in target_suffixes(s, f"{count}_to_"):
-                first = np.asarray(columns[f"{count}_to_{t}"])[done]
-                reached = np.asarray(columns[f"reached_{t}"])[done] == 1
-                rec[f"{count}_to_{t}"] = float(first.mean()) if done.any() else math.nan
-                rec[f"reached_{t}"] = int(reached.sum())
-                bits, times = [], []
-                for k, at_x, ok in zip(trial_ids, first, reached):
-                    if not ok:
-                        continue
-                    g = rows[int(k)]
-                    at = np.flatnonzero(g[x_name][()] == at_x)
-                    if at.size:
-                        bits.append(float(g["bytes_sent"][()][at[0]]) * bits_of)
-                        times.append(float(g["time"][()][at[0]]))
-                rec[f"bits_to_{t}"] = float(np.mean(bits)) if bits else math.nan
-                rec[f"time_to_{t}"] = float(np.mean(times)) if times else math.nan
-            finals = ["final_variance", "final_error"] if kind == "averaging" else [
-                "final_relative_gap", "final_consensus"]
-            for name in finals:
-                vals = np.asarray(columns[name], dtype=float)[done]
-                rec[name] = float(vals.mean()) if vals.size else math.nan
-            if kind == "sgd":
-                failures = [int(np.sum(rows[int(k)]["decode_failures"][()])) for k in trial_ids
-                            if "decode_failures" in rows[int(k)]]
-                rec["decode_failures"] = float(np.mean(failures)) if failures else math.nan
-            total_bits = np.asarray(columns["bytes_sent"], dtype=float)[done] * bits_of
-            sim = np.asarray(columns["time"], dtype=float)[done]
-            rec["bits_total"] = float(total_bits.mean()) if total_bits.size else math.nan
-            rec["sim_time"] = float(sim.mean()) if sim.size else math.nan
-            per = rec[count] if rec[count] > 0 else math.nan
-            rec[f"bits_per_{x_name}"] = rec["bits_total"] / per
-            rec[f"time_per_{x_name}"] = rec["sim_time"] / per
-            rec["trace"] = path.name
-            return rec
+        summary = avbench.read_summary(path)
+        if summary.attrs["run_kind"] != kind:
+            print(f"summarize.py: {path.name}: a {summary.attrs['run_kind']} trace under an {kind} name, skipped",
+                  file=sys.stderr)
+            return None
+        return {"kind": kind, "cell": cell, "sigma": sigma, **trace_fields(path, kind, summary), "trace": path.name}
     except (OSError, KeyError, ValueError) as e:
         print(f"summarize.py: {path.name}: cannot read ({e!r}), skipped", file=sys.stderr)
         return None
@@ -173,7 +158,7 @@ def summarize_trace(path: Path) -> dict | None:
 def load_cells(results: Path) -> pd.DataFrame:
     """The table, one row per trace in `results`: averaging cells first, then sgd, each
     in CELL_ORDER, then by platform sigma."""
-    walls = read_walltimes(results)
+    walls = avbench.read_walltimes(results)
     records = []
     for path in sorted(results.glob("*.h5")):
         rec = summarize_trace(path)

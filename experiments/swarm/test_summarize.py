@@ -61,6 +61,8 @@ def write_trace(path: Path, kind: str, n: int, d: int, protocol: str, quantizer:
             g = f.create_group(f"trials/{k}")
             xs = np.asarray(tr["x"], dtype=np.int32)
             g[x_name] = xs
+            if x_name == "step":
+                g["round"] = xs
             g[y_name] = np.asarray(tr["y"], dtype=float)
             g["bytes_sent"] = np.asarray(tr["bytes"], dtype=np.uint64)
             g["time"] = np.asarray(tr["time"], dtype=float)

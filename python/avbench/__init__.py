@@ -7,11 +7,29 @@ standard figures (docs/analysis.md).
     avbench.plot_metric(df[df["peers"] == 1024], x="round", by="protocol")
     avbench.standard_figures(df, "figures/")
 
-Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3).
+Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3). The
+names load on first use, so that `avbench.trace_state` (h5py only) stays cheap.
 """
 
-from .figures import aggregate, plot_metric, standard_figures
-from .traces import KNOWN_SCHEMA_VERSIONS, TraceError, load_sweep, load_trace, per_trial, trace_paths
+import importlib
 
-__all__ = ["KNOWN_SCHEMA_VERSIONS", "TraceError", "aggregate", "load_sweep", "load_trace", "per_trial",
-           "plot_metric", "standard_figures", "trace_paths"]
+_WHERE = {
+    "files": ("TraceError", "trace_state"),
+    "traces": ("KNOWN_SCHEMA_VERSIONS", "load_summary", "load_sweep", "load_trace", "per_trial", "read_summary",
+               "read_walltimes", "trace_paths", "value_at"),
+    "figures": ("aggregate", "plot_metric", "standard_figures"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'avbench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_MODULE_OF[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -44,7 +44,7 @@ import glob as _glob
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Iterable
 
 import h5py
 import numpy as np
@@ -81,7 +81,7 @@ COLUMN_KIND = {
 }
 TRIAL_NAME = re.compile(r"(0|[1-9][0-9]*)")  # a trial's index in decimal, as the writer names it
 
-PathLike = Union[str, os.PathLike]
+from .files import PathLike, TraceError, _attr_str, _int_attr, open_trace  # noqa: F401  (TraceError: public here too)
 
 
 def parse_value(text: str):
@@ -106,32 +106,6 @@ def read_config(f: h5py.File) -> dict:
     if "config" not in f:
         return {}
     return {k: parse_value(v) for k, v in f["config"].attrs.items() if k != "text"}
-
-
-def _attr_str(v) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-
-
-class TraceError(ValueError):
-    """A file that is not a readable trace of a known schema. `path` is the file,
-    `where` the dataset, group or attribute at fault ("/" for the file as a whole);
-    both open the message."""
-
-    def __init__(self, path: str, where: str, problem: str):
-        super().__init__(f"{path}: {where}: {problem}")
-        self.path, self.where = path, where
-
-
-def _int_attr(path: str, obj, where: str, name: str, default=None) -> int:
-    """An integer attribute of `obj`; `default` when absent and a default is given."""
-    if name not in obj.attrs:
-        if default is not None:
-            return default
-        raise TraceError(path, where, f"has no attribute {name}")
-    v = obj.attrs[name]
-    if not (np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)):
-        raise TraceError(path, f"{where} attribute {name}", f"is {v!r}, not an integer")
-    return int(v)
 
 
 def _read_column(path: str, g: h5py.Group, where: str, col: str) -> np.ndarray:
@@ -168,12 +142,7 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
     the format promises finite that is not, a trial group not named by its index.
     """
     path = os.fspath(path)
-    try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise TraceError(path, "/", f"not an HDF5 file HDF5 can open ({e})") from e
+    f = open_trace(path)
     with f:
         version = _int_attr(path, f, "/", "schema_version", default=-1)
         if version not in KNOWN_SCHEMA_VERSIONS:
@@ -302,3 +271,62 @@ def _kind_of(path: str) -> str:
 def per_trial(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (trace, trial): its last row (final values, totals, targets)."""
     return df.groupby(["trace", "trial"], sort=False, as_index=False).tail(1).reset_index(drop=True)
+
+
+def load_summary(source, pattern: str = "*.h5", run_kind: str | None = None) -> pd.DataFrame:
+    """One row per (trace, trial) from each trace's /summary (read_summary), for
+    every trace named by `source`; `source`, `pattern` and `run_kind` are
+    load_sweep's. Raises FileNotFoundError when no trace of that kind is left."""
+    frames = [df for df in map(read_summary, trace_paths(source, pattern))
+              if run_kind is None or df.attrs["run_kind"] == run_kind]
+    if not frames:
+        raise FileNotFoundError(f"no {run_kind + ' ' if run_kind else ''}traces in {source!r}")
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def read_summary(path: PathLike) -> pd.DataFrame:
+    """One trace's /summary (docs/trace-format.md), one row per trial: its columns as
+    stored (final_variance, rounds_to_<t>, bytes_sent, ...; `complete` as a bool),
+    the identifying columns trace, run_kind, engine, peers, trace_complete, and every
+    /config option as in load_trace. The same without the rows, for a trace stopped
+    before any trial ended, in .attrs: run_kind, engine, peers, trace_complete and
+    config (a dict). Raises FileNotFoundError or TraceError as load_trace does."""
+    path = os.fspath(path)
+    f = open_trace(path)
+    with f:
+        version = _int_attr(path, f, "/", "schema_version", default=1)
+        ident = {"trace": path,
+                 "run_kind": "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", "")),
+                 "engine": _attr_str(f.attrs.get("engine", "")), "peers": _int_attr(path, f, "/", "n_peers"),
+                 "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0))}
+        s = f["summary"] if "summary" in f else {}
+        df = pd.DataFrame({name: s[name][()] for name in s})
+        config = read_config(f)
+    if "complete" in df:
+        df["complete"] = df["complete"].astype(int) == 1
+    for k, v in {**ident, **config}.items():
+        df[k if k not in df.columns or k in ident else f"config_{k}"] = v
+    df.attrs.update({k: v for k, v in ident.items() if k != "trace"}, config=config)
+    return df
+
+
+def value_at(rows: pd.DataFrame, trial: int, x: str, at, column: str) -> float:
+    """`column` of trial `trial` in the row where `x` (round or step) equals `at`, as
+    load_trace gives the rows; NaN when there is no such row."""
+    hit = rows.loc[(rows["trial"] == trial) & (rows[x] == at), column]
+    return float(hit.iat[0]) if len(hit) else float("nan")
+
+
+def read_walltimes(folder: PathLike) -> dict[str, float]:
+    """cell name -> seconds from the walltime.tsv that scripts/sweep.py keeps in a
+    sweep's folder (the last line of a cell wins); {} without one."""
+    path = Path(folder) / "walltime.tsv"
+    out: dict[str, float] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+            cell, _, seconds = line.partition("\t")
+            try:
+                out[cell] = float(seconds.split("\t")[-1])
+            except ValueError:
+                pass
+    return out

@@ -3,8 +3,8 @@
 
     aggregate.py TABLE OUT [--csv PATH]
 
-For row i of TABLE (the sweep's parameter table, scripts/slurm/table.py) it reads
-OUT/traces/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
+For row i of TABLE (the sweep's table, scripts/sweep_table.py) it reads
+OUT/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
 
 - `row`, `name`, `trace`: the table row, its name, the trace's path;
 - every column of TABLE as written (`-` where the row left the flag out);
@@ -39,7 +39,9 @@ import math
 import os
 import sys
 
-import table as sweep_table  # scripts/slurm/table.py, next to this file
+# Appended: scripts/platform.py must not hide the standard module.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import sweep_table  # noqa: E402  (scripts/sweep_table.py: the format every mode reads)
 
 # /summary columns that identify a trial rather than measure it.
 NOT_METRICS = ("trial", "seed", "complete")
@@ -114,7 +116,7 @@ def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
     records: list[dict] = []
     problems: list[str] = []
     for row in table.rows:
-        trace = os.path.join(out, "traces", f"{row.name}.h5")
+        trace = os.path.join(out, f"{row.name}.h5")
         fields, bad = read_trace(trace, row)
         problems += bad
         # The table's cells, with the name resolved (a '-' or missing name is row<i>).
@@ -124,7 +126,7 @@ def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
 
     # Columns: the table's, then the trace's, then its config, then its metrics,
     # each group in first-seen order (averaging and sgd runs have different ones).
-    head = ["row", "name", "trace"] + [c for c in table.columns if c != "name"]
+    head = ["row", "name", "trace"] + [c for c in dict.fromkeys(table.columns) if c != "name"]
     rest: list[str] = []
     for r in records:
         rest += [k for k in r if k not in head and k not in rest]
@@ -148,7 +150,7 @@ def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="aggregate.py", description="One CSV row per trace of a sweep.")
     p.add_argument("table", metavar="TABLE", help="the sweep's parameter table")
-    p.add_argument("out", metavar="OUT", help="the sweep's output folder (traces in OUT/traces)")
+    p.add_argument("out", metavar="OUT", help="the sweep's output folder (traces OUT/<name>.h5)")
     p.add_argument("--csv", metavar="PATH", help="the CSV to write (default OUT/aggregate.csv)")
     args = p.parse_args(argv)
     if not os.path.isdir(args.out):

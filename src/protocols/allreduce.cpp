@@ -3,7 +3,7 @@
 // "All-Reduce with restarts" baseline under `abort` (a round counts only if all N
 // peers are alive; the default), or an all-reduce among the survivors under
 // `survivors`.
-#include "protocols/allreduce.hpp"
+#include "protocols/protocol.hpp"
 
 #include <vector>
 
@@ -60,8 +60,8 @@ class AllreduceProtocol final : public Protocol {
 
 }  // namespace
 
-std::unique_ptr<Protocol> make_allreduce(FailureSemantics semantics, Collective collective) {
-  return std::make_unique<AllreduceProtocol>(semantics, collective);
+std::unique_ptr<Protocol> make_allreduce(const ProtocolOptions& options, Comm& /*world*/) {
+  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective);
 }
 
 }  // namespace avb

@@ -474,13 +474,17 @@ std::vector<int> sgp_paper_neighbours(int n, int t, int i) {
   return out;
 }
 
-std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& o, int n) { return std::make_unique<GossipProtocol>(o, n); }
-std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& o, int n) {
-  return std::make_unique<PushSumProtocol>(o, n);
+std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& o, Comm& world) {
+  return std::make_unique<GossipProtocol>(o, world.size());
 }
-std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions&, int n) { return std::make_unique<SgpPaperProtocol>(n); }
-std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, int n) {
-  return std::make_unique<PairwiseProtocol>(o, n);
+std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& o, Comm& world) {
+  return std::make_unique<PushSumProtocol>(o, world.size());
+}
+std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions&, Comm& world) {
+  return std::make_unique<SgpPaperProtocol>(world.size());
+}
+std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, Comm& world) {
+  return std::make_unique<PairwiseProtocol>(o, world.size());
 }
 
 }  // namespace avb

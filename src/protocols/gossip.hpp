@@ -14,12 +14,6 @@ namespace avb {
 AliveWeights parse_alive_weights(std::string_view name);  // throws ConfigError (--alive-weights)
 std::string_view to_string(AliveWeights weights);
 
-// `options` resolved (topology set).
-std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& options, int n_peers);
-std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& options, int n_peers);
-std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions& options, int n_peers);
-std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& options, int n_peers);
-
 // Row i of round t's gossip matrix among the alive peers (docs/protocols.md):
 // the topology's row as is when every peer in it is alive; otherwise renormalised
 // over the alive entries, or Metropolis weights of the alive subgraph. Empty for a

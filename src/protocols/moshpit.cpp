@@ -17,7 +17,7 @@
 //   Placement costs each peer O(N d) time per trial; axis keeps O(d M) memory.
 //
 // With N = M^d peers and no failures both give the exact average after d rounds.
-#include "protocols/moshpit.hpp"
+#include "protocols/protocol.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -156,8 +156,8 @@ class MoshpitProtocol final : public Protocol {
 
 }  // namespace
 
-std::unique_ptr<Protocol> make_moshpit(const ProtocolOptions& options, int n_peers) {
-  return std::make_unique<MoshpitProtocol>(options, n_peers);
+std::unique_ptr<Protocol> make_moshpit(const ProtocolOptions& options, Comm& world) {
+  return std::make_unique<MoshpitProtocol>(options, world.size());
 }
 
 }  // namespace avb

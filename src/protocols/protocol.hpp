@@ -114,22 +114,51 @@ struct ProtocolOptions {
   std::optional<TopologySpec> topology;
   Weights weights = Weights::uniform;
   AliveWeights alive_weights = AliveWeights::renormalize;
-  // swarm: who is written in an interaction (docs/protocols.md), and how models
-  // travel on the wire.
+  // swarm: who is written in an interaction (docs/protocols.md).
   SwarmMode swarm_mode = SwarmMode::blocking;
   SwarmClock swarm_clock = SwarmClock::round;
+  // swarm, gossip, pairwise, choco: how vectors travel on the wire.
   QuantizerSpec quantizer;
+  // choco: the consensus step size gamma in (0, 1].
+  double consensus_step = 1.0;
 };
 
+// Whether a protocol keeps working when departed peers' slots are taken by new
+// peers (--failure churn, sim/churn.hpp).
+enum class ChurnSupport {
+  yes,
+  averaging_only,  // refused in sgd_bench
+  no,
+};
+
+// Makes a protocol for one trial on `world`, the communicator it will be stepped
+// on, from options already resolved for world.size() peers.
+using ProtocolFactory = std::unique_ptr<Protocol>(const ProtocolOptions& options, Comm& world);
+
+// One row of the catalog (protocols/catalog.cpp): everything the rest of the
+// program knows about a protocol. Nothing outside the catalog switches on a name.
 struct ProtocolInfo {
   std::string_view name;
   std::string_view summary;
   FailureSemantics default_semantics;
   std::vector<FailureSemantics> semantics;  // the ones it supports
+  // The flags it takes beyond --protocol and --on-failure, in the order
+  // describe() lists them; apps refuse the others.
+  std::vector<std::string_view> flags;
+  // Graph protocols (those that take --topology): the graph when none is given.
+  std::optional<TopologyKind> default_topology;
+  ChurnSupport churn = ChurnSupport::yes;
+  std::string_view churn_refusal;  // why, when churn is not ChurnSupport::yes
+  // Peers step at their own pace (rounds are not collective), so SGD peers may
+  // take different numbers of local steps between rounds.
+  bool asynchronous = false;
+  ProtocolFactory* make = nullptr;
 };
 
 // Every registered protocol, in a stable order.
-std::vector<ProtocolInfo> protocol_catalog();
+const std::vector<ProtocolInfo>& protocol_catalog();
+// The row of `name`; throws ConfigError naming --protocol and the accepted names.
+const ProtocolInfo& protocol_info(std::string_view name);
 // "allreduce, moshpit, ..." for error messages.
 std::string protocol_names();
 
@@ -138,6 +167,10 @@ std::string protocol_names();
 // naming the flag and the accepted values.
 ProtocolOptions resolve(const ProtocolOptions& options, int n_peers);
 
+// Refuses a failure kind the protocol cannot run under (churn: the catalog's
+// ChurnSupport); `training` for sgd_bench. Throws ConfigError naming --failure.
+void check_failure_support(std::string_view protocol, FailureKind kind, bool training);
+
 // Makes a protocol for one trial on `world`, the communicator it will be stepped on;
 // `options` as resolve() returned them for world.size() peers (resolved once per run).
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world);
@@ -145,6 +178,8 @@ std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& wo
 // The flags that apply to a protocol beyond --protocol and --on-failure, e.g.
 // {"--grid", "--placement", ...} for moshpit; apps refuse the others.
 std::vector<std::string_view> protocol_flags(std::string_view name);
+// Whether `name` takes `flag` (e.g. takes(name, "--topology") for graph protocols).
+bool takes(std::string_view name, std::string_view flag);
 
 // The resolved options that concern the protocol, as (key, value) pairs, for
 // headers and traces.

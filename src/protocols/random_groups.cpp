@@ -55,7 +55,7 @@ class RandomGroupsProtocol final : public Protocol {
 
 }  // namespace
 
-std::unique_ptr<Protocol> make_random_groups(const ProtocolOptions& options) {
+std::unique_ptr<Protocol> make_random_groups(const ProtocolOptions& options, Comm& /*world*/) {
   return std::make_unique<RandomGroupsProtocol>(options);
 }
 

@@ -1,4 +1,4 @@
-// Protocol "random-groups": the Moshpit paper's baseline.
+// How protocol "random-groups" (the Moshpit paper's baseline) deals peers into groups.
 #pragma once
 
 #include <memory>
@@ -6,8 +6,6 @@
 #include "protocols/protocol.hpp"
 
 namespace avb {
-
-std::unique_ptr<Protocol> make_random_groups(const ProtocolOptions& options);
 
 // The group of each position 0..participants-1 of the round's shuffled order:
 // r = max(1, participants / group_size) groups; position i < r*g goes to group

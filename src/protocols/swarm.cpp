@@ -29,7 +29,7 @@
 // until the barrier completes. The barrier completes only when every peer's
 // interaction is over, so no request is left in flight; the replies this peer sent
 // are then completed too.
-#include "protocols/swarm.hpp"
+#include "protocols/protocol.hpp"
 
 #include <algorithm>
 #include <cmath>

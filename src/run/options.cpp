@@ -18,7 +18,8 @@ void resolve_run(RunOptions& r, int n_peers, bool training) {
   r.protocol = resolve(r.protocol, n_peers);
   require(r.fail_rate >= 0.0 && r.fail_rate <= 1.0, "--fail-rate", r.fail_rate, "a number in [0, 1]");
   validate(r.stragglers);
-  check_churn(r.failure, r.join_rate, r.protocol.name, training);
+  check_churn(r.failure, r.join_rate);
+  check_failure_support(r.protocol.name, r.failure, training);
   require(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout), "--detection-timeout",
           r.detection_timeout, "a number >= 0 (seconds)");
   require(r.trials >= 1, "--trials", r.trials, "an integer >= 1");

@@ -49,7 +49,7 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   r.objective = resolve(options.objective, n_peers);
   require(r.steps >= 0, "--steps", r.steps, "an integer >= 0");
   require(r.local_steps >= 1, "--local-steps", r.local_steps, "an integer >= 1");
-  if (r.local_steps_dist == LocalStepsDist::geometric && r.protocol.name != "swarm")
+  if (r.local_steps_dist == LocalStepsDist::geometric && !protocol_info(r.protocol.name).asynchronous)
     throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
                       "collective: every peer must reach them after the same number of steps)");
   if (r.failure == FailureKind::churn && r.local_steps_dist == LocalStepsDist::geometric)

@@ -14,19 +14,11 @@ FailureKind parse_failure_kind(std::string_view name) {
   throw ConfigError("--failure: '" + std::string(name) + "' is not one of {transient, permanent, churn}");
 }
 
-void check_churn(FailureKind kind, double join_rate, const std::string& protocol, bool training) {
+void check_churn(FailureKind kind, double join_rate) {
   if (!(join_rate >= 0.0 && join_rate <= 1.0))
     throw ConfigError("--join-rate: " + std::to_string(join_rate) + " is not a number in [0, 1]");
-  if (kind != FailureKind::churn) {
-    if (join_rate != 0.0) throw ConfigError("--join-rate: applies to --failure churn only");
-    return;
-  }
-  if (protocol == "pushsum")
-    throw ConfigError("--failure churn: not supported by --protocol pushsum (a new peer would need the departed "
-                      "peer's push-sum weight)");
-  if (training && protocol == "swarm")
-    throw ConfigError("--failure churn: not supported by sgd_bench --protocol swarm (a joiner's state transfer "
-                      "could wait on a peer that waits on it mid-interaction)");
+  if (kind != FailureKind::churn && join_rate != 0.0)
+    throw ConfigError("--join-rate: applies to --failure churn only");
 }
 
 FailureSemantics parse_failure_semantics(std::string_view name) {

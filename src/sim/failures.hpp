@@ -33,11 +33,10 @@ enum class FailureSemantics {
 
 FailureKind parse_failure_kind(std::string_view name);            // throws ConfigError
 
-// Refuses what churn cannot do: --join-rate outside [0, 1] or without --failure
-// churn; churn with push-sum (a new peer would need the departed one's weight), or,
-// in training (`training`), with swarm (a joiner's transfer could wait on a peer
-// that waits on it mid-interaction). Throws ConfigError naming the flag.
-void check_churn(FailureKind kind, double join_rate, const std::string& protocol, bool training);
+// Refuses --join-rate outside [0, 1] or without --failure churn. Which protocols
+// run under churn is the catalog's (check_failure_support in protocols/protocol.hpp).
+// Throws ConfigError naming the flag.
+void check_churn(FailureKind kind, double join_rate);
 FailureSemantics parse_failure_semantics(std::string_view name);  // throws ConfigError
 std::string_view to_string(FailureKind kind);
 std::string_view to_string(FailureSemantics semantics);

@@ -245,12 +245,14 @@ struct SgdCase {
   int batch = 1;
   const char* semantics = "default";
   const char* topology = "default";
+  const char* quantizer = "none";  // choco
+  double gamma = 1.0;
 };
 
 std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
   return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
             << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
-            << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology;
+            << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma;
 }
 
 TrainingOptions options_for(const SgdCase& c) {
@@ -259,6 +261,8 @@ TrainingOptions options_for(const SgdCase& c) {
   o.protocol.name = c.protocol;
   if (std::string(c.semantics) != "default") o.protocol.on_failure = parse_failure_semantics(c.semantics);
   if (std::string(c.topology) != "default") o.protocol.topology = parse_topology(c.topology);
+  o.protocol.quantizer = parse_quantizer(c.quantizer);
+  o.protocol.consensus_step = c.gamma;
   o.protocol.group_size = 3;  // random-groups: several groups at small N
   o.objective = c.logistic ? synthetic_logistic() : quadratic(0.3);
   o.fail_rate = c.rate;
@@ -325,6 +329,14 @@ INSTANTIATE_TEST_SUITE_P(
     SgdPairwise, SgdOracle,
     ::testing::Values(SgdCase{"pairwise", 1, 30, 0.2, "transient", "step", true},
                       SgdCase{"pairwise", 3, 29, 0.2, "transient", "inverse", false, 0.9, 1, "default", "ring"}));
+
+// CHOCO-SGD: local steps, then one CHOCO-Gossip round on the changed models.
+INSTANTIATE_TEST_SUITE_P(
+    SgdChoco, SgdOracle,
+    ::testing::Values(SgdCase{"choco", 1, 30, 0.2, "transient", "constant", false, 0.0, 1, "default", "default",
+                              "stochastic:4", 0.5},
+                      SgdCase{"choco", 2, 30, 0.1, "permanent", "inverse", true, 0.0, 1, "default", "torus", "fp16",
+                              0.8}));
 
 // ---- a LIBSVM file, read and dealt by rank 0 ---------------------------------------------
 

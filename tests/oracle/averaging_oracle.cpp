@@ -252,6 +252,63 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
   }
 }
 
+// CHOCO-Gossip (docs/protocols.md, "choco"): every alive peer adds
+// q_i = Q(x_i - x̂_i), decoded near 0 (the exact difference when that fails), to
+// x̂_i; then x_i += gamma * sum over alive neighbours j of w_ij (x̂_j - x̂_i), with
+// the new copies. A receiver's copy equals the sender's x̂ whenever it is used, so
+// one x̂ per peer models them all; what differs is the traffic: the encoding
+// (plus q at full precision when it does not decode) to a receiver that heard the
+// sender's last update, x̂ itself at full precision to one that did not.
+void choco_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,
+                RoundEffect& effect, TrialState& state) {
+  const int n = static_cast<int>(x.size());
+  const std::size_t d = x.front().size();
+  if (state.public_copy.empty() || state.seed != seed) {
+    state.topology.emplace(*protocol.topology, n, seed);
+    state.seed = seed;
+    state.public_copy.assign(static_cast<std::size_t>(n), std::vector<double>(d, 0.0));
+    state.updated.assign(static_cast<std::size_t>(n), 0);
+    state.sent.assign(static_cast<std::size_t>(n), {});
+  }
+  const Topology& g = *state.topology;
+  const Quantizer quantizer(protocol.quantizer);
+  const std::vector<double> zeros(d, 0.0);
+  for (int i = 0; i < n; ++i) {
+    if (!failures.alive(t, i)) continue;
+    std::vector<double>& own = state.public_copy[i];
+    std::vector<double> diff(d), q(d);
+    for (std::size_t c = 0; c < d; ++c) diff[c] = x[i][c] - own[c];
+    std::vector<std::byte> bytes;
+    quantizer.encode(diff, EncodeContext{seed, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(i), 0}, bytes);
+    const bool decodes = quantizer.decode(bytes, zeros, q).ok;
+    if (!decodes) {
+      q = diff;
+      ++effect.decode_failures;
+    }
+    for (std::size_t c = 0; c < d; ++c) own[c] += q[c];
+    for (int k : g.out_neighbours(t, i)) {
+      if (!failures.alive(t, k)) continue;
+      const auto it = state.sent[i].find(k);
+      const bool current = (it == state.sent[i].end() ? 0 : it->second) == state.updated[i];
+      effect.bytes += current ? bytes.size() + (decodes ? 0 : 8 * d) : 8 * d;
+      state.sent[i][k] = t;
+    }
+    state.updated[i] = t;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!failures.alive(t, i)) continue;
+    const MixingRow row = g.mixing_row(protocol.weights, t, i);
+    std::vector<double> pull(d, 0.0);
+    for (std::size_t k = 0; k < row.peers.size(); ++k) {
+      const int j = row.peers[k];
+      if (j == i || !failures.alive(t, j)) continue;
+      for (std::size_t c = 0; c < d; ++c)
+        pull[c] += row.weights[k] * (state.public_copy[j][c] - state.public_copy[i][c]);
+    }
+    for (std::size_t c = 0; c < d; ++c) x[i][c] += protocol.consensus_step * pull[c];
+  }
+}
+
 void random_groups_step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t,
                         Matrix& x, RoundEffect& effect) {
   const int n = static_cast<int>(x.size());
@@ -308,6 +365,10 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
   if (protocol.name == "gossip" || protocol.name == "pushsum" || protocol.name == "sgp-paper" ||
       protocol.name == "pairwise") {
     graph_step(protocol, failures, seed, t, x, effect, state);
+    return effect;
+  }
+  if (protocol.name == "choco") {
+    choco_step(protocol, failures, seed, t, x, effect, state);
     return effect;
   }
   throw std::logic_error("oracle: no model of protocol " + protocol.name);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <optional>
 #include <vector>
@@ -44,6 +45,11 @@ struct TrialState {
   Matrix mass;
   Matrix last;
   std::optional<Topology> topology;
+  // choco: every peer's public copy x̂, the last round it updated it, and the
+  // last round it sent to each receiver.
+  Matrix public_copy;
+  std::vector<int> updated;
+  std::vector<std::map<int, int>> sent;
 };
 // `seed` is the trial's seed (Round::seed); `state` starts empty for each trial.
 RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, std::uint64_t seed, int t, Matrix& x,

@@ -7,7 +7,7 @@
 # every file -- config, key, state, sockets, logs -- in the test's scratch folder
 # and free ports, so it touches no system Slurm and runs beside another copy of
 # itself. Then, all with the programs given:
-#   1. submit_sweep.sh: a job array over a 2-peer table whose rows use both
+#   1. scripts/sweep.py submit: a job array over a 2-peer table whose rows use both
 #      launchers (srun --mpi=pmix and mpirun), and the dependent aggregation job;
 #      waits for both, checks every trace with check_trace.py, the %A_%a logs, and
 #      that the CSV has a row per table row whose values are the traces' own (and
@@ -36,6 +36,7 @@ if [ $# -eq 2 ]; then
   SGD_BIN=$(realpath "$2")
 fi
 SLURM_DIR=$AVB_REPO/scripts/slurm
+SWEEP=$AVB_REPO/scripts/sweep.py   # the sweep driver, for submit
 BIN_DIR=$(dirname "$AVG_BIN")   # rows whose program is '-' run averaging_bench from here
 
 # --- Slurm and munge are required ---------------------------------------------------
@@ -271,15 +272,15 @@ ROWS=$(grep -cvE '^\s*(#|$)' "$TABLE")
 ROWS=$((ROWS - 1))   # the header
 OUT=$SCRATCH/sweep
 t0=$(now)
-if ! sub=$(tagged timeout 30 "$SLURM_DIR/submit_sweep.sh" --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
+if ! sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
   --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>"$SCRATCH/submit.err"); then
   cat "$SCRATCH/submit.err" >&2
-  die "submit_sweep.sh failed"
+  die "sweep.py submit failed"
 fi
 ARRAY=$(sed -n 's/^array_job=//p' <<<"$sub")
 AGG=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
-[ -n "$ARRAY" ] && [ -n "$AGG" ] || die "submit_sweep.sh printed no job ids: $sub"
-ok "submit_sweep.sh: array job $ARRAY ($ROWS rows), aggregation job $AGG"
+[ -n "$ARRAY" ] && [ -n "$AGG" ] || die "sweep.py submit printed no job ids: $sub"
+ok "sweep.py submit: array job $ARRAY ($ROWS rows), aggregation job $AGG"
 
 # 2. meanwhile, one single run per launcher (the node has CPUs for all of them).
 RUN_IDS=()
@@ -313,7 +314,7 @@ for name in $names; do
   launcher=${name##*-}
   if [ ! -f "$log" ]; then
     bad "no log $log for row $i"
-  elif grep -q "^sweep.sbatch: $launcher " "$log" && grep -q "row '$name'" "$log"; then
+  elif grep -q "^sweep.py: $launcher " "$log" && grep -q "row '$name'" "$log"; then
     ok "log sweep_${ARRAY}_$i.out: row $i ($name) ran under $launcher"
   else
     bad "log sweep_${ARRAY}_$i.out: row $i ($name) does not show its launcher $launcher"
@@ -323,11 +324,11 @@ done
 
 # Traces: valid and complete.
 for name in moshpit-srun moshpit-mpirun gossip-srun gossip-mpirun; do
-  check_trace "$OUT/traces/$name.h5" --kind averaging --peers 2 --trials "$TRIALS" --complete 1 --rounds "$ROUNDS"
+  check_trace "$OUT/$name.h5" --kind averaging --peers 2 --trials "$TRIALS" --complete 1 --rounds "$ROUNDS"
 done
 if [ -n "$SGD_BIN" ]; then
   for name in sgd-srun sgd-mpirun; do
-    check_trace "$OUT/traces/$name.h5" --kind sgd --peers 2 --trials "$TRIALS" --complete 1
+    check_trace "$OUT/$name.h5" --kind sgd --peers 2 --trials "$TRIALS" --complete 1
   done
 fi
 
@@ -351,7 +352,7 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
     for k, v in cells.items():
         if rec.get(k) != v:
             problems.append(f"{cells['name']}: column {k} = {rec.get(k)!r}, table says {v!r}")
-    with h5py.File(f"{out}/traces/{cells['name']}.h5", "r") as f:
+    with h5py.File(f"{out}/{cells['name']}.h5", "r") as f:
         if rec["config.protocol"] != f["config"].attrs["protocol"]:
             problems.append(f"{cells['name']}: config.protocol {rec['config.protocol']}")
         if rec["n_peers"] != str(f.attrs["n_peers"]) or rec["run_kind"] != f.attrs["run_kind"]:
@@ -400,8 +401,8 @@ done
 
 # --- 3. the same sweep again: nothing to redo -----------------------------------------
 mv "$OUT/aggregate.csv" "$SCRATCH/aggregate.first.csv"
-sub=$(tagged timeout 30 "$SLURM_DIR/submit_sweep.sh" --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
-  --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>/dev/null) || die "submit_sweep.sh (again) failed"
+sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
+  --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>/dev/null) || die "sweep.py submit (again) failed"
 ARRAY2=$(sed -n 's/^array_job=//p' <<<"$sub")
 AGG2=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
 wait_job "$ARRAY2" 60 && wait_job "$AGG2" 30 || true
@@ -418,8 +419,8 @@ BAD_TABLE=$SCRATCH/bad.tsv
 # The broken row runs under srun: mpirun would take a minute to give up on it
 # (AVB_MPIRUN_SIGKILL_TIMEOUT, scripts/slurm/launch.sh).
 printf 'name launcher protocol rounds trials\nfine mpirun allreduce 2 1\nbroken srun no-such-protocol 2 1\n' >"$BAD_TABLE"
-sub=$(tagged timeout 30 "$SLURM_DIR/submit_sweep.sh" --ntasks-per-node 2 --time 00:05:00 \
-  --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/bad" 2>/dev/null) || die "submit_sweep.sh (bad row) failed"
+sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 \
+  --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/bad" 2>/dev/null) || die "sweep.py submit (bad row) failed"
 ARRAY3=$(sed -n 's/^array_job=//p' <<<"$sub")
 AGG3=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
 wait_job "$ARRAY3" 60 && wait_job "$AGG3" 30 || true
@@ -445,24 +446,24 @@ refuses() {
 }
 AGG_PY=$SLURM_DIR/aggregate.py
 cp -r "$OUT" "$SCRATCH/damaged"
-rm "$SCRATCH/damaged/aggregate.csv" "$SCRATCH/damaged/traces/gossip-srun.h5"
+rm "$SCRATCH/damaged/aggregate.csv" "$SCRATCH/damaged/gossip-srun.h5"
 refuses 1 "row 2 (gossip-srun): no trace" "$AVB_PYTHON" "$AGG_PY" "$TABLE" "$SCRATCH/damaged"
 [ ! -e "$SCRATCH/damaged/aggregate.csv" ] && ok "missing trace: no CSV written" || bad "missing trace: a CSV was written"
-cp "$OUT/traces/gossip-srun.h5" "$SCRATCH/damaged/traces/"
-"$AVB_PYTHON" -c 'import sys, h5py; h5py.File(sys.argv[1], "r+").attrs["complete"] = 0' "$SCRATCH/damaged/traces/moshpit-mpirun.h5"
+cp "$OUT/gossip-srun.h5" "$SCRATCH/damaged/"
+"$AVB_PYTHON" -c 'import sys, h5py; h5py.File(sys.argv[1], "r+").attrs["complete"] = 0' "$SCRATCH/damaged/moshpit-mpirun.h5"
 refuses 1 "row 1 (moshpit-mpirun)" "$AVB_PYTHON" "$AGG_PY" "$TABLE" "$SCRATCH/damaged"
 refuses 2 "TABLE" "$AVB_PYTHON" "$AGG_PY" "$SCRATCH/no-such.tsv" "$OUT"
 printf 'name protocol\na moshpit extra\n' >"$SCRATCH/ragged.tsv"
 refuses 2 "ragged.tsv:2: 3 fields, but the header names 2 columns" \
-  "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/ragged.tsv" "$SCRATCH/x"
+  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/ragged.tsv" "$SCRATCH/x"
 printf 'name out\na b.h5\n' >"$SCRATCH/out.tsv"
-refuses 2 "column 'out' is not allowed" "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/out.tsv" "$SCRATCH/x"
+refuses 2 "column 'out' is not allowed" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/out.tsv" "$SCRATCH/x"
 printf 'name launcher\na ssh\n' >"$SCRATCH/launcher.tsv"
-refuses 2 "launcher 'ssh'" "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/launcher.tsv" "$SCRATCH/x"
-refuses 2 "--launcher 'ssh'" "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" --launcher ssh "$TABLE" "$SCRATCH/x"
-refuses 2 "--ntasks-per-node missing" "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/x"
-refuses 2 "TABLE $SCRATCH/nope.tsv: no such file" "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" "$SCRATCH/nope.tsv" "$SCRATCH/x"
-refuses 2 "already holds a different sweep" "$SLURM_DIR/submit_sweep.sh" --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$BAD_TABLE" "$OUT"
+refuses 2 "launcher 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/launcher.tsv" "$SCRATCH/x"
+refuses 2 "--launcher: invalid choice: 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --launcher ssh "$TABLE" "$SCRATCH/x"
+refuses 2 "--ntasks-per-node missing" "$SWEEP" submit --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/x"
+refuses 2 "$SCRATCH/nope.tsv: cannot read the table" "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/nope.tsv" "$SCRATCH/x"
+refuses 2 "already holds a different sweep" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$BAD_TABLE" "$OUT"
 refuses 2 "not inside a Slurm job" env -u SLURM_JOB_ID AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
 
 say "total $(elapsed "$t_start") s with the cluster up"

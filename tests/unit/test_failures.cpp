@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "protocols/protocol.hpp"
 #include "sim/failures.hpp"
 #include "sim/stragglers.hpp"
 
@@ -48,10 +49,13 @@ TEST(Churn, SpellsAreGeometricAndJoinsLoadFromLivePeers) {
   const FailureModel gone(21, p, FailureKind::churn, 50, 0.0);
   for (int peer = 0; peer < 50; ++peer)
     for (int t = 2; t <= 200; ++t) EXPECT_FALSE(gone.joined(t, peer));
-  EXPECT_THROW(check_churn(FailureKind::transient, 0.5, "moshpit", false), ConfigError);
-  EXPECT_THROW(check_churn(FailureKind::churn, 0.5, "pushsum", false), ConfigError);
-  EXPECT_THROW(check_churn(FailureKind::churn, 0.5, "swarm", true), ConfigError);
-  EXPECT_NO_THROW(check_churn(FailureKind::churn, 0.5, "swarm", false));
+  EXPECT_THROW(check_churn(FailureKind::transient, 0.5), ConfigError);
+  EXPECT_NO_THROW(check_churn(FailureKind::churn, 0.5));
+  // Which protocols run under churn is the catalog's.
+  EXPECT_THROW(check_failure_support("pushsum", FailureKind::churn, false), ConfigError);
+  EXPECT_THROW(check_failure_support("swarm", FailureKind::churn, true), ConfigError);
+  EXPECT_NO_THROW(check_failure_support("swarm", FailureKind::churn, false));
+  EXPECT_NO_THROW(check_failure_support("pushsum", FailureKind::transient, true));
 }
 
 // Stragglers: the keyed fraction of 20 000 peers is within 5 standard errors

@@ -1,0 +1,464 @@
+#!/usr/bin/python3
+"""Runs a sweep: a table of runs, one per row (docs/sweeps.md; the format is in
+scripts/sweep_table.py), here with a pool of jobs or on Slurm as a job array.
+
+    sweep.py run [--jobs N] [--launcher L] [--peers N] [--bin-dir D] TABLE OUT
+    sweep.py submit [--nodes N] [--ntasks-per-node K] [--time T] [--throttle M]
+                    [--launcher srun|mpirun] [--bin-dir D] [--dry-run] TABLE OUT [-- SBATCH_FLAGS]
+    sweep.py task TABLE OUT          (inside a Slurm array task: runs row $SLURM_ARRAY_TASK_ID)
+    sweep.py table ROWS > TABLE      (rows written as column=value ... -> a table)
+
+Row <name> writes its trace to OUT/<name>.h5 through the program's own atomic
+--out. Resumable: a row whose trace is complete (python/avbench trace_state) is
+skipped, one stopped early is run again with --overwrite; a file that is not a
+trace stops the sweep (exit 2) rather than being overwritten.
+
+`run`: at most --jobs rows at a time, each in its own session with its output in
+OUT/<name>.log; a row that ends normally appends "<name> <seconds>" to
+OUT/walltime.tsv. SIGINT/SIGTERM stop the running rows, which save what they have
+(complete = 0, redone next time), and the sweep exits 130/143 without starting
+more. Exit status: 0 when every row has a complete trace; 1 when some failed, with
+one last line naming each and its log; 2 for bad arguments or a bad table.
+
+`submit`: copies TABLE to OUT/table.tsv, submits scripts/slurm/sweep.sbatch as an
+array with one task per row (logs OUT/logs/sweep_<A>_<a>.out), then
+scripts/slurm/aggregate.sbatch behind it (afterok), which writes OUT/aggregate.csv.
+Prints array_job=<id> and aggregate_job=<id>. Submitting again into the same OUT
+reruns only what is missing or incomplete.
+
+Launchers (--launcher, or a row's launcher cell): mpirun (Open MPI, build/apps),
+srun (srun --mpi=pmix inside an allocation, build/apps), smpi
+(scripts/smpirun.sh, build-smpi/apps). Run with /usr/bin/python3 (h5py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import importlib.util
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# Not this folder on the path: its platform.py would hide the standard module.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(ROOT / "python")]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+sweep_table = _load("sweep_table")  # the table format, one parser for every mode
+
+SELF = "sweep.py"
+
+
+class SweepError(Exception):
+    """Bad input, as one line naming it (exit 2)."""
+
+
+# --- launchers: how a row's N ranks are started ---------------------------------------------
+
+
+def _env_words(var: str) -> list[str]:
+    return shlex.split(os.environ.get(var, ""))
+
+
+def _mpirun(np: int, extra: list[str]) -> list[str]:
+    if "SLURM_JOB_ID" not in os.environ:  # here: ranks may outnumber the cores
+        return ["mpirun", "-n", str(np), "--oversubscribe", *_env_words("AVB_MPIRUN_ARGS"), *extra]
+    # In a job, SIGTERM comes from Slurm (the time limit, scancel) to mpirun alone,
+    # which passes it on and kills the ranks after odls_base_sigkill_timeout, 1 s
+    # by default: too short for rank 0 to save the trace of a long run. The price:
+    # a failing rank takes about twice this long to end the others.
+    grace = os.environ.get("AVB_MPIRUN_SIGKILL_TIMEOUT", "30")
+    if not grace.isdigit():
+        raise SweepError(f"AVB_MPIRUN_SIGKILL_TIMEOUT '{grace}' must be whole seconds")
+    return ["mpirun", "-n", str(np), "--mca", "odls_base_sigkill_timeout", grace,
+            *_env_words("AVB_MPIRUN_ARGS"), *extra]
+
+
+def _srun(np: int, extra: list[str]) -> list[str]:
+    # --kill-on-bad-exit: one rank that dies must end the others, which would
+    # otherwise wait for it in a collective until the time limit.
+    return ["srun", "--mpi=pmix", f"--ntasks={np}", "--kill-on-bad-exit=1", *_env_words("AVB_SRUN_ARGS"), *extra]
+
+
+def _smpi(np: int, extra: list[str]) -> list[str]:
+    return [str(ROOT / "scripts" / "smpirun.sh"), "-n", str(np), *extra]
+
+
+@dataclass(frozen=True)
+class Launcher:
+    prefix: Callable[[int, list[str]], list[str]]  # (ranks, launcher flags) -> what precedes the program
+    bin_dir: str  # where the programs of this engine are built, under the repository
+    # A single-process engine (a future `sequential` one, `averaging_bench --engine
+    # sequential --peers N`) is one more entry: an empty prefix and the peers as a
+    # flag of the program, which this hook adds.
+    program_args: Callable[[int], list[str]] = lambda np: []
+
+
+LAUNCH = {
+    "mpirun": Launcher(_mpirun, "build/apps"),
+    "srun": Launcher(_srun, "build/apps"),
+    "smpi": Launcher(_smpi, "build-smpi/apps"),
+}
+assert set(LAUNCH) == set(sweep_table.LAUNCHERS)
+
+
+@dataclass
+class Settings:
+    launcher: str  # for rows without a launcher cell
+    peers: int | None  # for rows without a peers cell
+    bin_dir: str | None  # None: each launcher's own
+
+
+def program_of(row: sweep_table.Row, launcher: str, s: Settings) -> str:
+    program = row.program_name
+    if "/" not in program:
+        program = os.path.join(s.bin_dir or ROOT / LAUNCH[launcher].bin_dir, program)
+    if not os.access(program, os.X_OK):
+        raise SweepError(f"row {row.index} ({row.name}): program {program} is not an executable "
+                         "(build it, or pass --bin-dir)")
+    return str(program)
+
+
+def command_of(row: sweep_table.Row, s: Settings, trace: Path, overwrite: bool) -> list[str]:
+    """The whole command line that runs `row` into `trace`."""
+    launcher = row.launcher or s.launcher
+    np = row.peers or s.peers
+    if np is None:
+        raise SweepError(f"row {row.index} ({row.name}): no peers cell and no --peers")
+    entry = LAUNCH[launcher]
+    return [*entry.prefix(np, row.launcher_args), program_of(row, launcher, s), *entry.program_args(np),
+            *row.args, f"--out={trace}", *(["--overwrite"] if overwrite else [])]
+
+
+# --- traces ------------------------------------------------------------------------------------
+
+
+def trace_state(path: Path) -> str:
+    """missing, complete or incomplete; SweepError when the file is not a trace."""
+    if not path.exists():
+        return "missing"
+    try:
+        import avbench  # here: h5py and pandas only once a trace exists
+        return avbench.trace_state(path)
+    except (ImportError, ValueError, OSError) as e:
+        raise SweepError(f"cannot tell whether {path} is complete ({e}); move it away or fix PYTHON") from None
+
+
+def todo_of(table: sweep_table.Table, out: Path) -> list[tuple[sweep_table.Row, bool]]:
+    """The rows still to run, each with whether its (incomplete) trace is replaced."""
+    todo = []
+    for row in table.rows:
+        state = trace_state(out / f"{row.name}.h5")
+        if state == "complete":
+            print(f"skip  {row.name} (trace complete)", flush=True)
+        elif state == "incomplete":
+            print(f"redo  {row.name} (trace stopped early)", flush=True)
+        if state != "complete":
+            todo.append((row, state == "incomplete"))
+    return todo
+
+
+def log_walltime(out: Path, name: str, seconds: float) -> None:
+    # Array tasks and pools may share the folder, possibly over NFS: take a lock.
+    with open(out / "walltime.tsv", "a", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        if fh.tell() == 0:
+            fh.write("cell\tseconds\n")
+        fh.write(f"{name}\t{seconds:.1f}\n")
+
+
+# --- the local pool ----------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    row: sweep_table.Row
+    proc: subprocess.Popen
+    start: float
+
+
+class Pool:
+    """At most `jobs` rows at a time; stops cleanly on SIGINT/SIGTERM."""
+
+    def __init__(self, out: Path, settings: Settings, jobs: int):
+        self.out, self.settings, self.jobs = out, settings, jobs
+        self.running: list[Cell] = []
+        self.failed: list[str] = []
+        self.stop = 0
+        signal.signal(signal.SIGTERM, lambda *_: self._request(143))
+        signal.signal(signal.SIGINT, lambda *_: self._request(130))
+
+    def _request(self, code: int) -> None:
+        self.stop = self.stop or code
+
+    def start(self, row: sweep_table.Row, overwrite: bool) -> None:
+        trace = self.out / f"{row.name}.h5"
+        cmd = command_of(row, self.settings, trace, overwrite)
+        print(f"start {row.name}: {shlex.join(cmd)}", flush=True)
+        with open(self.out / f"{row.name}.log", "w", encoding="utf-8") as log:
+            # Its own session, so that a stop request reaches the whole row (the
+            # launcher and the ranks under it) and we can wait for all of it.
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=ROOT, start_new_session=True)
+        self.running.append(Cell(row, proc, time.monotonic()))
+
+    def finish(self, cell: Cell) -> None:
+        rc = cell.proc.wait()
+        name, seconds = cell.row.name, time.monotonic() - cell.start
+        log = self.out / f"{name}.log"
+        self.running.remove(cell)
+        if rc == 0 and self._complete(name):
+            log_walltime(self.out, name, seconds)
+            print(f"done  {name} in {seconds:.1f} s", flush=True)
+        elif self.stop:
+            print(f"stop  {name} after {seconds:.1f} s (exit {rc}; trace kept with complete=0, redone next time)",
+                  flush=True)
+        else:
+            why = f"exit {rc}" if rc else "exit 0 without a complete trace"
+            self.failed.append(f"{name} ({why}; log {log})")
+            print(f"FAIL  {name} ({why}; see {log})", file=sys.stderr, flush=True)
+
+    def _complete(self, name: str) -> bool:
+        try:
+            return trace_state(self.out / f"{name}.h5") == "complete"
+        except SweepError:  # a failure of this row, not a reason to abandon the others
+            return False
+
+    def run(self, todo: list[tuple[sweep_table.Row, bool]]) -> None:
+        queue = list(todo)
+        while not self.stop and (queue or self.running):
+            while not self.stop and queue and len(self.running) < self.jobs:
+                self.start(*queue.pop(0))
+            time.sleep(0.2)  # a signal cuts it short
+            for cell in [c for c in self.running if c.proc.poll() is not None]:
+                self.finish(cell)
+        if self.stop:
+            self.halt()
+
+    def halt(self) -> None:
+        """Stops the running rows and waits until the last process of each is gone:
+        smpirun, for one, exits at once while the simulator still saves."""
+        print(f"{SELF}: stopping {len(self.running)} running cell(s)", file=sys.stderr, flush=True)
+        for c in self.running:
+            _signal_group(c.proc.pid, signal.SIGTERM)
+        for c in list(self.running):
+            # The leader reaped first: as a zombie it would keep the group alive.
+            while c.proc.poll() is None or _signal_group(c.proc.pid, 0):
+                time.sleep(0.2)
+            self.finish(c)
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Sends `sig` to a process group; False when none of it is left."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    table = sweep_table.parse(a.table)
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(a.launcher, a.peers, a.bin_dir)
+    todo = todo_of(table, out)
+    for row, overwrite in todo:  # bad rows before anything starts
+        command_of(row, settings, out / f"{row.name}.h5", overwrite)
+    started = time.monotonic()
+    pool = Pool(out, settings, a.jobs)
+    pool.run(todo)
+    if pool.stop:
+        return pool.stop
+    if pool.failed:
+        print(f"{SELF}: {len(pool.failed)} of {len(todo)} cell(s) failed: {', '.join(pool.failed)}",
+              file=sys.stderr, flush=True)
+        return 1
+    print(f"{SELF}: {len(todo)} cell(s) run in {time.monotonic() - started:.0f} s, "
+          f"{len(table.rows) - len(todo)} skipped; traces in {out}", flush=True)
+    return 0
+
+
+# --- Slurm -------------------------------------------------------------------------------------
+
+
+def job_size(a: argparse.Namespace, table: sweep_table.Table) -> list[str]:
+    """--nodes and --ntasks-per-node of every array task: as given, or the table's
+    largest peers spread over the nodes. Always both: sweep.sbatch sets a default
+    --ntasks-per-node, which would otherwise still apply beside an --ntasks."""
+    if a.ntasks_per_node:
+        return [f"--nodes={a.nodes}", f"--ntasks-per-node={a.ntasks_per_node}"]
+    peers = [r.peers for r in table.rows if r.peers is not None]
+    if not peers:
+        raise SweepError("--ntasks-per-node missing: the table has no peers column to size the jobs by")
+    if max(peers) < a.nodes:
+        raise SweepError(f"--nodes {a.nodes} is more than the table's largest peers ({max(peers)})")
+    return [f"--nodes={a.nodes}", f"--ntasks-per-node={-(-max(peers) // a.nodes)}"]
+
+
+def _sbatch(cmd: list[str], what: str) -> str:
+    """Submits; the job id (--parsable prints "<id>" or "<id>;<cluster>")."""
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(what)
+    return done.stdout.strip().split(";")[0]
+
+
+def cmd_submit(a: argparse.Namespace) -> int:
+    table = sweep_table.parse(a.table)
+    bin_dir = Path(a.bin_dir or ROOT / "build/apps")
+    if not any(os.access(bin_dir / p, os.X_OK) for p in sweep_table.PROGRAMS):
+        raise SweepError(f"--bin-dir {bin_dir} holds neither averaging_bench nor sgd_bench (build them, or pass --bin-dir)")
+    size = job_size(a, table)
+    out = Path(os.path.abspath(a.out))  # absolute: the jobs may not start where we are
+    copy = out / "table.tsv"
+    if copy.exists() and copy.read_bytes() != Path(a.table).read_bytes():
+        raise SweepError(f"OUT {out} already holds a different sweep ({copy}): choose another OUT")
+    array = f"0-{len(table.rows) - 1}" + (f"%{a.throttle}" if a.throttle else "")
+    sweep_cmd = ["sbatch", "--parsable", f"--array={array}", *size, f"--time={a.time}",
+                 f"--output={out}/logs/sweep_%A_%a.out", *a.sbatch, str(HERE / "slurm/sweep.sbatch"), str(copy), str(out)]
+    # afterok on an array waits for all its tasks; --kill-on-invalid-dep cancels the
+    # aggregation when one fails, instead of leaving it pending forever.
+    agg_cmd = ["sbatch", "--parsable", "--kill-on-invalid-dep=yes", f"--output={out}/logs/aggregate_%j.out",
+               *a.sbatch, str(HERE / "slurm/aggregate.sbatch"), str(copy), str(out)]
+    if a.dry_run:  # nothing created, nothing submitted
+        print(shlex.join(sweep_cmd))
+        print(shlex.join(agg_cmd[:2] + ["--dependency=afterok:<array job>"] + agg_cmd[2:]))
+        return 0
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    if not copy.exists():
+        copy.write_bytes(Path(a.table).read_bytes())
+    os.environ.update(AVB_ROOT=str(ROOT), AVB_BIN_DIR=str(bin_dir), AVB_LAUNCHER=a.launcher)
+    try:
+        array_id = _sbatch(sweep_cmd, "sbatch refused the array job")
+        agg_id = _sbatch(agg_cmd[:2] + [f"--dependency=afterok:{array_id}"] + agg_cmd[2:],
+                         f"array job {array_id} is queued, but sbatch refused the aggregation job: run "
+                         f"scripts/slurm/aggregate.sbatch {copy} {out} once it is done")
+    except RuntimeError as e:
+        print(f"{SELF}: {e}", file=sys.stderr)
+        return 1
+    print(f"{SELF}: {len(table.rows)} row(s) as array job {array_id} (logs {out}/logs/sweep_{array_id}_<row>.out), "
+          f"then aggregation job {agg_id} -> {out}/aggregate.csv", file=sys.stderr)
+    print(f"array_job={array_id}\naggregate_job={agg_id}")
+    return 0
+
+
+def cmd_task(a: argparse.Namespace) -> int:
+    """One array task: row $SLURM_ARRAY_TASK_ID, on the allocation's tasks; the
+    launcher replaces this process, so Slurm's signals reach it directly."""
+    i, ntasks = os.environ.get("SLURM_ARRAY_TASK_ID", ""), os.environ.get("SLURM_NTASKS", "")
+    if not i.isdigit():
+        raise SweepError("not an array task: submit with --array=0-<rows-1> (or use sweep.py submit)")
+    table = sweep_table.parse(a.table)
+    if int(i) >= len(table.rows):
+        raise SweepError(f"task {i}, but {table.path} has rows 0-{len(table.rows) - 1}")
+    row = table.rows[int(i)]
+    if row.peers is not None and ntasks.isdigit() and row.peers > int(ntasks):
+        raise SweepError(f"peers={row.peers}, but the job has only {ntasks} tasks "
+                         "(sbatch --ntasks, or --nodes x --ntasks-per-node)")
+    settings = Settings(os.environ.get("AVB_LAUNCHER", "srun"), int(ntasks) if ntasks.isdigit() else None,
+                        os.environ.get("AVB_BIN_DIR"))
+    if settings.launcher not in LAUNCH:
+        raise SweepError(f"AVB_LAUNCHER '{settings.launcher}' must be one of {', '.join(LAUNCH)}")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    trace = out / f"{row.name}.h5"
+    print(f"{SELF}: task {i} of array job {os.environ.get('SLURM_ARRAY_JOB_ID', '?')} on "
+          f"{os.environ.get('SLURM_JOB_NODELIST', '?')}: row '{row.name}'", flush=True)
+    state = trace_state(trace)
+    if state == "complete":
+        print(f"{SELF}: {trace} is already complete: nothing to do", flush=True)
+        return 0
+    if state == "incomplete":
+        print(f"{SELF}: {trace} exists but is not complete: running the row again", flush=True)
+    cmd = command_of(row, settings, trace, state == "incomplete")
+    print(f"{SELF}: {shlex.join(cmd)}", flush=True)
+    os.execvp(cmd[0], cmd)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a whole number >= 1")
+    return int(text)
+
+
+def _slurm_time(text: str) -> str:
+    if not text or text.strip("0123456789:-"):
+        raise argparse.ArgumentTypeError(f"'{text}' must be a Slurm time such as 00:30:00 or 1-00:00:00")
+    return text
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(prog=SELF, description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    run = sub.add_parser("run", help="run the table here, --jobs rows at a time")
+    run.add_argument("--jobs", type=_count, default=1, help="rows run at the same time (default 1)")
+    run.add_argument("--launcher", choices=sorted(LAUNCH), default="mpirun",
+                     help="for rows without a launcher cell (default mpirun)")
+    run.add_argument("--peers", type=_count, help="ranks for rows without a peers cell")
+    run.add_argument("--bin-dir", help="where the programs are (default: build/apps, build-smpi/apps for smpi)")
+    submit = sub.add_parser("submit", help="submit the table to Slurm as a job array, then its aggregation")
+    submit.add_argument("--nodes", type=_count, default=1, help="nodes per task (default 1)")
+    submit.add_argument("--ntasks-per-node", type=_count, help="ranks per node (default: the largest peers / nodes)")
+    submit.add_argument("--time", type=_slurm_time, default="01:00:00", help="limit per task (default 01:00:00)")
+    submit.add_argument("--throttle", type=_count, help="at most M tasks at once")
+    submit.add_argument("--launcher", choices=["srun", "mpirun"], default=os.environ.get("AVB_LAUNCHER", "srun"),
+                        help="for rows without a launcher cell (default srun)")
+    submit.add_argument("--bin-dir", default=os.environ.get("AVB_BIN_DIR"), help="default: build/apps")
+    submit.add_argument("--dry-run", action="store_true", help="print the two sbatch commands only")
+    sub.add_parser("task", help="inside an array task: run row $SLURM_ARRAY_TASK_ID")
+    for s in sub.choices.values():
+        s.add_argument("table", metavar="TABLE")
+        s.add_argument("out", metavar="OUT")
+    sub.add_parser("table", help="write a table from rows given as column=value ...").add_argument(
+        "rows", metavar="ROWS", help="one row a line; '-': standard input")
+    return p
+
+
+def cmd_table(a: argparse.Namespace) -> int:
+    try:
+        lines = (sys.stdin if a.rows == "-" else open(a.rows, encoding="utf-8")).read().splitlines()
+    except OSError as e:
+        raise SweepError(f"ROWS {a.rows}: {e.strerror}") from None
+    sys.stdout.write(sweep_table.from_pairs(lines))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    sbatch = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = parser().parse_args(argv[:len(argv) - len(sbatch) - (1 if "--" in argv else 0)])
+    a.sbatch = sbatch
+    try:
+        return {"run": cmd_run, "submit": cmd_submit, "task": cmd_task, "table": cmd_table}[a.command](a)
+    except (SweepError, sweep_table.TableError) as e:
+        print(f"{SELF}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,89 @@
+// The protocol catalog: one row per protocol. Adding a protocol is its source file
+// (which defines its factory), its row here and its line in src/CMakeLists.txt.
+#include "protocols/protocol.hpp"
+
+// A row names only the fields that differ from ProtocolInfo's defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace avb {
+
+// Defined in each protocol's own file.
+ProtocolFactory make_allreduce, make_random_groups, make_moshpit, make_gossip, make_pushsum, make_sgp_paper,
+    make_pairwise, make_swarm, make_choco;
+
+const std::vector<ProtocolInfo>& protocol_catalog() {
+  using FS = FailureSemantics;
+  // Immutable once built, so SMPI ranks sharing it is harmless.
+  static const std::vector<ProtocolInfo> catalog = {
+      {.name = "allreduce",
+       .summary = "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
+       .default_semantics = FS::abort,
+       .semantics = {FS::abort, FS::survivors},
+       .flags = {"--collective"},
+       .make = make_allreduce},
+      {.name = "random-groups",
+       .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors, FS::abort, FS::partial},
+       .flags = {"--group-size", "--min-group-size"},
+       .make = make_random_groups},
+      {.name = "moshpit",
+       .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors, FS::abort, FS::partial},
+       .flags = {"--grid", "--placement", "--key-update", "--min-group-size"},
+       .make = make_moshpit},
+      // gossip and pairwise send Q(x) under --quantizer. Not pushsum: its shares
+      // carry the weight w, which a lossy code would unbalance.
+      {.name = "gossip",
+       .summary = "synchronous gossip x <- Wx on a --topology (D-PSGD mixing)",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .flags = {"--topology", "--weights", "--alive-weights", "--quantizer", "--lattice-q", "--lattice-eps"},
+       .default_topology = TopologyKind::ring,
+       .make = make_gossip},
+      {.name = "pushsum",
+       .summary = "push-sum (SGP): (x, w) pushed along a --topology, estimate x/w",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .flags = {"--topology"},
+       .default_topology = TopologyKind::one_peer_exp,
+       .churn = ChurnSupport::no,
+       .churn_refusal = "a new peer would need the departed peer's push-sum weight",
+       .make = make_pushsum},
+      {.name = "sgp-paper",
+       .summary = "the Moshpit authors' simulated SGP: row-normalised pull average over i +- 2^k",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .make = make_sgp_paper},
+      {.name = "pairwise",
+       .summary = "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .flags = {"--topology", "--quantizer", "--lattice-q", "--lattice-eps"},
+       .default_topology = TopologyKind::complete,
+       .make = make_pairwise},
+      {.name = "swarm",
+       .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .flags = {"--topology", "--mode", "--clock", "--quantizer", "--lattice-q", "--lattice-eps"},
+       .default_topology = TopologyKind::complete,
+       .churn = ChurnSupport::averaging_only,
+       .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
+       .asynchronous = true,
+       .make = make_swarm},
+      {.name = "choco",
+       .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
+       .default_semantics = FS::survivors,
+       .semantics = {FS::survivors},
+       .flags = {"--topology", "--weights", "--gamma", "--quantizer", "--lattice-q", "--lattice-eps"},
+       .default_topology = TopologyKind::ring,
+       .churn = ChurnSupport::no,
+       .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",
+       .make = make_choco},
+  };
+  return catalog;
+}
+
+}  // namespace avb

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The sweep driver, scripts/sweep.py run, on real Open MPI ranks:
+#   1. a table of two good rows and a bad one, two at a time: the good traces are
+#      written complete (one wall time each), the run exits 1, and its last line
+#      names the bad row and its log, and no other row;
+#   2. the good rows again: both skipped (resume), nothing started, exit 0;
+#   3. a trace marked incomplete (complete = 0, as a stopped run leaves it) is redone
+#      and complete again, the other still skipped;
+#   4. SIGTERM during a long row: exit 143, the row saved what it had (complete = 0)
+#      and none of its processes is left;
+#   5. refusals, one line and exit 2 each: a bad table, a file in a trace's place
+#      that is not a trace, --jobs 0.
+#
+#   tests/scripts/test_sweep.sh AVERAGING_BENCH
+source "$(dirname "$0")/common.sh"
+
+[ $# -eq 1 ] && [ -x "$1" ] || die "usage: test_sweep.sh AVERAGING_BENCH (built)"
+BIN_DIR=$(dirname "$(realpath "$1")")
+SWEEP=$AVB_REPO/scripts/sweep.py
+OUT=$SCRATCH/out
+sweep() { timeout 60 "$AVB_PYTHON" "$SWEEP" run --jobs 2 --bin-dir "$BIN_DIR" "$@"; }
+state() { "$AVB_PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[2]); import avbench; print(avbench.trace_state(sys.argv[1]))' "$1" "$AVB_REPO/python"; }
+
+cat >"$SCRATCH/good.tsv" <<'EOF'
+name  peers  protocol  rounds  trials  seed  quiet
+a     2      moshpit   4       2       1     true
+b     3      gossip    4       2       1     true
+EOF
+{ cat "$SCRATCH/good.tsv"; echo "bad   2      no-such   4       1       1     true"; } >"$SCRATCH/all.tsv"
+
+# 1. Two good rows, one bad.
+rc=0
+sweep "$SCRATCH/all.tsv" "$OUT" >"$SCRATCH/1.out" 2>"$SCRATCH/1.err" || rc=$?
+last=$(tail -n 1 "$SCRATCH/1.err")
+[ "$rc" -eq 1 ] && ok "a failed row: exit 1" || bad "a failed row: exit $rc, expected 1"
+if grep -qF "1 of 3 cell(s) failed: bad (exit 2; log $OUT/bad.log)" <<<"$last" && ! grep -qE '\b(a|b) \(' <<<"$last"; then
+  ok "last line names the failed row and its log: $last"
+else
+  bad "last line does not name exactly the bad row: $last"
+fi
+grep -q "no-such" "$OUT/bad.log" && ok "bad.log holds the program's error" || bad "bad.log lacks the program's error"
+check_trace "$OUT/a.h5" --kind averaging --peers 2 --trials 2 --complete 1 --rounds 4
+check_trace "$OUT/b.h5" --kind averaging --peers 3 --trials 2 --complete 1 --rounds 4
+[ "$(cut -f1 "$OUT/walltime.tsv" | tail -n +2 | sort | tr '\n' ' ')" = "a b " ] &&
+  ok "walltime.tsv: one line for a, one for b" || bad "walltime.tsv: $(cat "$OUT/walltime.tsv")"
+
+# 2. Resume: nothing left to do.
+rc=0
+sweep "$SCRATCH/good.tsv" "$OUT" >"$SCRATCH/2.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^skip ' "$SCRATCH/2.out")" -eq 2 ] && ! grep -q '^start ' "$SCRATCH/2.out"; then
+  ok "rerun: both rows skipped, exit 0"
+else
+  bad "rerun (exit $rc) did not skip both rows: $(cat "$SCRATCH/2.out")"
+fi
+
+# 3. An incomplete trace is redone.
+"$AVB_PYTHON" -c 'import sys, h5py; h5py.File(sys.argv[1], "r+").attrs["complete"] = 0' "$OUT/b.h5"
+rc=0
+sweep "$SCRATCH/good.tsv" "$OUT" >"$SCRATCH/3.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^redo  b ' "$SCRATCH/3.out" && grep -q '^skip  a ' "$SCRATCH/3.out" &&
+   grep -q '^done  b ' "$SCRATCH/3.out" && [ "$(state "$OUT/b.h5")" = complete ]; then
+  ok "incomplete b redone and complete again, a skipped"
+else
+  bad "incomplete trace (exit $rc): $(cat "$SCRATCH/3.out")"
+fi
+
+# 4. SIGTERM stops the pool cleanly.
+printf 'name peers protocol rounds trials dim seed quiet\nlong 2 gossip 50 100000 1000 1 true\n' >"$SCRATCH/long.tsv"
+"$AVB_PYTHON" "$SWEEP" run --bin-dir "$BIN_DIR" "$SCRATCH/long.tsv" "$OUT" >"$SCRATCH/4.out" 2>&1 &
+driver=$!
+for _ in $(seq 100); do [ -e "$OUT/long.log" ] && grep -q '^start long' "$SCRATCH/4.out" && break; sleep 0.1; done
+sleep 3  # a few trials in
+kill -TERM "$driver"
+rc=0
+wait "$driver" || rc=$?
+left=$(pgrep -f "$OUT/long.h5" || true)
+if [ "$rc" -eq 143 ] && grep -q '^stop  long ' "$SCRATCH/4.out" && [ -z "$left" ] &&
+   [ "$(state "$OUT/long.h5")" = incomplete ]; then
+  ok "SIGTERM: exit 143, the row's trace saved with complete = 0, no process left"
+else
+  bad "SIGTERM: exit $rc, processes left: '$left', output: $(cat "$SCRATCH/4.out")"
+fi
+
+# 5. Refusals.
+refuses() {  # TEXT command...: exit 2 and one stderr line containing TEXT
+  local text=$1 rc=0 err
+  shift
+  err=$("$@" 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <<<"$err")" -eq 1 ] && grep -qF -- "$text" <<<"$err"; then
+    ok "refused: $err"
+  else
+    bad "expected exit 2 and one line with '$text', got $rc: $err"
+  fi
+}
+printf 'name protocol\nx moshpit extra\n' >"$SCRATCH/ragged.tsv"
+refuses "ragged.tsv:2: 3 fields, but the header names 2 columns" sweep "$SCRATCH/ragged.tsv" "$OUT"
+echo "not a trace" >"$SCRATCH/junk.h5"
+printf 'name peers protocol\njunk 2 moshpit\n' >"$SCRATCH/junk.tsv"
+refuses "cannot tell whether $SCRATCH/junk.h5 is complete" sweep "$SCRATCH/junk.tsv" "$SCRATCH"
+refuses "--jobs: '0' must be a whole number >= 1" "$AVB_PYTHON" "$SWEEP" run --jobs 0 "$SCRATCH/good.tsv" "$OUT"
+finish
