@@ -910,6 +910,46 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
                 c.problem(f"/summary/{name}", f"row {i} (trial {k}) is {got}, the trial says {want}")
 
 
+def _check_trials(c: _Checker, group, check_one):
+    """Every /trials/<k> through check_one; returns (the indices in writing
+    order, what each usable trial says /summary must repeat)."""
+    if len(group.attrs):
+        c.problem("/trials", "must hold groups only, has attributes: " + ", ".join(group.attrs))
+    order, infos = [], {}
+    for name in group:
+        if not TRIAL_NAME.match(name) or not isinstance(group[name], h5py.Group):
+            c.problem(f"/trials/{name}", "not a trial (a group named by a decimal index)")
+            continue
+        k = int(name)
+        order.append(k)
+        info = check_one(group[name])
+        if info is not None:
+            infos[k] = info
+    return order, infos
+
+
+def _check_trials_agree(c: _Checker, order, infos, done):
+    """All trials share one list of targets (the summary has a column each), and
+    only the last trial written, in a run itself incomplete, can have been cut
+    short. Returns the targets (None without a usable trial)."""
+    targets = None
+    for k in order:
+        if k not in infos:
+            continue
+        if targets is None:
+            targets = infos[k]["targets"]
+        elif _first_difference(targets, infos[k]["targets"]) is not None or \
+                len(targets) != len(infos[k]["targets"]):
+            c.problem(f"/trials/{k}/targets", f"{list(infos[k]['targets'])} differ from {list(targets)}")
+    flags = [(k, infos[k]["complete"]) for k in order if k in infos]
+    for pos, (k, flag) in enumerate(flags):
+        if flag == 0 and pos != len(flags) - 1:
+            c.problem(f"/trials/{k} attribute complete", "0, but it is not the last trial written")
+        if flag == 0 and done == 1:
+            c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
+    return targets
+
+
 def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=None,
                steps=None, local_steps=None, eval_every=None) -> list[str]:
     """Every way `path` departs from schema v5, as one message per problem.
@@ -946,49 +986,18 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
                 c.problem("/trials", "missing group")
                 return c.problems
-            group = f["trials"]
-            if len(group.attrs):
-                c.problem("/trials", "must hold groups only, has attributes: " + ", ".join(group.attrs))
-            order, infos = [], {}
-            for name in group:
-                if not TRIAL_NAME.match(name) or not isinstance(group[name], h5py.Group):
-                    c.problem(f"/trials/{name}", "not a trial (a group named by a decimal index)")
-                    continue
-                k = int(name)
-                order.append(k)
-                if run_kind == "sgd":
-                    info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every,
-                                                 version, quantizer, detection_timeout, geometric)
-                else:
-                    info = _check_trial(c, group[name], n_peers, rounds, version, quantizer, detection_timeout)
-                if info is not None:
-                    infos[k] = info
+            check_one = (
+                (lambda g: _check_training_trial(c, g, n_peers, optimum, steps, local_steps, eval_every, version,
+                                                 quantizer, detection_timeout, geometric))
+                if run_kind == "sgd" else
+                (lambda g: _check_trial(c, g, n_peers, rounds, version, quantizer, detection_timeout)))
+            order, infos = _check_trials(c, f["trials"], check_one)
             if trials is not None and len(order) != trials:
                 c.problem("/trials", f"holds {len(order)} trials, expected {trials}")
-            if not optimum_present and len(group):
+            if not optimum_present and len(f["trials"]):
                 c.problem("/optimum", "empty (no x, no attributes), but /trials holds trials: "
                                       "only a run stopped before its first trial may leave it empty")
-
-            # All trials share one list of targets (the summary has a column each).
-            targets = None
-            for k in order:
-                if k not in infos:
-                    continue
-                if targets is None:
-                    targets = infos[k]["targets"]
-                elif _first_difference(targets, infos[k]["targets"]) is not None or \
-                        len(targets) != len(infos[k]["targets"]):
-                    c.problem(f"/trials/{k}/targets", f"{list(infos[k]['targets'])} differ from {list(targets)}")
-
-            # Only the last trial written can have been cut short, and only in a
-            # run that is itself incomplete.
-            flags = [(k, infos[k]["complete"]) for k in order if k in infos]
-            for pos, (k, flag) in enumerate(flags):
-                if flag == 0 and pos != len(flags) - 1:
-                    c.problem(f"/trials/{k} attribute complete", "0, but it is not the last trial written")
-                if flag == 0 and done == 1:
-                    c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
-
+            targets = _check_trials_agree(c, order, infos, done)
             _check_summary(c, f, infos, order, targets, run_kind, version)
     except Exception as e:  # a broken file must give a message, not a traceback
         c.problem("file", f"unreadable: {type(e).__name__}: {e}")
