@@ -178,7 +178,8 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers);
 // ChurnSupport); `training` for sgd_bench. Throws ConfigError naming --failure.
 void check_failure_support(std::string_view protocol, FailureKind kind, bool training);
 
-// Makes a protocol for one trial on `world`, the communicator it will be stepped on.
+// Makes a protocol for one trial on `world`, the communicator it will be stepped on;
+// `options` as resolve() returned them for world.size() peers (resolved once per run).
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world);
 
 // The flags that apply to a protocol beyond --protocol and --on-failure, e.g.

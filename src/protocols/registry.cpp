@@ -113,8 +113,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
 }
 
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world) {
-  const ProtocolOptions resolved = resolve(options, world.size());
-  return protocol_info(resolved.name).make(resolved, world);
+  return protocol_info(options.name).make(options, world);  // options resolved once per run by the caller
 }
 
 namespace {

@@ -15,33 +15,22 @@
 #include <mpi.h>
 
 #include "protocols/protocol.hpp"
-#include "sim/failures.hpp"
-#include "sim/stragglers.hpp"
+#include "run/options.hpp"
 #include "trace/trace.hpp"
 
 namespace avb {
 
-struct AveragingOptions {
-  ProtocolOptions protocol;
-  double fail_rate = 0.0;
-  FailureKind failure = FailureKind::transient;
-  double join_rate = 0.0;  // --join-rate, churn only
-  StragglerSpec stragglers;
+// The options of an averaging run: RunOptions (run/options.hpp) and these.
+struct AveragingOptions : RunOptions {
+  AveragingOptions() {
+    trials = 10;
+    targets = {1e-4, 1e-9};
+  }
   // --compute-flops: the work a round stands for (local steps, say), charged before
   // each round at the host's speed times the peer's straggler factor under SMPI.
   double compute_flops = 0.0;
-  // --detection-timeout: seconds a peer waits before it notices that a peer it
-  // expected to hear from this round is down (docs/failures.md).
-  double detection_timeout = 0.0;
-  // --round-timeout: on a real MPI, seconds a round may wait for other peers
-  // before the run stops with Stalled (core/watch.hpp); 0: no limit.
-  double round_timeout = 300.0;
   int dim = 1;
   int rounds = 50;
-  int trials = 10;
-  std::uint64_t seed = 0;
-  std::vector<double> targets = {1e-4, 1e-9};
-  bool stop_at_target = false;
 };
 
 // The initial values are N(0, 1) (initial_value): a lattice step this large
@@ -50,19 +39,14 @@ struct AveragingOptions {
 inline constexpr double kMaxLatticeEps = 16;
 
 // Checks ranges (throws ConfigError naming the flag) and resolves the protocol for
-// a run on n_peers peers; refuses a --lattice-eps of kMaxLatticeEps or more.
+// a run on n_peers peers; refuses a --lattice-eps of kMaxLatticeEps or more. The
+// result is what run_averaging takes: resolve once per run.
 AveragingOptions resolve(const AveragingOptions& options, int n_peers);
 std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions& options);
 // Refuses (ConfigError naming the flag) a run whose simulated time, over all
 // rounds and trials, would exceed kMaxSimulatedSeconds (sim/compute.hpp);
 // slowest_speed: the slowest peer's host speed, 0 when flops are not simulated.
 void check_simulated_time(const AveragingOptions& options, double slowest_speed);
-
-// The seed of trial k: trial k of every protocol sees the same initial values and
-// the same failures (common random numbers). Drawn from the run's seed by Philox,
-// not seed + k, so that runs with seeds s and s+1 (a Slurm array, say) share no
-// trial.
-std::uint64_t trial_seed(std::uint64_t seed, int trial);
 
 // Coordinate k of peer i's initial vector: N(0, 1) from the keyed stream, so the
 // initial state is the same on every engine and for every protocol.
@@ -83,7 +67,8 @@ struct AveragingResult {
   bool stopped = false;             // a stop request cut the run short (all ranks)
 };
 
-// Runs every trial on `world` (each trial on its own duplicate of it). Collective.
+// Runs every trial on `world` (each trial on its own duplicate of it). Collective;
+// `options` come from resolve() for the size of `world` (Error otherwise).
 AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, AveragingObserver& observer);
 
 // Rounds to `target` from a trial's rows: the first round whose variance is below

@@ -64,6 +64,63 @@ struct SparseRows {
   std::int64_t max_index = 0;
 };
 
+// One sample line: its label and idx:val words, appended to `rows`; `at` names
+// the file and line for errors.
+void add_sample(std::string_view label_word, std::string_view rest, int dim, const std::string& at,
+                SparseRows& rows) {
+  double label = 0.0;
+  if (!parse_double(label_word, label))
+    throw ConfigError(at + "label " + quoted_text(label_word) + " is not a number");
+  rows.labels.push_back(label > 0.0 ? 1.0 : -1.0);
+
+  std::int64_t previous = 0;
+  for (std::string_view word = next_word(rest); !word.empty(); word = next_word(rest)) {
+    const auto colon = word.find(':');
+    std::int64_t index = 0;
+    double value = 0.0;
+    if (colon == std::string_view::npos || !parse_index(word.substr(0, colon), index) ||
+        !parse_double(word.substr(colon + 1), value))
+      throw ConfigError(at + quoted_text(word) + " is not idx:val (an integer index and a finite number)");
+    if (index < 1) throw ConfigError(at + "index " + std::to_string(index) + " is below 1 (indices are 1-based)");
+    if (index <= previous)
+      throw ConfigError(at + "index " + std::to_string(index) + " does not increase (it follows index " +
+                        std::to_string(previous) + ")");
+    if (dim > 0 && index > dim)
+      throw ConfigError(at + "index " + std::to_string(index) + " exceeds the given dimension " +
+                        std::to_string(dim));
+    if (index > (std::int64_t{1} << 30))
+      throw ConfigError(at + "index " + std::to_string(index) + " is too large for dense storage");
+    previous = index;
+    if (value != 0.0) {
+      rows.columns.push_back(static_cast<int>(index - 1));
+      rows.values.push_back(value);
+    }
+  }
+  rows.max_index = std::max(rows.max_index, previous);
+  rows.row_start.push_back(rows.columns.size());
+}
+
+// The rows as a dense data set of `dim` features (of the largest index when dim
+// is 0); refuses more than max_dense_values values.
+Dataset to_dense(const SparseRows& rows, int dim, const std::string& where) {
+  const auto m = static_cast<Eigen::Index>(rows.labels.size());
+  const auto d = static_cast<Eigen::Index>(dim > 0 ? dim : rows.max_index);
+  // An index may reach 2^30, so one sample alone could ask for 8 GB; divided rather
+  // than multiplied, so that the check itself cannot overflow.
+  if (d > 0 && m > max_dense_values / d)
+    throw ConfigError(where + std::to_string(m) + " samples x " + std::to_string(d) +
+                      " features is too large for dense storage (at most " + std::to_string(max_dense_values) +
+                      " values, 1 GiB; is an index wrong?)");
+  Dataset data;
+  data.features = SampleMatrix::Zero(m, d);
+  data.labels = Eigen::Map<const Eigen::VectorXd>(rows.labels.data(), m);
+  for (Eigen::Index r = 0; r < m; ++r)
+    for (std::size_t k = rows.row_start[static_cast<std::size_t>(r)];
+         k < rows.row_start[static_cast<std::size_t>(r) + 1]; ++k)
+      data.features(r, rows.columns[k]) = rows.values[k];
+  return data;
+}
+
 }  // namespace
 
 Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
@@ -99,58 +156,11 @@ Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const st
     if (const auto hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
     const std::string_view label_word = next_word(rest);
     if (label_word.empty()) continue;
-    const std::string at = where + "line " + std::to_string(number) + ": ";
-
-    double label = 0.0;
-    if (!parse_double(label_word, label))
-      throw ConfigError(at + "label " + quoted_text(label_word) + " is not a number");
-    rows.labels.push_back(label > 0.0 ? 1.0 : -1.0);
-
-    std::int64_t previous = 0;
-    for (std::string_view word = next_word(rest); !word.empty(); word = next_word(rest)) {
-      const auto colon = word.find(':');
-      std::int64_t index = 0;
-      double value = 0.0;
-      if (colon == std::string_view::npos || !parse_index(word.substr(0, colon), index) ||
-          !parse_double(word.substr(colon + 1), value))
-        throw ConfigError(at + quoted_text(word) + " is not idx:val (an integer index and a finite number)");
-      if (index < 1) throw ConfigError(at + "index " + std::to_string(index) + " is below 1 (indices are 1-based)");
-      if (index <= previous)
-        throw ConfigError(at + "index " + std::to_string(index) + " does not increase (it follows index " +
-                          std::to_string(previous) + ")");
-      if (dim > 0 && index > dim)
-        throw ConfigError(at + "index " + std::to_string(index) + " exceeds the given dimension " +
-                          std::to_string(dim));
-      if (index > (std::int64_t{1} << 30))
-        throw ConfigError(at + "index " + std::to_string(index) + " is too large for dense storage");
-      previous = index;
-      if (value != 0.0) {
-        rows.columns.push_back(static_cast<int>(index - 1));
-        rows.values.push_back(value);
-      }
-    }
-    rows.max_index = std::max(rows.max_index, previous);
-    rows.row_start.push_back(rows.columns.size());
+    add_sample(label_word, rest, dim, where + "line " + std::to_string(number) + ": ", rows);
   }
   if (in.bad()) throw ConfigError(where + "cannot read the file");
   if (rows.labels.empty()) throw ConfigError(where + "no samples (only blank or comment lines)");
-
-  const auto m = static_cast<Eigen::Index>(rows.labels.size());
-  const auto d = static_cast<Eigen::Index>(dim > 0 ? dim : rows.max_index);
-  // An index may reach 2^30, so one sample alone could ask for 8 GB; divided rather
-  // than multiplied, so that the check itself cannot overflow.
-  if (d > 0 && m > max_dense_values / d)
-    throw ConfigError(where + std::to_string(m) + " samples x " + std::to_string(d) +
-                      " features is too large for dense storage (at most " + std::to_string(max_dense_values) +
-                      " values, 1 GiB; is an index wrong?)");
-  Dataset data;
-  data.features = SampleMatrix::Zero(m, d);
-  data.labels = Eigen::Map<const Eigen::VectorXd>(rows.labels.data(), m);
-  for (Eigen::Index r = 0; r < m; ++r)
-    for (std::size_t k = rows.row_start[static_cast<std::size_t>(r)];
-         k < rows.row_start[static_cast<std::size_t>(r) + 1]; ++k)
-      data.features(r, rows.columns[k]) = rows.values[k];
-  return data;
+  return to_dense(rows, dim, where);
 }
 
 double accuracy(const Dataset& data, const Eigen::Ref<const Eigen::VectorXd>& x) {

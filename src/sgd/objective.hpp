@@ -3,7 +3,7 @@
 // peer, N, seed) without communication, and any process can build the pooled f
 // (peer = avb::pooled) for the optimum or to evaluate the average model.
 //
-// Keyed randomness (DESIGN.md, core idea 4): data comes from Stream(seed, data),
+// Keyed randomness (core/rng.hpp): data comes from Stream(seed, data),
 // minibatches and gradient noise from Stream(seed, sgd_noise) at counter (step,
 // peer, draw). Separate keys let the trainer draw any step in any order without
 // shifting the data, and keep results independent of the rank count.
@@ -82,6 +82,10 @@ std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions
 // The `peer` that builds the pooled (1/N) sum_i f_i. Its draws use peer word N,
 // which no real peer has.
 inline constexpr int pooled = -1;
+
+// Throws std::invalid_argument when n_peers < 1, std::out_of_range when `peer` is
+// neither `pooled` nor in [0, n_peers).
+void check_peer(int peer, int n_peers);
 
 // One peer's f_i (or the pooled f). Immutable: safe to share between threads.
 class Objective {

@@ -11,7 +11,7 @@
 // is impossible there; File::close() is the checked way to close).
 //
 // HDF5 keeps global library state, so these wrappers are meant for rank 0 only
-// (DESIGN.md, "Rank 0 writes the trace"). They keep no state of their own beyond
+// (trace.hpp: only rank 0 writes the trace). They keep no state of their own beyond
 // the objects they return.
 #pragma once
 
@@ -106,7 +106,6 @@ class Node {
   void write_dataset(std::string_view name, std::span<const double> values) const;
 
   hid_t id() const noexcept { return handle_.get(); }
-  const std::string& file_name() const noexcept { return file_; }
   const std::string& object_path() const noexcept { return path_; }
 
  protected:

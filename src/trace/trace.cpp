@@ -1,10 +1,6 @@
 #include "trace/trace.hpp"
 
-#include <fcntl.h>  // AT_FDCWD
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>  // renameat2, RENAME_NOREPLACE (glibc with _GNU_SOURCE, g++'s default)
+#include <unistd.h>  // getpid
 
 #include <charconv>
 #include <chrono>
@@ -15,6 +11,8 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "trace/columns.hpp"
+#include "trace/destination.hpp"
 #include "trace/h5.hpp"
 
 namespace avb {
@@ -30,54 +28,9 @@ std::string utc_now() {
   return std::string(text, n);
 }
 
-// What /summary needs of a trial once its rows are written and gone.
-struct SummaryRow {
-  std::int32_t trial = 0;
-  std::uint64_t seed = 0;
-  std::vector<std::int32_t> rounds_to;  // one per target, in target order
-  std::vector<std::int32_t> reached;
-  double final_variance = 0;
-  double final_error = 0;
-  std::uint64_t bytes_sent = 0;
-  double time = 0;
-  std::int32_t rounds = 0;
-  std::int32_t complete = 0;
-};
-
-// /summary of a training run, one per trial.
-struct TrainingSummaryRow {
-  std::int32_t trial = 0;
-  std::uint64_t seed = 0;
-  std::vector<std::int32_t> steps_to;
-  std::vector<std::int32_t> reached;
-  double final_gap = 0;
-  double final_relative_gap = 0;
-  double final_consensus = 0;
-  double final_accuracy = 0;
-  std::uint64_t bytes_sent = 0;
-  double time = 0;
-  std::int32_t steps = 0;
-  std::int32_t rounds = 0;
-  std::int32_t complete = 0;
-  std::int32_t diverged = 0;
-};
-
-// Collects one field of every row into a column: the file stores columns, which
-// is what a reader (numpy, pandas) wants, while the caller hands over rows.
-template <class Row, class F>
-auto column(const std::vector<Row>& rows, F field) {
-  std::vector<std::decay_t<decltype(field(std::declval<const Row&>()))>> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(field(r));
-  return out;
-}
-
-// The name after "rounds_to_" / "reached_", e.g. "1e-9".
-std::string target_suffix(double target) {
-  return target_attribute_name(target).substr(std::string_view("rounds_to_").size());
-}
-
 }  // namespace
+
+using namespace trace_columns;
 
 std::string target_attribute_name(double target) {
   if (!std::isfinite(target) || target <= 0) {
@@ -98,60 +51,6 @@ std::string target_attribute_name(double target) {
   while (exponent.size() > 1 && exponent.front() == '0') exponent.remove_prefix(1);
   exp += exponent;
   return "rounds_to_" + std::string(mantissa) + "e" + exp;
-}
-
-namespace {
-// What a path names when it exists and is not a regular file, in words; empty for
-// a regular file (or a link to one) and for nothing at all.
-std::string special_kind(const std::filesystem::path& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status link = fs::symlink_status(path, ec);
-  if (!fs::exists(link)) return "";
-  const fs::file_status target = fs::status(path, ec);
-  const bool via_link = fs::is_symlink(link);
-  std::string kind;
-  switch (target.type()) {
-    case fs::file_type::regular: return "";
-    case fs::file_type::not_found: return "";  // a dangling link: replacing it harms nothing
-    case fs::file_type::directory: kind = "a folder"; break;
-    case fs::file_type::fifo: kind = "a FIFO"; break;
-    case fs::file_type::character: kind = "a character device"; break;
-    case fs::file_type::block: kind = "a block device"; break;
-    case fs::file_type::socket: kind = "a socket"; break;
-    default: kind = "not a regular file"; break;
-  }
-  return via_link ? "a link to " + kind : kind;
-}
-}  // namespace
-
-void check_trace_destination(const std::filesystem::path& path, bool overwrite) {
-  namespace fs = std::filesystem;
-  using Reason = DestinationError::Reason;
-  const std::string name = path.string();
-  if (path.empty() || !path.has_filename())
-    throw DestinationError(Reason::not_a_file_name, "'" + name + "' is not a file name (it names a folder)");
-  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ec;
-  const fs::file_status folder_status = fs::status(folder, ec);
-  if (!fs::exists(folder_status))
-    throw DestinationError(Reason::no_folder, "folder '" + folder.string() + "' does not exist (create it first)");
-  if (!fs::is_directory(folder_status))
-    throw DestinationError(Reason::folder_is_file, "'" + folder.string() + "' is not a folder (it is a file), so '" +
-                                                       name + "' cannot be created");
-  if (fs::is_directory(fs::status(path, ec)))
-    throw DestinationError(Reason::is_folder, "'" + name + "' is a folder, not a file name");
-  // A trace replaces only a regular file: with --overwrite a FIFO, a device or a
-  // socket would otherwise be replaced by a file (as root, /dev/full was).
-  if (const std::string kind = special_kind(path); !kind.empty())
-    throw DestinationError(Reason::not_regular, "'" + name + "' is " + kind +
-                                                    ", not a regular file: a trace only ever replaces a regular file");
-  // Creating and renaming files needs write and search permission on the folder.
-  if (::access(folder.c_str(), W_OK | X_OK) != 0)
-    throw DestinationError(Reason::not_writable, "folder " + folder.string() + " for trace " + name +
-                                                     " is not writable");
-  if (fs::exists(fs::symlink_status(path, ec)) && !overwrite)
-    throw DestinationError(Reason::exists, "'" + name + "' already exists");
 }
 
 struct TraceWriter::Impl {
@@ -294,17 +193,7 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   group.write_dataset("targets", targets);
 
   const auto& rows = trial.rows;
-  group.write_dataset("round", column(rows, [](const RoundRow& r) { return r.round; }));
-  group.write_dataset("variance", column(rows, [](const RoundRow& r) { return r.variance; }));
-  group.write_dataset("error", column(rows, [](const RoundRow& r) { return r.error; }));
-  group.write_dataset("mean_drift", column(rows, [](const RoundRow& r) { return r.mean_drift; }));
-  group.write_dataset("alive", column(rows, [](const RoundRow& r) { return r.alive; }));
-  group.write_dataset("groups", column(rows, [](const RoundRow& r) { return r.groups; }));
-  group.write_dataset("failed_groups", column(rows, [](const RoundRow& r) { return r.failed_groups; }));
-  group.write_dataset("decode_failures", column(rows, [](const RoundRow& r) { return r.decode_failures; }));
-  group.write_dataset("bytes_sent", column(rows, [](const RoundRow& r) { return r.bytes_sent; }));
-  group.write_dataset("time", column(rows, [](const RoundRow& r) { return r.time; }));
-  group.write_dataset("detection_time", column(rows, [](const RoundRow& r) { return r.detection_time; }));
+  write_columns(group, kRoundColumns, rows);
 
   // Flush per trial: cheap next to a trial's run time, and it bounds what a hard
   // kill (no chance to call finish) can lose from the temporary file.
@@ -314,7 +203,7 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   s.trial = trial.index;
   s.seed = trial.seed;
   for (const auto& t : trial.targets) {
-    s.rounds_to.push_back(t.rounds);
+    s.to_target.push_back(t.rounds);
     s.reached.push_back(t.reached ? 1 : 0);
   }
   const RoundRow& last = rows.back();
@@ -368,28 +257,14 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
 
   using Row = TrainingRow;
   const auto& rows = trial.rows;
-  group.write_dataset("step", column(rows, [](const Row& r) { return r.step; }));
-  group.write_dataset("round", column(rows, [](const Row& r) { return r.round; }));
-  group.write_dataset("loss", column(rows, [](const Row& r) { return r.loss; }));
-  group.write_dataset("gap", column(rows, [](const Row& r) { return r.gap; }));
-  group.write_dataset("relative_gap", column(rows, [](const Row& r) { return r.relative_gap; }));
-  group.write_dataset("distance", column(rows, [](const Row& r) { return r.distance; }));
-  group.write_dataset("consensus", column(rows, [](const Row& r) { return r.consensus; }));
-  group.write_dataset("accuracy", column(rows, [](const Row& r) { return r.accuracy; }));
-  group.write_dataset("alive", column(rows, [](const Row& r) { return r.alive; }));
-  group.write_dataset("groups", column(rows, [](const Row& r) { return r.groups; }));
-  group.write_dataset("failed_groups", column(rows, [](const Row& r) { return r.failed_groups; }));
-  group.write_dataset("decode_failures", column(rows, [](const Row& r) { return r.decode_failures; }));
-  group.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
-  group.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
-  group.write_dataset("detection_time", column(rows, [](const Row& r) { return r.detection_time; }));
+  write_columns(group, kTrainingColumns, rows);
   impl_->file.flush();
 
   TrainingSummaryRow s;
   s.trial = trial.index;
   s.seed = trial.seed;
   for (const auto& t : trial.targets) {
-    s.steps_to.push_back(t.rounds);
+    s.to_target.push_back(t.rounds);
     s.reached.push_back(t.reached ? 1 : 0);
   }
   const Row& last = rows.back();
@@ -412,53 +287,13 @@ void TraceWriter::finish(bool complete) {
   // The schema promises /config; a run stopped before writing it still gets one.
   if (!im.config_written) write_config({}, "");
 
+  const std::vector<double> targets = im.targets.value_or(std::vector<double>{});
   if (im.kind == "sgd") {
     // A run stopped before its first trial still records what it was training.
     if (!im.optimum_written) im.file.create_group("optimum");
-    h5::Node summary = im.file.create_group("summary");
-    const auto& rows = im.training_summary;
-    using Row = TrainingSummaryRow;
-    summary.write_dataset("trial", column(rows, [](const Row& r) { return r.trial; }));
-    summary.write_dataset("seed", column(rows, [](const Row& r) { return r.seed; }));
-    const std::vector<double> targets = im.targets.value_or(std::vector<double>{});
-    for (std::size_t k = 0; k < targets.size(); ++k)
-      summary.write_dataset("steps_to_" + target_suffix(targets[k]),
-                            column(rows, [k](const Row& r) { return r.steps_to[k]; }));
-    for (std::size_t k = 0; k < targets.size(); ++k)
-      summary.write_dataset("reached_" + target_suffix(targets[k]),
-                            column(rows, [k](const Row& r) { return r.reached[k]; }));
-    summary.write_dataset("final_gap", column(rows, [](const Row& r) { return r.final_gap; }));
-    summary.write_dataset("final_relative_gap", column(rows, [](const Row& r) { return r.final_relative_gap; }));
-    summary.write_dataset("final_consensus", column(rows, [](const Row& r) { return r.final_consensus; }));
-    summary.write_dataset("final_accuracy", column(rows, [](const Row& r) { return r.final_accuracy; }));
-    summary.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
-    summary.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
-    summary.write_dataset("steps", column(rows, [](const Row& r) { return r.steps; }));
-    summary.write_dataset("rounds", column(rows, [](const Row& r) { return r.rounds; }));
-    summary.write_dataset("complete", column(rows, [](const Row& r) { return r.complete; }));
-    summary.write_dataset("diverged", column(rows, [](const Row& r) { return r.diverged; }));
+    write_summary(im.file, im.training_summary, targets, "steps_to_", kTrainingSummaryColumns);
   } else {
-    // Scoped so that the group is closed before the file.
-    h5::Node summary = im.file.create_group("summary");
-    const auto& rows = im.summary;
-    using Row = SummaryRow;
-    summary.write_dataset("trial", column(rows, [](const Row& r) { return r.trial; }));
-    summary.write_dataset("seed", column(rows, [](const Row& r) { return r.seed; }));
-    const std::vector<double> targets = im.targets.value_or(std::vector<double>{});
-    for (std::size_t k = 0; k < targets.size(); ++k) {
-      summary.write_dataset("rounds_to_" + target_suffix(targets[k]),
-                            column(rows, [k](const Row& r) { return r.rounds_to[k]; }));
-    }
-    for (std::size_t k = 0; k < targets.size(); ++k) {
-      summary.write_dataset("reached_" + target_suffix(targets[k]),
-                            column(rows, [k](const Row& r) { return r.reached[k]; }));
-    }
-    summary.write_dataset("final_variance", column(rows, [](const Row& r) { return r.final_variance; }));
-    summary.write_dataset("final_error", column(rows, [](const Row& r) { return r.final_error; }));
-    summary.write_dataset("bytes_sent", column(rows, [](const Row& r) { return r.bytes_sent; }));
-    summary.write_dataset("time", column(rows, [](const Row& r) { return r.time; }));
-    summary.write_dataset("rounds", column(rows, [](const Row& r) { return r.rounds; }));
-    summary.write_dataset("complete", column(rows, [](const Row& r) { return r.complete; }));
+    write_summary(im.file, im.summary, targets, "rounds_to_", kSummaryColumns);
   }
 
   im.file.update_int32("complete", complete ? 1 : 0);
@@ -469,37 +304,11 @@ void TraceWriter::finish(bool complete) {
 
   // From here on the temporary file is a finished trace: on failure keep it and
   // say where it is rather than lose a run.
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!im.overwrite) {
-    // Atomic "rename unless the target exists" (Linux renameat2): a file that
-    // appeared at the final name since the start is never replaced, not even in
-    // the instant between a check and a rename. File systems without it fall
-    // back to that check.
-    if (::renameat2(AT_FDCWD, tmp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) == 0) {
-      im.finished = true;
-      return;
-    }
-    const int err = errno;
-    if (err == EEXIST || fs::exists(fs::symlink_status(path_, ec))) {
-      im.keep_temporary = true;
-      throw TraceError("cannot move trace into place: " + path_.string() +
-                       " appeared while the run was writing; the trace was left at " + tmp_path_.string());
-    }
-  }
-  // With overwrite too, what appeared at the final name meanwhile is replaced
-  // only if it is a regular file (a check, then the rename: not atomic, but it
-  // closes all but an instant).
-  if (const std::string kind = special_kind(path_); !kind.empty()) {
+  try {
+    move_into_place(tmp_path_, path_, im.overwrite);
+  } catch (const TraceError&) {
     im.keep_temporary = true;
-    throw TraceError("cannot move trace into place: " + path_.string() + " is now " + kind +
-                     ", not a regular file; the trace was left at " + tmp_path_.string());
-  }
-  fs::rename(tmp_path_, path_, ec);
-  if (ec) {
-    im.keep_temporary = true;
-    throw TraceError("cannot rename " + tmp_path_.string() + " to " + path_.string() + ": " +
-                     ec.message() + "; the trace was left at " + tmp_path_.string());
+    throw;
   }
   im.finished = true;
 }

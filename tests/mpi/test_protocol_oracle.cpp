@@ -12,6 +12,7 @@
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "run/averaging.hpp"
+#include "sgd/trainer.hpp"
 #include "sim/churn.hpp"
 #include "world.hpp"
 
@@ -427,7 +428,7 @@ TEST(AveragingRun, StopRequestOnOneRankStopsEveryRankTogether) {
   o.fail_rate = 0.1;
   // The last rank asks from round 3 on (its 4th poll: rounds 0, 1, 2, 3).
   StopAfter observer(me == n - 1, 3);
-  const AveragingResult result = run_averaging(o, MPI_COMM_WORLD, observer);
+  const AveragingResult result = run_averaging(resolve(o, n), MPI_COMM_WORLD, observer);
   EXPECT_TRUE(result.stopped);
   if (me != 0) return;
   ASSERT_EQ(result.trials.size(), 1u);
@@ -438,4 +439,18 @@ TEST(AveragingRun, StopRequestOnOneRankStopsEveryRankTogether) {
 }
 
 }  // namespace
+// The runs take options as resolve() returned them for their world (resolved
+// once per run); anything else is a programming error, the same on every rank.
+TEST(RunSkeleton, RefusesOptionsNotResolvedForItsWorld) {
+  AveragingObserver quiet;
+  const AveragingOptions raw;
+  EXPECT_THROW(run_averaging(raw, MPI_COMM_WORLD, quiet), Error);
+  EXPECT_THROW(run_averaging(resolve(raw, world_size() + 1), MPI_COMM_WORLD, quiet), Error);
+  const AveragingResult ok = run_averaging(resolve(raw, world_size()), MPI_COMM_WORLD, quiet);
+  EXPECT_FALSE(ok.stopped);
+  TrainingOptions training;
+  training.objective.dim = 2;
+  EXPECT_THROW(build_problem(training, MPI_COMM_WORLD), Error);
+}
+
 }  // namespace avb

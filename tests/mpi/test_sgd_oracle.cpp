@@ -149,7 +149,8 @@ struct Trained {
 };
 
 // build_problem and run_training on MPI_COMM_WORLD; the models gathered to rank 0.
-Trained train(const TrainingOptions& options) {
+Trained train(const TrainingOptions& raw) {
+  const TrainingOptions options = resolve(raw, world_size());
   const Problem problem = build_problem(options, MPI_COMM_WORLD);
   CountingObserver observer;
   Trained run;

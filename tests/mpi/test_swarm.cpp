@@ -38,7 +38,7 @@ TEST(Swarm, BlockingWithoutQuantizationKeepsTheMean) {
   if (world_size() < 2) GTEST_SKIP() << "needs two peers";
   for (double p : {0.0, 0.2}) {
     AveragingObserver quiet;
-    const auto result = run_averaging(swarm_averaging(SwarmMode::blocking, "none", p), MPI_COMM_WORLD, quiet);
+    const auto result = run_averaging(resolve(swarm_averaging(SwarmMode::blocking, "none", p), world_size()), MPI_COMM_WORLD, quiet);
     if (world_rank() != 0) continue;
     for (const auto& trial : result.trials) {
       const double v0 = trial.rows.front().variance;
@@ -54,7 +54,7 @@ TEST(Swarm, NonBlockingAndQuantizedRunsAverage) {
   for (const char* q : {"none", "fp16", "stochastic:8", "lattice"}) {
     AveragingObserver quiet;
     const auto result =
-        run_averaging(swarm_averaging(SwarmMode::non_blocking, q, 0.0), MPI_COMM_WORLD, quiet);
+        run_averaging(resolve(swarm_averaging(SwarmMode::non_blocking, q, 0.0), world_size()), MPI_COMM_WORLD, quiet);
     if (world_rank() != 0) continue;
     for (const auto& trial : result.trials)
       EXPECT_LT(trial.rows.back().variance, 0.5 * trial.rows.front().variance) << q;
@@ -83,7 +83,7 @@ TEST(Swarm, ProgressEngineNeverDeadlocks) {
     // Poisson clocks: several interactions per peer and round, back to back here.
     if (pick.bits(u, 5, 0) % 2 == 0) o.protocol.swarm_clock = SwarmClock::poisson;
     AveragingObserver quiet;
-    const auto result = run_averaging(o, MPI_COMM_WORLD, quiet);
+    const auto result = run_averaging(resolve(o, world_size()), MPI_COMM_WORLD, quiet);
     // Blocking increments are exact negatives with any quantizer: both sides
     // compute them from the same two values (docs/protocols.md, swarm).
     if (world_rank() == 0 && mode == SwarmMode::blocking) {
@@ -109,7 +109,7 @@ TEST(Swarm, LatticeDecodeFailuresFallBackToFullPrecision) {
     o.rounds = 80;
     o.trials = 1;
     AveragingObserver quiet;
-    const auto result = run_averaging(o, MPI_COMM_WORLD, quiet);
+    const auto result = run_averaging(resolve(o, world_size()), MPI_COMM_WORLD, quiet);
     if (world_rank() != 0) continue;
     const auto& rows = result.trials.front().rows;
     const std::string name(to_string(mode));
@@ -145,6 +145,7 @@ TEST(Swarm, LocalSgdConvergesOnTheQuadratic) {
   o.lr.decay_steps = 6;
   o.eval_every = 10;
   o.seed = 3;
+  o = resolve(o, n);
   const Problem problem = build_problem(o, MPI_COMM_WORLD);
   TrainingObserver quiet;
   const auto result = run_training(o, problem, MPI_COMM_WORLD, quiet);

@@ -122,9 +122,28 @@ def quantizer_can_fail(quantizer: str, kind: str) -> str:
     return "never"
 
 
-# The columns that measure the average model. A run that diverges overflows them
-# to +inf or NaN; all other floats of a trace (accuracy aside) are finite.
-MODEL_COLUMNS = ("loss", "gap", "relative_gap", "distance", "consensus")
+
+# Value rules of the training columns, one entry per column that has any:
+# "model" measures the average model (a diverging run overflows it to +inf or
+# NaN after row 0, never -inf; all other floats of a trace, accuracy aside, are
+# finite), "finite" is finite in every row, "nonneg" is never negative.
+TRAINING_VALUE_RULES = {
+    "loss": ("model",),
+    "gap": ("model",),
+    "relative_gap": ("model",),
+    "distance": ("model", "nonneg"),
+    "consensus": ("model", "nonneg"),
+    "time": ("finite", "nonneg"),
+}
+MODEL_COLUMNS = tuple(name for name, rules in TRAINING_VALUE_RULES.items() if "model" in rules)
+
+# /summary columns that repeat a trial column's last row, per run kind, in the
+# order the trial's summary lists them.
+SUMMARY_FROM_LAST_ROW = {
+    "averaging": {"final_variance": "variance", "final_error": "error", "bytes_sent": "bytes_sent", "time": "time"},
+    "sgd": {"final_gap": "gap", "final_relative_gap": "relative_gap", "final_consensus": "consensus",
+            "final_accuracy": "accuracy", "bytes_sent": "bytes_sent", "time": "time"},
+}
 
 # Attributes of /optimum (a training trace), in writing order; its one dataset is x.
 OPTIMUM_ATTRS = {
@@ -500,6 +519,33 @@ def _check_decode_failures(c: _Checker, where: str, cols, quantizer: str, kind: 
                           f"{' here' if quantizer != 'none' else ''} (only lattice does)")
 
 
+def _check_rounds_to(c: _Checker, g, where: str, targets, suffixes, rnd, variance):
+    """rounds_to_<t>: the first round whose variance is below t; when never, the
+    cap, which is the number of rounds run (the last round). Returns the
+    attributes read: (rounds_to, reached)."""
+    last_round = int(rnd[-1])
+    rounds_to, reached = [], []
+    for t, s in zip(targets, suffixes):
+        rt = c.attr(g, f"rounds_to_{s}", "int32")
+        re_ = c.flag(g, f"reached_{s}")
+        rounds_to.append(rt)
+        reached.append(re_)
+        if rt is None or re_ is None:
+            continue
+        below = np.nonzero(variance < t)[0]
+        if below.size:
+            first = int(rnd[below[0]])
+            if re_ != 1 or rt != first:
+                c.problem(f"{where} attribute rounds_to_{s}",
+                          f"variance first falls below {float(t)!r} in round {first}, "
+                          f"but rounds_to={rt} reached={re_}")
+        elif re_ != 0 or rt != last_round:
+            c.problem(f"{where} attribute rounds_to_{s}",
+                      f"variance never falls below {float(t)!r}: expected rounds_to={last_round} (the cap) "
+                      f"and reached=0, found rounds_to={rt} reached={re_}")
+    return rounds_to, reached
+
+
 def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
     """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
     where = g.name
@@ -532,29 +578,9 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
     _check_decode_failures(c, where, cols, quantizer, "averaging")
     _check_detection_time(c, where, cols, detection_timeout, rnd)
 
-    # Rounds-to-target: the first round whose variance is below the target; when
-    # never, the cap, which is the number of rounds run (the last round).
     variance = cols["variance"]
     last_round = int(rnd[-1])
-    rounds_to, reached = [], []
-    for t, s in zip(targets, suffixes):
-        rt = c.attr(g, f"rounds_to_{s}", "int32")
-        re_ = c.flag(g, f"reached_{s}")
-        rounds_to.append(rt)
-        reached.append(re_)
-        if rt is None or re_ is None:
-            continue
-        below = np.nonzero(variance < t)[0]
-        if below.size:
-            first = int(rnd[below[0]])
-            if re_ != 1 or rt != first:
-                c.problem(f"{where} attribute rounds_to_{s}",
-                          f"variance first falls below {float(t)!r} in round {first}, "
-                          f"but rounds_to={rt} reached={re_}")
-        elif re_ != 0 or rt != last_round:
-            c.problem(f"{where} attribute rounds_to_{s}",
-                      f"variance never falls below {float(t)!r}: expected rounds_to={last_round} (the cap) "
-                      f"and reached=0, found rounds_to={rt} reached={re_}")
+    rounds_to, reached = _check_rounds_to(c, g, where, targets, suffixes, rnd, variance)
 
     if rounds is not None:
         if last_round > rounds:
@@ -563,15 +589,9 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
             # A complete trial may stop early only once every target is reached.
             c.problem(f"{where}/round", f"complete trial ran {last_round} rounds, expected {rounds}")
 
-    summary = {
-        "seed": seed,
-        "complete": trial_complete,
-        "final_variance": variance[-1],
-        "final_error": cols["error"][-1],
-        "bytes_sent": cols["bytes_sent"][-1],
-        "time": cols["time"][-1],
-        "rounds": last_round,
-    }
+    summary = {"seed": seed, "complete": trial_complete,
+               **{name: cols[col][-1] for name, col in SUMMARY_FROM_LAST_ROW["averaging"].items()},
+               "rounds": last_round}
     for s, rt, re_ in zip(suffixes, rounds_to, reached):
         summary[f"rounds_to_{s}"] = rt
         summary[f"reached_{s}"] = re_
@@ -640,29 +660,10 @@ def _check_optimum(c: _Checker, f):
     }
 
 
-def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
-                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0, geometric=False):
-    """Checks one training /trials/<k> group against /optimum (when usable);
-    returns what /summary must agree with, or None."""
-    where = g.name
-    has_diverged = (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= DIVERGED_SINCE
-    targets, suffixes = _trial_targets(c, g, "steps_to", ("diverged",) if has_diverged else ())
-    if targets is None:
-        return None
-    spec = columns_of(TRAINING_COLUMNS, version)
-    c.exact_members(g, ["targets", *spec], "members")
-    seed = c.attr(g, "seed", "uint64")
-    trial_complete = c.flag(g, "complete")
-    diverged = c.flag(g, "diverged") if has_diverged else None
-
-    cols = _read_columns(c, g, spec)
-    if cols is None:
-        return None
-    n = len(cols["step"])
-
-    # ---- step and round ----
-    step = cols["step"].astype(np.int64)
-    rnd = cols["round"].astype(np.int64)
+def _check_step_round(c: _Checker, where: str, step, rnd, steps, local_steps, eval_every):
+    """step from 0 and increasing, every eval_every steps; round from 0, not
+    decreasing, at most one per step (step // local_steps when given)."""
+    n = len(step)
     if step[0] != 0:
         c.problem(f"{where}/step", f"row 0 is step {step[0]}, expected 0 (the initial state)")
     c.first_bad(f"{where}/step", step[1:] <= step[:-1],
@@ -688,17 +689,20 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
             c.problem(f"{where}/step", f"last row is step {last}, expected {full}"
                       + (f" or the last step {steps}" if steps is not None else " or the run's last step"))
 
-    # ---- values that must be finite and not negative ----
-    # A diverging run overflows: after row 0 the model columns may hold +inf or
-    # NaN (never -inf). Rows where they are all finite are checked in full below.
-    for name in MODEL_COLUMNS:
+
+def _check_training_values(c: _Checker, where: str, cols, diverged):
+    """TRAINING_VALUE_RULES, the diverged flag and accuracy; returns the rows
+    where every model column is finite."""
+    rules = TRAINING_VALUE_RULES
+    for name in (k for k, r in rules.items() if "model" in r):
         v = cols[name]
         if not np.isfinite(v[0]):
             c.problem(f"{where}/{name}", f"row 0 is {v[0]}: the initial state is finite")
         c.first_bad(f"{where}/{name}", np.isneginf(v), lambda i: f"-inf at row {i}")
-    t = cols["time"]
-    c.first_bad(f"{where}/time", ~np.isfinite(t), lambda i: f"not finite at row {i} ({t[i]})")
-    for name in ("distance", "consensus", "time"):
+    for name in (k for k, r in rules.items() if "finite" in r):
+        v = cols[name]
+        c.first_bad(f"{where}/{name}", ~np.isfinite(v), lambda i: f"not finite at row {i} ({v[i]})")
+    for name in (k for k, r in rules.items() if "nonneg" in r):
         v = cols[name]
         c.first_bad(f"{where}/{name}", v < 0, lambda i: f"negative at row {i} ({v[i]})")
     ok = np.logical_and.reduce([np.isfinite(cols[k]) for k in MODEL_COLUMNS])
@@ -716,8 +720,12 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
                 lambda i: f"row {i} is {acc[i]}, outside [0, 1]")
     if np.isnan(acc).any() and not np.isnan(acc).all():
         c.problem(f"{where}/accuracy", "NaN in some rows only (NaN means the run measures no accuracy)")
+    return ok
 
-    # ---- counters: cumulative, and unchanged while no round ran ----
+
+def _check_training_counters(c: _Checker, where: str, cols, n_peers, rnd, ok, quantizer, detection_timeout,
+                             geometric):
+    """Counters cumulative, and unchanged while no round ran."""
     _check_counters(c, where, cols, n_peers, "step 0")
     _check_decode_failures(c, where, cols, quantizer, "sgd", finite=ok)
     # A peer's rounds are at most its steps (rank 0's round column is its own count,
@@ -738,49 +746,57 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
         c.first_bad(f"{where}/alive", (rnd == 0) & (alive != n_peers),
                     lambda i: f"row {i} has {alive[i]} alive peers before any round, expected all {n_peers}")
 
-    # ---- the gaps, against /optimum and each other (rows with finite values) ----
-    loss, gap, rel = cols["loss"], cols["gap"], cols["relative_gap"]
-    with np.errstate(invalid="ignore", over="ignore"):
-        if optimum is not None and ok[0]:
-            f_star, scale = optimum["loss"], optimum["scale"]
-            tol = REL_TOL * scale
-            if abs(loss[0] - optimum["initial_loss"]) > tol:
-                c.problem(f"{where}/loss", f"row 0 is {loss[0]!r}, but /optimum initial_loss is "
-                                           f"{optimum['initial_loss']!r} (row 0 is x_0)")
-            c.first_bad(f"{where}/gap",
-                        ok & (np.abs(gap - (loss - f_star)) > REL_TOL * np.maximum(scale, np.abs(loss))),
-                        lambda i: f"row {i} is {gap[i]!r}, but loss - f* = {loss[i] - f_star!r}")
-            c.first_bad(f"{where}/gap", gap < -tol, lambda i: f"negative at row {i} ({gap[i]!r}) beyond rounding")
-            x2 = optimum["x_norm2"]
-            if abs(cols["distance"][0] - x2) > REL_TOL * x2:
-                c.problem(f"{where}/distance", f"row 0 is {cols['distance'][0]!r}, but ||x_0 - x*||^2 = ||x*||^2 "
-                                               f"= {x2!r} (every peer starts at 0)")
-            if cols["consensus"][0] > REL_TOL * x2:
-                c.problem(f"{where}/consensus", f"row 0 is {cols['consensus'][0]!r}, expected 0 "
-                                                f"(every peer starts at the same point)")
-        if optimum is not None:
-            if optimum["test_set"] == "" and not np.isnan(acc).all():
-                c.problem(f"{where}/accuracy", "measured, but /optimum names no test set (expected NaN)")
-            elif optimum["test_set"] != "" and np.isnan(acc).any():
-                c.problem(f"{where}/accuracy", f"NaN, but /optimum says it is measured on {optimum['test_set']!r}")
-        if ok[0]:
-            # relative_gap = gap / (f(x_0) - f*), and row 0 is x_0: the common factor
-            # is gap[0]. A run whose initial gap is 0 (x* = x_0) has relative_gap 0.
-            c0 = gap[0]
-            if not rel[ok].any():
-                scale = optimum["scale"] if optimum is not None else max(abs(loss[0]), np.finfo(float).tiny)
-                if c0 > REL_TOL * scale:
-                    c.problem(f"{where}/relative_gap", f"0 throughout, but the initial gap is {c0!r}")
-            elif c0 <= 0:
-                c.problem(f"{where}/relative_gap", f"not 0, but the initial gap (gap at row 0) is {c0!r}")
-            else:
-                if abs(rel[0] - 1) > REL_TOL:
-                    c.problem(f"{where}/relative_gap", f"row 0 is {rel[0]!r}, expected 1 (row 0 is x_0)")
-                c.first_bad(f"{where}/relative_gap",
-                            ok & (np.abs(rel * c0 - gap) > REL_TOL * (np.abs(gap) + np.abs(rel) * c0)),
-                            lambda i: f"row {i} is {rel[i]!r}, but gap / initial gap = {gap[i] / c0!r}")
 
-    # ---- steps to each target: first row with relative_gap <= target, else the cap ----
+def _check_against_optimum(c: _Checker, where: str, cols, optimum, ok):
+    """Row 0 is x_0 and the gap is loss - f*, against /optimum."""
+    loss, gap, acc = cols["loss"], cols["gap"], cols["accuracy"]
+    if ok[0]:
+        f_star, scale = optimum["loss"], optimum["scale"]
+        tol = REL_TOL * scale
+        if abs(loss[0] - optimum["initial_loss"]) > tol:
+            c.problem(f"{where}/loss", f"row 0 is {loss[0]!r}, but /optimum initial_loss is "
+                                       f"{optimum['initial_loss']!r} (row 0 is x_0)")
+        c.first_bad(f"{where}/gap",
+                    ok & (np.abs(gap - (loss - f_star)) > REL_TOL * np.maximum(scale, np.abs(loss))),
+                    lambda i: f"row {i} is {gap[i]!r}, but loss - f* = {loss[i] - f_star!r}")
+        c.first_bad(f"{where}/gap", gap < -tol, lambda i: f"negative at row {i} ({gap[i]!r}) beyond rounding")
+        x2 = optimum["x_norm2"]
+        if abs(cols["distance"][0] - x2) > REL_TOL * x2:
+            c.problem(f"{where}/distance", f"row 0 is {cols['distance'][0]!r}, but ||x_0 - x*||^2 = ||x*||^2 "
+                                           f"= {x2!r} (every peer starts at 0)")
+        if cols["consensus"][0] > REL_TOL * x2:
+            c.problem(f"{where}/consensus", f"row 0 is {cols['consensus'][0]!r}, expected 0 "
+                                            f"(every peer starts at the same point)")
+    if optimum["test_set"] == "" and not np.isnan(acc).all():
+        c.problem(f"{where}/accuracy", "measured, but /optimum names no test set (expected NaN)")
+    elif optimum["test_set"] != "" and np.isnan(acc).any():
+        c.problem(f"{where}/accuracy", f"NaN, but /optimum says it is measured on {optimum['test_set']!r}")
+
+
+def _check_relative_gap(c: _Checker, where: str, cols, optimum, ok):
+    """relative_gap = gap / (f(x_0) - f*), and row 0 is x_0: the common factor is
+    gap[0]. A run whose initial gap is 0 (x* = x_0) has relative_gap 0."""
+    loss, gap, rel = cols["loss"], cols["gap"], cols["relative_gap"]
+    if not ok[0]:
+        return
+    c0 = gap[0]
+    if not rel[ok].any():
+        scale = optimum["scale"] if optimum is not None else max(abs(loss[0]), np.finfo(float).tiny)
+        if c0 > REL_TOL * scale:
+            c.problem(f"{where}/relative_gap", f"0 throughout, but the initial gap is {c0!r}")
+    elif c0 <= 0:
+        c.problem(f"{where}/relative_gap", f"not 0, but the initial gap (gap at row 0) is {c0!r}")
+    else:
+        if abs(rel[0] - 1) > REL_TOL:
+            c.problem(f"{where}/relative_gap", f"row 0 is {rel[0]!r}, expected 1 (row 0 is x_0)")
+        c.first_bad(f"{where}/relative_gap",
+                    ok & (np.abs(rel * c0 - gap) > REL_TOL * (np.abs(gap) + np.abs(rel) * c0)),
+                    lambda i: f"row {i} is {rel[i]!r}, but gap / initial gap = {gap[i] / c0!r}")
+
+
+def _check_steps_to(c: _Checker, g, where: str, targets, suffixes, step, rel):
+    """steps_to_<t>: the first row with relative_gap <= t, else the cap (the last
+    step). Returns the attributes read: (steps_to, reached)."""
     last_step = int(step[-1])
     steps_to, reached = [], []
     for t, s in zip(targets, suffixes):
@@ -801,7 +817,39 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
             c.problem(f"{where} attribute steps_to_{s}",
                       f"relative_gap never reaches {float(t)!r}: expected steps_to={last_step} (the cap) "
                       f"and reached=0, found steps_to={st} reached={re_}")
+    return steps_to, reached
 
+
+def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
+                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0, geometric=False):
+    """Checks one training /trials/<k> group against /optimum (when usable);
+    returns what /summary must agree with, or None."""
+    where = g.name
+    has_diverged = (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= DIVERGED_SINCE
+    targets, suffixes = _trial_targets(c, g, "steps_to", ("diverged",) if has_diverged else ())
+    if targets is None:
+        return None
+    spec = columns_of(TRAINING_COLUMNS, version)
+    c.exact_members(g, ["targets", *spec], "members")
+    seed = c.attr(g, "seed", "uint64")
+    trial_complete = c.flag(g, "complete")
+    diverged = c.flag(g, "diverged") if has_diverged else None
+
+    cols = _read_columns(c, g, spec)
+    if cols is None:
+        return None
+    step = cols["step"].astype(np.int64)
+    rnd = cols["round"].astype(np.int64)
+    _check_step_round(c, where, step, rnd, steps, local_steps, eval_every)
+    ok = _check_training_values(c, where, cols, diverged)
+    _check_training_counters(c, where, cols, n_peers, rnd, ok, quantizer, detection_timeout, geometric)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if optimum is not None:
+            _check_against_optimum(c, where, cols, optimum, ok)
+        _check_relative_gap(c, where, cols, optimum, ok)
+    steps_to, reached = _check_steps_to(c, g, where, targets, suffixes, step, cols["relative_gap"])
+
+    last_step = int(step[-1])
     if steps is not None:
         if last_step > steps:
             c.problem(f"{where}/step", f"ran {last_step} steps, more than the expected {steps}")
@@ -810,18 +858,9 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
             # or when it diverged.
             c.problem(f"{where}/step", f"complete trial ran {last_step} steps, expected {steps}")
 
-    summary = {
-        "seed": seed,
-        "complete": trial_complete,
-        "final_gap": gap[-1],
-        "final_relative_gap": rel[-1],
-        "final_consensus": cols["consensus"][-1],
-        "final_accuracy": acc[-1],
-        "bytes_sent": sent[-1],
-        "time": cols["time"][-1],
-        "steps": last_step,
-        "rounds": int(rnd[-1]),
-    }
+    summary = {"seed": seed, "complete": trial_complete,
+               **{name: cols[col][-1] for name, col in SUMMARY_FROM_LAST_ROW["sgd"].items()},
+               "steps": last_step, "rounds": int(rnd[-1])}
     if has_diverged:
         summary["diverged"] = diverged
     for s, st, re_ in zip(suffixes, steps_to, reached):
@@ -871,6 +910,46 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
                 c.problem(f"/summary/{name}", f"row {i} (trial {k}) is {got}, the trial says {want}")
 
 
+def _check_trials(c: _Checker, group, check_one):
+    """Every /trials/<k> through check_one; returns (the indices in writing
+    order, what each usable trial says /summary must repeat)."""
+    if len(group.attrs):
+        c.problem("/trials", "must hold groups only, has attributes: " + ", ".join(group.attrs))
+    order, infos = [], {}
+    for name in group:
+        if not TRIAL_NAME.match(name) or not isinstance(group[name], h5py.Group):
+            c.problem(f"/trials/{name}", "not a trial (a group named by a decimal index)")
+            continue
+        k = int(name)
+        order.append(k)
+        info = check_one(group[name])
+        if info is not None:
+            infos[k] = info
+    return order, infos
+
+
+def _check_trials_agree(c: _Checker, order, infos, done):
+    """All trials share one list of targets (the summary has a column each), and
+    only the last trial written, in a run itself incomplete, can have been cut
+    short. Returns the targets (None without a usable trial)."""
+    targets = None
+    for k in order:
+        if k not in infos:
+            continue
+        if targets is None:
+            targets = infos[k]["targets"]
+        elif _first_difference(targets, infos[k]["targets"]) is not None or \
+                len(targets) != len(infos[k]["targets"]):
+            c.problem(f"/trials/{k}/targets", f"{list(infos[k]['targets'])} differ from {list(targets)}")
+    flags = [(k, infos[k]["complete"]) for k in order if k in infos]
+    for pos, (k, flag) in enumerate(flags):
+        if flag == 0 and pos != len(flags) - 1:
+            c.problem(f"/trials/{k} attribute complete", "0, but it is not the last trial written")
+        if flag == 0 and done == 1:
+            c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
+    return targets
+
+
 def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=None,
                steps=None, local_steps=None, eval_every=None) -> list[str]:
     """Every way `path` departs from schema v5, as one message per problem.
@@ -907,49 +986,18 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
                 c.problem("/trials", "missing group")
                 return c.problems
-            group = f["trials"]
-            if len(group.attrs):
-                c.problem("/trials", "must hold groups only, has attributes: " + ", ".join(group.attrs))
-            order, infos = [], {}
-            for name in group:
-                if not TRIAL_NAME.match(name) or not isinstance(group[name], h5py.Group):
-                    c.problem(f"/trials/{name}", "not a trial (a group named by a decimal index)")
-                    continue
-                k = int(name)
-                order.append(k)
-                if run_kind == "sgd":
-                    info = _check_training_trial(c, group[name], n_peers, optimum, steps, local_steps, eval_every,
-                                                 version, quantizer, detection_timeout, geometric)
-                else:
-                    info = _check_trial(c, group[name], n_peers, rounds, version, quantizer, detection_timeout)
-                if info is not None:
-                    infos[k] = info
+            check_one = (
+                (lambda g: _check_training_trial(c, g, n_peers, optimum, steps, local_steps, eval_every, version,
+                                                 quantizer, detection_timeout, geometric))
+                if run_kind == "sgd" else
+                (lambda g: _check_trial(c, g, n_peers, rounds, version, quantizer, detection_timeout)))
+            order, infos = _check_trials(c, f["trials"], check_one)
             if trials is not None and len(order) != trials:
                 c.problem("/trials", f"holds {len(order)} trials, expected {trials}")
-            if not optimum_present and len(group):
+            if not optimum_present and len(f["trials"]):
                 c.problem("/optimum", "empty (no x, no attributes), but /trials holds trials: "
                                       "only a run stopped before its first trial may leave it empty")
-
-            # All trials share one list of targets (the summary has a column each).
-            targets = None
-            for k in order:
-                if k not in infos:
-                    continue
-                if targets is None:
-                    targets = infos[k]["targets"]
-                elif _first_difference(targets, infos[k]["targets"]) is not None or \
-                        len(targets) != len(infos[k]["targets"]):
-                    c.problem(f"/trials/{k}/targets", f"{list(infos[k]['targets'])} differ from {list(targets)}")
-
-            # Only the last trial written can have been cut short, and only in a
-            # run that is itself incomplete.
-            flags = [(k, infos[k]["complete"]) for k in order if k in infos]
-            for pos, (k, flag) in enumerate(flags):
-                if flag == 0 and pos != len(flags) - 1:
-                    c.problem(f"/trials/{k} attribute complete", "0, but it is not the last trial written")
-                if flag == 0 and done == 1:
-                    c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
-
+            targets = _check_trials_agree(c, order, infos, done)
             _check_summary(c, f, infos, order, targets, run_kind, version)
     except Exception as e:  # a broken file must give a message, not a traceback
         c.problem("file", f"unreadable: {type(e).__name__}: {e}")

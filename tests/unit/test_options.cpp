@@ -26,6 +26,20 @@ TEST(Options, DefaultsResolve) {
   EXPECT_EQ(r.targets, (std::vector<double>{1e-4, 1e-9}));
 }
 
+// resolve() runs once per run: it stamps the peer count, and the runs refuse
+// options without the stamp for their world instead of resolving again.
+TEST(Options, ResolveStampsThePeerCountTheRunsRequire) {
+  const AveragingOptions r = resolve(AveragingOptions{}, 16);
+  EXPECT_EQ(r.resolved_for, 16);
+  EXPECT_NO_THROW(require_resolved(r, 16, "run_averaging"));
+  EXPECT_THROW(require_resolved(r, 8, "run_averaging"), Error);
+  EXPECT_THROW(require_resolved(AveragingOptions{}, 16, "run_averaging"), Error);
+  // Resolving resolved options changes nothing.
+  const AveragingOptions again = resolve(r, 16);
+  EXPECT_EQ(again.protocol.on_failure, r.protocol.on_failure);
+  EXPECT_EQ(again.targets, r.targets);
+}
+
 TEST(Options, BadValuesNameTheFlag) {
   AveragingOptions o;
   o.fail_rate = 1.5;

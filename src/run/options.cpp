@@ -1,0 +1,59 @@
+#include "run/options.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "core/rng.hpp"
+
+namespace avb {
+
+void require(bool ok, const std::string& flag, double value, const std::string& accepted) {
+  if (!ok) throw ConfigError(flag + ": " + format_number(value) + " is not " + accepted);
+}
+
+void resolve_run(RunOptions& r, int n_peers, bool training) {
+  r.protocol = resolve(r.protocol, n_peers);
+  require(r.fail_rate >= 0.0 && r.fail_rate <= 1.0, "--fail-rate", r.fail_rate, "a number in [0, 1]");
+  validate(r.stragglers);
+  check_churn(r.failure, r.join_rate);
+  check_failure_support(r.protocol.name, r.failure, training);
+  require(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout), "--detection-timeout",
+          r.detection_timeout, "a number >= 0 (seconds)");
+  require(r.trials >= 1, "--trials", r.trials, "an integer >= 1");
+  if (r.targets.empty()) throw ConfigError("--target: at least one target is needed (a number > 0)");
+  for (double t : r.targets) require(t > 0.0 && std::isfinite(t), "--target", t, "a number > 0");
+  std::sort(r.targets.begin(), r.targets.end(), std::greater<>());
+  r.targets.erase(std::unique(r.targets.begin(), r.targets.end()), r.targets.end());
+  r.resolved_for = n_peers;
+}
+
+void require_resolved(const RunOptions& options, int n_peers, const char* where) {
+  if (options.resolved_for != n_peers)
+    throw Error(std::string(where) + ": the options were not resolved for " + std::to_string(n_peers) +
+                " peers (call resolve() once per run and pass its result)");
+}
+
+void describe_failures(const RunOptions& o, Described& out) {
+  out.emplace_back("fail-rate", format_number(o.fail_rate));
+  out.emplace_back("failure", std::string(to_string(o.failure)));
+  if (o.failure == FailureKind::churn) out.emplace_back("join-rate", format_number(o.join_rate));
+  for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
+}
+
+void describe_trials(const RunOptions& o, Described& out) {
+  out.emplace_back("trials", std::to_string(o.trials));
+  out.emplace_back("seed", std::to_string(o.seed));
+  std::string targets;
+  for (double t : o.targets) targets += (targets.empty() ? "" : ",") + format_number(t);
+  out.emplace_back("target", targets);
+  out.emplace_back("stop-at-target", o.stop_at_target ? "true" : "false");
+}
+
+std::uint64_t trial_seed(std::uint64_t seed, int trial) {
+  return Stream(seed, StreamId::trial_seeds).bits(static_cast<std::uint64_t>(trial), 0, 0);
+}
+
+}  // namespace avb

@@ -1,0 +1,79 @@
+// The options of a training run (sgd_bench): RunOptions (run/options.hpp), the
+// problem (sgd/objective.hpp) and the SGD schedule. sgd/trainer.hpp runs them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/enum_names.hpp"
+#include "run/options.hpp"
+#include "sgd/objective.hpp"
+
+namespace avb {
+
+// lr(s) for the 0-based step s, with T = decay_steps:
+//   constant  lr
+//   inverse   lr * T / (s + T)        (a / (s + b) with a = lr * T, b = T)
+//   step      lr * factor^floor(s / T)
+enum class LrSchedule { constant, inverse, step };
+inline constexpr EnumNames<LrSchedule, 3> kLrScheduleNames{
+    "--lr-schedule",
+    {{{LrSchedule::constant, "constant"},
+     {LrSchedule::inverse, "inverse"},
+     {LrSchedule::step, "step"}}}};
+LrSchedule parse_lr_schedule(std::string_view name);  // throws ConfigError (--lr-schedule)
+std::string_view to_string(LrSchedule schedule);
+
+// How many local steps a peer takes between its rounds.
+enum class LocalStepsDist {
+  fixed,      // H every time
+  geometric,  // geometric with mean H, drawn per peer and round (asynchronous protocols only)
+};
+inline constexpr EnumNames<LocalStepsDist, 2> kLocalStepsDistNames{
+    "--local-steps-dist", {{{LocalStepsDist::fixed, "fixed"}, {LocalStepsDist::geometric, "geometric"}}}};
+LocalStepsDist parse_local_steps_dist(std::string_view name);  // throws ConfigError (--local-steps-dist)
+std::string_view to_string(LocalStepsDist dist);
+
+struct LearningRate {
+  LrSchedule schedule = LrSchedule::constant;  // --lr-schedule
+  double lr = 0.01;                             // --lr
+  int decay_steps = 100;                        // --lr-decay-steps (T)
+  double decay_factor = 0.5;                    // --lr-decay-factor (step only)
+
+  double at(std::int64_t step) const;
+};
+
+struct TrainingOptions : RunOptions {
+  // round_timeout applies per SGD step; the stragglers scale --step-flops per peer.
+  TrainingOptions() {
+    trials = 1;
+    // Relative gap targets (f(x_bar) - f*) / (f(x_0) - f*); steps to each are reported.
+    targets = {1e-3, 1e-6};
+  }
+  ObjectiveOptions objective;
+  int steps = 1000;       // --steps
+  int local_steps = 1;    // --local-steps (H)
+  LocalStepsDist local_steps_dist = LocalStepsDist::fixed;  // --local-steps-dist
+  // --step-flops: the simulated cost of one local step. Under SMPI each step charges
+  // this many flops at its host's speed (computation is not simulated otherwise);
+  // nothing on a real MPI.
+  double step_flops = 0.0;
+  int batch = 1;          // --batch (B), per peer and step
+  LearningRate lr;
+  double momentum = 0.0;  // --momentum, in [0, 1)
+  int eval_every = 10;    // --eval-every
+  std::string test_data;  // --test-data: LIBSVM file for the accuracy column
+};
+
+// Range checks (ConfigError naming the flag); resolves the protocol and objective.
+// The result is what build_problem and run_training take: resolve once per run.
+TrainingOptions resolve(const TrainingOptions& options, int n_peers);
+std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions& options);
+// As averaging's check_simulated_time: --step-flops per step, --detection-timeout
+// per round, over all steps and trials.
+void check_simulated_time(const TrainingOptions& options, double slowest_speed);
+
+}  // namespace avb

@@ -1,0 +1,212 @@
+#include "sgd/problem.hpp"
+
+#include <cmath>
+#include <new>
+#include <sstream>
+#include <vector>
+
+#include "core/comm.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "sgd/libsvm.hpp"
+
+namespace avb {
+
+namespace {
+
+constexpr int kShardTag = 7301;
+constexpr int kTestSamples = 4096;
+
+// Runs `work` on rank 0 and turns a ConfigError there into the same ConfigError
+// on every rank, so that all ranks leave together and only rank 0 need speak.
+template <class F>
+void on_root_or_throw_everywhere(MPI_Comm world, int rank, F&& work) {
+  std::string problem;
+  int kind = 0;  // 0 fine, 1 ConfigError, 2 other error, 3 out of memory
+  if (rank == 0) {
+    try {
+      work();
+    } catch (const ConfigError& e) {
+      problem = e.what();
+      kind = 1;
+    } catch (const std::bad_alloc& e) {
+      // Kept a bad_alloc, so that the app can tell the user the problem is too big.
+      problem = e.what();
+      kind = 3;
+    } catch (const std::exception& e) {
+      problem = e.what();
+      kind = 2;
+    }
+  }
+  int header[2] = {kind, static_cast<int>(problem.size())};
+  check_mpi(MPI_Bcast(header, 2, MPI_INT, 0, world), "MPI_Bcast");
+  if (header[0] == 0) return;
+  problem.resize(static_cast<std::size_t>(header[1]));
+  check_mpi(MPI_Bcast(problem.data(), header[1], MPI_CHAR, 0, world), "MPI_Bcast");
+  if (header[0] == 1) throw ConfigError(problem);
+  if (header[0] == 3) throw std::bad_alloc();
+  throw Error(problem);
+}
+
+// The optimum and the loss at x = 0 are the reference of every measurement: a
+// problem whose numbers do not fit in double precision is refused as bad input
+// (ConfigError, so every engine reports it once, exit 2), naming the flag that
+// scales the problem. Any values would fail on every rank alike.
+void check_optimum(const ObjectiveOptions& o, const Optimum& optimum, double initial_loss) {
+  const bool finite = std::isfinite(initial_loss) && std::isfinite(optimum.loss) && optimum.x.allFinite();
+  if (finite && optimum.converged) return;
+  std::string flag;
+  if (o.kind == ObjectiveKind::quadratic) {
+    flag = o.preset == QuadraticPreset::conditioned && o.condition > 1e8
+               ? "--condition: " + format_number(o.condition)
+               : "--zeta: " + format_number(o.heterogeneity);
+  } else {
+    flag = o.data_path.empty() ? "--separation: " + format_number(o.separation) : "--data: " + o.data_path;
+  }
+  std::ostringstream s;
+  s << flag << ": the pooled problem's optimum cannot be computed in double precision (";
+  if (!finite) {
+    s << "its loss or minimiser overflows: f(0) = " << initial_loss << ", f* = " << optimum.loss;
+  } else {
+    s << "gradient norm " << optimum.gradient_norm << " at the computed x*, above " << kOptimumTolerance
+      << " x its scale " << optimum.gradient_scale << ", after ";
+    if (o.kind == ObjectiveKind::quadratic)
+      s << "the direct solve of the diagonal normal equations";
+    else
+      s << optimum.iterations << " Newton iterations";
+  }
+  s << "); use a smaller value";
+  throw ConfigError(s.str());
+}
+
+// The samples of one peer as rows of (label, features), for one message.
+std::vector<double> pack(const Dataset& d) {
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(d.samples()) * static_cast<std::size_t>(d.dim() + 1));
+  for (int s = 0; s < d.samples(); ++s) {
+    out.push_back(d.labels[s]);
+    for (int k = 0; k < d.dim(); ++k) out.push_back(d.features(s, k));
+  }
+  return out;
+}
+
+Dataset unpack(const std::vector<double>& in, int dim) {
+  const auto width = static_cast<std::size_t>(dim + 1);
+  const auto m = static_cast<Eigen::Index>(in.size() / width);
+  Dataset d;
+  d.features.resize(m, dim);
+  d.labels.resize(m);
+  for (Eigen::Index s = 0; s < m; ++s) {
+    const double* row = in.data() + static_cast<std::size_t>(s) * width;
+    d.labels[s] = row[0];
+    for (int k = 0; k < dim; ++k) d.features(s, k) = row[k + 1];
+  }
+  return d;
+}
+
+// A rank other than 0: its shard from rank 0, rebuilt with logistic_peer's
+// weights (the objective rank 0 would build). shape: the data's dim and samples.
+std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::int64_t shape[2]) {
+  MPI_Status status;
+  check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_DOUBLE, &count), "MPI_Get_count");
+  std::vector<double> packed(static_cast<std::size_t>(count));
+  check_mpi(MPI_Recv(packed.data(), count, MPI_DOUBLE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
+  Dataset shard = unpack(packed, static_cast<int>(shape[0]));
+  const Eigen::Index m = shard.samples();
+  return std::make_unique<LogisticObjective>(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
+                                             1.0 / static_cast<double>(shape[1]), static_cast<std::uint64_t>(rank));
+}
+
+}  // namespace
+
+
+std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options, const Dataset& data, int peer,
+                                                 int n_peers, std::uint64_t seed) {
+  Dataset shard = select_rows(data, shard_rows(data, options.split, peer, n_peers, seed, options.data_path));
+  const Eigen::Index m = shard.samples();
+  Eigen::VectorXd weights = Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m));
+  return std::make_unique<LogisticObjective>(std::move(shard), std::move(weights), 1.0 / data.samples(),
+                                             static_cast<std::uint64_t>(peer));
+}
+
+namespace {
+
+// Rank 0 reads the --data file and deals the shards; the others wait for theirs.
+// Rank 0 keeps the whole set as the pooled problem (and, without --test-data,
+// as the test set).
+void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p) {
+  const ObjectiveOptions& o = options.objective;
+  const std::uint64_t seed = options.seed;
+  Dataset data;
+  on_root_or_throw_everywhere(world, rank, [&] {
+    data = read_libsvm(o.data_path, o.data_dim);
+    shard_rows(data, o.split, 0, n, seed, o.data_path);  // enough samples for every peer?
+    if (!options.test_data.empty()) {
+      p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
+      p.test_set_kind = "file";
+    } else {
+      p.test_set_kind = "train";
+    }
+  });
+  // Every rank needs the dimension and, for the l2 weight 1/m, the total count.
+  std::int64_t shape[2] = {rank == 0 ? data.dim() : 0, rank == 0 ? data.samples() : 0};
+  check_mpi(MPI_Bcast(shape, 2, MPI_INT64_T, 0, world), "MPI_Bcast");
+  if (rank != 0) {
+    p.local = receive_shard(world, rank, shape);
+    return;
+  }
+  for (int peer = 1; peer < n; ++peer) {
+    const std::vector<double> packed = pack(logistic_peer(o, data, peer, n, seed)->samples());
+    check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_DOUBLE, peer, kShardTag, world),
+              "MPI_Send");
+  }
+  p.local = logistic_peer(o, data, 0, n, seed);
+  p.pooled = make_objective(o, pooled, n, seed, &data);
+  if (!p.test) p.test = std::move(data);  // no test file: accuracy on the training set
+}
+
+// Synthetic data, generated where it is needed: each rank its shard, rank 0 the
+// pooled set and, for logistic, a held-out set.
+void generate(const ObjectiveOptions& o, std::uint64_t seed, int rank, int n, Problem& p) {
+  p.local = make_objective(o, rank, n, seed);
+  if (rank != 0) return;
+  p.pooled = make_objective(o, pooled, n, seed);
+  if (o.kind == ObjectiveKind::logistic) {
+    // A peer no one has (peer N of N + 1): same classes, fresh samples, balanced.
+    ObjectiveOptions held_out = o;
+    held_out.label_skew = 0.0;
+    held_out.samples_per_peer = kTestSamples;
+    p.test = synthetic_shard(held_out, n, n + 1, seed);
+    p.test_set_kind = "synthetic-held-out";
+  }
+}
+
+}  // namespace
+
+Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
+  int rank = 0, n = 1;
+  check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(world, &n), "MPI_Comm_size");
+  require_resolved(options, n, "build_problem");
+  const ObjectiveOptions& o = options.objective;
+  Problem p;
+  if (o.kind == ObjectiveKind::logistic && !o.data_path.empty())
+    deal_file(options, world, rank, n, p);
+  else
+    generate(o, options.seed, rank, n, p);
+
+  // The optimum on rank 0; every rank gets x* (the measurements' reference).
+  on_root_or_throw_everywhere(world, rank, [&] {
+    p.optimum = find_optimum(*p.pooled);
+    p.initial_loss = p.pooled->loss(Eigen::VectorXd::Zero(p.pooled->dim()));
+    check_optimum(o, p.optimum, p.initial_loss);
+  });
+  const int d = p.local->dim();
+  if (rank != 0) p.optimum.x = Eigen::VectorXd::Zero(d);
+  check_mpi(MPI_Bcast(p.optimum.x.data(), d, MPI_DOUBLE, 0, world), "MPI_Bcast");
+  return p;
+}
+
+}  // namespace avb

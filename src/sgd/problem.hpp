@@ -1,0 +1,42 @@
+// The problem a training run trains on: each peer's f_i, and on rank 0 the pooled
+// f, the optimum x*, f* and the test set that the measurements need.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <mpi.h>
+
+#include "sgd/objective.hpp"
+#include "sgd/optimum.hpp"
+#include "sgd/options.hpp"
+
+namespace avb {
+
+// What one peer trains on, and on rank 0 what the measurements need.
+struct Problem {
+  std::unique_ptr<Objective> local;   // f_i of this rank
+  // Rank 0 only:
+  std::unique_ptr<Objective> pooled;  // f = (1/N) sum_i f_i
+  std::optional<Dataset> test;        // logistic: held-out samples (see test_set_kind)
+  std::string test_set_kind;          // "synthetic-held-out", "file" or "train"
+  // Every rank:
+  Optimum optimum;                    // x* on every rank; loss, gradient_norm... rank 0
+  double initial_loss = 0.0;          // f(x_0), rank 0
+};
+
+// Collective. Synthetic data is generated where it is needed (each rank its
+// shard, rank 0 the pooled set); a LIBSVM file is read by rank 0 alone, which
+// sends every rank its shard, so N ranks under SMPI hold one copy, not N.
+// x* and f* are computed on rank 0 and x* is broadcast. A bad file or option
+// throws the same ConfigError on every rank.
+Problem build_problem(const TrainingOptions& options, MPI_Comm world);
+
+// The peer's shard as make_objective builds it from the whole data set, for the
+// rank that holds the file (exposed for tests).
+std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options, const Dataset& data, int peer,
+                                                 int n_peers, std::uint64_t seed);
+
+}  // namespace avb
