@@ -34,13 +34,7 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
 
 AveragingOptions averaging_options(const AveragingCli& cli, int n_peers) {
   AveragingOptions o;
-  o.protocol = protocol_options(cli.protocol);
-  o.fail_rate = cli.protocol.fail_rate;
-  o.failure = cli.protocol.failure;
-  o.join_rate = cli.protocol.join_rate;
-  o.stragglers = straggler_spec(cli.protocol);
-  o.detection_timeout = cli.protocol.detection_timeout;
-  o.round_timeout = cli.protocol.round_timeout;
+  set_run_options(cli.protocol, o);
   o.compute_flops = cli.compute_flops;
   o.dim = cli.dim;
   o.rounds = cli.rounds;

@@ -111,13 +111,7 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
 
 TrainingOptions training_options(const TrainingCli& cli, int n_peers) {
   TrainingOptions o;
-  o.protocol = protocol_options(cli.protocol);
-  o.fail_rate = cli.protocol.fail_rate;
-  o.failure = cli.protocol.failure;
-  o.join_rate = cli.protocol.join_rate;
-  o.stragglers = straggler_spec(cli.protocol);
-  o.detection_timeout = cli.protocol.detection_timeout;
-  o.round_timeout = cli.protocol.round_timeout;
+  set_run_options(cli.protocol, o);
   o.objective = cli.objective;
   o.test_data = cli.test_data;
   o.steps = cli.steps;
