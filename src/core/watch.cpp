@@ -212,11 +212,19 @@ void Watch::throw_collected(std::vector<std::string> reports) {
   std::vector<int> silent;
   for (int p : waited)
     if (!std::binary_search(reporters.begin(), reporters.end(), p)) silent.push_back(p);
+  // Collective waits (a communicator being made) name no peer: then every peer
+  // that did not report is a suspect, though some may only be short of their own
+  // timeout.
+  const bool collective = waited.empty();
+  if (collective)
+    for (int p = 0; p < size_; ++p)
+      if (!std::binary_search(reporters.begin(), reporters.end(), p)) silent.push_back(p);
   std::string line = "--round-timeout: no progress for " + std::to_string(static_cast<long>(timeout_)) + " s (" +
                      (first.empty() ? describe() : first) + ")";
   line += "; " + std::to_string(reporters.size()) + " of " + std::to_string(size_) + " peers waiting";
   if (!silent.empty())
-    line += ", on peer(s) " + list_ranks(silent) + " that did not report (stopped or hung)";
+    line += ", on peer(s) " + list_ranks(silent) + " that did not report (stopped or hung" +
+            (collective ? ", or not yet at their own timeout)" : ")");
   else if (!waited.empty())
     line += ", on peer(s) " + list_ranks(waited);
   throw Stalled(line);
