@@ -35,7 +35,7 @@ run_step "build build/" cmake --build build -j"$jobs"
 run_step "configure build-smpi/ (SMPI)" cmake --preset smpi
 run_step "build build-smpi/" cmake --build build-smpi -j"$jobs"
 run_step "ctest build/" ctest --test-dir build --output-on-failure -j2
-run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure
+run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure -j2
 # The Open MPI suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (leak checks off: Open MPI's own allocations at exit would drown ours; impossible
 # allocation sizes return null, as glibc does, so the apps' out-of-memory errors are
