@@ -54,7 +54,7 @@ int run(int argc, char** argv) {
       avb::check_simulated_time(options, slowest_speed);
       // Twelve vectors of --dim values per peer bound every protocol's state and
       // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
-      avb::app::check_memory("--dim", std::to_string(cli.dim), 12.0 * sizeof(double) * options.dim, size);
+      avb::app::check_memory("--dim", std::to_string(options.dim), 12.0 * sizeof(double) * options.dim, size);
       }))
     return 0;
   if (!avb::app::options_agreed(kProgram, problem)) return 2;
@@ -63,21 +63,13 @@ int run(int argc, char** argv) {
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);
-  if (!cli.out.empty()) described.emplace_back("out", cli.out);
   std::unique_ptr<avb::TraceWriter> trace;
-  if (!avb::app::open_trace(kProgram, cli.out, cli.overwrite, info, described, app.config_to_str(true, false), trace))
-    return 2;
+  if (!avb::app::open_trace(kProgram, cli.output, info, described, app.config_to_str(true, false), trace)) return 2;
 
-  avb::app::Reporter reporter(options, std::move(trace), cli.quiet);
-  reporter.set_peers(size);
+  avb::app::AveragingReporter reporter(options, size, std::move(trace), cli.output.quiet);
   if (rank == 0) reporter.print_header(kProgram, info, described);
-  const avb::AveragingResult result = avb::app::run_guarded(
-      kProgram, rank, reporter, [&] { return avb::run_averaging(options, MPI_COMM_WORLD, reporter); });
-  if (rank == 0) {
-    reporter.finish(result.trials, !result.stopped);
-    avb::app::warn_persistent_decode_failures(kProgram, result.trials, "rounds");
-  }
-  return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
+  return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds",
+                                     [&] { return avb::run_averaging(options, MPI_COMM_WORLD, reporter); });
 }
 
 }  // namespace

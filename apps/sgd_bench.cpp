@@ -115,22 +115,15 @@ int run(int argc, char** argv) {
 
   const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
   auto described = avb::describe(options);
-  if (!cli.out.empty()) described.emplace_back("out", cli.out);
   std::unique_ptr<avb::TraceWriter> trace;
-  if (!avb::app::open_trace(kProgram, cli.out, cli.overwrite, info, described, app.config_to_str(true, false), trace))
-    return 2;
+  if (!avb::app::open_trace(kProgram, cli.output, info, described, app.config_to_str(true, false), trace)) return 2;
 
-  avb::app::TrainingReporter reporter(options, size, std::move(trace), cli.quiet);
+  avb::app::TrainingReporter reporter(options, size, std::move(trace), cli.output.quiet);
   if (rank == 0) {
     reporter.print_header(kProgram, info, described, optimum_record(options, setup));
   }
-  const avb::TrainingResult result = avb::app::run_guarded(
-      kProgram, rank, reporter, [&] { return avb::run_training(options, setup, MPI_COMM_WORLD, reporter); });
-  if (rank == 0) {
-    reporter.finish(result.trials, !result.stopped);
-    avb::app::warn_persistent_decode_failures(kProgram, result.trials, "evaluations");
-  }
-  return avb::app::exit_code(kProgram, reporter.trace_error(), result.stopped);
+  return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations",
+                                     [&] { return avb::run_training(options, setup, MPI_COMM_WORLD, reporter); });
 }
 
 }  // namespace

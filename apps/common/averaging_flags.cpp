@@ -18,30 +18,20 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
   ChangedFlags& changed = cli.protocol.changed;
   TypedOptions add(app, changed);
   add.group("Problem");
-  add.integer("--dim", cli.dim, 1, 1 << 30, "vector length per peer, an integer >= 1");
-  add.real("--compute-flops", cli.compute_flops, "a number >= 0",
+  add.integer("--dim", cli.options.dim, 1, 1 << 30, "vector length per peer, an integer >= 1");
+  add.real("--compute-flops", cli.options.compute_flops, "a number >= 0",
            "simulated work before each round in flops, >= 0: charged at the host's speed (times a straggler's "
            "slowdown) under SMPI, ignored on real MPI");
   add.group("Schedule");
-  add.integer("--rounds", cli.rounds, 0, 1 << 30, "rounds per trial, an integer >= 0");
-  add.integer("--trials", cli.trials, 1, 1 << 30,
-              "independent trials, an integer >= 1 (each with its own seed drawn from --seed)");
-  add.seed("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)");
-  add.reals("--target", cli.targets, "a number > 0", "variance target > 0 (repeatable); rounds to each are reported");
-  add.flag("--stop-at-target", cli.stop_at_target, "end a trial once every target is reached");
-  add_output_flags(add, cli.out, cli.overwrite, cli.quiet);
+  add.integer("--rounds", cli.options.rounds, 0, 1 << 30, "rounds per trial, an integer >= 0");
+  add_run_flags(add, cli.options, cli.output,
+                {"independent trials, an integer >= 1 (each with its own seed drawn from --seed)",
+                 "variance target > 0 (repeatable); rounds to each are reported"});
 }
 
 AveragingOptions averaging_options(const AveragingCli& cli, int n_peers) {
-  AveragingOptions o;
-  set_run_options(cli.protocol, o);
-  o.compute_flops = cli.compute_flops;
-  o.dim = cli.dim;
-  o.rounds = cli.rounds;
-  o.trials = cli.trials;
-  o.seed = cli.seed;
-  o.targets = cli.targets;
-  o.stop_at_target = cli.stop_at_target;
+  AveragingOptions o = cli.options;
+  set_protocol_options(cli.protocol, o);
   o = resolve(o, n_peers);
   refuse_foreign_flags(cli.protocol, o.protocol.name);
   return o;

@@ -3,32 +3,22 @@
 // without MPI, files or exit(): tests/fuzz/fuzz_config.cpp feeds it arbitrary bytes.
 #pragma once
 
-#include <cstdint>
 #include <iosfwd>
-#include <string>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "common/protocol_flags.hpp"
+#include "common/run_flags.hpp"
 #include "run/averaging.hpp"
 
 namespace avb::app {
 
-// Typed fields, converted as CLI11 reads them (typed_options.hpp); ranges and
-// combinations are checked by avb::resolve().
+// The flags bind to the options' own fields (their defaults are the options'),
+// except the protocol's, which are converted by protocol_options().
 struct AveragingCli {
   ProtocolFlags protocol;
-  int dim = 1;
-  double compute_flops = 0;
-  int rounds = 50;
-  int trials = 10;
-  std::uint64_t seed = 0;
-  std::vector<double> targets = {1e-4, 1e-9};
-  bool stop_at_target = false;
-  std::string out;
-  bool overwrite = false;
-  bool quiet = false;
+  AveragingOptions options;  // unresolved
+  OutputFlags output;
 };
 
 // Every flag, --config included; unknown config keys are errors, unknown

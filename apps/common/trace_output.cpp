@@ -24,13 +24,14 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
   return info;
 }
 
-bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
-                const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace) {
+bool open_trace(const std::string& program, const OutputFlags& output, const RunInfo& info, KeyValues& described,
+                const std::string& config_text, std::unique_ptr<TraceWriter>& trace) {
   install_stop_handlers();
+  if (!output.out.empty()) described.emplace_back("out", output.out);
   int ok = 1;
-  if (world_rank() == 0 && !out.empty()) {
+  if (world_rank() == 0 && !output.out.empty()) {
     try {
-      trace = std::make_unique<TraceWriter>(out, overwrite, info);  // checks the destination first
+      trace = std::make_unique<TraceWriter>(output.out, output.overwrite, info);  // checks the destination first
       trace->write_config(described, config_text);
     } catch (const DestinationError& e) {
       const bool exists = e.reason() == DestinationError::Reason::exists;

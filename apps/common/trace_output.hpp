@@ -14,6 +14,13 @@ namespace avb::app {
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
+// The output flags both programs take (run_flags.hpp adds them).
+struct OutputFlags {
+  std::string out;
+  bool overwrite = false;
+  bool quiet = false;
+};
+
 // The root attributes of a trace, from the command line and the MPI library.
 RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
                  const std::string& git_sha);
@@ -21,12 +28,13 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
 // Collective. Rank 0 alone touches the file system: it checks --out (the one
 // check, avb::check_trace_destination: a new file in an existing writable folder,
 // or with --overwrite an existing regular file, never a FIFO, device or socket),
-// creates the trace and writes /config; the others learn whether that worked. Returns false
+// creates the trace and writes /config (`described`, to which "out" is added
+// when a trace is asked for, and `config_text`); the others learn whether that worked. Returns false
 // (after rank 0 reported why) when it did not; `trace` stays empty on other ranks
 // and when out is empty. Installs the stop handlers first, so that a signal
 // cannot leave the temporary file behind.
-bool open_trace(const std::string& program, const std::string& out, bool overwrite, const RunInfo& info,
-                const KeyValues& described, const std::string& config_text, std::unique_ptr<TraceWriter>& trace);
+bool open_trace(const std::string& program, const OutputFlags& output, const RunInfo& info, KeyValues& described,
+                const std::string& config_text, std::unique_ptr<TraceWriter>& trace);
 
 // Runs write(*trace) on rank 0's trace. A failure (a full file system, an I/O
 // error) drops the trace, which removes its temporary file, and keeps in `error`

@@ -11,7 +11,7 @@ constexpr long long kMaxInt = (1LL << 31) - 1;
 namespace {
 
 void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
-  ObjectiveOptions& f = cli.objective;
+  ObjectiveOptions& f = cli.options.objective;
   add.group("Problem");
   add.word("--objective", f.kind, kObjectiveKindNames,
            "quadratic or logistic (L2-regularised logistic regression)");
@@ -30,7 +30,7 @@ void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
               "logistic with --data: feature count, 0 = the largest index in the file");
   add.word("--split", f.split, kDataSplitNames,
            "logistic with --data: shards random or label-sorted (heterogeneous)");
-  add.text("--test-data", cli.test_data, "FILE",
+  add.text("--test-data", cli.options.test_data, "FILE",
            "logistic with --data: LIBSVM file for the accuracy column (default: the training set)");
   add.integer("--samples-per-peer", f.samples_per_peer, 1, 1 << 24,
               "synthetic logistic: samples per peer, an integer >= 1");
@@ -42,27 +42,26 @@ void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
 
 void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
   add.group("Schedule");
-  add.integer("--steps", cli.steps, 0, kMaxInt, "SGD steps per trial, an integer >= 0");
-  add.integer("--local-steps", cli.local_steps, 1, kMaxInt, "SGD steps between averaging rounds (H), an integer >= 1");
-  add.word("--local-steps-dist", cli.local_steps_dist, kLocalStepsDistNames,
+  add.integer("--steps", cli.options.steps, 0, kMaxInt, "SGD steps per trial, an integer >= 0");
+  add.integer("--local-steps", cli.options.local_steps, 1, kMaxInt,
+              "SGD steps between averaging rounds (H), an integer >= 1");
+  add.word("--local-steps-dist", cli.options.local_steps_dist, kLocalStepsDistNames,
            "fixed (H steps) or geometric (mean H, drawn per peer and round; --protocol swarm only)");
-  add.real("--step-flops", cli.step_flops, "a number >= 0",
+  add.real("--step-flops", cli.options.step_flops, "a number >= 0",
            "simulated cost of one local step in flops, >= 0: charged at the host's speed under SMPI, ignored on real "
            "MPI");
-  add.integer("--batch", cli.batch, 1, 1 << 24, "minibatch per peer and step, an integer >= 1");
-  add.real("--lr", cli.lr.lr, "a number > 0", "learning rate at step 0, > 0");
-  add.word("--lr-schedule", cli.lr.schedule, kLrScheduleNames,
+  add.integer("--batch", cli.options.batch, 1, 1 << 24, "minibatch per peer and step, an integer >= 1");
+  add.real("--lr", cli.options.lr.lr, "a number > 0", "learning rate at step 0, > 0");
+  add.word("--lr-schedule", cli.options.lr.schedule, kLrScheduleNames,
            "constant, inverse (lr T/(t + T)) or step (lr factor^floor(t/T)), T = --lr-decay-steps");
-  add.integer("--lr-decay-steps", cli.lr.decay_steps, 1, kMaxInt, "inverse, step: T, an integer >= 1");
-  add.real("--lr-decay-factor", cli.lr.decay_factor, "a number in (0, 1]", "step: factor in (0, 1]");
-  add.real("--momentum", cli.momentum, "a number in [0, 1)", "heavy-ball momentum in [0, 1), kept per peer");
-  add.integer("--eval-every", cli.eval_every, 1, kMaxInt,
+  add.integer("--lr-decay-steps", cli.options.lr.decay_steps, 1, kMaxInt, "inverse, step: T, an integer >= 1");
+  add.real("--lr-decay-factor", cli.options.lr.decay_factor, "a number in (0, 1]", "step: factor in (0, 1]");
+  add.real("--momentum", cli.options.momentum, "a number in [0, 1)", "heavy-ball momentum in [0, 1), kept per peer");
+  add.integer("--eval-every", cli.options.eval_every, 1, kMaxInt,
               "measure every this many steps (and after the last), an integer >= 1");
-  add.integer("--trials", cli.trials, 1, 1 << 30, "independent trials (own minibatches and failures), an integer >= 1");
-  add.seed("--seed", cli.seed, "base seed of every random stream, an integer in [0, 2^64)");
-  add.reals("--target", cli.targets, "a number > 0",
-            "relative gap target (f(x) - f*)/(f(x0) - f*) > 0 (repeatable); steps to each are reported");
-  add.flag("--stop-at-target", cli.stop_at_target, "end a trial once every target is reached");
+  add_run_flags(add, cli.options, cli.output,
+                {"independent trials (own minibatches and failures), an integer >= 1",
+                 "relative gap target (f(x) - f*)/(f(x0) - f*) > 0 (repeatable); steps to each are reported"});
 }
 
 // Like a protocol's flags, an objective's or schedule's flags are refused where
@@ -106,29 +105,14 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
   TypedOptions add(app, cli.changed);
   define_problem_flags(add, cli);
   define_schedule_flags(add, cli);
-  add_output_flags(add, cli.out, cli.overwrite, cli.quiet);
 }
 
 TrainingOptions training_options(const TrainingCli& cli, int n_peers) {
-  TrainingOptions o;
-  set_run_options(cli.protocol, o);
-  o.objective = cli.objective;
-  o.test_data = cli.test_data;
-  o.steps = cli.steps;
-  o.local_steps = cli.local_steps;
-  o.local_steps_dist = cli.local_steps_dist;
-  o.step_flops = cli.step_flops;
+  TrainingOptions o = cli.options;
+  set_protocol_options(cli.protocol, o);
   if (cli.protocol.changed.count("--clock"))
     throw ConfigError("--clock: applies to averaging_bench only (in sgd_bench a swarm peer initiates after its "
                            "local steps: --local-steps, --local-steps-dist)");
-  o.batch = cli.batch;
-  o.lr = cli.lr;
-  o.momentum = cli.momentum;
-  o.eval_every = cli.eval_every;
-  o.trials = cli.trials;
-  o.seed = cli.seed;
-  o.targets = cli.targets;
-  o.stop_at_target = cli.stop_at_target;
   o = resolve(o, n_peers);
   refuse_foreign_flags(cli.protocol, o.protocol.name);
   refuse_foreign_problem_flags(cli, o);

@@ -72,13 +72,6 @@ CLI::Option* TypedOptions::flag(const std::string& flag, bool& field, const std:
   return app_.add_flag(flag, field, help)->group(group_);
 }
 
-void add_output_flags(TypedOptions& add, std::string& out, bool& overwrite, bool& quiet) {
-  add.group("Output");
-  add.text("--out", out, "FILE", "HDF5 trace to write (refused if it exists, unless --overwrite)");
-  add.flag("--overwrite", overwrite, "replace an existing --out file when the run ends");
-  add.flag("--quiet", quiet, "no progress lines on stderr");
-}
-
 void add_version_flag(CLI::App& app, const std::string& program, const std::string& version,
                       const std::string& git_hash) {
   app.set_version_flag("--version", program + " " + version + " (git " + git_hash + ")",

@@ -74,9 +74,6 @@ class TypedOptions {
   std::string group_ = "Options";
 };
 
-// The output flags both apps share (help group "Output").
-void add_output_flags(TypedOptions& add, std::string& out, bool& overwrite, bool& quiet);
-
 // --version: "<program> <version> (git <commit>)", exit 0 (CLI::CallForVersion).
 void add_version_flag(CLI::App& app, const std::string& program, const std::string& version,
                       const std::string& git_hash);

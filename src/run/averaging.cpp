@@ -110,13 +110,11 @@ class AveragingMeter {
     }
     const Totals totals = stats_.reduce(tally);
     Outputs out;
-    std::array<double, 2> verdict{};
-    if (stats_.comm().rank() == 0) {
+    const auto verdict = stats_.decide([&] {
       out.row = row(shifted, totals);
       out.seconds = totals.seconds;
-      verdict = {out.row.variance, totals.stop_requested ? 1.0 : 0.0};
-    }
-    stats_.broadcast(verdict);
+      return std::array<double, 2>{out.row.variance, totals.stop_requested ? 1.0 : 0.0};
+    });
     out.variance = verdict[0];
     out.stop = verdict[1] != 0.0;
     return out;
@@ -161,7 +159,7 @@ bool run_averaging_trial(const AveragingOptions& options, AveragingMeter& meter,
       row.round = t;
       trial.stamp(row, t, m.seconds);
       record.rows.push_back(row);
-      observer.on_round(record, row);
+      observer.on_row(record, row);
     }
     return m;
   };

@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include "protocols/protocol.hpp"
+#include "run/observer.hpp"
 #include "run/options.hpp"
 #include "trace/trace.hpp"
 
@@ -52,20 +53,8 @@ void check_simulated_time(const AveragingOptions& options, double slowest_speed)
 // initial state is the same on every engine and for every protocol.
 double initial_value(std::uint64_t trial_seed, int peer, int k);
 
-// Called on rank 0 as results arrive; stop_requested() is polled on every rank
-// once per round and the answers are combined, so all ranks stop together.
-class AveragingObserver {
- public:
-  virtual ~AveragingObserver() = default;
-  virtual void on_round(const TrialRecord& /*trial*/, const RoundRow& /*row*/) {}
-  virtual void on_trial(const TrialRecord& /*trial*/) {}
-  virtual bool stop_requested() { return false; }
-};
-
-struct AveragingResult {
-  std::vector<TrialRecord> trials;  // rank 0 only; the last may be incomplete
-  bool stopped = false;             // a stop request cut the run short (all ranks)
-};
+using AveragingObserver = RunObserver<TrialRecord, RoundRow>;
+using AveragingResult = RunResult<TrialRecord>;
 
 // Runs every trial on `world` (each trial on its own duplicate of it). Collective;
 // `options` come from resolve() for the size of `world` (Error otherwise).

@@ -77,6 +77,16 @@ class StatsReduction {
   // options (sharing only every few rounds made it depend on --stop-at-target).
   void broadcast(std::span<double> verdict);
 
+  // Collective, after reduce(): `on_root()` runs on rank 0 and returns the verdict
+  // (a std::array of doubles) that every rank then gets through broadcast().
+  template <class OnRoot>
+  auto decide(OnRoot&& on_root) {
+    decltype(on_root()) verdict{};
+    if (comm_.rank() == 0) verdict = on_root();
+    broadcast(verdict);
+    return verdict;
+  }
+
  private:
   // The tally's place after the vector: sums first, maxima from `duration` on
   // (tree_reduce_to_root's layout).

@@ -94,17 +94,15 @@ class TrainingMeter {
     }
     const Totals totals = stats_.reduce(tally);
     Outputs out;
-    std::array<double, 3> verdict{};
-    if (stats_.comm().rank() == 0) {
+    const auto verdict = stats_.decide([&] {
       out.row = row(sums, totals);
       out.seconds = totals.seconds;
       // A peer's NaN or infinity reaches the sums, and so the measures, of everyone.
       const TrainingRow& r = out.row;
       const bool finite = std::isfinite(totals.squares) && std::isfinite(r.distance) && std::isfinite(r.loss) &&
                           std::isfinite(r.gap);
-      verdict = {r.relative_gap, totals.stop_requested ? 1.0 : 0.0, finite ? 0.0 : 1.0};
-    }
-    stats_.broadcast(verdict);
+      return std::array<double, 3>{r.relative_gap, totals.stop_requested ? 1.0 : 0.0, finite ? 0.0 : 1.0};
+    });
     out.relative_gap = verdict[0];
     out.stop = verdict[1] != 0.0;
     out.diverged = verdict[2] != 0.0;
@@ -226,7 +224,7 @@ class SgdTrial {
       row.round = rounds_done_;
       trial_.stamp(row, rounds_done_, m.seconds);
       record_.rows.push_back(row);
-      observer_.on_eval(record_, row);
+      observer_.on_row(record_, row);
     }
     stop_ = m.stop;
     reached_ = o_.stop_at_target && m.relative_gap <= o_.targets.back();

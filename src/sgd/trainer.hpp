@@ -34,6 +34,7 @@
 
 #include <mpi.h>
 
+#include "run/observer.hpp"
 #include "sgd/options.hpp"
 #include "sgd/problem.hpp"
 #include "trace/trace.hpp"
@@ -44,23 +45,12 @@ namespace avb {
 // with seed `seed`: H, or under geometric a draw keyed by (r, me).
 int local_steps_before(const TrainingOptions& options, std::uint64_t seed, int me, int r);
 
-class TrainingObserver {
- public:
-  virtual ~TrainingObserver() = default;
-  virtual void on_eval(const TrainingTrial& /*trial*/, const TrainingRow& /*row*/) {}
-  virtual void on_trial(const TrainingTrial& /*trial*/) {}
-  virtual bool stop_requested() { return false; }
+using TrainingObserver = RunObserver<TrainingTrial, TrainingRow>;
+
+struct TrainingResult : RunResult<TrainingTrial> {
+  std::vector<double> model;  // this rank's x_i at the end of the last trial
 };
 
-struct TrainingResult {
-  std::vector<TrainingTrial> trials;  // rank 0 only; the last may be incomplete
-  bool stopped = false;               // all ranks
-  std::vector<double> model;          // this rank's x_i at the end of the last trial
-};
-
-// Runs every trial on `world` (each on its own duplicate). Collective; `options`
-// come from resolve() for the size of `world` (Error otherwise) and `problem`
-// from build_problem with the same options.
 TrainingResult run_training(const TrainingOptions& options, const Problem& problem, MPI_Comm world,
                             TrainingObserver& observer);
 

@@ -1,0 +1,26 @@
+#include "common/run_flags.hpp"
+
+namespace avb::app {
+
+void add_run_flags(TypedOptions& add, RunOptions& o, OutputFlags& output, const RunFlagsHelp& help) {
+  add.integer("--trials", o.trials, 1, 1 << 30, help.trials);
+  add.seed("--seed", o.seed, "base seed of every random stream, an integer in [0, 2^64)");
+  add.reals("--target", o.targets, "a number > 0", help.target);
+  add.flag("--stop-at-target", o.stop_at_target, "end a trial once every target is reached");
+  add.group("Output");
+  add.text("--out", output.out, "FILE", "HDF5 trace to write (refused if it exists, unless --overwrite)");
+  add.flag("--overwrite", output.overwrite, "replace an existing --out file when the run ends");
+  add.flag("--quiet", output.quiet, "no progress lines on stderr");
+}
+
+void set_protocol_options(const ProtocolFlags& f, RunOptions& o) {
+  o.protocol = protocol_options(f);
+  o.fail_rate = f.fail_rate;
+  o.failure = f.failure;
+  o.join_rate = f.join_rate;
+  o.stragglers = straggler_spec(f);
+  o.detection_timeout = f.detection_timeout;
+  o.round_timeout = f.round_timeout;
+}
+
+}  // namespace avb::app

@@ -1,0 +1,94 @@
+#include "common/run_reporter.hpp"
+
+#include <cmath>
+
+namespace avb::app {
+
+MeanSe mean_se(const std::vector<double>& v) {
+  MeanSe r;
+  if (v.empty()) return r;
+  for (double x : v) r.mean += x;
+  r.mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return r;
+  double ss = 0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  r.se = std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
+  return r;
+}
+
+std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row) {
+  const auto keep = static_cast<std::size_t>(kPersistentDecodeRows);
+  const std::size_t first = per_row.size() > keep ? per_row.size() - keep : 0;
+  std::int64_t sum = 0;
+  for (std::size_t r = first; r < per_row.size(); ++r) sum += per_row[r];
+  return sum;
+}
+
+void warn_persistent_decode_failures(const std::string& program, const std::vector<std::int64_t>& late_per_trial,
+                                     const char* rows) {
+  std::int64_t failures = 0, trials = 0;
+  for (std::int64_t f : late_per_trial) {
+    failures += f;
+    trials += f > 0 ? 1 : 0;
+  }
+  if (trials == 0) return;
+  report_warning(program, "decode failures persisted: " + std::to_string(failures) +
+                              " quantized message(s) did not decode in the last " +
+                              std::to_string(kPersistentDecodeRows) + " " + rows + " of " + std::to_string(trials) +
+                              " of " + std::to_string(late_per_trial.size()) +
+                              " trial(s) (lattice: each was sent again at 8 bytes a value; values more than "
+                              "q*eps/2 apart need a larger --lattice-eps or --lattice-q; see docs/protocols.md)");
+}
+
+RunReporter::RunReporter(const std::vector<double>& targets, int peers, std::unique_ptr<TraceWriter> trace,
+                         bool quiet)
+    : trace_(std::move(trace)), targets_(targets), peers_(peers), quiet_(quiet), to_target_(targets.size()) {}
+
+void RunReporter::print_run(const std::string& program, const RunInfo& info, const KeyValues& options) {
+  std::printf("# %s %s (git %s)\n", program.c_str(), info.avbench_version.c_str(), info.git_sha.c_str());
+  std::printf("# engine: %s (%s), peers: %d\n", info.engine.c_str(), info.mpi_library.c_str(), info.n_peers);
+  std::string line;
+  for (const auto& [k, v] : options) line += " " + k + "=" + v;
+  std::printf("# options:%s\n", line.c_str());
+}
+
+void RunReporter::print_heads(const std::string& own) const {
+  if (trace_) std::printf("# trace: %s\n", trace_->path().c_str());
+  std::printf("#\n# %5s %20s", "trial", "seed");
+  for (double t : targets_) std::printf(" %11s", ("to " + target_attribute_name(t).substr(10)).c_str());
+  std::printf("%s\n", own.c_str());
+  std::fflush(stdout);
+}
+
+double RunReporter::progress_due() {
+  if (quiet_) return -1;
+  const std::time_t now = std::time(nullptr);
+  if (now - last_progress_ < 3) return -1;
+  last_progress_ = now;
+  return std::difftime(now, started_);
+}
+
+void RunReporter::print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
+                              const char* capped_note) const {
+  auto line = [&](const char* label, auto pick) {
+    std::printf("# %5s %20s", label, "");
+    for (const auto& s : to_target_) std::printf(target_format, pick(mean_se(s)));
+    for (const auto& c : columns) std::printf(c.format, pick(mean_se(c.values)));
+    std::printf("\n");
+  };
+  line("mean", [](const MeanSe& m) { return m.mean; });
+  line("± se", [](const MeanSe& m) { return m.se; });
+  if (capped_) std::printf("# * target not reached: %s\n", capped_note);
+}
+
+void RunReporter::close(std::size_t recorded, std::size_t cut_short, bool complete) {
+  if (!trace_error_.empty())
+    std::printf("# run stopped: the trace could not be written (see stderr)\n");
+  else if (!complete)
+    std::printf("# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
+                recorded, cut_short);
+  std::fflush(stdout);
+  write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
+}
+
+}  // namespace avb::app

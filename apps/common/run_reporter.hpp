@@ -1,0 +1,136 @@
+// What the rank-0 reporters of both apps share (averaging_reporter.hpp,
+// training_reporter.hpp): the trace, written until a write fails and the run is
+// asked to stop; the table's leading columns (trial, seed, one per target); the
+// progress line; the summary's mean and standard-error lines and its closing notes.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/mpi_entry.hpp"
+#include "common/trace_output.hpp"
+#include "trace/trace.hpp"
+
+namespace avb::app {
+
+// mean +- standard error (0 for fewer than two values).
+struct MeanSe {
+  double mean = 0, se = 0;
+};
+MeanSe mean_se(const std::vector<double>& values);
+
+// Decode failures count as persistent when a trial has any in its last
+// kPersistentDecodeRows rows (rounds; sgd_bench: evaluations), all rows when it
+// has fewer: the quantizer then no longer fits the values' spread at the end of
+// the run, when they are closest.
+inline constexpr int kPersistentDecodeRows = 10;
+std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row);
+// One warning line (report_warning) when any trial's failures were persistent,
+// naming the count, the trials and what to change; nothing otherwise. `rows` is
+// "rounds" or "evaluations".
+void warn_persistent_decode_failures(const std::string& program, const std::vector<std::int64_t>& late_per_trial,
+                                     const char* rows);
+template <class Trial>
+void warn_persistent_decode_failures(const std::string& program, const std::vector<Trial>& trials,
+                                     const char* rows) {
+  std::vector<std::int64_t> late;
+  for (const auto& trial : trials) {
+    std::vector<std::int32_t> per_row;
+    for (const auto& row : trial.rows) per_row.push_back(row.decode_failures);
+    late.push_back(late_decode_failures(per_row));
+  }
+  warn_persistent_decode_failures(program, late, rows);
+}
+
+// One column of the summary: its printf format (one double) and a value per trial kept.
+struct SummaryColumn {
+  const char* format;
+  std::vector<double> values;
+};
+
+// The end both programs share: `run` under run_guarded(), then on rank 0 the
+// summary (reporter.finish) and the warning about persistent decode failures
+// (`rows`: "rounds" or "evaluations"). Returns the exit code.
+template <class Reporter, class Run>
+int run_and_summarize(const std::string& program, int rank, Reporter& reporter, const char* rows, Run&& run) {
+  const auto result = run_guarded(program, rank, reporter, std::forward<Run>(run));
+  if (rank == 0) {
+    reporter.finish(result.trials, !result.stopped);
+    warn_persistent_decode_failures(program, result.trials, rows);
+  }
+  return exit_code(program, reporter.trace_error(), result.stopped);
+}
+
+class RunReporter {
+ public:
+  bool stop_wanted() const { return stop_signal() != 0 || !trace_error_.empty(); }
+  // The run cannot go on: the trace keeps the trials written so far, complete = 0.
+  void abandon() {
+    write_guarded(trace_, trace_error_, [](TraceWriter& t) { t.finish(false); });
+  }
+  // Why the trace could not be written (rank 0; empty when it was): see write_guarded().
+  const std::string& trace_error() const { return trace_error_; }
+
+ protected:
+  RunReporter(const std::vector<double>& targets, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
+
+  // The program, engine and options lines of the header.
+  static void print_run(const std::string& program, const RunInfo& info, const KeyValues& options);
+  // The trace line, then the column heads: trial, seed, one per target, then `own`.
+  void print_heads(const std::string& own) const;
+
+  // Writes the trial to the trace and prints its leading cells: index, seed, then
+  // rounds (steps) to each target, marked * when it was not reached.
+  template <class Trial>
+  void start_trial_line(const Trial& trial) {
+    write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_trial(trial); });
+    std::printf("  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
+    for (const auto& t : trial.targets) {
+      const std::string cell = std::to_string(t.rounds) + (t.reached ? " " : "*");
+      std::printf(" %11s", cell.c_str());
+    }
+  }
+  double per_peer(std::int64_t bytes) const { return peers_ > 0 ? static_cast<double>(bytes) / peers_ : 0.0; }
+
+  // Wall-clock seconds since the start when a progress line is due (at most one
+  // every 3 s, never when quiet), a negative number otherwise.
+  double progress_due();
+
+  // Counts a trial kept in the summary's means: its rounds (steps) to each target.
+  template <class Trial>
+  void count_targets(const Trial& trial) {
+    for (std::size_t i = 0; i < trial.targets.size() && i < to_target_.size(); ++i) {
+      to_target_[i].push_back(trial.targets[i].rounds);
+      capped_ = capped_ || !trial.targets[i].reached;
+    }
+  }
+  // The mean and "± se" lines (targets with `target_format`, then `columns`), then
+  // `capped_note` when a target was not reached in some trial.
+  void print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
+                   const char* capped_note) const;
+  // The summary's last line (why the run stopped early, if it did), then the trace
+  // is finished: complete = 1 only when `complete` and every write worked.
+  void close(std::size_t recorded, std::size_t cut_short, bool complete);
+
+  std::unique_ptr<TraceWriter> trace_;
+  std::string trace_error_;
+
+ private:
+  std::vector<double> targets_;
+  int peers_;
+  bool quiet_;
+  std::vector<std::vector<double>> to_target_;
+  bool capped_ = false;
+  // Wall-clock seconds from std::time(): under SMPI, clock_gettime (and so
+  // std::chrono's clocks) returns simulated time, which says nothing about how
+  // long the user has been waiting.
+  std::time_t started_ = std::time(nullptr);
+  std::time_t last_progress_ = started_;
+};
+
+}  // namespace avb::app

@@ -1,0 +1,28 @@
+// What a run reports as it goes and returns at the end, for averaging
+// (run/averaging.hpp) and training (sgd/trainer.hpp) alike.
+#pragma once
+
+#include <vector>
+
+namespace avb {
+
+// Called on rank 0 as results arrive: a row per measurement (a round of
+// averaging, an evaluation of SGD), then the whole trial. stop_requested() is
+// polled on every rank once per row and the answers are combined, so all ranks
+// stop together.
+template <class Trial, class Row>
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void on_row(const Trial& /*trial*/, const Row& /*row*/) {}
+  virtual void on_trial(const Trial& /*trial*/) {}
+  virtual bool stop_requested() { return false; }
+};
+
+template <class Trial>
+struct RunResult {
+  std::vector<Trial> trials;  // rank 0 only; the last may be incomplete
+  bool stopped = false;       // a stop request cut the run short (all ranks)
+};
+
+}  // namespace avb
