@@ -32,7 +32,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
-from avbench.tables import fmt_sci, fmt_time, fmt_wall, markdown_lines, mean as _mean  # noqa: E402
+from avbench.tables import fmt_sci, fmt_time, fmt_wall, markdown_lines, mean as _mean, trace_rows  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # Display order of the protocols, then of the problems.
@@ -103,16 +103,9 @@ def summarize_trace(path: Path) -> dict | None:
 
 def load_cells(results: Path) -> pd.DataFrame:
     """The table, one row per trace in `results`, in display order."""
-    walls = avbench.read_walltimes(results)
-    records = []
-    for path in sorted(results.glob("*.h5")):
-        rec = summarize_trace(path)
-        if rec is not None:
-            rec["wall_s"] = walls.get(path.stem, math.nan)
-            records.append(rec)
-    if not records:
-        return pd.DataFrame()
-    df = pd.DataFrame(records)
+    df = trace_rows(results, summarize_trace)
+    if df.empty:
+        return df
     order = {name: i for i, name in enumerate(PROTOCOL_ORDER)}
     objs = {name: i for i, name in enumerate(OBJECTIVE_ORDER)}
     df = df.assign(_o=df["objective"].map(lambda o: objs.get(o, len(objs))),

@@ -41,7 +41,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
-from avbench.tables import fmt_sci, fmt_time, fmt_wall, isnan, markdown_lines, mean as _mean  # noqa: E402
+from avbench.tables import (  # noqa: E402
+    fmt_sci, fmt_time, fmt_wall, isnan, markdown_lines, mean as _mean, trace_rows)
 
 HERE = Path(__file__).resolve().parent
 # Display order; cells not listed come after, by name.
@@ -152,16 +153,9 @@ def summarize_trace(path: Path) -> dict | None:
 def load_cells(results: Path) -> pd.DataFrame:
     """The table, one row per trace in `results`: averaging cells first, then sgd, each
     in CELL_ORDER, then by platform sigma."""
-    walls = avbench.read_walltimes(results)
-    records = []
-    for path in sorted(results.glob("*.h5")):
-        rec = summarize_trace(path)
-        if rec is not None:
-            rec["wall_s"] = walls.get(path.stem, math.nan)
-            records.append(rec)
-    if not records:
-        return pd.DataFrame()
-    df = pd.DataFrame(records)
+    df = trace_rows(results, summarize_trace)
+    if df.empty:
+        return df
     order = {name: i for i, name in enumerate(CELL_ORDER)}
     df = df.assign(_k=df["kind"].map({"averaging": 0, "sgd": 1}),
                    _c=df["cell"].map(lambda c: order.get(c, len(order))),

@@ -4,6 +4,8 @@ line, writing the table as CSV and markdown, and the formats of its cells.
     a = avbench.table_parser(__doc__, HERE).parse_args(argv)
     return avbench.write_table(a, load_cells, markdown, "sgd traces")
 
+where load_cells(results) starts from trace_rows(results, summarize_trace).
+
 Cell formats turn NaN (nothing measured) into an em dash.
 """
 
@@ -17,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+
+from .traces import read_walltimes
 
 MISSING = "—"
 
@@ -53,6 +57,20 @@ def write_table(a: argparse.Namespace, load_cells: Callable[[Path], pd.DataFrame
         then(a, df)
     print(text, end="")
     return 0
+
+
+def trace_rows(results: Path, summarize_trace: Callable[[Path], dict | None]) -> pd.DataFrame:
+    """One row per trace in `results` that summarize_trace makes a row of (None: skipped),
+    in file name order, each with wall_s, the cell's wall time from walltime.tsv (NaN
+    when not listed); an empty frame when no trace gave a row."""
+    walls = read_walltimes(results)
+    records = []
+    for path in sorted(results.glob("*.h5")):
+        rec = summarize_trace(path)
+        if rec is not None:
+            rec["wall_s"] = walls.get(path.stem, math.nan)
+            records.append(rec)
+    return pd.DataFrame(records)
 
 
 def markdown_lines(head: list[str], rows: list[list[str]]) -> list[str]:
