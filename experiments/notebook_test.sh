@@ -2,8 +2,12 @@
 # the scratch folder, the check counters, running a notebook headless and checking
 # what it produced. Each script keeps only its own tiny sweep and its own checks.
 #
-#   source "$root/experiments/notebook_test.sh"
-#   nb_init NAME                      # after setting `here` (the experiment folder)
+#   source "$(dirname "${BASH_SOURCE[0]}")/../notebook_test.sh"
+#   nb_init NAME                      # sets `here` (the experiment folder) and `root`
+#   nb_averaging_bench "$@"           # [AVERAGING_BENCH [MPIEXEC]]: sets bench, mpiexec
+#   nb_run_cell LABEL OUT NP ARGS...  # one cell of a tiny sweep on real ranks
+#   nb_run_sweep SUFFIX CELL...       # the experiment's run.sh, twice (caller's `sweep`)
+#   nb_check_summary ROWS [PATTERN WHAT]...   # summarize.py on the sweep
 #   nb_execute NOTEBOOK VAR=VALUE...  # jupyter nbconvert --execute, environment set
 #   nb_check_figures FIG...           # PNGs in $scratch/figures
 #   nb_check_executed MIN_IMAGES [CONDITION]   # CONDITION: Python over `text`, `argv`
@@ -15,12 +19,14 @@
 
 nb_init() {
   name=$1
+  here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)  # the script that called nb_init
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   python=/usr/bin/python3
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
   export PYDEVD_DISABLE_FILE_VALIDATION=1                            # quiets ipykernel's debugger warning
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$name.XXXXXX")
   trap 'rm -rf "$scratch"' EXIT
-  failures=0
+  failures=0 traces=0
   command -v jupyter >/dev/null || die "jupyter is not on PATH (scripts/install-deps.sh installs jupyter-nbconvert)"
   mkdir -p "$scratch/results" "$scratch/figures"
   figures_before=$(nb_figures_sum)
@@ -103,4 +109,75 @@ nb_finish() {
     exit 1
   fi
   echo "$name: all checks passed"
+}
+
+# Each program was built (dies naming the first one missing).
+nb_need() {
+  local program
+  for program in "$@"; do
+    [ -x "$program" ] || die "$program is missing (the Open MPI build: cmake --preset default && cmake --build build)"
+  done
+}
+
+# The arguments of a test that runs averaging_bench itself: [AVERAGING_BENCH [MPIEXEC]],
+# by default build/apps/averaging_bench and mpiexec on PATH.
+nb_averaging_bench() {
+  bench=${1:-$root/build/apps/averaging_bench}
+  mpiexec=${2:-mpiexec}
+  nb_need "$bench"
+}
+
+# One cell of a tiny sweep: averaging_bench on NP real ranks with ARGS, its trace in OUT,
+# counted in $traces; a failed run ends the test with its log.
+nb_run_cell() {
+  local label=$1 out=$2 np=$3
+  shift 3
+  if ! timeout 60 "$mpiexec" -n "$np" --oversubscribe "$bench" "$@" --out "$out" --quiet \
+       >"$scratch/run.log" 2>&1; then
+    cat "$scratch/run.log" >&2
+    die "averaging_bench failed for $label"
+  fi
+  [ -s "$out" ] && traces=$((traces + 1)) || bad "no trace $out"
+}
+
+# The experiment's run.sh through the caller's `sweep TIMEOUT` (which sets its
+# environment and writes to $scratch/results): it must write the trace
+# <CELL>SUFFIX.h5 and one wall time for each CELL; run again, it must skip them all.
+nb_run_sweep() {
+  local suffix=$1 log cell
+  shift
+  if ! sweep 240 >"$scratch/run.log" 2>&1; then
+    cat "$scratch/run.log" >&2
+    for log in "$scratch"/results/*.log; do [ -e "$log" ] && { echo "== $log" >&2; tail -5 "$log" >&2; }; done
+    die "run.sh failed"
+  fi
+  for cell in "$@"; do
+    [ -s "$scratch/results/$cell$suffix.h5" ] || bad "run.sh wrote no trace $cell$suffix.h5"
+  done
+  [ "$(tail -n +2 "$scratch/results/walltime.tsv" | wc -l)" -eq $# ] ||
+    bad "walltime.tsv has not one line per cell: $(cat "$scratch/results/walltime.tsv")"
+  ok "run.sh: $# traces, one wall time each"
+
+  sweep 60 >"$scratch/rerun.log" 2>&1 || bad "run.sh rerun failed"
+  [ "$(grep -c '^skip ' "$scratch/rerun.log")" -eq $# ] && ! grep -q '^start ' "$scratch/rerun.log" &&
+    ok "rerun: every cell skipped" || bad "rerun did not skip every cell: $(cat "$scratch/rerun.log")"
+}
+
+# summarize.py on the sweep: ROWS rows in the CSV, and for each PATTERN (a grep
+# pattern) a line of table.md matching it, else "table.md lacks the WHAT row".
+nb_check_summary() {
+  local want=$1 rows
+  shift
+  if "$python" "$here/summarize.py" --results "$scratch/results" --csv "$scratch/results.csv" \
+       --md "$scratch/table.md" >"$scratch/summary.out" 2>&1; then
+    rows=$(tail -n +2 "$scratch/results.csv" | wc -l)
+    [ "$rows" -eq "$want" ] && ok "summarize.py: $rows rows" || bad "summarize.py: $rows rows, not $want"
+    while [ $# -ge 2 ]; do
+      grep -q -- "$1" "$scratch/table.md" || bad "table.md lacks the $2 row"
+      shift 2
+    done
+  else
+    cat "$scratch/summary.out" >&2
+    bad "summarize.py failed"
+  fi
 }

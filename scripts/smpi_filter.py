@@ -81,6 +81,19 @@ def deadlock_summary(blocked):
     return "; ".join([f"{len(blocked)} {noun} blocked"] + parts) if blocked else "no blocked rank listed"
 
 
+def write_or_drop(stream, data):
+    """Writes and flushes data to stream; returns the stream, or None (write no more)
+    once it is None or a write failed."""
+    if stream is None:
+        return None
+    try:
+        stream.write(data)
+        stream.flush()
+        return stream
+    except OSError:
+        return None
+
+
 class Filter:
     """Sorts smpirun's stderr, line by line, into what the user sees and what is dropped."""
 
@@ -97,22 +110,11 @@ class Filter:
     def emit(self, data):
         # A closed stderr (a pager quit) must not stop the simulation, which still
         # has its trace to save: the filter then only drains its input.
-        if self.out is None:
-            return
-        try:
-            self.out.write(data)
-            self.out.flush()
-        except OSError:
-            self.out = None
+        self.out = write_or_drop(self.out, data)
 
     def keep_raw(self, line):
-        if self.raw is None:
-            return
-        try:
-            self.raw.write(line)
-            self.raw.flush()
-        except OSError:  # a full disk must not stop the simulation's output either
-            self.raw = None
+        # A full disk must not stop the simulation's output either.
+        self.raw = write_or_drop(self.raw, line)
 
     def feed(self, line):
         self.keep_raw(line)

@@ -44,6 +44,48 @@ def mean_curve(trials: dict) -> tuple[np.ndarray, np.ndarray]:
     return t, np.mean(ratios, axis=0)
 
 
+def draw_panel(ax, r: dict) -> None:
+    """One graph's panel: measured curves, their mean, the SMPI rows, the predictions."""
+    s = summarize(r)
+    # Curves from the oracle (every trial runs the whole budget); the SMPI rows,
+    # equal to them to rounding, as dots on top.
+    curves = r["oracle"] or r["measured"]
+    for k, (rounds, var) in curves.items():
+        ax.plot(rounds, np.maximum(var / var[0], FLOOR / 10), color="tab:blue", lw=0.6, alpha=0.35)
+    t, m = mean_curve(curves)
+    ax.plot(t, np.maximum(m, FLOOR / 10), color="tab:blue", lw=2,
+            label=f"measured (oracle), mean of {len(curves)}" if r["oracle"] else
+            f"measured ({r['source']}), mean of {len(curves)}")
+    if r["smpi"] and r["oracle"]:
+        for i, (rounds, var) in enumerate(r["smpi"].values()):
+            ax.plot(rounds, np.maximum(var / var[0], FLOOR / 10), ls="none", marker=".", ms=2.5,
+                    color="tab:orange", label=f"averaging_bench under SMPI ({len(r['smpi'])})" if i == 0 else None)
+    # Expected curve: the mean over the trials' graphs (one graph unless random-regular).
+    curves = [(p["curve_t"], p["curve"]) for p in r["preds"] if len(p["curve"])]
+    if curves:
+        length = min(len(c[1]) for c in curves)
+        ct, cm = curves[0][0][:length], np.mean([c[1][:length] for c in curves], axis=0)
+        ax.plot(ct, np.maximum(cm, FLOOR / 10), color="k", ls="--", lw=1.2,
+                label="predicted E[ratio] (full spectrum)")
+    xmax = max(t[-1], s["pred_spectrum"] * 1.1, 2)
+    rho = s["rho"]
+    if rho == rho and rho > 1e-12:
+        tt = np.linspace(0, xmax, 400)
+        ax.plot(tt, np.maximum(rho ** (2 * tt), FLOOR / 10), color="tab:red", ls=":", lw=1.2,
+                label="rho^2t (slowest mode)")
+    ax.axhline(RATIO, color="grey", lw=0.8)
+    ax.axvline(s["pred_spectrum"], color="k", lw=0.6, alpha=0.5)
+    ax.set_yscale("log")
+    ax.set_ylim(FLOOR, 2)
+    ax.set_xlim(0, xmax)
+    ax.set_title(f"{r['graph']}: measured {fmt(s['measured_mean'], 4)}, predicted {fmt(s['pred_spectrum'], 4)}",
+                 fontsize=9)
+    ax.set_xlabel("round")
+    ax.set_ylabel("variance / initial variance")
+    ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
+    ax.legend(fontsize=6.5, loc="lower left")
+
+
 def main(argv: list[str]) -> int:
     here = Path(__file__).resolve().parent
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -60,44 +102,7 @@ def main(argv: list[str]) -> int:
     nrows = (len(rows) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
     for ax, r in zip(axes.flat, rows):
-        s = summarize(r)
-        # Curves from the oracle (every trial runs the whole budget); the SMPI rows,
-        # equal to them to ~1e-15, as dots on top.
-        curves = r["oracle"] or r["measured"]
-        for k, (rounds, var) in curves.items():
-            ax.plot(rounds, np.maximum(var / var[0], FLOOR / 10), color="tab:blue", lw=0.6, alpha=0.35)
-        t, m = mean_curve(curves)
-        ax.plot(t, np.maximum(m, FLOOR / 10), color="tab:blue", lw=2,
-                label=f"measured (oracle), mean of {len(curves)}" if r["oracle"] else
-                f"measured ({r['source']}), mean of {len(curves)}")
-        if r["smpi"] and r["oracle"]:
-            for i, (rounds, var) in enumerate(r["smpi"].values()):
-                ax.plot(rounds, np.maximum(var / var[0], FLOOR / 10), ls="none", marker=".", ms=2.5,
-                        color="tab:orange", label=f"averaging_bench under SMPI ({len(r['smpi'])})" if i == 0 else None)
-        # Expected curve: the mean over the trials' graphs (one graph unless random-regular).
-        curves = [(p["curve_t"], p["curve"]) for p in r["preds"] if len(p["curve"])]
-        if curves:
-            length = min(len(c[1]) for c in curves)
-            ct, cm = curves[0][0][:length], np.mean([c[1][:length] for c in curves], axis=0)
-            ax.plot(ct, np.maximum(cm, FLOOR / 10), color="k", ls="--", lw=1.2,
-                    label="predicted E[ratio] (full spectrum)")
-        rho = s["rho"]
-        if rho == rho and rho > 1e-12:
-            tt = np.linspace(0, max(t[-1], s["pred_spectrum"] * 1.1, 2), 400)
-            ax.plot(tt, np.maximum(rho ** (2 * tt), FLOOR / 10), color="tab:red", ls=":", lw=1.2,
-                    label="rho^2t (slowest mode)")
-        ax.axhline(RATIO, color="grey", lw=0.8)
-        ax.axvline(s["pred_spectrum"], color="k", lw=0.6, alpha=0.5)
-        ax.set_yscale("log")
-        ax.set_ylim(FLOOR, 2)
-        xmax = max(t[-1], s["pred_spectrum"] * 1.1, 2)
-        ax.set_xlim(0, xmax)
-        ax.set_title(f"{r['graph']}: measured {fmt(s['measured_mean'], 4)}, predicted {fmt(s['pred_spectrum'], 4)}",
-                     fontsize=9)
-        ax.set_xlabel("round")
-        ax.set_ylabel("variance / initial variance")
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
-        ax.legend(fontsize=6.5, loc="lower left")
+        draw_panel(ax, r)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
     fig.suptitle(f"Synchronous gossip, N = {rows[0]['preds'][0].get('n', '?')}, uniform weights, no failures: "

@@ -14,29 +14,17 @@
 # written: traces, executed notebook and figures go to a scratch folder, removed at the end.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bench=${1:-$root/build/apps/averaging_bench}
-mpiexec=${2:-mpiexec}
-source "$root/experiments/notebook_test.sh"
+# shellcheck source=../notebook_test.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/../notebook_test.sh"
 nb_init gossip_rates_notebook
-
-[ -x "$bench" ] || die "$bench is missing (the Open MPI build: cmake --preset default && cmake --build build)"
+nb_averaging_bench "$@"
 
 # 1. The tiny sweep: run.sh's gossip flags, 8 peers.
-mkdir -p "$scratch/results"
-cells=0
-graphs=(ring torus hypercube exp one-peer-exp)
-for graph in "${graphs[@]}"; do
-  out=$scratch/results/$graph.h5
-  if ! timeout 60 "$mpiexec" -n 8 --oversubscribe "$bench" --protocol gossip --topology "$graph" --weights uniform \
-       --trials 3 --rounds 12 --seed 1 --out "$out" --quiet >"$scratch/run.log" 2>&1; then
-    cat "$scratch/run.log" >&2
-    die "averaging_bench failed for $graph"
-  fi
-  [ -s "$out" ] && cells=$((cells + 1)) || bad "no trace $out"
+for graph in ring torus hypercube exp one-peer-exp; do
+  nb_run_cell "$graph" "$scratch/results/$graph.h5" 8 --protocol gossip --topology "$graph" --weights uniform \
+    --trials 3 --rounds 12 --seed 1
 done
-ok "$cells traces"
+ok "$traces traces"
 
 # 2. The notebook, headless, on the tiny sweep; figures to the scratch folder.
 nb_execute gossip_rates.ipynb GOSSIP_RATES_RESULTS="$scratch/results" GOSSIP_RATES_FIGURES="$scratch/figures"
@@ -44,6 +32,6 @@ expected=(fig_ratio_rounds.png fig_variance_vs_rounds.png fig_variance_vs_time.p
 nb_check_figures "${expected[@]}"
 # Every code cell ran, none raised, the figures are inline, and every graph was read
 # (one line each: "<graph>: N = 8, 3 trials").
-nb_check_executed "${#expected[@]}" 'text.count(", 3 trials,") == int(argv[0])' "$cells"
+nb_check_executed "${#expected[@]}" 'text.count(", 3 trials,") == int(argv[0])' "$traces"
 nb_check_tracked gossip_rates.ipynb
 nb_finish

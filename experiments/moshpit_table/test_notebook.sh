@@ -14,34 +14,23 @@
 # written: traces, executed notebook and figures go to a scratch folder, removed at the end.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-bench=${1:-$root/build/apps/averaging_bench}
-mpiexec=${2:-mpiexec}
-source "$root/experiments/notebook_test.sh"
+# shellcheck source=../notebook_test.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/../notebook_test.sh"
 nb_init moshpit_table_notebook
-
-[ -x "$bench" ] || die "$bench is missing (the Open MPI build: cmake --preset default && cmake --build build)"
+nb_averaging_bench "$@"
 
 # 1. The tiny sweep, with run_sweep.sh's per-protocol flags (group size and grid scaled down).
-mkdir -p "$scratch/results"
-cells=0
 for n in 4 8; do for p in 0 0.1; do for protocol in allreduce random-groups moshpit; do
   case $protocol in
     allreduce) extra=(--on-failure abort --collective tree) ;;
     random-groups) extra=(--group-size 2) ;;
     moshpit) extra=(--grid 2x$((n / 2))) ;;
   esac
-  out=$scratch/results/N${n}_p${p}_${protocol}.h5
-  if ! timeout 60 "$mpiexec" -n "$n" --oversubscribe "$bench" --protocol "$protocol" --fail-rate "$p" --trials 3 \
-       --rounds 10 --seed 2021 --target 1e-4 --target 1e-9 --stop-at-target "${extra[@]}" --out "$out" --quiet \
-       >"$scratch/run.log" 2>&1; then
-    cat "$scratch/run.log" >&2
-    die "averaging_bench failed for N${n}_p${p}_${protocol}"
-  fi
-  [ -s "$out" ] && cells=$((cells + 1)) || bad "no trace $out"
+  cell=N${n}_p${p}_${protocol}
+  nb_run_cell "$cell" "$scratch/results/$cell.h5" "$n" --protocol "$protocol" --fail-rate "$p" --trials 3 \
+    --rounds 10 --seed 2021 --target 1e-4 --target 1e-9 --stop-at-target "${extra[@]}"
 done; done; done
-ok "$cells traces"
+ok "$traces traces"
 
 # 2. The notebook, headless, on the tiny sweep; figures to the scratch folder.
 nb_execute moshpit_table.ipynb MOSHPIT_RESULTS="$scratch/results" MOSHPIT_FIGURES="$scratch/figures"
@@ -50,6 +39,6 @@ expected=(fig_variance_rounds.png fig_N8_p0.1_variance_vs_rounds.png fig_N8_p0.1
 nb_check_figures "${expected[@]}"
 # Every code cell ran, none raised, the figures are inline, and the table has one row
 # per cell.
-nb_check_executed "${#expected[@]}" 'f"{argv[0]} cells" in text' "$cells"
+nb_check_executed "${#expected[@]}" 'f"{argv[0]} cells" in text' "$traces"
 nb_check_tracked moshpit_table.ipynb
 nb_finish

@@ -24,16 +24,15 @@ the per-evaluation rows of one trace (the notebook uses both).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
+from avbench.tables import fmt_sci, fmt_time, fmt_wall, markdown_lines, mean as _mean, trace_rows  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # Display order of the protocols, then of the problems.
@@ -60,11 +59,6 @@ def target_suffixes(summary: pd.DataFrame) -> list[str]:
 def load_rows(path: Path) -> pd.DataFrame:
     """Every evaluation row of every trial of one trace (avbench.load_trace)."""
     return avbench.load_trace(path)
-
-
-def _mean(values) -> float:
-    v = np.asarray(values, dtype=float)
-    return float(v.mean()) if v.size else math.nan
 
 
 def target_fields(path: Path, done: pd.DataFrame) -> dict:
@@ -109,16 +103,9 @@ def summarize_trace(path: Path) -> dict | None:
 
 def load_cells(results: Path) -> pd.DataFrame:
     """The table, one row per trace in `results`, in display order."""
-    walls = avbench.read_walltimes(results)
-    records = []
-    for path in sorted(results.glob("*.h5")):
-        rec = summarize_trace(path)
-        if rec is not None:
-            rec["wall_s"] = walls.get(path.stem, math.nan)
-            records.append(rec)
-    if not records:
-        return pd.DataFrame()
-    df = pd.DataFrame(records)
+    df = trace_rows(results, summarize_trace)
+    if df.empty:
+        return df
     order = {name: i for i, name in enumerate(PROTOCOL_ORDER)}
     objs = {name: i for i, name in enumerate(OBJECTIVE_ORDER)}
     df = df.assign(_o=df["objective"].map(lambda o: objs.get(o, len(objs))),
@@ -146,18 +133,6 @@ def fmt_steps(mean: float, reached: int, trials: int, cap: int) -> str:
     return f"{mean:.0f} ({reached}/{trials})"
 
 
-def fmt_sci(v: float) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2e}"
-
-
-def fmt_time(v: float) -> str:
-    if v is None or math.isnan(v):
-        return "—"
-    if v < 1e-6:  # nothing was sent: SMPI's clock moves only by its 1e-8 s per MPI_Wtime call
-        return "< 1 µs"
-    return f"{v * 1e3:.1f} ms" if v < 1 else f"{v:.2f} s"
-
-
 def fmt_bytes(v: float) -> str:
     if math.isnan(v):
         return "—"
@@ -167,10 +142,15 @@ def fmt_bytes(v: float) -> str:
     return f"{v:.0f} B"
 
 
-def fmt_wall(v: float) -> str:
-    if math.isnan(v):
-        return "—"
-    return f"{v:.0f} s" if v >= 10 else f"{v:.1f} s"
+def row_cells(r: dict, suffixes: list[str]) -> list[str]:
+    """One cell's line of the markdown table."""
+    cells = [str(r["N"]), r["objective"], f"{r['p']:g}", r["protocol"], str(r["trials"])]
+    cells += [fmt_steps(r[f"steps_to_{t}"], r[f"reached_{t}"], r["trials"], r["steps"]) for t in suffixes]
+    cells += [fmt_time(r[f"time_to_{t}"]) for t in suffixes]
+    acc = r["final_accuracy"]
+    return cells + [fmt_sci(r["final_relative_gap"]), fmt_sci(r["final_consensus"]),
+                    "—" if math.isnan(acc) else f"{acc:.4f}", fmt_bytes(r["bytes_per_peer"]),
+                    fmt_time(r["sim_time"]), fmt_wall(r["wall_s"])]
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -181,16 +161,8 @@ def markdown(df: pd.DataFrame) -> str:
     head = ["N", "problem", "p", "protocol", "trials"]
     head += [f"steps to {t}" for t in suffixes] + [f"sim. time to {t}" for t in suffixes]
     head += ["final rel. gap", "final consensus", "accuracy", "bytes/peer", "sim. time", "wall"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    for r in df.to_dict("records"):  # not itertuples: it renames 'steps_to_1e-2'
-        cells = [str(r["N"]), r["objective"], f"{r['p']:g}", r["protocol"], str(r["trials"])]
-        cells += [fmt_steps(r[f"steps_to_{t}"], r[f"reached_{t}"], r["trials"], r["steps"]) for t in suffixes]
-        cells += [fmt_time(r[f"time_to_{t}"]) for t in suffixes]
-        acc = r["final_accuracy"]
-        cells += [fmt_sci(r["final_relative_gap"]), fmt_sci(r["final_consensus"]),
-                  "—" if math.isnan(acc) else f"{acc:.4f}", fmt_bytes(r["bytes_per_peer"]),
-                  fmt_time(r["sim_time"]), fmt_wall(r["wall_s"])]
-        lines.append("| " + " | ".join(cells) + " |")
+    # to_dict, not itertuples: itertuples renames 'steps_to_1e-2'
+    lines = markdown_lines(head, [row_cells(r, suffixes) for r in df.to_dict("records")])
     notes = ("steps to t: mean over complete trials of the first evaluated step with relative gap <= t; "
              "'>S': no trial got there in S steps; 'm (k/n)': k of n trials did, the others count S. "
              "sim. time to t: simulated seconds at that step, over the trials that got there. "
@@ -199,25 +171,8 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--results", type=Path, default=HERE / "results", help="folder of the traces")
-    ap.add_argument("--csv", default=str(HERE / "results.csv"), help="CSV output ('-': none)")
-    ap.add_argument("--md", default=str(HERE / "table.md"), help="markdown output ('-': none)")
-    a = ap.parse_args(argv)
-    if not a.results.is_dir():
-        print(f"summarize.py: error: {a.results} is not a folder", file=sys.stderr)
-        return 2
-    df = load_cells(a.results)
-    if df.empty:
-        print(f"summarize.py: error: no sgd traces in {a.results}", file=sys.stderr)
-        return 1
-    text = markdown(df)
-    if a.csv != "-":
-        df.to_csv(a.csv, index=False, float_format="%.6g")
-    if a.md != "-":
-        Path(a.md).write_text(text)
-    print(text, end="")
-    return 0
+    a = avbench.table_parser(__doc__, HERE).parse_args(argv)
+    return avbench.write_table(a, load_cells, markdown, "sgd traces")
 
 
 if __name__ == "__main__":

@@ -32,17 +32,17 @@ plot_sgd(...) (the notebook uses them).
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
+from avbench.tables import (  # noqa: E402
+    fmt_sci, fmt_time, fmt_wall, isnan, markdown_lines, mean as _mean, trace_rows)
 
 HERE = Path(__file__).resolve().parent
 # Display order; cells not listed come after, by name.
@@ -87,11 +87,6 @@ def load_rows(path: Path, kind: str | None = None) -> pd.DataFrame:
         return rows
     rows["bits"] = rows["bytes_sent"].astype(float) * 8.0 / (int(rows["dim"].iat[0]) * int(rows["peers"].iat[0]))
     return rows
-
-
-def _mean(values) -> float:
-    v = np.asarray(values, dtype=float)
-    return float(v.mean()) if v.size else math.nan
 
 
 def target_fields(rows: pd.DataFrame, done: pd.DataFrame, count: str, x_name: str, bits_of: float) -> dict:
@@ -158,16 +153,9 @@ def summarize_trace(path: Path) -> dict | None:
 def load_cells(results: Path) -> pd.DataFrame:
     """The table, one row per trace in `results`: averaging cells first, then sgd, each
     in CELL_ORDER, then by platform sigma."""
-    walls = avbench.read_walltimes(results)
-    records = []
-    for path in sorted(results.glob("*.h5")):
-        rec = summarize_trace(path)
-        if rec is not None:
-            rec["wall_s"] = walls.get(path.stem, math.nan)
-            records.append(rec)
-    if not records:
-        return pd.DataFrame()
-    df = pd.DataFrame(records)
+    df = trace_rows(results, summarize_trace)
+    if df.empty:
+        return df
     order = {name: i for i, name in enumerate(CELL_ORDER)}
     df = df.assign(_k=df["kind"].map({"averaging": 0, "sgd": 1}),
                    _c=df["cell"].map(lambda c: order.get(c, len(order))),
@@ -183,10 +171,6 @@ def suffixes(df: pd.DataFrame, count: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- formats
 
-def isnan(v) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def fmt_count(mean: float, reached: int, trials: int, cap: int) -> str:
     """Rounds or steps to a target: the mean if every trial got there, '>cap' if none."""
     if trials == 0 or isnan(mean) or isnan(reached):
@@ -199,84 +183,76 @@ def fmt_count(mean: float, reached: int, trials: int, cap: int) -> str:
     return f"{mean:.0f} ({reached}/{trials})"
 
 
-def fmt_sci(v) -> str:
-    return "—" if isnan(v) else f"{v:.2e}"
-
-
 def fmt_bits(v) -> str:
     if isnan(v):
         return "—"
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 1 else f"{v:.2f}"
 
 
-def fmt_time(v) -> str:
-    if isnan(v):
-        return "—"
-    if v < 1e-6:
-        return "< 1 µs"
-    return f"{v * 1e3:.1f} ms" if v < 1 else f"{v:.2f} s"
-
-
-def fmt_wall(v) -> str:
-    return "—" if isnan(v) else (f"{v:.0f} s" if v >= 10 else f"{v:.1f} s")
-
-
 def fmt_sigma(v) -> str:
     return "mpi" if isnan(v) else f"{v:g}"
+
+
+def _dims(part: pd.DataFrame) -> str:
+    """'N = .., d = ..' of a table's title, every value present."""
+    n, d = sorted(set(part["N"])), sorted(set(part["d"]))
+    return f"N = {'/'.join(map(str, n))}, d = {'/'.join(map(str, d))}"
+
+
+def _averaging_cells(r: dict, ts: list[str]) -> list[str]:
+    cells = [r["cell"], r["quantizer"], fmt_sigma(r["sigma"]), str(r["trials"])]
+    cells += [fmt_count(r[f"rounds_to_{t}"], r[f"reached_{t}"], r["trials"], r["rounds"]) for t in ts]
+    cells += [fmt_bits(r[f"bits_to_{t}"]) for t in ts] + [fmt_time(r[f"time_to_{t}"]) for t in ts]
+    return cells + [fmt_sci(r["final_variance"]), fmt_sci(r["final_error"]), fmt_bits(r["bits_per_round"]),
+                    fmt_time(r["time_per_round"]), fmt_wall(r["wall_s"])]
+
+
+def averaging_markdown(avg: pd.DataFrame) -> str:
+    """The averaging table, titled, with its note."""
+    ts = suffixes(avg, "rounds")
+    head = ["cell", "quantizer", "σ", "trials"] + [f"rounds to {t}" for t in ts]
+    head += [f"bits/coord to {t}" for t in ts] + [f"sim. time to {t}" for t in ts]
+    head += ["final variance", "final error", "bits/coord per round", "time per round", "wall"]
+    lines = markdown_lines(head, [_averaging_cells(r, ts) for r in avg.to_dict("records")])
+    return (f"### Averaging ({_dims(avg)})\n\n" + "\n".join(lines) + "\n\n"
+            "rounds to t: mean over complete trials of the first round with variance < t; '>R': no "
+            "trial got there in R rounds; 'm (k/n)': k of n trials did, the others count R. bits/coord: "
+            "bits sent per coordinate per peer (bytes_sent · 8 / (d N)) up to that round, and sim. "
+            "time the simulated seconds, both over the trials that got there. final error: mean "
+            "squared distance to the initial mean. Per round: whole trial divided by its rounds.\n")
+
+
+def _sgd_cells(r: dict, ts: list[str]) -> list[str]:
+    cells = [r["cell"], r["quantizer"], fmt_sigma(r["sigma"]), str(r["trials"])]
+    cells += [fmt_count(r[f"steps_to_{t}"], r[f"reached_{t}"], r["trials"], r["steps"]) for t in ts]
+    cells += [fmt_time(r[f"time_to_{t}"]) for t in ts] + [fmt_bits(r[f"bits_to_{t}"]) for t in ts]
+    dec = r.get("decode_failures", math.nan)
+    return cells + [fmt_sci(r["final_relative_gap"]), fmt_sci(r["final_consensus"]),
+                    "—" if isnan(dec) else f"{dec:.0f}", fmt_bits(r["bits_total"]),
+                    fmt_time(r["time_per_step"]), fmt_time(r["sim_time"]), fmt_wall(r["wall_s"])]
+
+
+def sgd_markdown(sgd: pd.DataFrame) -> str:
+    """The sgd table, titled, with its note."""
+    ts = suffixes(sgd, "steps")
+    head = ["cell", "quantizer", "σ", "trials"] + [f"steps to {t}" for t in ts]
+    head += [f"sim. time to {t}" for t in ts] + [f"bits/coord to {t}" for t in ts]
+    head += ["final rel. gap", "final consensus", "decode failures", "bits/coord", "time per step",
+             "sim. time", "wall"]
+    lines = markdown_lines(head, [_sgd_cells(r, ts) for r in sgd.to_dict("records")])
+    return (f"### SGD on the quadratic ({_dims(sgd)})\n\n" + "\n".join(lines) + "\n\n"
+            "steps to t: mean over complete trials of the first evaluated step with relative gap "
+            "<= t (same notation as above); sim. time and bits/coord at that step, over the trials "
+            "that got there. decode failures: lattice messages that could not be decoded, per trial. "
+            "bits/coord, sim. time: the whole trial.\n")
 
 
 def markdown(df: pd.DataFrame) -> str:
     """The two tables (averaging, sgd) as markdown, with a note under each."""
     if df.empty:
         return "No traces found.\n"
-    out = []
-    avg = df[df["kind"] == "averaging"]
-    if not avg.empty:
-        ts = suffixes(avg, "rounds")
-        head = ["cell", "quantizer", "σ", "trials"] + [f"rounds to {t}" for t in ts]
-        head += [f"bits/coord to {t}" for t in ts] + [f"sim. time to {t}" for t in ts]
-        head += ["final variance", "final error", "bits/coord per round", "time per round", "wall"]
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        for r in avg.to_dict("records"):
-            cells = [r["cell"], r["quantizer"], fmt_sigma(r["sigma"]), str(r["trials"])]
-            cells += [fmt_count(r[f"rounds_to_{t}"], r[f"reached_{t}"], r["trials"], r["rounds"]) for t in ts]
-            cells += [fmt_bits(r[f"bits_to_{t}"]) for t in ts] + [fmt_time(r[f"time_to_{t}"]) for t in ts]
-            cells += [fmt_sci(r["final_variance"]), fmt_sci(r["final_error"]), fmt_bits(r["bits_per_round"]),
-                      fmt_time(r["time_per_round"]), fmt_wall(r["wall_s"])]
-            lines.append("| " + " | ".join(cells) + " |")
-        n, d = sorted(set(avg["N"])), sorted(set(avg["d"]))
-        out.append(f"### Averaging (N = {'/'.join(map(str, n))}, d = {'/'.join(map(str, d))})\n\n"
-                   + "\n".join(lines) + "\n\n"
-                   "rounds to t: mean over complete trials of the first round with variance < t; '>R': no "
-                   "trial got there in R rounds; 'm (k/n)': k of n trials did, the others count R. bits/coord: "
-                   "bits sent per coordinate per peer (bytes_sent · 8 / (d N)) up to that round, and sim. "
-                   "time the simulated seconds, both over the trials that got there. final error: mean "
-                   "squared distance to the initial mean. Per round: whole trial divided by its rounds.\n")
-    sgd = df[df["kind"] == "sgd"]
-    if not sgd.empty:
-        ts = suffixes(sgd, "steps")
-        head = ["cell", "quantizer", "σ", "trials"] + [f"steps to {t}" for t in ts]
-        head += [f"sim. time to {t}" for t in ts] + [f"bits/coord to {t}" for t in ts]
-        head += ["final rel. gap", "final consensus", "decode failures", "bits/coord", "time per step",
-                 "sim. time", "wall"]
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        for r in sgd.to_dict("records"):
-            cells = [r["cell"], r["quantizer"], fmt_sigma(r["sigma"]), str(r["trials"])]
-            cells += [fmt_count(r[f"steps_to_{t}"], r[f"reached_{t}"], r["trials"], r["steps"]) for t in ts]
-            cells += [fmt_time(r[f"time_to_{t}"]) for t in ts] + [fmt_bits(r[f"bits_to_{t}"]) for t in ts]
-            dec = r.get("decode_failures", math.nan)
-            cells += [fmt_sci(r["final_relative_gap"]), fmt_sci(r["final_consensus"]),
-                      "—" if isnan(dec) else f"{dec:.0f}", fmt_bits(r["bits_total"]),
-                      fmt_time(r["time_per_step"]), fmt_time(r["sim_time"]), fmt_wall(r["wall_s"])]
-            lines.append("| " + " | ".join(cells) + " |")
-        n, d = sorted(set(sgd["N"])), sorted(set(sgd["d"]))
-        out.append(f"### SGD on the quadratic (N = {'/'.join(map(str, n))}, d = {'/'.join(map(str, d))})\n\n"
-                   + "\n".join(lines) + "\n\n"
-                   "steps to t: mean over complete trials of the first evaluated step with relative gap "
-                   "<= t (same notation as above); sim. time and bits/coord at that step, over the trials "
-                   "that got there. decode failures: lattice messages that could not be decoded, per trial. "
-                   "bits/coord, sim. time: the whole trial.\n")
-    return "\n".join(out)
+    parts = [(df[df["kind"] == "averaging"], averaging_markdown), (df[df["kind"] == "sgd"], sgd_markdown)]
+    return "\n".join(table(part) for part, table in parts if not part.empty)
 
 
 # ---------------------------------------------------------------------------- figures
@@ -302,6 +278,29 @@ def _label(r: dict) -> str:
     return r["cell"] + ("" if isnan(r["sigma"]) or r["sigma"] == 0.5 else f" (σ {r['sigma']:g})")
 
 
+def _log_axes(axes, levels: tuple[float, ...]) -> None:
+    """Log y axes, with a faint line at each target level."""
+    for ax in axes:
+        ax.set_yscale("log")
+        for t in levels:
+            ax.axhline(t, color="0.7", lw=0.7, ls=":")
+
+
+def _save(fig, axes, labels: list[dict], title: str, path: Path, show: bool) -> Path:
+    """Labels each axis, titles and writes the figure (shown first when `show`)."""
+    import matplotlib.pyplot as plt
+    for ax, kw in zip(axes, labels):
+        ax.set(**kw)
+    axes[0].legend(fontsize=7, ncol=2)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    if show:
+        plt.show()
+    plt.close(fig)
+    return path
+
+
 def plot_averaging(df: pd.DataFrame, results: Path, path: Path, show: bool = False):
     """Variance against rounds, bits/coordinate and simulated time: one curve per cell."""
     import matplotlib.pyplot as plt
@@ -322,27 +321,18 @@ def plot_averaging(df: pd.DataFrame, results: Path, path: Path, show: bool = Fal
         axes[1].plot(c["bits"].iloc[1:], c["y"].iloc[1:], **kw)
         t = c[c["time"] > 0]
         axes[2].plot(t["time"], t["y"], **kw)
-    for ax in axes:
-        ax.set_yscale("log")
-        for t in (1e-2, 1e-4, 1e-6):
-            ax.axhline(t, color="0.7", lw=0.7, ls=":")
+    _log_axes(axes, (1e-2, 1e-4, 1e-6))
     if math.isfinite(floor):
         axes[0].set_ylim(bottom=max(floor / 3, 1e-16))
     axes[0].set_xlim(0, min(int(avg["rounds"].min()) * 1.0, 40) if len(avg) else None)
     axes[1].set_xscale("log")
     axes[2].set_xscale("log")
-    axes[0].set(xlabel="round", ylabel="variance across peers (per coordinate)", title="variance vs rounds")
-    axes[1].set(xlabel="bits per coordinate per peer (cumulative)", title="variance vs communication")
-    axes[2].set(xlabel="simulated time [s]", title="variance vs simulated time")
-    axes[0].legend(fontsize=7, ncol=2)
+    labels = [dict(xlabel="round", ylabel="variance across peers (per coordinate)", title="variance vs rounds"),
+              dict(xlabel="bits per coordinate per peer (cumulative)", title="variance vs communication"),
+              dict(xlabel="simulated time [s]", title="variance vs simulated time")]
     n, d = int(avg["N"].iloc[0]), int(avg["d"].iloc[0])
-    fig.suptitle(f"Averaging, N = {n}, d = {d}: mean over trials (moshpit reaches exactly 0 and leaves the axis)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    if show:
-        plt.show()
-    plt.close(fig)
-    return path
+    return _save(fig, axes, labels, f"Averaging, N = {n}, d = {d}: mean over trials "
+                 "(moshpit reaches exactly 0 and leaves the axis)", path, show)
 
 
 def plot_sgd(df: pd.DataFrame, results: Path, path: Path, show: bool = False):
@@ -362,52 +352,31 @@ def plot_sgd(df: pd.DataFrame, results: Path, path: Path, show: bool = False):
         axes[1].plot(t["time"], t["y"], **kw)
         b = c[c["bits"] > 0]
         axes[2].plot(b["bits"], b["y"], **kw)
-    for ax in axes:
-        ax.set_yscale("log")
-        for t in (1e-2, 1e-3):
-            ax.axhline(t, color="0.7", lw=0.7, ls=":")
+    _log_axes(axes, (1e-2, 1e-3))
     axes[2].set_xscale("log")
-    axes[0].set(xlabel="SGD step", ylabel="relative gap of the average model", title="gap vs steps")
-    axes[1].set(xlabel="simulated time [s]", title="gap vs simulated time")
-    axes[2].set(xlabel="bits per coordinate per peer (cumulative)", title="gap vs communication")
-    axes[0].legend(fontsize=7, ncol=2)
+    labels = [dict(xlabel="SGD step", ylabel="relative gap of the average model", title="gap vs steps"),
+              dict(xlabel="simulated time [s]", title="gap vs simulated time"),
+              dict(xlabel="bits per coordinate per peer (cumulative)", title="gap vs communication")]
     n, d = int(sgd["N"].iloc[0]), int(sgd["d"].iloc[0])
-    fig.suptitle(f"Local SGD (H = 2) on the EPFL quadratic, N = {n}, d = {d}: mean over trials")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    if show:
-        plt.show()
-    plt.close(fig)
-    return path
+    return _save(fig, axes, labels, f"Local SGD (H = 2) on the EPFL quadratic, N = {n}, d = {d}: mean over trials",
+                 path, show)
+
+
+def write_figures(a, df: pd.DataFrame) -> None:
+    """fig_averaging.png and fig_sgd.png in a.figures, when given."""
+    if a.figures is None:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    a.figures.mkdir(parents=True, exist_ok=True)
+    plot_averaging(df, a.results, a.figures / "fig_averaging.png")
+    plot_sgd(df, a.results, a.figures / "fig_sgd.png")
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--results", type=Path, default=HERE / "results", help="folder of the traces")
-    ap.add_argument("--csv", default=str(HERE / "results.csv"), help="CSV output ('-': none)")
-    ap.add_argument("--md", default=str(HERE / "table.md"), help="markdown output ('-': none)")
+    ap = avbench.table_parser(__doc__, HERE)
     ap.add_argument("--figures", type=Path, default=None, help="folder for fig_averaging.png and fig_sgd.png")
-    a = ap.parse_args(argv)
-    if not a.results.is_dir():
-        print(f"summarize.py: error: {a.results} is not a folder", file=sys.stderr)
-        return 2
-    df = load_cells(a.results)
-    if df.empty:
-        print(f"summarize.py: error: no traces in {a.results}", file=sys.stderr)
-        return 1
-    text = markdown(df)
-    if a.csv != "-":
-        df.to_csv(a.csv, index=False, float_format="%.6g")
-    if a.md != "-":
-        Path(a.md).write_text(text)
-    if a.figures is not None:
-        import matplotlib
-        matplotlib.use("Agg")
-        a.figures.mkdir(parents=True, exist_ok=True)
-        plot_averaging(df, a.results, a.figures / "fig_averaging.png")
-        plot_sgd(df, a.results, a.figures / "fig_sgd.png")
-    print(text, end="")
-    return 0
+    return avbench.write_table(ap.parse_args(argv), load_cells, markdown, "traces", then=write_figures)
 
 
 if __name__ == "__main__":

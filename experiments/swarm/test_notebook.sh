@@ -15,16 +15,12 @@
 # figures go to a scratch folder, removed at the end.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
+# shellcheck source=../notebook_test.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/../notebook_test.sh"
+nb_init swarm_notebook
 avg_bench=${1:-$root/build/apps/averaging_bench}
 sgd_bench=${2:-$root/build/apps/sgd_bench}
-source "$root/experiments/notebook_test.sh"
-nb_init swarm_notebook
-
-for b in "$avg_bench" "$sgd_bench"; do
-  [ -x "$b" ] || die "$b is missing (the Open MPI build: cmake --preset default && cmake --build build)"
-done
+nb_need "$avg_bench" "$sgd_bench"
 
 # 1. The sweep.
 cells=(avg_swarm avg_swarm-fp16 avg_swarm-lattice16 avg_swarm-poisson avg_moshpit avg_gossip-ring
@@ -34,34 +30,12 @@ sweep() {
     ROUNDS=6 RING_ROUNDS=10 TRIALS=2 SGD_DIM=10 STEPS=20 SGD_TRIALS=1 RESULTS="$scratch/results" \
     timeout "$1" "$here/run.sh"
 }
-if ! sweep 240 >"$scratch/run.log" 2>&1; then
-  cat "$scratch/run.log" >&2
-  for log in "$scratch"/results/*.log; do [ -e "$log" ] && { echo "== $log" >&2; tail -5 "$log" >&2; }; done
-  die "run.sh failed"
-fi
-for cell in "${cells[@]}"; do
-  [ -s "$scratch/results/${cell}_mpi.h5" ] || bad "run.sh wrote no trace ${cell}_mpi.h5"
-done
-[ "$(tail -n +2 "$scratch/results/walltime.tsv" | wc -l)" -eq ${#cells[@]} ] ||
-  bad "walltime.tsv has not one line per cell: $(cat "$scratch/results/walltime.tsv")"
-ok "run.sh: ${#cells[@]} traces, one wall time each"
-
-# A second run skips every cell.
-sweep 60 >"$scratch/rerun.log" 2>&1 || bad "run.sh rerun failed"
-[ "$(grep -c '^skip ' "$scratch/rerun.log")" -eq ${#cells[@]} ] && ! grep -q '^start ' "$scratch/rerun.log" &&
-  ok "rerun: every cell skipped" || bad "rerun did not skip every cell: $(cat "$scratch/rerun.log")"
+# Each cell's trace and wall time; a second run skips every cell.
+nb_run_sweep _mpi "${cells[@]}"
 
 # 2. The table.
-if "$python" "$here/summarize.py" --results "$scratch/results" --csv "$scratch/results.csv" \
-     --md "$scratch/table.md" >"$scratch/summary.out" 2>&1; then
-  rows=$(tail -n +2 "$scratch/results.csv" | wc -l)
-  [ "$rows" -eq ${#cells[@]} ] && ok "summarize.py: $rows rows" || bad "summarize.py: $rows rows, not ${#cells[@]}"
-  grep -q '^| swarm-lattice16 | lattice | mpi | 2 |' "$scratch/table.md" || bad "table.md lacks the swarm-lattice16 row"
-  grep -q '^| swarm-geo | none | mpi | 1 |' "$scratch/table.md" || bad "table.md lacks the sgd swarm-geo row"
-else
-  cat "$scratch/summary.out" >&2
-  bad "summarize.py failed"
-fi
+nb_check_summary ${#cells[@]} '^| swarm-lattice16 | lattice | mpi | 2 |' swarm-lattice16 \
+  '^| swarm-geo | none | mpi | 1 |' "sgd swarm-geo"
 
 # 3. The notebook, headless, on the tiny sweep; figures to the scratch folder.
 nb_execute swarm.ipynb SWARM_RESULTS="$scratch/results" SWARM_FIGURES="$scratch/figures"

@@ -18,6 +18,7 @@ _WHERE = {
     "traces": ("KNOWN_SCHEMA_VERSIONS", "load_summary", "load_sweep", "load_trace", "per_trial", "read_summary",
                "read_walltimes", "trace_paths", "value_at"),
     "figures": ("aggregate", "plot_metric", "standard_figures"),
+    "tables": ("table_parser", "write_table"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = sorted(_MODULE_OF)

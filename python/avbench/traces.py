@@ -144,81 +144,111 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
     path = os.fspath(path)
     f = open_trace(path)
     with f:
-        version = _int_attr(path, f, "/", "schema_version", default=-1)
-        if version not in KNOWN_SCHEMA_VERSIONS:
-            raise TraceError(path, "/ attribute schema_version",
-                             f"{version}; this reader knows {', '.join(map(str, KNOWN_SCHEMA_VERSIONS))}")
-        kind = "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", ""))
-        if kind not in RUN_KINDS:
-            raise TraceError(path, "/ attribute run_kind", f"{kind!r} is neither averaging nor sgd")
-        peers = _int_attr(path, f, "/", "n_peers")
-        if peers < 1:
-            raise TraceError(path, "/ attribute n_peers", f"is {peers}, not a positive number of peers")
-        ident = {
-            "trace": path, "run_kind": kind, "schema_version": version,
-            "engine": _attr_str(f.attrs.get("engine", "")), "peers": peers,
-            "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0)),
-        }
+        ident = _identity(path, f)
+        kind = ident["run_kind"]
         wanted = None if columns is None else set(columns) | {"round", "step"}
-        columns = tuple(c for c in ROW_COLUMNS[kind] if wanted is None or c in wanted)
+        trials = _Trials(path, ident["schema_version"], kind,
+                         tuple(c for c in ROW_COLUMNS[kind] if wanted is None or c in wanted))
         config = read_config(f)
-        # Gather every trial's columns as arrays and build one frame at the end:
-        # a DataFrame per trial costs ~1 ms, which a sweep of 10,000 trials notices.
-        parts: dict[str, list] = {c: [] for c in columns}
-        trial_ids, seeds, completes, divergeds, lengths = [], [], [], [], []
-        targets: dict[str, list] = {}
-        trials = f["trials"] if "trials" in f else {}
-        if not isinstance(trials, (dict, h5py.Group)):
+        group = f["trials"] if "trials" in f else {}
+        if not isinstance(group, (dict, h5py.Group)):
             raise TraceError(path, "/trials", "not a group")
-        for i, (name, g) in enumerate(trials.items()):
-            where = f"/trials/{name}"
-            if not TRIAL_NAME.fullmatch(name) or not isinstance(g, h5py.Group):
-                raise TraceError(path, where, "not a trial: trials are groups named by their index "
-                                              "(0, 1, 2, ... in decimal, without leading zeros)")
-            length = None
-            for col in columns:
-                if col in g:
-                    parts[col].append(_read_column(path, g, f"{where}/{col}", col))
-                    if length is not None and len(parts[col][-1]) != length:
-                        raise TraceError(path, f"{where}/{col}", f"has {len(parts[col][-1])} rows, "
-                                                                 f"the trial's other columns {length}")
-                    length = len(parts[col][-1])
-                elif ADDED_IN.get(col, 1) <= version:
-                    raise TraceError(path, f"{where}/{col}", "missing: the trial has no such column")
-            length = length or 0
-            for col in columns:
-                if len(parts[col]) == i:  # added by a later schema: 0 throughout
-                    parts[col].append(np.zeros(length, dtype=ADDED_DTYPE.get(col, np.int32)))
-            trial_ids.append(int(name))
-            seeds.append(np.uint64(_int_attr(path, g, where, "seed", default=0)))
-            completes.append(bool(_int_attr(path, g, where, "complete", default=0)))
-            if kind == "sgd" and version >= DIVERGED_SINCE and "diverged" not in g.attrs:
-                raise TraceError(path, where, f"no diverged attribute (schema v{version})")
-            divergeds.append(bool(_int_attr(path, g, where, "diverged", default=0)))
-            lengths.append(length)
-            for k in g.attrs:
-                if k.startswith(TARGET_PREFIXES):
-                    targets.setdefault(k, [-1] * i).append(_int_attr(path, g, where, k))
-            for v in targets.values():  # a target this trial lacks (none should)
-                if len(v) == i:
-                    v.append(-1)
-    data: dict = {k: np.repeat(np.asarray([v], dtype=object if isinstance(v, str) else None), sum(lengths))
-                  for k, v in ident.items()}
-    data["trial"] = np.repeat(np.asarray(trial_ids, dtype=np.int64), lengths)
-    data["seed"] = np.repeat(np.asarray(seeds, dtype=np.uint64), lengths)
-    data["complete"] = np.repeat(np.asarray(completes, dtype=bool), lengths)
-    data["diverged"] = np.repeat(np.asarray(divergeds, dtype=bool), lengths)
-    for col in columns:
-        data[col] = np.concatenate(parts[col]) if parts[col] else np.zeros(0, dtype=np.float64)
-    df = pd.DataFrame(data)
-    if "bytes_sent" in df:
-        df["bytes_per_peer"] = df["bytes_sent"].astype(float) / peers
-    for k, v in targets.items():
-        df[k] = np.repeat(np.asarray(v, dtype=np.int64), lengths)
-    for k, v in config.items():
-        name = k if k not in df.columns else f"config_{k}"
-        df[name] = v
-    return df
+        for name, g in group.items():
+            trials.add(name, g)
+    return trials.frame(ident, config)
+
+
+def _identity(path: str, f: h5py.File) -> dict:
+    """The root's identifying values (ID_COLUMNS up to trace_complete), checked."""
+    version = _int_attr(path, f, "/", "schema_version", default=-1)
+    if version not in KNOWN_SCHEMA_VERSIONS:
+        raise TraceError(path, "/ attribute schema_version",
+                         f"{version}; this reader knows {', '.join(map(str, KNOWN_SCHEMA_VERSIONS))}")
+    kind = "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", ""))
+    if kind not in RUN_KINDS:
+        raise TraceError(path, "/ attribute run_kind", f"{kind!r} is neither averaging nor sgd")
+    peers = _int_attr(path, f, "/", "n_peers")
+    if peers < 1:
+        raise TraceError(path, "/ attribute n_peers", f"is {peers}, not a positive number of peers")
+    return {
+        "trace": path, "run_kind": kind, "schema_version": version,
+        "engine": _attr_str(f.attrs.get("engine", "")), "peers": peers,
+        "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0)),
+    }
+
+
+class _Trials:
+    """The trials of one trace, gathered as arrays and made one frame at the end: a
+    DataFrame per trial would cost more than reading the trial on a big sweep."""
+
+    def __init__(self, path: str, version: int, kind: str, columns: tuple[str, ...]):
+        self.path, self.version, self.kind, self.columns = path, version, kind, columns
+        self.parts: dict[str, list] = {c: [] for c in columns}
+        self.ids, self.seeds, self.completes, self.divergeds, self.lengths = [], [], [], [], []
+        self.targets: dict[str, list] = {}
+
+    def add(self, name: str, g) -> None:
+        """Trial `name` (the group /trials/<name>), checked."""
+        where = f"/trials/{name}"
+        if not TRIAL_NAME.fullmatch(name) or not isinstance(g, h5py.Group):
+            raise TraceError(self.path, where, "not a trial: trials are groups named by their index "
+                                               "(0, 1, 2, ... in decimal, without leading zeros)")
+        i = len(self.ids)
+        self.lengths.append(self._add_columns(g, where, i))
+        self.ids.append(int(name))
+        self.seeds.append(np.uint64(_int_attr(self.path, g, where, "seed", default=0)))
+        self.completes.append(bool(_int_attr(self.path, g, where, "complete", default=0)))
+        if self.kind == "sgd" and self.version >= DIVERGED_SINCE and "diverged" not in g.attrs:
+            raise TraceError(self.path, where, f"no diverged attribute (schema v{self.version})")
+        self.divergeds.append(bool(_int_attr(self.path, g, where, "diverged", default=0)))
+        self._add_targets(g, where, i)
+
+    def _add_columns(self, g: h5py.Group, where: str, i: int) -> int:
+        """Trial i's per-row columns, all of one length, which it returns."""
+        length = None
+        for col in self.columns:
+            if col in g:
+                self.parts[col].append(_read_column(self.path, g, f"{where}/{col}", col))
+                if length is not None and len(self.parts[col][-1]) != length:
+                    raise TraceError(self.path, f"{where}/{col}", f"has {len(self.parts[col][-1])} rows, "
+                                                                  f"the trial's other columns {length}")
+                length = len(self.parts[col][-1])
+            elif ADDED_IN.get(col, 1) <= self.version:
+                raise TraceError(self.path, f"{where}/{col}", "missing: the trial has no such column")
+        length = length or 0
+        for col in self.columns:
+            if len(self.parts[col]) == i:  # added by a later schema: 0 throughout
+                self.parts[col].append(np.zeros(length, dtype=ADDED_DTYPE.get(col, np.int32)))
+        return length
+
+    def _add_targets(self, g: h5py.Group, where: str, i: int) -> None:
+        """Trial i's target attributes (rounds_to_<t>, ...); -1 where it lacks one."""
+        for k in g.attrs:
+            if k.startswith(TARGET_PREFIXES):
+                self.targets.setdefault(k, [-1] * i).append(_int_attr(self.path, g, where, k))
+        for v in self.targets.values():  # a target this trial lacks (none should)
+            if len(v) == i:
+                v.append(-1)
+
+    def frame(self, ident: dict, config: dict) -> pd.DataFrame:
+        """The tidy frame: identity, trial attributes, per-row columns, targets, config."""
+        lengths = self.lengths
+        data: dict = {k: np.repeat(np.asarray([v], dtype=object if isinstance(v, str) else None), sum(lengths))
+                      for k, v in ident.items()}
+        data["trial"] = np.repeat(np.asarray(self.ids, dtype=np.int64), lengths)
+        data["seed"] = np.repeat(np.asarray(self.seeds, dtype=np.uint64), lengths)
+        data["complete"] = np.repeat(np.asarray(self.completes, dtype=bool), lengths)
+        data["diverged"] = np.repeat(np.asarray(self.divergeds, dtype=bool), lengths)
+        for col in self.columns:
+            data[col] = np.concatenate(self.parts[col]) if self.parts[col] else np.zeros(0, dtype=np.float64)
+        df = pd.DataFrame(data)
+        if "bytes_sent" in df:
+            df["bytes_per_peer"] = df["bytes_sent"].astype(float) / ident["peers"]
+        for k, v in self.targets.items():
+            df[k] = np.repeat(np.asarray(v, dtype=np.int64), lengths)
+        for k, v in config.items():
+            df[k if k not in df.columns else f"config_{k}"] = v
+        return df
 
 
 def trace_paths(source, pattern: str = "*.h5") -> list[str]:

@@ -29,11 +29,6 @@ LONG_FUNCTIONS = {
     "src/protocols/ring_allreduce.cpp:RingAllreduce::run": 68,
     "src/sim/topology.cpp:random_regular": 61,
     "src/sim/topology.cpp:Topology::Topology": 73,
-    "experiments/gossip_rates/plot.py:main": 64,
-    "experiments/moshpit_table/test_make_table.py:main": 126,
-    "experiments/sgd_convex/test_summarize.py:main": 113,
-    "experiments/swarm/test_summarize.py:main": 118,
-    "python/avbench/traces.py:load_trace": 91,
     "tests/scripts/test_docs.py:main": 70,
     "tests/scripts/test_trace_roundtrip_sgd.py:main": 66,
 }

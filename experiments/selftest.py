@@ -1,0 +1,93 @@
+"""What the experiments' self-tests on synthetic traces share (test_summarize.py,
+test_make_table.py): the checks and their tally, running the script under test, reading
+its markdown table, and writing the parts of a trace every summarizer reads.
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from selftest import Checks
+    t = Checks(Path(__file__).resolve().parent / "summarize.py")
+    t.check(ok, "what was checked")
+    return t.finish()
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+
+class Checks:
+    """The script under test and the tally of failed checks."""
+
+    def __init__(self, script: Path, timeout: float = 60):
+        self.script, self.timeout = script, timeout
+        self.failures: list[str] = []
+
+    def check(self, ok: bool, what: str) -> None:
+        print(("ok    " if ok else "FAIL  ") + what)
+        if not ok:
+            self.failures.append(what)
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(self.script), *args], capture_output=True, text=True,
+                              timeout=self.timeout)
+
+    def finish(self) -> int:
+        """The exit status of the self-test, after a line saying how it went."""
+        print(f"{len(self.failures)} failure(s)" if self.failures else "all passed")
+        return 1 if self.failures else 0
+
+    def check_folders(self, header: str, no_traces: str, d: Path) -> None:
+        """A summarizer's runs beside the table: '-' for both outputs still prints the
+        table (its header line starts with `header`); an empty folder exits 1 saying
+        `no_traces`; a missing one exits 2."""
+        res = self.run("--results", str(d), "--csv", "-", "--md", "-")
+        self.check(res.returncode == 0 and header in res.stdout, "'-' writes no file, still prints")
+        with tempfile.TemporaryDirectory() as tmp:
+            res = self.run("--results", tmp, "--csv", "-", "--md", "-")
+            self.check(res.returncode == 1 and no_traces in res.stderr, f"empty folder: exit 1 ({res.returncode})")
+            res = self.run("--results", str(Path(tmp) / "missing"))
+            self.check(res.returncode == 2, f"missing folder: exit 2 ({res.returncode})")
+
+
+def table_row(md: str, *first: str) -> list[str]:
+    """The cells of the first markdown row whose leading cells are `first`."""
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[:len(first)] == list(first):
+            return cells
+    return []
+
+
+def write_root(f: h5py.File, schema: int, kind: str, n: int, config: dict[str, str]) -> None:
+    """The root attributes of a complete trace run by SMPI, and its /config."""
+    f.attrs["schema_version"] = np.int32(schema)
+    f.attrs["run_kind"] = kind
+    f.attrs["engine"] = "smpi"
+    f.attrs["n_peers"] = np.int32(n)
+    f.attrs["complete"] = np.int32(1)
+    c = f.create_group("config")
+    for key, value in {**config, "text": "(synthetic)"}.items():
+        c.attrs[key] = value
+
+
+def add_targets(cols: dict[str, list], count: str, to: dict, cap: int) -> None:
+    """A trial's <count>_to_<t> and reached_<t> for every target t in `cols`: its
+    rounds or steps to t (`to[t]`, None when it never got there and counts `cap`)."""
+    for t in [c[len(count) + 4:] for c in cols if c.startswith(f"{count}_to_")]:
+        hit = to.get(t)
+        cols[f"{count}_to_{t}"].append(cap if hit is None else hit)
+        cols[f"reached_{t}"].append(0 if hit is None else 1)
+
+
+def write_summary(f: h5py.File, cols: dict[str, list]) -> None:
+    """/summary from its columns, typed as the writer types them."""
+    s = f.create_group("summary")
+    for name, values in cols.items():
+        dtype = np.uint64 if name == "bytes_sent" else (
+            float if name.startswith("final") or name == "time" else np.int32)
+        s[name] = np.asarray(values, dtype=dtype)
