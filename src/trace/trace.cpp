@@ -31,10 +31,11 @@ std::string utc_now() {
 
 // A trial's group: its seed and flags (0/1), then per target the rounds or steps
 // to reach it (`to_prefix` + suffix) and whether it was reached, then the targets.
+using Flag = std::pair<const char*, bool>;  // a 0/1 attribute of a trial's group
+
 template <class Trial>
-h5::Node trial_group(h5::Node& trials, const Trial& trial,
-                     std::initializer_list<std::pair<const char*, bool>> flags, const std::string& to_prefix,
-                     const std::vector<std::string>& suffixes) {
+h5::Node trial_group(h5::Node& trials, const Trial& trial, std::initializer_list<Flag> flags,
+                     const std::string& to_prefix, const std::vector<std::string>& suffixes) {
   h5::Node group = trials.create_group(std::to_string(trial.index));
   group.set_uint64("seed", trial.seed);
   for (const auto& [name, value] : flags) group.set_int32(name, value ? 1 : 0);
@@ -135,6 +136,20 @@ struct TraceWriter::Impl {
     return suffixes;
   }
 
+  // Writes /trials/<k> (after the caller's checks) and returns the summary fields
+  // both run kinds share.
+  template <class Summary, class Trial, class Columns>
+  Summary write_group(const Trial& trial, const std::string& where, std::initializer_list<Flag> flags,
+                      const std::string& to_prefix, const Columns& columns) {
+    const std::vector<std::string> suffixes = target_suffixes(trial.targets, where);
+    h5::Node group = trial_group(*trials, trial, flags, to_prefix, suffixes);
+    write_columns(group, columns, trial.rows);
+    // Flush per trial: cheap next to a trial's run time, and it bounds what a hard
+    // kill (no chance to call finish) can lose from the temporary file.
+    file.flush();
+    return summary_of<Summary>(trial);
+  }
+
   void require_open(const std::filesystem::path& tmp, std::string_view operation) const {
     if (finished || !file.is_open()) {
       throw TraceError(std::string(operation) + ": trace " + tmp.string() +
@@ -216,14 +231,7 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
 
   impl_->require_kind("averaging", where);
-  const std::vector<std::string> suffixes = impl_->target_suffixes(trial.targets, where);
-  h5::Node group = trial_group(*impl_->trials, trial, {{"complete", trial.complete}}, "rounds_to_", suffixes);
-  write_columns(group, kRoundColumns, trial.rows);
-  // Flush per trial: cheap next to a trial's run time, and it bounds what a hard
-  // kill (no chance to call finish) can lose from the temporary file.
-  impl_->file.flush();
-
-  auto s = summary_of<SummaryRow>(trial);
+  auto s = impl_->write_group<SummaryRow>(trial, where, {{"complete", trial.complete}}, "rounds_to_", kRoundColumns);
   const RoundRow& last = trial.rows.back();
   s.final_variance = last.variance;
   s.final_error = last.error;
@@ -254,14 +262,8 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   if (!impl_->optimum_written) throw TraceError(where + ": /optimum must be written first");
   if (trial.index < 0) throw TraceError(where + ": negative trial index");
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
-  const std::vector<std::string> suffixes = impl_->target_suffixes(trial.targets, where);
-
-  h5::Node group = trial_group(*impl_->trials, trial, {{"complete", trial.complete}, {"diverged", trial.diverged}},
-                               "steps_to_", suffixes);
-  write_columns(group, kTrainingColumns, trial.rows);
-  impl_->file.flush();
-
-  auto s = summary_of<TrainingSummaryRow>(trial);
+  auto s = impl_->write_group<TrainingSummaryRow>(
+      trial, where, {{"complete", trial.complete}, {"diverged", trial.diverged}}, "steps_to_", kTrainingColumns);
   const TrainingRow& last = trial.rows.back();
   s.final_gap = last.gap;
   s.final_relative_gap = last.relative_gap;
