@@ -48,40 +48,42 @@ std::vector<double> values(std::size_t m, double offset) {
   return v;
 }
 
+// Times `kernel` once per iteration, keeping what it returns alive, and counts
+// `bytes_per_double` bytes for each of the state.range(0) doubles.
+template <class Kernel>
+void measure(benchmark::State& state, std::size_t bytes_per_double, Kernel kernel) {
+  const auto m = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(kernel());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * m * bytes_per_double));
+}
+
 void BM_memcpy(benchmark::State& state) {
   const auto m = static_cast<std::size_t>(state.range(0));
   auto a = values(m, 1.0), b = values(m, 2.0);
-  for (auto _ : state) {
-    std::memcpy(a.data(), b.data(), m * sizeof(double));
-    benchmark::DoNotOptimize(a.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * m * 16));
+  measure(state, kTouched.at("memcpy"), [&] { return std::memcpy(a.data(), b.data(), m * sizeof(double)); });
 }
 
 void BM_add_into(benchmark::State& state) {
   const auto m = static_cast<std::size_t>(state.range(0));
   auto a = values(m, 1.0), b = values(m, 0.0);
-  for (auto _ : state) {
+  measure(state, kTouched.at("add_into"), [&] {
     avb::add_into(a, b);
-    benchmark::DoNotOptimize(a.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * m * 24));
+    return a.data();
+  });
 }
 
 // divide_by with a power of two (1: multiplies, the values stay the same) and with
 // the next double above 1 (divides; the values shrink by 2^-52 per call, never
 // reaching the slow subnormals).
 void BM_divide_by(benchmark::State& state, double d) {
-  const auto m = static_cast<std::size_t>(state.range(0));
-  auto a = values(m, 1.0);
-  for (auto _ : state) {
+  auto a = values(static_cast<std::size_t>(state.range(0)), 1.0);
+  measure(state, kTouched.at("divide_by"), [&] {
     avb::divide_by(a, d);
-    benchmark::DoNotOptimize(a.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * m * 16));
+    return a.data();
+  });
 }
 
 // The butterfly's reduction of a part over `inputs` members (divides by a power
@@ -93,12 +95,10 @@ void BM_sum_divide(benchmark::State& state, int inputs) {
   for (int i = 0; i < inputs; ++i) in.push_back(values(m, i));
   for (const auto& v : in) ptrs.push_back(v.data());
   std::vector<double> out(m);
-  for (auto _ : state) {
+  measure(state, kTouched.at("sum_divide" + std::to_string(inputs)), [&] {
     avb::sum_divide(ptrs, m, static_cast<double>(inputs), out.data());
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * m * 8 * (static_cast<std::size_t>(inputs) + 1)));
+    return out.data();
+  });
 }
 
 const std::map<std::string, avb::QuantizerSpec> kQuantizers = {
@@ -116,12 +116,10 @@ void BM_encode(benchmark::State& state, avb::QuantizerSpec spec) {
   const auto x = values(d, 0.5);
   std::vector<std::byte> out;
   avb::EncodeContext context{7, 1, 0, 0};
-  for (auto _ : state) {
+  measure(state, 8, [&] {
     q.encode(x, context, out);
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d * 8));
+    return out.data();
+  });
 }
 
 void BM_decode(benchmark::State& state, avb::QuantizerSpec spec) {
@@ -132,11 +130,7 @@ void BM_decode(benchmark::State& state, avb::QuantizerSpec spec) {
   std::vector<std::byte> wire;
   q.encode(x, avb::EncodeContext{7, 1, 0, 0}, wire);
   std::vector<double> out(d);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(q.decode(wire, reference, out));
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d * 8));
+  measure(state, 8, [&] { return q.decode(wire, reference, out); });
 }
 
 // Collects every run's time per iteration for the ratio lines.

@@ -15,6 +15,12 @@ namespace {
 
 using FS = FailureSemantics;
 
+// A protocol that sends Q(x) takes the quantizer's flags after its own.
+std::vector<std::string_view> with_quantizer(std::vector<std::string_view> own) {
+  for (std::string_view flag : {"--quantizer", "--lattice-q", "--lattice-eps"}) own.push_back(flag);
+  return own;
+}
+
 // Immutable once built, so SMPI ranks sharing it is harmless.
 const std::vector<ProtocolInfo> kCatalog = {
     {.name = "allreduce",
@@ -41,7 +47,7 @@ const std::vector<ProtocolInfo> kCatalog = {
      .summary = "synchronous gossip x <- Wx on a --topology (D-PSGD mixing)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = {"--topology", "--weights", "--alive-weights", "--quantizer", "--lattice-q", "--lattice-eps"},
+     .flags = with_quantizer({"--topology", "--weights", "--alive-weights"}),
      .default_topology = TopologyKind::ring,
      .make = make_gossip},
     {.name = "pushsum",
@@ -62,14 +68,14 @@ const std::vector<ProtocolInfo> kCatalog = {
      .summary = "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = {"--topology", "--quantizer", "--lattice-q", "--lattice-eps"},
+     .flags = with_quantizer({"--topology"}),
      .default_topology = TopologyKind::complete,
      .make = make_pairwise},
     {.name = "swarm",
      .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = {"--topology", "--mode", "--clock", "--quantizer", "--lattice-q", "--lattice-eps"},
+     .flags = with_quantizer({"--topology", "--mode", "--clock"}),
      .default_topology = TopologyKind::complete,
      .churn = ChurnSupport::averaging_only,
      .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
@@ -79,7 +85,7 @@ const std::vector<ProtocolInfo> kCatalog = {
      .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = {"--topology", "--weights", "--gamma", "--quantizer", "--lattice-q", "--lattice-eps"},
+     .flags = with_quantizer({"--topology", "--weights", "--gamma"}),
      .default_topology = TopologyKind::ring,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",

@@ -11,9 +11,18 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/parse.hpp"
 #include "core/rng.hpp"
+#include "protocols/codec_bits.hpp"
+#include "protocols/lattice.hpp"
 
 namespace avb {
+
+using codec::BitReader;
+using codec::BitWriter;
+using codec::get_double;
+using codec::packed_bytes;
+using codec::put_double;
 
 namespace {
 
@@ -36,66 +45,6 @@ void check_lattice(std::int64_t q, double eps) {
     throw ConfigError("--lattice-eps: " + shortest(eps) + " is not a finite number > 0");
 }
 
-// ---- bytes ------------------------------------------------------------------
-
-void put_u64(std::byte* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
-}
-std::uint64_t get_u64(const std::byte* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-void put_double(std::byte* p, double v) { put_u64(p, std::bit_cast<std::uint64_t>(v)); }
-double get_double(const std::byte* p) { return std::bit_cast<double>(get_u64(p)); }
-
-// Codes of `bits` (1..32) bits each, LSB first.
-class BitWriter {
- public:
-  explicit BitWriter(std::byte* out) : out_(out) {}
-  void put(std::uint64_t code, int bits) {
-    acc_ |= code << fill_;  // fill_ < 8 and bits <= 32: no overflow
-    fill_ += bits;
-    while (fill_ >= 8) {
-      *out_++ = static_cast<std::byte>(acc_);
-      acc_ >>= 8;
-      fill_ -= 8;
-    }
-  }
-  void flush() {
-    if (fill_ > 0) *out_++ = static_cast<std::byte>(acc_);
-    acc_ = 0;
-    fill_ = 0;
-  }
-
- private:
-  std::byte* out_;
-  std::uint64_t acc_ = 0;
-  int fill_ = 0;
-};
-
-class BitReader {
- public:
-  explicit BitReader(const std::byte* in) : in_(in) {}
-  std::uint64_t get(int bits) {
-    while (fill_ < bits) {
-      acc_ |= static_cast<std::uint64_t>(*in_++) << fill_;
-      fill_ += 8;
-    }
-    const std::uint64_t code = acc_ & ((std::uint64_t{1} << bits) - 1);
-    acc_ >>= bits;
-    fill_ -= bits;
-    return code;
-  }
-
- private:
-  const std::byte* in_;
-  std::uint64_t acc_ = 0;
-  int fill_ = 0;
-};
-
-std::size_t packed_bytes(std::size_t bits_per_code, std::size_t d) { return (bits_per_code * d + 7) / 8; }
-
 // ---- uniform8 and stochastic: a (low, step) header of two doubles ------------
 
 constexpr std::size_t kRangeHeader = 16;
@@ -108,75 +57,6 @@ DecodeResult decode_unrepresentable(std::span<double> out) {
 
 // The dither for coordinate k: word k mod 4 of block (round, peer, k/4, message)
 // of the dither stream, 53 bits, in [0, 1) (computed in batches in encode).
-
-// ---- lattice ------------------------------------------------------------------
-//
-// Encoding: k = round(x/eps) (half away from zero), v = k mod q in [0, q).
-// Decoding with the receiver's reference b: the k' = v (mod q) nearest to b/eps,
-// x' = eps * k'. x' = eps * k exactly when k' = k, and then |x' - x| <= eps/2.
-//
-// When does the decoder get k? Exactly when |eps*k - b| < q*eps/2 (at equality
-// the candidates on both sides tie), so |x - b| < (q-1)*eps/2 always decodes and
-// |x - b| > (q+1)*eps/2 never does; in between it depends on where x falls in its
-// cell. (The familiar "correct iff |x - b| < q*eps/2" is this up to eps/2: the
-// decodable set is a union of whole cells, the q cells nearest b, which an
-// interval centred on b cannot be in general.)
-//
-// What can the decoder detect? From v and b alone, nothing: every v is the code
-// of some point within q*eps/2 of b, so a wrapped coordinate looks like a valid
-// one. Detection therefore needs information from the sender, who alone knows x.
-// We send a 64-bit checksum of the lattice indices k (9 bytes per message with a
-// status byte, counted on the wire) and the decoder compares it with the
-// checksum of the k' it reconstructed:
-//   - no false alarms: if every coordinate decodes correctly, k' = k and the
-//     checksums are equal;
-//   - a wrong coordinate is always caught when it is the only wrong one: the
-//     checksum is sum_i mix_i(k_i) mod 2^64 with each mix_i a bijection of the
-//     64-bit words, so changing one k_i changes the sum;
-//   - several wrong coordinates escape only if their changes cancel modulo 2^64,
-//     which for a mixing function is a chance of about 2^-64 per message.
-// The result is per message (which coordinates failed is unknown), which is what
-// a protocol needs to decide whether to use what it received, and what the trace
-// counts. A protocol that wants finer granularity encodes buckets as messages.
-// The status byte says that the sender could not encode at all: a non-finite x,
-// or |x/eps| > 2^52 where k no longer fits the exactly representable integers.
-
-constexpr std::size_t kLatticeHeader = 9;  // status byte + 64-bit checksum
-constexpr double kLatticeLimit = 0x1.0p52;
-
-// MurmurHash3's 64-bit finaliser: a bijection of the 64-bit words.
-std::uint64_t fmix64(std::uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb93fe53e4cd9ull;
-  h ^= h >> 33;
-  return h;
-}
-
-// mix_i(k) = fmix64(k xor key_i): a bijection in k for each position i.
-std::uint64_t mix(std::size_t i, std::int64_t k) {
-  const std::uint64_t key = fmix64(static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull);
-  return fmix64(static_cast<std::uint64_t>(k) ^ key);
-}
-
-int lattice_bits(std::uint32_t q) { return std::bit_width(q - 1); }
-
-// std::round (half away from zero) as an integer, for |v| < 2^63: truncate, then
-// step away from zero when the dropped fraction (exact: v - trunc(v)) is >= 1/2.
-// The same result as std::round without the libm call in the codec loops.
-std::int64_t round_half_away(double v) {
-  auto t = static_cast<std::int64_t>(v);
-  const double fraction = v - static_cast<double>(t);
-  if (fraction >= 0.5) ++t;
-  else if (fraction <= -0.5) --t;
-  return t;
-}
-
-std::uint64_t mod_q(std::int64_t k, std::uint32_t q) {
-  const std::int64_t r = k % static_cast<std::int64_t>(q);
-  return static_cast<std::uint64_t>(r < 0 ? r + q : r);
-}
 
 }  // namespace
 
@@ -233,13 +113,10 @@ QuantizerSpec parse_quantizer(std::string_view text, std::int64_t lattice_q, dou
   else if (text == "uniform8") spec.kind = QuantizerKind::uniform8;
   else if (text == "lattice") spec.kind = QuantizerKind::lattice;
   else if (text.starts_with("stochastic:")) {
-    const std::string_view digits = text.substr(std::string_view("stochastic:").size());
-    int b = 0;
-    const char* end = digits.data() + digits.size();
-    const auto [ptr, ec] = std::from_chars(digits.data(), end, b);
-    if (digits.empty() || ec != std::errc() || ptr != end || b < 1 || b > 16) bad_quantizer(text);
+    const auto b = parse_int(text.substr(std::string_view("stochastic:").size()));
+    if (!b || *b < 1 || *b > 16) bad_quantizer(text);
     spec.kind = QuantizerKind::stochastic;
-    spec.bits = b;
+    spec.bits = *b;
   } else {
     bad_quantizer(text);
   }
@@ -283,8 +160,7 @@ std::size_t Quantizer::encoded_bytes(std::size_t d) const {
     case QuantizerKind::fp16: return 2 * d;
     case QuantizerKind::uniform8: return kRangeHeader + d;
     case QuantizerKind::stochastic: return kRangeHeader + packed_bytes(static_cast<std::size_t>(spec_.bits), d);
-    case QuantizerKind::lattice:
-      return kLatticeHeader + packed_bytes(static_cast<std::size_t>(lattice_bits(spec_.lattice_q)), d);
+    case QuantizerKind::lattice: return codec::lattice_bytes(spec_.lattice_q, d);
   }
   return 0;
 }
@@ -389,30 +265,6 @@ void encode_stochastic(std::span<const double> x, const QuantizerSpec& spec, con
   bits.flush();
 }
 
-void encode_lattice(std::span<const double> x, const QuantizerSpec& spec, std::vector<std::byte>& out) {
-  const std::size_t d = x.size();
-  std::byte* p = out.data();
-  const double eps = spec.lattice_eps;
-  const std::uint32_t q = spec.lattice_q;
-  const int width = lattice_bits(q);
-  BitWriter bits(p + kLatticeHeader);
-  std::uint64_t checksum = 0;
-  for (std::size_t k = 0; k < d; ++k) {
-    // |round(v)| <= 2^52 exactly when |v| <= 2^52 (beyond, doubles are integers).
-    const double v = x[k] / eps;
-    if (!(std::fabs(v) <= kLatticeLimit)) {  // also NaN
-      std::fill(out.begin(), out.end(), std::byte{0});
-      p[0] = std::byte{1};  // status: not encodable
-      return;
-    }
-    const std::int64_t index = round_half_away(v);
-    checksum += mix(k, index);
-    bits.put(mod_q(index, q), width);
-  }
-  bits.flush();
-  p[0] = std::byte{0};
-  put_u64(p + 1, checksum);
-}
 
 DecodeResult decode_none(const std::byte* p, std::span<double> out) {
   const std::size_t d = out.size();
@@ -448,36 +300,6 @@ DecodeResult decode_stochastic(const std::byte* p, std::span<double> out, const 
   return {};
 }
 
-DecodeResult decode_lattice(const std::byte* p, std::span<const double> reference, std::span<double> out,
-                            const QuantizerSpec& spec) {
-  const std::size_t d = out.size();
-  if (reference.size() != d)
-    throw Error("Quantizer lattice: a reference of " + std::to_string(reference.size()) + " values for " +
-                std::to_string(d) + " values");
-  const double eps = spec.lattice_eps;
-  const std::uint32_t q = spec.lattice_q;
-  const double qd = static_cast<double>(q);
-  // For q a power of two (the default), * (1/q) is exactly / q.
-  const double q_reciprocal = std::has_single_bit(q) ? 1.0 / qd : 0.0;
-  const int width = lattice_bits(q);
-  const bool encodable = p[0] == std::byte{0};
-  BitReader bits(p + kLatticeHeader);
-  std::uint64_t checksum = 0;
-  for (std::size_t k = 0; k < d; ++k) {
-    const auto v = static_cast<std::int64_t>(bits.get(width));
-    // k' = v + q*m nearest to b/eps. A reference too far out for exact integer
-    // arithmetic cannot be near a valid index (|k| <= 2^52): any k' will do,
-    // the checksum rejects it.
-    const double beta = reference[k] / eps;
-    const double offset = q_reciprocal != 0.0 ? (beta - static_cast<double>(v)) * q_reciprocal
-                                              : (beta - static_cast<double>(v)) / qd;
-    const std::int64_t m = std::fabs(beta) <= 0x1.0p54 ? round_half_away(offset) : 0;
-    const std::int64_t index = v + static_cast<std::int64_t>(q) * m;
-    checksum += mix(k, index);
-    out[k] = eps * static_cast<double>(index);
-  }
-  return DecodeResult{encodable && checksum == get_u64(p + 1)};
-}
 
 }  // namespace
 
@@ -488,7 +310,7 @@ void Quantizer::encode(std::span<const double> x, const EncodeContext& context, 
     case QuantizerKind::fp16: return encode_fp16(x, out);
     case QuantizerKind::uniform8: return encode_uniform8(x, out);
     case QuantizerKind::stochastic: return encode_stochastic(x, spec_, context, out);
-    case QuantizerKind::lattice: return encode_lattice(x, spec_, out);
+    case QuantizerKind::lattice: return codec::encode_lattice(x, spec_, out);
   }
 }
 
@@ -504,7 +326,7 @@ DecodeResult Quantizer::decode(std::span<const std::byte> in, std::span<const do
     case QuantizerKind::fp16: return decode_fp16(p, out);
     case QuantizerKind::uniform8: return decode_uniform8(p, out);
     case QuantizerKind::stochastic: return decode_stochastic(p, out, spec_);
-    case QuantizerKind::lattice: return decode_lattice(p, reference, out, spec_);
+    case QuantizerKind::lattice: return codec::decode_lattice(p, reference, out, spec_);
   }
   return {};
 }

@@ -1,5 +1,7 @@
 #include "protocols/doubling_allreduce.hpp"
 
+#include "core/reduce.hpp"
+
 namespace avb {
 
 namespace {
@@ -20,8 +22,7 @@ void DoublingAllreduce::run(Comm& comm, std::span<double> x) {
   if (n == 1) return;
   incoming_.resize(x.size());
   std::span<double> in(incoming_.data(), x.size());
-  int p2 = 1;
-  while (p2 * 2 <= n) p2 *= 2;
+  const int p2 = floor_power_of_two(n);
   const int extra = n - p2;
 
   // Fold-in: among the first 2*extra ranks, each even rank hands its vector to the
@@ -32,7 +33,7 @@ void DoublingAllreduce::run(Comm& comm, std::span<double> x) {
       comm.send<double>(x, r + 1, kDoublingTag);
     } else {
       comm.recv<double>(in, r - 1, kDoublingTag);
-      for (std::size_t k = 0; k < x.size(); ++k) x[k] += in[k];
+      add_into(x, in);
       virtual_rank = r / 2;
     }
   } else {
@@ -44,7 +45,7 @@ void DoublingAllreduce::run(Comm& comm, std::span<double> x) {
     for (int mask = 1; mask < p2; mask <<= 1) {
       const int partner = real_rank(virtual_rank ^ mask);
       comm.sendrecv<double>(x, partner, in, partner, kDoublingTag);
-      for (std::size_t k = 0; k < x.size(); ++k) x[k] += in[k];
+      add_into(x, in);
     }
   }
 

@@ -16,6 +16,13 @@
 
 namespace avb {
 
+// The largest power of two <= n (n >= 1): the ranks left after the fold-in.
+inline int floor_power_of_two(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
 class DoublingAllreduce {
  public:
   void sum(Comm& comm, std::span<double> x);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/reduce.hpp"
 
 namespace avb {
 
@@ -11,11 +12,6 @@ Collective parse_collective(std::string_view name) { return kCollectiveNames.par
 std::string_view to_string(Collective c) { return kCollectiveNames.name(c); }
 
 namespace {
-int floor_power_of_two(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
 int log2_exact(int p) {
   int k = 0;
   while ((1 << k) < p) ++k;
@@ -68,7 +64,7 @@ void GroupAllreduce::tree_average(Comm& comm, std::span<double> x) {
     }
     if (r + mask < n) {
       comm.recv<double>(in, r + mask, kTreeTag);
-      for (std::size_t k = 0; k < x.size(); ++k) x[k] += in[k];
+      add_into(x, in);
     }
   }
   if (r == 0)

@@ -31,14 +31,32 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 void RingAllreduce::sum(Comm& comm, std::span<double> x) { run(comm, x, false); }
 void RingAllreduce::average(Comm& comm, std::span<double> x) { run(comm, x, true); }
 
-void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
-  const int n = comm.size();
-  const int r = comm.rank();
-  if (n == 1) return;  // the sum and the mean of one vector are the vector
-  const std::size_t length = x.size();
-  const int right = mod(r + 1, n);
-  const int left = mod(r - 1, n);
+// This rank's view of the ring: its neighbours and how the vector is cut, the same
+// cut on every rank.
+struct RingAllreduce::Plan {
+  Plan(int size, int rank, std::size_t length_, std::size_t segment_doubles)
+      : n(size), r(rank), length(length_), right(mod(rank + 1, size)), left(mod(rank - 1, size)) {
+    const std::size_t largest = (length + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+    parts = segment_doubles == 0 || largest <= segment_doubles ? 1 : (largest + segment_doubles - 1) / segment_doubles;
+    slot = (largest + parts - 1) / parts + 1;  // >= every segment of every chunk
+  }
+  int stages() const { return 2 * (n - 1); }
+  bool reducing(int t) const { return t < n - 1; }
+  Chunk in_chunk(int t) const {
+    return reducing(t) ? chunk(length, n, mod(r - t - 1, n)) : chunk(length, n, mod(r - (t - (n - 1)), n));
+  }
+  Chunk out_chunk(int t) const {
+    return reducing(t) ? chunk(length, n, mod(r - t, n)) : chunk(length, n, mod(r + 1 - (t - (n - 1)), n));
+  }
 
+  int n, r;
+  std::size_t length;
+  int right, left;
+  std::size_t parts = 1, slot = 1;
+};
+
+void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
+  if (comm.size() == 1) return;  // the sum and the mean of one vector are the vector
   // The 2(n-1) stages: reduce-scatter steps s = 0..n-2, then all-gather steps.
   //   reduce-scatter s: pass chunk r-s to the right, add chunk r-s-1 from the left;
   //                     after n-1 steps this rank holds the full sum of chunk r+1.
@@ -49,55 +67,47 @@ void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
   // forwarded as soon as it has been received and reduced, while segment j+1 is
   // still on the wire. The additions per element are those of the plain ring
   // (own value + what came from the left), so segmenting changes no bit.
-  const int stages = 2 * (n - 1);
-  auto in_chunk = [&](int t) {
-    return t < n - 1 ? chunk(length, n, mod(r - t - 1, n)) : chunk(length, n, mod(r - (t - (n - 1)), n));
-  };
-  auto out_chunk = [&](int t) {
-    return t < n - 1 ? chunk(length, n, mod(r - t, n)) : chunk(length, n, mod(r + 1 - (t - (n - 1)), n));
-  };
-  const std::size_t largest = (length + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
-  const std::size_t parts =
-      segment_ == 0 || largest <= segment_ ? 1 : (largest + segment_ - 1) / segment_;
-  const std::size_t slot = (largest + parts - 1) / parts + 1;  // >= every segment of every chunk
-  incoming_.resize(parts * slot);
+  const Plan plan(comm.size(), comm.rank(), x.size(), segment_);
+  incoming_.resize(plan.parts * plan.slot);
   sends_.clear();
   next_sends_.clear();
-
   // Stage 0 sends this rank's own values of chunk r.
-  for (std::size_t j = 0; j < parts; ++j) {
-    const Chunk seg = segment(out_chunk(0), parts, j);
-    comm.isend<double>(x.subspan(seg.begin, seg.size()), right, kRingTag, sends_);
+  for (std::size_t j = 0; j < plan.parts; ++j) {
+    const Chunk seg = segment(plan.out_chunk(0), plan.parts, j);
+    comm.isend<double>(x.subspan(seg.begin, seg.size()), plan.right, kRingTag, sends_);
   }
-  for (int t = 0; t < stages; ++t) {
-    const bool reducing = t < n - 1;
-    const Chunk in = in_chunk(t);
-    recvs_.clear();
-    // Receive into the slots (reduce-scatter) or straight into x (all-gather). The
-    // sends of the previous stage have completed, so no receive lands in a buffer
-    // still being sent; messages from the left arrive in the order posted.
-    for (std::size_t j = 0; j < parts; ++j) {
-      const Chunk seg = segment(in, parts, j);
-      std::span<double> into = reducing ? std::span<double>(incoming_.data() + j * slot, seg.size())
-                                        : x.subspan(seg.begin, seg.size());
-      comm.irecv<double>(into, left, kRingTag, recvs_);  // recvs_[j]
+  for (int t = 0; t < plan.stages(); ++t) run_stage(comm, x, plan, t, divide);
+  comm.wait_all(sends_, "ring all-reduce");
+}
+
+void RingAllreduce::run_stage(Comm& comm, std::span<double> x, const Plan& plan, int t, bool divide) {
+  const bool reducing = plan.reducing(t);
+  const Chunk in = plan.in_chunk(t);
+  const std::size_t parts = plan.parts, slot = plan.slot;
+  recvs_.clear();
+  // Receive into the slots (reduce-scatter) or straight into x (all-gather). The
+  // sends of the previous stage have completed, so no receive lands in a buffer
+  // still being sent; messages from the left arrive in the order posted.
+  for (std::size_t j = 0; j < parts; ++j) {
+    const Chunk seg = segment(in, parts, j);
+    std::span<double> into = reducing ? std::span<double>(incoming_.data() + j * slot, seg.size())
+                                      : x.subspan(seg.begin, seg.size());
+    comm.irecv<double>(into, plan.left, kRingTag, recvs_);  // recvs_[j]
+  }
+  for (std::size_t j = 0; j < parts; ++j) {
+    comm.wait(recvs_[j], "ring all-reduce");
+    const Chunk seg = segment(in, parts, j);
+    std::span<double> mine = x.subspan(seg.begin, seg.size());
+    if (reducing) {
+      add_into(mine, std::span<const double>(incoming_.data() + j * slot, seg.size()));
+      // Divide rather than multiply by 1/n: x/n is the correctly rounded mean of
+      // the sum, which multiplying by a rounded 1/n is not.
+      if (divide && t == plan.n - 2) divide_by(mine, static_cast<double>(plan.n));
     }
-    for (std::size_t j = 0; j < parts; ++j) {
-      comm.wait(recvs_[j], "ring all-reduce");
-      const Chunk seg = segment(in, parts, j);
-      std::span<double> mine = x.subspan(seg.begin, seg.size());
-      if (reducing) {
-        add_into(mine, std::span<const double>(incoming_.data() + j * slot, seg.size()));
-        // Divide rather than multiply by 1/n: x/n is the correctly rounded mean of
-        // the sum, which multiplying by a rounded 1/n is not.
-        if (divide && t == n - 2) divide_by(mine, static_cast<double>(n));
-      }
-      if (t + 1 < stages) comm.isend<double>(mine, right, kRingTag, next_sends_);
-    }
-    comm.wait_all(sends_, "ring all-reduce");
-    std::swap(sends_, next_sends_);
+    if (t + 1 < plan.stages()) comm.isend<double>(mine, plan.right, kRingTag, next_sends_);
   }
   comm.wait_all(sends_, "ring all-reduce");
+  std::swap(sends_, next_sends_);
 }
 
 }  // namespace avb

@@ -37,7 +37,10 @@ class RingAllreduce {
   void average(Comm& comm, std::span<double> x);
 
  private:
+  struct Plan;
   void run(Comm& comm, std::span<double> x, bool divide);
+  // Stage t of the 2(n-1): receive (and reduce) one chunk, forward it segment by segment.
+  void run_stage(Comm& comm, std::span<double> x, const Plan& plan, int t, bool divide);
   std::size_t segment_;
   // Reused between calls: no allocation per round.
   std::vector<double> incoming_;  // one slot per segment of a chunk

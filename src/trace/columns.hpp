@@ -3,7 +3,9 @@
 // row field it holds. docs/trace-format.md describes the same columns.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -15,35 +17,32 @@
 
 namespace avb::trace_columns {
 
-// What /summary needs of a trial once its rows are written and gone.
-struct SummaryRow {
+// What /summary needs of a trial once its rows are written and gone: the fields
+// of every run kind here, the kind's own in the two rows below.
+struct SummaryHead {
   std::int32_t trial = 0;
   std::uint64_t seed = 0;
-  std::vector<std::int32_t> to_target;  // rounds_to_<target>, one per target, in target order
+  std::vector<std::int32_t> to_target;  // rounds_to_ / steps_to_<target>, one per target, in target order
   std::vector<std::int32_t> reached;
-  double final_variance = 0;
-  double final_error = 0;
   std::uint64_t bytes_sent = 0;
   double time = 0;
   std::int32_t rounds = 0;
   std::int32_t complete = 0;
 };
 
+// /summary of an averaging run, one per trial.
+struct SummaryRow : SummaryHead {
+  double final_variance = 0;
+  double final_error = 0;
+};
+
 // /summary of a training run, one per trial.
-struct TrainingSummaryRow {
-  std::int32_t trial = 0;
-  std::uint64_t seed = 0;
-  std::vector<std::int32_t> to_target;  // steps_to_<target>
-  std::vector<std::int32_t> reached;
+struct TrainingSummaryRow : SummaryHead {
   double final_gap = 0;
   double final_relative_gap = 0;
   double final_consensus = 0;
   double final_accuracy = 0;
-  std::uint64_t bytes_sent = 0;
-  double time = 0;
   std::int32_t steps = 0;
-  std::int32_t rounds = 0;
-  std::int32_t complete = 0;
   std::int32_t diverged = 0;
 };
 
@@ -75,44 +74,57 @@ void write_field(const h5::Node& group, const char* name, const std::vector<Row>
   group.write_dataset(name, column(rows, [](const Row& r) { return r.*Field; }));
 }
 
-template <class Row, std::size_t N>
-void write_columns(const h5::Node& group, const Column<Row> (&columns)[N], const std::vector<Row>& rows) {
+template <class Row>
+void write_columns(const h5::Node& group, std::type_identity_t<std::span<const Column<Row>>> columns,
+                   const std::vector<Row>& rows) {
   for (const Column<Row>& c : columns) c.write(group, c.name, rows);
 }
 
-// /trials/<k> of an averaging run.
-inline constexpr Column<RoundRow> kRoundColumns[] = {
-    {"round", write_field<RoundRow, &RoundRow::round>},
-    {"variance", write_field<RoundRow, &RoundRow::variance>},
-    {"error", write_field<RoundRow, &RoundRow::error>},
-    {"mean_drift", write_field<RoundRow, &RoundRow::mean_drift>},
-    {"alive", write_field<RoundRow, &RoundRow::alive>},
-    {"groups", write_field<RoundRow, &RoundRow::groups>},
-    {"failed_groups", write_field<RoundRow, &RoundRow::failed_groups>},
-    {"decode_failures", write_field<RoundRow, &RoundRow::decode_failures>},
-    {"bytes_sent", write_field<RoundRow, &RoundRow::bytes_sent>},
-    {"time", write_field<RoundRow, &RoundRow::time>},
-    {"detection_time", write_field<RoundRow, &RoundRow::detection_time>},
+// One table: `first`, then `rest`.
+template <class Row, std::size_t A, std::size_t B>
+constexpr std::array<Column<Row>, A + B> join(const Column<Row> (&first)[A], const Column<Row> (&rest)[B]) {
+  std::array<Column<Row>, A + B> out{};
+  for (std::size_t k = 0; k < A; ++k) out[k] = first[k];
+  for (std::size_t k = 0; k < B; ++k) out[A + k] = rest[k];
+  return out;
+}
+
+// The columns every kind of trial ends with: the peers and groups of the round,
+// what did not decode, traffic and time.
+template <class Row>
+inline constexpr Column<Row> kActivityColumns[] = {
+    {"alive", write_field<Row, &Row::alive>},
+    {"groups", write_field<Row, &Row::groups>},
+    {"failed_groups", write_field<Row, &Row::failed_groups>},
+    {"decode_failures", write_field<Row, &Row::decode_failures>},
+    {"bytes_sent", write_field<Row, &Row::bytes_sent>},
+    {"time", write_field<Row, &Row::time>},
+    {"detection_time", write_field<Row, &Row::detection_time>},
 };
 
+// /trials/<k> of an averaging run.
+inline constexpr auto kRoundColumns = join<RoundRow>(
+    {
+        {"round", write_field<RoundRow, &RoundRow::round>},
+        {"variance", write_field<RoundRow, &RoundRow::variance>},
+        {"error", write_field<RoundRow, &RoundRow::error>},
+        {"mean_drift", write_field<RoundRow, &RoundRow::mean_drift>},
+    },
+    kActivityColumns<RoundRow>);
+
 // /trials/<k> of a training run.
-inline constexpr Column<TrainingRow> kTrainingColumns[] = {
-    {"step", write_field<TrainingRow, &TrainingRow::step>},
-    {"round", write_field<TrainingRow, &TrainingRow::round>},
-    {"loss", write_field<TrainingRow, &TrainingRow::loss>},
-    {"gap", write_field<TrainingRow, &TrainingRow::gap>},
-    {"relative_gap", write_field<TrainingRow, &TrainingRow::relative_gap>},
-    {"distance", write_field<TrainingRow, &TrainingRow::distance>},
-    {"consensus", write_field<TrainingRow, &TrainingRow::consensus>},
-    {"accuracy", write_field<TrainingRow, &TrainingRow::accuracy>},
-    {"alive", write_field<TrainingRow, &TrainingRow::alive>},
-    {"groups", write_field<TrainingRow, &TrainingRow::groups>},
-    {"failed_groups", write_field<TrainingRow, &TrainingRow::failed_groups>},
-    {"decode_failures", write_field<TrainingRow, &TrainingRow::decode_failures>},
-    {"bytes_sent", write_field<TrainingRow, &TrainingRow::bytes_sent>},
-    {"time", write_field<TrainingRow, &TrainingRow::time>},
-    {"detection_time", write_field<TrainingRow, &TrainingRow::detection_time>},
-};
+inline constexpr auto kTrainingColumns = join<TrainingRow>(
+    {
+        {"step", write_field<TrainingRow, &TrainingRow::step>},
+        {"round", write_field<TrainingRow, &TrainingRow::round>},
+        {"loss", write_field<TrainingRow, &TrainingRow::loss>},
+        {"gap", write_field<TrainingRow, &TrainingRow::gap>},
+        {"relative_gap", write_field<TrainingRow, &TrainingRow::relative_gap>},
+        {"distance", write_field<TrainingRow, &TrainingRow::distance>},
+        {"consensus", write_field<TrainingRow, &TrainingRow::consensus>},
+        {"accuracy", write_field<TrainingRow, &TrainingRow::accuracy>},
+    },
+    kActivityColumns<TrainingRow>);
 
 // /summary of an averaging run, after trial, seed and the per-target columns.
 inline constexpr Column<SummaryRow> kSummaryColumns[] = {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <initializer_list>
 #include <ctime>
 #include <optional>
 #include <system_error>
@@ -26,6 +27,45 @@ std::string utc_now() {
   char text[32];
   const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return std::string(text, n);
+}
+
+// A trial's group: its seed and flags (0/1), then per target the rounds or steps
+// to reach it (`to_prefix` + suffix) and whether it was reached, then the targets.
+using Flag = std::pair<const char*, bool>;  // a 0/1 attribute of a trial's group
+
+template <class Trial>
+h5::Node trial_group(h5::Node& trials, const Trial& trial, std::initializer_list<Flag> flags,
+                     const std::string& to_prefix, const std::vector<std::string>& suffixes) {
+  h5::Node group = trials.create_group(std::to_string(trial.index));
+  group.set_uint64("seed", trial.seed);
+  for (const auto& [name, value] : flags) group.set_int32(name, value ? 1 : 0);
+  std::vector<double> targets;
+  for (std::size_t k = 0; k < trial.targets.size(); ++k) {
+    group.set_int32(to_prefix + suffixes[k], trial.targets[k].rounds);
+    targets.push_back(trial.targets[k].target);
+  }
+  for (std::size_t k = 0; k < trial.targets.size(); ++k)
+    group.set_int32("reached_" + suffixes[k], trial.targets[k].reached ? 1 : 0);
+  group.write_dataset("targets", targets);
+  return group;
+}
+
+// The /summary fields both run kinds share, from the trial and its last row.
+template <class Summary, class Trial>
+Summary summary_of(const Trial& trial) {
+  Summary s;
+  s.trial = trial.index;
+  s.seed = trial.seed;
+  for (const auto& t : trial.targets) {
+    s.to_target.push_back(t.rounds);
+    s.reached.push_back(t.reached ? 1 : 0);
+  }
+  const auto& last = trial.rows.back();
+  s.bytes_sent = last.bytes_sent;
+  s.time = last.time;
+  s.rounds = last.round;
+  s.complete = trial.complete ? 1 : 0;
+  return s;
 }
 
 }  // namespace
@@ -94,6 +134,20 @@ struct TraceWriter::Impl {
       throw TraceError(where + ": targets differ from those of the first trial written");
     }
     return suffixes;
+  }
+
+  // Writes /trials/<k> (after the caller's checks) and returns the summary fields
+  // both run kinds share.
+  template <class Summary, class Trial, class Columns>
+  Summary write_group(const Trial& trial, const std::string& where, std::initializer_list<Flag> flags,
+                      const std::string& to_prefix, const Columns& columns) {
+    const std::vector<std::string> suffixes = target_suffixes(trial.targets, where);
+    h5::Node group = trial_group(*trials, trial, flags, to_prefix, suffixes);
+    write_columns(group, columns, trial.rows);
+    // Flush per trial: cheap next to a trial's run time, and it bounds what a hard
+    // kill (no chance to call finish) can lose from the temporary file.
+    file.flush();
+    return summary_of<Summary>(trial);
   }
 
   void require_open(const std::filesystem::path& tmp, std::string_view operation) const {
@@ -177,42 +231,10 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
 
   impl_->require_kind("averaging", where);
-  const std::vector<std::string> suffixes = impl_->target_suffixes(trial.targets, where);
-  std::vector<double> targets;
-  for (const auto& t : trial.targets) targets.push_back(t.target);
-
-  h5::Node group = impl_->trials->create_group(std::to_string(trial.index));
-  group.set_uint64("seed", trial.seed);
-  group.set_int32("complete", trial.complete ? 1 : 0);
-  for (std::size_t k = 0; k < trial.targets.size(); ++k) {
-    group.set_int32("rounds_to_" + suffixes[k], trial.targets[k].rounds);
-  }
-  for (std::size_t k = 0; k < trial.targets.size(); ++k) {
-    group.set_int32("reached_" + suffixes[k], trial.targets[k].reached ? 1 : 0);
-  }
-  group.write_dataset("targets", targets);
-
-  const auto& rows = trial.rows;
-  write_columns(group, kRoundColumns, rows);
-
-  // Flush per trial: cheap next to a trial's run time, and it bounds what a hard
-  // kill (no chance to call finish) can lose from the temporary file.
-  impl_->file.flush();
-
-  SummaryRow s;
-  s.trial = trial.index;
-  s.seed = trial.seed;
-  for (const auto& t : trial.targets) {
-    s.to_target.push_back(t.rounds);
-    s.reached.push_back(t.reached ? 1 : 0);
-  }
-  const RoundRow& last = rows.back();
+  auto s = impl_->write_group<SummaryRow>(trial, where, {{"complete", trial.complete}}, "rounds_to_", kRoundColumns);
+  const RoundRow& last = trial.rows.back();
   s.final_variance = last.variance;
   s.final_error = last.error;
-  s.bytes_sent = last.bytes_sent;
-  s.time = last.time;
-  s.rounds = last.round;
-  s.complete = trial.complete ? 1 : 0;
   impl_->summary.push_back(std::move(s));
 }
 
@@ -240,43 +262,14 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   if (!impl_->optimum_written) throw TraceError(where + ": /optimum must be written first");
   if (trial.index < 0) throw TraceError(where + ": negative trial index");
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
-  const std::vector<std::string> suffixes = impl_->target_suffixes(trial.targets, where);
-
-  h5::Node group = impl_->trials->create_group(std::to_string(trial.index));
-  group.set_uint64("seed", trial.seed);
-  group.set_int32("complete", trial.complete ? 1 : 0);
-  group.set_int32("diverged", trial.diverged ? 1 : 0);
-  std::vector<double> targets;
-  for (std::size_t k = 0; k < trial.targets.size(); ++k) {
-    group.set_int32("steps_to_" + suffixes[k], trial.targets[k].rounds);
-    targets.push_back(trial.targets[k].target);
-  }
-  for (std::size_t k = 0; k < trial.targets.size(); ++k)
-    group.set_int32("reached_" + suffixes[k], trial.targets[k].reached ? 1 : 0);
-  group.write_dataset("targets", targets);
-
-  using Row = TrainingRow;
-  const auto& rows = trial.rows;
-  write_columns(group, kTrainingColumns, rows);
-  impl_->file.flush();
-
-  TrainingSummaryRow s;
-  s.trial = trial.index;
-  s.seed = trial.seed;
-  for (const auto& t : trial.targets) {
-    s.to_target.push_back(t.rounds);
-    s.reached.push_back(t.reached ? 1 : 0);
-  }
-  const Row& last = rows.back();
+  auto s = impl_->write_group<TrainingSummaryRow>(
+      trial, where, {{"complete", trial.complete}, {"diverged", trial.diverged}}, "steps_to_", kTrainingColumns);
+  const TrainingRow& last = trial.rows.back();
   s.final_gap = last.gap;
   s.final_relative_gap = last.relative_gap;
   s.final_consensus = last.consensus;
   s.final_accuracy = last.accuracy;
-  s.bytes_sent = last.bytes_sent;
-  s.time = last.time;
   s.steps = last.step;
-  s.rounds = last.round;
-  s.complete = trial.complete ? 1 : 0;
   s.diverged = trial.diverged ? 1 : 0;
   impl_->training_summary.push_back(std::move(s));
 }

@@ -1,0 +1,30 @@
+// How Topology builds its graphs (internal to src/sim): adjacency lists, the
+// random regular generator and the edge-list reader. Errors are ConfigError
+// ("--topology ...").
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <vector>
+
+#include "sim/topology.hpp"
+
+namespace avb::graph {
+
+using AdjacencyLists = std::vector<std::vector<int>>;
+
+void sort_unique(std::vector<int>& v);
+
+// The smallest peer that breadth-first search from peer 0 does not reach, or -1
+// when the graph is connected.
+int first_unreachable(const AdjacencyLists& adj);
+
+// A connected simple K-regular graph on n peers (K = spec.degree), drawn from the
+// topology stream of `seed`.
+AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed);
+
+// An undirected, connected edge list on n peers: from `in`, or from spec.path.
+AdjacencyLists read_edge_list(std::istream& in, const TopologySpec& spec, int n);
+AdjacencyLists read_edge_list(const TopologySpec& spec, int n);
+
+}  // namespace avb::graph
