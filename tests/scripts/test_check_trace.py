@@ -29,6 +29,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_trace import check_file  # noqa: E402
+from sample_readback import verdict  # noqa: E402
 
 EXPECT = dict(peers=8, trials=2, complete=0, rounds=4)
 EXPECT_SGD = dict(kind="sgd", peers=4, trials=2, complete=0, steps=8, local_steps=4, eval_every=2)
@@ -125,6 +126,11 @@ def detection_times(path, values):
     return lambda f: replace_dataset(f, path, values, "float64")
 
 
+def half_second_detections(values):
+    """A --detection-timeout of 0.5 s in /config, and trial 0's detection_time VALUES."""
+    return both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", values))
+
+
 def as_version(v):
     return set_attr("/", "schema_version", v, "int32")
 
@@ -143,18 +149,18 @@ CASES = [
     ("detection time without a timeout", set_item("/trials/0/detection_time", 2, 0.5), {},
      "records detection-timeout 0"),
     ("detection times with a timeout are valid",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 1.0, 1.0, 1.5])), {}, None),
+     half_second_detections([0, 0.5, 1.0, 1.0, 1.5]), {}, None),
     ("detection time not a multiple of the timeout",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 0.75, 1.0, 1.5])), {},
+     half_second_detections([0, 0.5, 0.75, 1.0, 1.5]), {},
      "not a whole number of detection timeouts"),
     ("detection time decreasing",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 1.0, 0.5, 1.0])), {},
+     half_second_detections([0, 0.5, 1.0, 0.5, 1.0]), {},
      "detection_time: decreases at row 3"),
     ("more detections than rounds",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 1.0, 1.0, 1.0, 1.0])), {},
+     half_second_detections([0, 1.0, 1.0, 1.0, 1.0]), {},
      "charges 2 detection timeouts in 1 rounds"),
     ("detection time in row 0",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0.5, 0.5, 0.5, 0.5, 0.5])), {},
+     half_second_detections([0.5, 0.5, 0.5, 0.5, 0.5]), {},
      "/trials/0/detection_time: row 0 is 0.5"),
     ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
     ("run_kind unknown", set_attr("/", "run_kind", "gossip", h5py.string_dtype()), {}, "run_kind"),
@@ -499,12 +505,7 @@ def main(samples):
         if len(problems) != 1 or "cannot open" not in problems[0]:
             failures.append(f"junk file: {problems}")
 
-    for f in failures:
-        print(f"FAIL {f}")
-    if failures:
-        return 1
-    print(f"check_trace.py caught all {' and '.join(counts)} kinds of damage")
-    return 0
+    return verdict(failures, "FAIL ", f"check_trace.py caught all {' and '.join(counts)} kinds of damage")
 
 
 if __name__ == "__main__":

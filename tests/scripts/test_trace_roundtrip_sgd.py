@@ -18,6 +18,10 @@ import sys
 import h5py
 import numpy as np
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
+from sample_readback import (check_attrs, check_columns, check_config, check_root, check_trials, reach_attrs,
+                             run_on_file, verdict)  # noqa: E402
+
 NAN = float("nan")
 
 ROOT = {
@@ -56,15 +60,13 @@ OPTIMUM_ATTRS = {
 OPTIMUM_X = [1.0, -0.5]
 
 TARGETS = [0.25, 1e-3, 1e-6]
+SUFFIXES = ["2.5e-1", "1e-3", "1e-6"]
 
 G = 2.0**-11
 TRIALS = {
     "0": {
-        "attrs": {
-            "seed": (np.uint64, 7), "complete": (np.int32, 1), "diverged": (np.int32, 0),
-            "steps_to_2.5e-1": (np.int32, 4), "steps_to_1e-3": (np.int32, 8), "steps_to_1e-6": (np.int32, 8),
-            "reached_2.5e-1": (np.int32, 1), "reached_1e-3": (np.int32, 1), "reached_1e-6": (np.int32, 0),
-        },
+        "attrs": reach_attrs({"seed": (np.uint64, 7), "complete": (np.int32, 1), "diverged": (np.int32, 0)},
+                             "steps", SUFFIXES, [4, 8, 8], [1, 1, 0]),
         "columns": {
             "step": ("int32", [0, 2, 4, 6, 8]),
             "round": ("int32", [0, 0, 1, 1, 2]),
@@ -84,11 +86,8 @@ TRIALS = {
         },
     },
     "1": {
-        "attrs": {
-            "seed": (np.uint64, 8), "complete": (np.int32, 0), "diverged": (np.int32, 0),
-            "steps_to_2.5e-1": (np.int32, 4), "steps_to_1e-3": (np.int32, 4), "steps_to_1e-6": (np.int32, 4),
-            "reached_2.5e-1": (np.int32, 1), "reached_1e-3": (np.int32, 0), "reached_1e-6": (np.int32, 0),
-        },
+        "attrs": reach_attrs({"seed": (np.uint64, 8), "complete": (np.int32, 0), "diverged": (np.int32, 0)},
+                             "steps", SUFFIXES, [4, 4, 4], [1, 0, 0]),
         "columns": {
             "step": ("int32", [0, 2, 4]),
             "round": ("int32", [0, 0, 1]),
@@ -131,111 +130,40 @@ SUMMARY = {
 }
 
 
-def same(got, want) -> bool:
-    """Exact equality, NaN equal to NaN."""
-    if isinstance(want, float) and math.isnan(want):
-        return isinstance(got, (float, np.floating)) and math.isnan(got)
-    return got == want
-
-
-def check_attrs(obj, expected, problems):
-    if list(obj.attrs) != list(expected):
-        problems.append(f"{obj.name}: attributes {list(obj.attrs)}, expected {list(expected)}")
-    for name, (typ, want) in expected.items():
-        if name not in obj.attrs:
-            problems.append(f"{obj.name} attribute {name}: missing")
-            continue
-        got = obj.attrs[name]
-        if type(got) is not typ or not same(got, want):
-            problems.append(f"{obj.name} attribute {name}: {got!r} ({type(got).__name__}), "
-                            f"expected {want!r} ({typ.__name__})")
-
-
-def check_columns(group, expected, problems):
-    if list(group) != list(expected):
-        problems.append(f"{group.name}: members {list(group)} (in this order), expected {list(expected)}")
-    for name, (dtype, want) in expected.items():
-        if name not in group:
-            problems.append(f"{group.name}/{name}: missing")
-            continue
-        got = group[name][()]
-        want = np.array(want, dtype=dtype)
-        equal = got.dtype == want.dtype and got.shape == want.shape and \
-            np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
-        if not equal:
-            problems.append(f"{group.name}/{name}: {got!r}, expected {want!r}")
+def check_pandas(f, problems):
+    """The documented way to load a training trace into pandas (docs/trace-format.md)
+    must work as shown."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return
+    summary = pd.DataFrame({name: ds[()] for name, ds in f["summary"].items()})
+    rows = pd.concat(
+        [pd.DataFrame({name: ds[()] for name, ds in g.items() if name != "targets"})
+           .assign(trial=int(k))
+         for k, g in f["trials"].items()],
+        ignore_index=True)
+    done = summary[summary["complete"] == 1]
+    curves = rows.pivot(index="step", columns="trial", values="relative_gap")
+    if list(summary.columns) != list(SUMMARY) or done["steps_to_1e-3"].tolist() != [8]:
+        problems.append(f"pandas summary: unexpected frame\n{summary}")
+    if len(rows) != 8 or curves.shape != (5, 2) or curves.loc[4, 1] != 0.25 or \
+            not math.isnan(curves.loc[6, 1]) or not rows["accuracy"].isna().all():
+        problems.append(f"pandas rows: unexpected frame\n{rows}\n{curves}")
 
 
 def main(path):
     problems = []
     with h5py.File(path, "r") as f:
-        # Root attributes in writing order (created_utc fourth), exact values
-        # except the creation time, which only has to be a str.
-        expected_order = list(ROOT)
-        expected_order.insert(3, "created_utc")
-        if list(f.attrs) != expected_order:
-            problems.append(f"/: attributes {list(f.attrs)}, expected {expected_order}")
-        for name, (typ, want) in ROOT.items():
-            got = f.attrs.get(name)
-            if type(got) is not typ or got != want:
-                problems.append(f"/ attribute {name}: {got!r}, expected {want!r} ({typ.__name__})")
-        if not isinstance(f.attrs.get("created_utc"), str):
-            problems.append("/ attribute created_utc: not a str")
-        if list(f) != ["config", "optimum", "summary", "trials"]:
-            problems.append(f"/: members {list(f)}, expected config, optimum, summary, trials")
-
-        config = f["config"]
-        if list(config.attrs) != list(CONFIG):
-            problems.append(f"/config: attributes {list(config.attrs)}, expected {list(CONFIG)}")
-        for name, want in CONFIG.items():
-            got = config.attrs.get(name)
-            if type(got) is not str or got != want:
-                problems.append(f"/config attribute {name}: {got!r}, expected {want!r}")
-
-        optimum = f["optimum"]
-        check_attrs(optimum, OPTIMUM_ATTRS, problems)
-        check_columns(optimum, {"x": ("float64", OPTIMUM_X)}, problems)
-
-        if list(f["trials"]) != list(TRIALS):
-            problems.append(f"/trials: members {list(f['trials'])}, expected {list(TRIALS)}")
-        for k, spec in TRIALS.items():
-            g = f["trials"][k]
-            check_attrs(g, spec["attrs"], problems)
-            check_columns(g, {"targets": ("float64", TARGETS), **spec["columns"]}, problems)
-
+        check_root(f, ROOT, ["config", "optimum", "summary", "trials"], problems)
+        check_config(f, CONFIG, problems)
+        check_attrs(f["optimum"], OPTIMUM_ATTRS, problems)
+        check_columns(f["optimum"], {"x": ("float64", OPTIMUM_X)}, problems)
+        check_trials(f, TRIALS, TARGETS, problems)
         check_columns(f["summary"], SUMMARY, problems)
-
-        # The documented way to load a training trace into pandas must work as shown
-        # in docs/trace-format.md.
-        try:
-            import pandas as pd
-        except ImportError:
-            pd = None
-        if pd is not None:
-            summary = pd.DataFrame({name: ds[()] for name, ds in f["summary"].items()})
-            rows = pd.concat(
-                [pd.DataFrame({name: ds[()] for name, ds in g.items() if name != "targets"})
-                   .assign(trial=int(k))
-                 for k, g in f["trials"].items()],
-                ignore_index=True)
-            done = summary[summary["complete"] == 1]
-            curves = rows.pivot(index="step", columns="trial", values="relative_gap")
-            if list(summary.columns) != list(SUMMARY) or done["steps_to_1e-3"].tolist() != [8]:
-                problems.append(f"pandas summary: unexpected frame\n{summary}")
-            if len(rows) != 8 or curves.shape != (5, 2) or curves.loc[4, 1] != 0.25 or \
-                    not math.isnan(curves.loc[6, 1]) or not rows["accuracy"].isna().all():
-                problems.append(f"pandas rows: unexpected frame\n{rows}\n{curves}")
-
-    for p in problems:
-        print(f"{path}: {p}")
-    if problems:
-        return 1
-    print(f"{path}: sample training trace reads back exactly")
-    return 0
+        check_pandas(f, problems)
+    return verdict(problems, f"{path}: ", f"{path}: sample training trace reads back exactly")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: test_trace_roundtrip_sgd.py FILE", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run_on_file(main)

@@ -1,0 +1,116 @@
+"""What the read-back tests of the sample traces share (test_trace_roundtrip.py,
+test_trace_roundtrip_sgd.py): comparing what h5py reads against expected values,
+types included, and reporting the differences.
+
+Every check appends a line per difference to `problems` rather than stopping at
+the first, so one run shows everything the writer got wrong.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+
+
+def same(got, want) -> bool:
+    """Exact equality, NaN equal to NaN."""
+    if isinstance(want, float) and math.isnan(want):
+        return isinstance(got, (float, np.floating)) and math.isnan(got)
+    return got == want
+
+
+def reach_attrs(head, counter, suffixes, counts, reached):
+    """A trial's expected attributes in writing order: HEAD ({name: (type, value)}),
+    then <counter>_to_<suffix> for each target, then reached_<suffix>."""
+    attrs = dict(head)
+    attrs.update({f"{counter}_to_{s}": (np.int32, n) for s, n in zip(suffixes, counts, strict=True)})
+    attrs.update({f"reached_{s}": (np.int32, r) for s, r in zip(suffixes, reached, strict=True)})
+    return attrs
+
+
+def check_attrs(obj, expected, problems):
+    """OBJ's attributes are exactly EXPECTED ({name: (type, value)}), in that order."""
+    if list(obj.attrs) != list(expected):
+        problems.append(f"{obj.name}: attributes {list(obj.attrs)}, expected {list(expected)}")
+    for name, (typ, want) in expected.items():
+        if name not in obj.attrs:
+            problems.append(f"{obj.name} attribute {name}: missing")
+            continue
+        got = obj.attrs[name]
+        if type(got) is not typ or not same(got, want):
+            problems.append(f"{obj.name} attribute {name}: {got!r} ({type(got).__name__}), "
+                            f"expected {want!r} ({typ.__name__})")
+
+
+def check_columns(group, expected, problems):
+    """GROUP's members are exactly EXPECTED ({name: (dtype, values)}), in that order."""
+    if list(group) != list(expected):
+        problems.append(f"{group.name}: members {list(group)} (in this order), expected {list(expected)}")
+    for name, (dtype, want) in expected.items():
+        if name not in group:
+            problems.append(f"{group.name}/{name}: missing")
+            continue
+        got = group[name][()]
+        want = np.array(want, dtype=dtype)
+        equal = got.dtype == want.dtype and got.shape == want.shape and \
+            np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
+        if not equal:
+            problems.append(f"{group.name}/{name}: {got!r}, expected {want!r}")
+
+
+def check_root(f, root, members, problems):
+    """The file's members are MEMBERS; its attributes are ROOT in writing order with
+    created_utc fourth, exact but for the creation time, which only has to be a str."""
+    if list(f) != members:
+        problems.append(f"/: members {list(f)}, expected {', '.join(members)}")
+    expected_order = list(root)
+    expected_order.insert(3, "created_utc")
+    if list(f.attrs) != expected_order:
+        problems.append(f"/: attributes {list(f.attrs)}, expected {expected_order}")
+    for name, (typ, want) in root.items():
+        got = f.attrs.get(name)
+        if type(got) is not typ or got != want:
+            problems.append(f"/ attribute {name}: {got!r}, expected {want!r} ({typ.__name__})")
+    if not isinstance(f.attrs.get("created_utc"), str):
+        problems.append("/ attribute created_utc: not a str")
+
+
+def check_config(f, config, problems):
+    """/config holds exactly the str attributes CONFIG, in that order."""
+    attrs = f["config"].attrs
+    if list(attrs) != list(config):
+        problems.append(f"/config: attributes {list(attrs)}, expected {list(config)}")
+    for name, want in config.items():
+        got = attrs.get(name)
+        if type(got) is not str or got != want:
+            problems.append(f"/config attribute {name}: {got!r}, expected {want!r}")
+
+
+def check_trials(f, trials, targets, problems):
+    """/trials holds exactly TRIALS ({k: {"attrs": ..., "columns": ...}}), each
+    trial's targets column TARGETS."""
+    if list(f["trials"]) != list(trials):
+        problems.append(f"/trials: members {list(f['trials'])}, expected {list(trials)}")
+    for k, spec in trials.items():
+        g = f["trials"][k]
+        check_attrs(g, spec["attrs"], problems)
+        check_columns(g, {"targets": ("float64", targets), **spec["columns"]}, problems)
+
+
+def verdict(problems, prefix, success) -> int:
+    """Prints each problem after PREFIX, or SUCCESS when there is none; the exit code."""
+    for p in problems:
+        print(f"{prefix}{p}")
+    if problems:
+        return 1
+    print(success)
+    return 0
+
+
+def run_on_file(main):
+    """The command line of a read-back test: one FILE, handed to MAIN."""
+    if len(sys.argv) != 2:
+        print(f"usage: {os.path.basename(sys.argv[0])} FILE", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
