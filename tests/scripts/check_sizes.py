@@ -34,8 +34,6 @@ LONG_FUNCTIONS = {
     "experiments/sgd_convex/test_summarize.py:main": 113,
     "experiments/swarm/test_summarize.py:main": 118,
     "python/avbench/traces.py:load_trace": 91,
-    "tests/scripts/test_docs.py:main": 70,
-    "tests/scripts/test_trace_roundtrip_sgd.py:main": 66,
 }
 
 CONTROL = re.compile(r"\b(if|for|while|switch|catch|do|else|try)\b\s*(\(|\{|$)")
