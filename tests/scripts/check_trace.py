@@ -65,12 +65,8 @@ ROOT_ATTRS = {**{k: v for k, v in ROOT_ATTRS_V1.items() if k != "complete"}, "ru
 ENGINES = ("openmpi", "mpich", "smpi")
 ROOT_GROUPS = {"averaging": ("config", "trials", "summary"), "sgd": ("config", "optimum", "trials", "summary")}
 
-# Per-round columns of an averaging trial /trials/<k>, in the order the writer creates them.
-TRIAL_COLUMNS = {
-    "round": "int32",
-    "variance": "float64",
-    "error": "float64",
-    "mean_drift": "float64",
+# The counters that end the rows of either kind of trial, in writing order.
+COUNTER_COLUMNS = {
     "alive": "int32",
     "groups": "int32",
     "failed_groups": "int32",
@@ -78,6 +74,15 @@ TRIAL_COLUMNS = {
     "bytes_sent": "uint64",
     "time": "float64",
     "detection_time": "float64",
+}
+
+# Per-round columns of an averaging trial /trials/<k>, in the order the writer creates them.
+TRIAL_COLUMNS = {
+    "round": "int32",
+    "variance": "float64",
+    "error": "float64",
+    "mean_drift": "float64",
+    **COUNTER_COLUMNS,
 }
 
 # Per-evaluation columns of a training trial /trials/<k>, in writing order.
@@ -90,13 +95,7 @@ TRAINING_COLUMNS = {
     "distance": "float64",
     "consensus": "float64",
     "accuracy": "float64",
-    "alive": "int32",
-    "groups": "int32",
-    "failed_groups": "int32",
-    "decode_failures": "int32",
-    "bytes_sent": "uint64",
-    "time": "float64",
-    "detection_time": "float64",
+    **COUNTER_COLUMNS,
 }
 
 # Columns added by a schema version: absent from files of earlier versions.

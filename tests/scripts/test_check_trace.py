@@ -135,6 +135,16 @@ def as_version(v):
     return set_attr("/", "schema_version", v, "int32")
 
 
+# Trial 0's detection_time column under a --detection-timeout of 0.5 s:
+# (description, the column, text expected in a problem or None when valid).
+HALF_SECOND_DETECTIONS = [
+    ("detection times with a timeout are valid", [0, 0.5, 1.0, 1.0, 1.5], None),
+    ("detection time not a multiple of the timeout", [0, 0.5, 0.75, 1.0, 1.5], "not a whole number of detection timeouts"),
+    ("detection time decreasing", [0, 0.5, 1.0, 0.5, 1.0], "detection_time: decreases at row 3"),
+    ("more detections than rounds", [0, 1.0, 1.0, 1.0, 1.0], "charges 2 detection timeouts in 1 rounds"),
+    ("detection time in row 0", [0.5, 0.5, 0.5, 0.5, 0.5], "/trials/0/detection_time: row 0 is 0.5"),
+]
+
 # (description, damage function or None, check_file keyword overrides, text expected in a problem)
 CASES = [
     ("wrong peer count expected", None, {"peers": 9}, "n_peers"),
@@ -148,20 +158,7 @@ CASES = [
     ("detection_time missing", delete("/trials/1/detection_time"), {}, "/trials/1/detection_time: missing"),
     ("detection time without a timeout", set_item("/trials/0/detection_time", 2, 0.5), {},
      "records detection-timeout 0"),
-    ("detection times with a timeout are valid",
-     half_second_detections([0, 0.5, 1.0, 1.0, 1.5]), {}, None),
-    ("detection time not a multiple of the timeout",
-     half_second_detections([0, 0.5, 0.75, 1.0, 1.5]), {},
-     "not a whole number of detection timeouts"),
-    ("detection time decreasing",
-     half_second_detections([0, 0.5, 1.0, 0.5, 1.0]), {},
-     "detection_time: decreases at row 3"),
-    ("more detections than rounds",
-     half_second_detections([0, 1.0, 1.0, 1.0, 1.0]), {},
-     "charges 2 detection timeouts in 1 rounds"),
-    ("detection time in row 0",
-     half_second_detections([0.5, 0.5, 0.5, 0.5, 0.5]), {},
-     "/trials/0/detection_time: row 0 is 0.5"),
+    *[(what, half_second_detections(times), {}, want) for what, times, want in HALF_SECOND_DETECTIONS],
     ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
     ("run_kind unknown", set_attr("/", "run_kind", "gossip", h5py.string_dtype()), {}, "run_kind"),
     ("training kind expected", None, {"kind": "sgd"}, "run_kind: is averaging, expected sgd"),
