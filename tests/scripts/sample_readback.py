@@ -20,6 +20,38 @@ def same(got, want) -> bool:
     return got == want
 
 
+def sample_root(command_line, engine, mpi_library, n_peers, run_kind):
+    """The expected root attributes of a sample (but created_utc), as
+    tests/unit/test_trace.cpp's sample_info describes the run; both samples are
+    written by the same version at the same commit, and cut short."""
+    return {
+        "schema_version": (np.int32, 5),
+        "avbench_version": (str, "0.1.0-sample"),
+        "git_sha": (str, "0123456789ab"),
+        "command_line": (str, command_line),
+        "engine": (str, engine),
+        "mpi_library": (str, mpi_library),
+        "n_peers": (np.int32, n_peers),
+        "run_kind": (str, run_kind),
+        "complete": (np.int32, 0),
+    }
+
+
+def counter_columns(alive, groups, failed_groups, bytes_sent, time):
+    """The expected counters that end a trial's rows in either kind of trace; the
+    samples have no quantizer and no detection timeout, so those columns are 0."""
+    rows = len(alive)
+    return {
+        "alive": ("int32", alive),
+        "groups": ("int32", groups),
+        "failed_groups": ("int32", failed_groups),
+        "decode_failures": ("int32", [0] * rows),
+        "bytes_sent": ("uint64", bytes_sent),
+        "time": ("float64", time),
+        "detection_time": ("float64", [0.0] * rows),
+    }
+
+
 def reach_attrs(head, counter, suffixes, counts, reached):
     """A trial's expected attributes in writing order: HEAD ({name: (type, value)}),
     then <counter>_to_<suffix> for each target, then reached_<suffix>."""

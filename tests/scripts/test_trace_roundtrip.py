@@ -18,20 +18,10 @@ import h5py
 import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
-from sample_readback import (check_columns, check_config, check_root, check_trials, reach_attrs,
-                             run_on_file, verdict)  # noqa: E402
+from sample_readback import (check_columns, check_config, check_root, check_trials, counter_columns,  # noqa: E402
+                             reach_attrs, run_on_file, sample_root, verdict)
 
-ROOT = {
-    "schema_version": (np.int32, 5),
-    "avbench_version": (str, "0.1.0-sample"),
-    "git_sha": (str, "0123456789ab"),
-    "command_line": (str, "averaging_bench --protocol moshpit --note 'café σ'"),
-    "engine": (str, "smpi"),
-    "mpi_library": (str, "SimGrid SMPI (sample)"),
-    "n_peers": (np.int32, 8),
-    "run_kind": (str, "averaging"),
-    "complete": (np.int32, 0),
-}
+ROOT = sample_root("averaging_bench --protocol moshpit --note 'café σ'", "smpi", "SimGrid SMPI (sample)", 8, "averaging")
 
 CONFIG = {
     "protocol": "moshpit",
@@ -53,13 +43,8 @@ TRIALS = {
             "variance": ("float64", [1.0, 0.25, 2.0**-10, 2.0**-40, 0.0]),
             "error": ("float64", [1.0, 0.25, 2.0**-10, 2.0**-40, 0.0]),
             "mean_drift": ("float64", [0.0] * 5),
-            "alive": ("int32", [8, 8, 7, 8, 8]),
-            "groups": ("int32", [0, 4, 4, 4, 4]),
-            "failed_groups": ("int32", [0, 0, 1, 0, 0]),
-            "decode_failures": ("int32", [0] * 5),
-            "bytes_sent": ("uint64", [0, 1024, 2048, 3072, 4096]),
-            "time": ("float64", [0.0, 0.5, 1.0, 1.5, 2.0]),
-            "detection_time": ("float64", [0.0] * 5),
+            **counter_columns(alive=[8, 8, 7, 8, 8], groups=[0, 4, 4, 4, 4], failed_groups=[0, 0, 1, 0, 0],
+                              bytes_sent=[0, 1024, 2048, 3072, 4096], time=[0.0, 0.5, 1.0, 1.5, 2.0]),
         },
     },
     "1": {
@@ -70,13 +55,8 @@ TRIALS = {
             "variance": ("float64", [2.0, 0.375, 0.0625]),
             "error": ("float64", [2.0, 0.5, 0.3125]),
             "mean_drift": ("float64", [0.0, 0.125, 0.25]),
-            "alive": ("int32", [8, 6, 5]),
-            "groups": ("int32", [0, 3, 3]),
-            "failed_groups": ("int32", [0, 1, 2]),
-            "decode_failures": ("int32", [0] * 3),
-            "bytes_sent": ("uint64", [0, 512, 1000]),
-            "time": ("float64", [0.0, 0.25, 0.75]),
-            "detection_time": ("float64", [0.0] * 3),
+            **counter_columns(alive=[8, 6, 5], groups=[0, 3, 3], failed_groups=[0, 1, 2], bytes_sent=[0, 512, 1000],
+                              time=[0.0, 0.25, 0.75]),
         },
     },
 }

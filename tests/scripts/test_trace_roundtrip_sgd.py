@@ -19,22 +19,13 @@ import h5py
 import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
-from sample_readback import (check_attrs, check_columns, check_config, check_root, check_trials, reach_attrs,
-                             run_on_file, verdict)  # noqa: E402
+from sample_readback import (check_attrs, check_columns, check_config, check_root, check_trials,  # noqa: E402
+                             counter_columns, reach_attrs, run_on_file, sample_root, verdict)
 
 NAN = float("nan")
 
-ROOT = {
-    "schema_version": (np.int32, 5),
-    "avbench_version": (str, "0.1.0-sample"),
-    "git_sha": (str, "0123456789ab"),
-    "command_line": (str, "sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2"),
-    "engine": (str, "openmpi"),
-    "mpi_library": (str, "Open MPI v4.1.4 (sample)"),
-    "n_peers": (np.int32, 4),
-    "run_kind": (str, "sgd"),
-    "complete": (np.int32, 0),
-}
+ROOT = sample_root("sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2",
+                   "openmpi", "Open MPI v4.1.4 (sample)", 4, "sgd")
 
 CONFIG = {
     "objective": "quadratic",
@@ -76,13 +67,8 @@ TRIALS = {
             "distance": ("float64", [1.25, 0.5, 0.125, 0.0625, 2.0**-10]),
             "consensus": ("float64", [0.0, 0.25, 0.0625, 0.125, 2.0**-8]),
             "accuracy": ("float64", [NAN] * 5),
-            "alive": ("int32", [4, 4, 3, 3, 4]),
-            "groups": ("int32", [0, 0, 2, 0, 2]),
-            "failed_groups": ("int32", [0, 0, 1, 0, 0]),
-            "decode_failures": ("int32", [0] * 5),
-            "bytes_sent": ("uint64", [0, 0, 256, 256, 512]),
-            "time": ("float64", [0.0, 0.25, 0.75, 1.0, 1.5]),
-            "detection_time": ("float64", [0.0] * 5),
+            **counter_columns(alive=[4, 4, 3, 3, 4], groups=[0, 0, 2, 0, 2], failed_groups=[0, 0, 1, 0, 0],
+                              bytes_sent=[0, 0, 256, 256, 512], time=[0.0, 0.25, 0.75, 1.0, 1.5]),
         },
     },
     "1": {
@@ -97,13 +83,8 @@ TRIALS = {
             "distance": ("float64", [1.25, 0.75, 0.25]),
             "consensus": ("float64", [0.0, 0.5, 0.125]),
             "accuracy": ("float64", [NAN] * 3),
-            "alive": ("int32", [4, 4, 2]),
-            "groups": ("int32", [0, 0, 1]),
-            "failed_groups": ("int32", [0, 0, 1]),
-            "decode_failures": ("int32", [0] * 3),
-            "bytes_sent": ("uint64", [0, 0, 64]),
-            "time": ("float64", [0.0, 0.5, 1.25]),
-            "detection_time": ("float64", [0.0] * 3),
+            **counter_columns(alive=[4, 4, 2], groups=[0, 0, 1], failed_groups=[0, 0, 1], bytes_sent=[0, 0, 64],
+                              time=[0.0, 0.5, 1.25]),
         },
     },
 }
