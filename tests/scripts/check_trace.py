@@ -561,20 +561,28 @@ def _check_reach(c: _Checker, g, where: str, targets, suffixes, rule: _Reach, co
     return read, reached
 
 
+def _read_trial(c: _Checker, g, counter: str, columns, version, extra=()):
+    """What every /trials/<k> group holds: the targets (with <counter>_to_<t> and
+    the EXTRA attributes), the seed, the complete flag and the COLUMNS of VERSION.
+    Returns (targets, suffixes, seed, complete, columns), or None when unreadable."""
+    targets, suffixes = _trial_targets(c, g, counter, extra)
+    if targets is None:
+        return None
+    spec = columns_of(columns, version)
+    c.exact_members(g, ["targets", *spec], "members")
+    seed = c.attr(g, "seed", "uint64")
+    complete = c.flag(g, "complete")
+    cols = _read_columns(c, g, spec)
+    return None if cols is None else (targets, suffixes, seed, complete, cols)
+
+
 def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
     """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
     where = g.name
-    targets, suffixes = _trial_targets(c, g, "rounds_to")
-    if targets is None:
+    trial = _read_trial(c, g, "rounds_to", TRIAL_COLUMNS, version)
+    if trial is None:
         return None
-    spec = columns_of(TRIAL_COLUMNS, version)
-    c.exact_members(g, ["targets", *spec], "members")
-    seed = c.attr(g, "seed", "uint64")
-    trial_complete = c.flag(g, "complete")
-
-    cols = _read_columns(c, g, spec)
-    if cols is None:
-        return None
+    targets, suffixes, seed, trial_complete, cols = trial
 
     rnd = cols["round"]
     if rnd[0] != 0:
@@ -812,18 +820,11 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
     returns what /summary must agree with, or None."""
     where = g.name
     has_diverged = (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= DIVERGED_SINCE
-    targets, suffixes = _trial_targets(c, g, "steps_to", ("diverged",) if has_diverged else ())
-    if targets is None:
+    trial = _read_trial(c, g, "steps_to", TRAINING_COLUMNS, version, ("diverged",) if has_diverged else ())
+    if trial is None:
         return None
-    spec = columns_of(TRAINING_COLUMNS, version)
-    c.exact_members(g, ["targets", *spec], "members")
-    seed = c.attr(g, "seed", "uint64")
-    trial_complete = c.flag(g, "complete")
+    targets, suffixes, seed, trial_complete, cols = trial
     diverged = c.flag(g, "diverged") if has_diverged else None
-
-    cols = _read_columns(c, g, spec)
-    if cols is None:
-        return None
     step = cols["step"].astype(np.int64)
     rnd = cols["round"].astype(np.int64)
     _check_step_round(c, where, step, rnd, steps, local_steps, eval_every)
