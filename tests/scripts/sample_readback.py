@@ -52,13 +52,23 @@ def counter_columns(alive, groups, failed_groups, bytes_sent, time):
     }
 
 
+def reach_names(counter, suffixes):
+    """The attributes that say when a trial reached its targets, in writing order:
+    <counter>_to_<suffix> for each target, then reached_<suffix>."""
+    return [f"{counter}_to_{s}" for s in suffixes] + [f"reached_{s}" for s in suffixes]
+
+
 def reach_attrs(head, counter, suffixes, counts, reached):
     """A trial's expected attributes in writing order: HEAD ({name: (type, value)}),
-    then <counter>_to_<suffix> for each target, then reached_<suffix>."""
-    attrs = dict(head)
-    attrs.update({f"{counter}_to_{s}": (np.int32, n) for s, n in zip(suffixes, counts, strict=True)})
-    attrs.update({f"reached_{s}": (np.int32, r) for s, r in zip(suffixes, reached, strict=True)})
-    return attrs
+    then the reach_names with the values COUNTS and REACHED."""
+    values = [*counts, *reached]
+    return {**head, **{name: (np.int32, v) for name, v in zip(reach_names(counter, suffixes), values, strict=True)}}
+
+
+def from_trials(trials, names):
+    """/summary columns that repeat the trials' attributes NAMES, a row a trial."""
+    attrs = [spec["attrs"] for spec in trials.values()]
+    return {name: (np.dtype(attrs[0][name][0]).name, [a[name][1] for a in attrs]) for name in names}
 
 
 def check_attrs(obj, expected, problems):

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 from sample_readback import (check_columns, check_config, check_root, check_trials, counter_columns,  # noqa: E402
-                             reach_attrs, run_on_file, sample_root, verdict)
+                             from_trials, reach_attrs, reach_names, run_on_file, sample_root, verdict)
 
 ROOT = sample_root("averaging_bench --protocol moshpit --note 'café σ'", "smpi", "SimGrid SMPI (sample)", 8, "averaging")
 
@@ -63,19 +63,13 @@ TRIALS = {
 
 SUMMARY = {
     "trial": ("int32", [0, 1]),
-    "seed": ("uint64", [42, 43]),
-    "rounds_to_1e-9": ("int32", [3, 2]),
-    "rounds_to_2.5e-3": ("int32", [2, 2]),
-    "rounds_to_5e-1": ("int32", [1, 1]),
-    "reached_1e-9": ("int32", [1, 0]),
-    "reached_2.5e-3": ("int32", [1, 0]),
-    "reached_5e-1": ("int32", [1, 1]),
+    **from_trials(TRIALS, ["seed", *reach_names("rounds", SUFFIXES)]),
     "final_variance": ("float64", [0.0, 0.0625]),
     "final_error": ("float64", [0.0, 0.3125]),
     "bytes_sent": ("uint64", [4096, 1000]),
     "time": ("float64", [2.0, 0.75]),
     "rounds": ("int32", [4, 2]),
-    "complete": ("int32", [1, 0]),
+    **from_trials(TRIALS, ["complete"]),
 }
 
 

@@ -20,7 +20,8 @@ import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 from sample_readback import (check_attrs, check_columns, check_config, check_root, check_trials,  # noqa: E402
-                             counter_columns, reach_attrs, run_on_file, sample_root, verdict)
+                             counter_columns, from_trials, reach_attrs, reach_names, run_on_file, sample_root,
+                             verdict)
 
 NAN = float("nan")
 
@@ -91,13 +92,7 @@ TRIALS = {
 
 SUMMARY = {
     "trial": ("int32", [0, 1]),
-    "seed": ("uint64", [7, 8]),
-    "steps_to_2.5e-1": ("int32", [4, 4]),
-    "steps_to_1e-3": ("int32", [8, 4]),
-    "steps_to_1e-6": ("int32", [8, 4]),
-    "reached_2.5e-1": ("int32", [1, 1]),
-    "reached_1e-3": ("int32", [1, 0]),
-    "reached_1e-6": ("int32", [0, 0]),
+    **from_trials(TRIALS, ["seed", *reach_names("steps", SUFFIXES)]),
     "final_gap": ("float64", [G, 0.5]),
     "final_relative_gap": ("float64", [G / 2, 0.25]),
     "final_consensus": ("float64", [2.0**-8, 0.125]),
@@ -106,8 +101,7 @@ SUMMARY = {
     "time": ("float64", [1.5, 1.25]),
     "steps": ("int32", [8, 4]),
     "rounds": ("int32", [2, 1]),
-    "complete": ("int32", [1, 0]),
-    "diverged": ("int32", [0, 0]),
+    **from_trials(TRIALS, ["complete", "diverged"]),
 }
 
 
