@@ -25,32 +25,7 @@ avb_cleanup() {
 }
 trap avb_cleanup EXIT
 
-AVB_FAILURES=0
-say() { echo "$TEST_NAME: $*"; }
-ok() { echo "$TEST_NAME: ok: $*"; }
-# Records a failed check and carries on, so one run reports every broken case.
-bad() {
-  echo "$TEST_NAME: FAIL: $*" >&2
-  AVB_FAILURES=$((AVB_FAILURES + 1))
-}
-# Records a failure described by MESSAGE, with the REPORT that explains it indented below.
-bad_with_report() {
-  bad "$1"
-  printf '%s\n' "$2" | sed 's/^/    /' >&2
-}
-# Ends the test now (for failures that make later checks meaningless).
-die() {
-  echo "$TEST_NAME: FAIL: $*" >&2
-  exit 1
-}
-# The last line of every script: non-zero exit when any check failed.
-finish() {
-  if [ "$AVB_FAILURES" -ne 0 ]; then
-    echo "$TEST_NAME: $AVB_FAILURES check(s) FAILED" >&2
-    exit 1
-  fi
-  echo "$TEST_NAME: all checks passed"
-}
+source "$AVB_TESTS_DIR/verdicts.sh"
 
 # Dies with the script's usage line unless it got COUNT arguments (N+: at least N).
 #   need_args COUNT "$#" ARGUMENTS...   (ARGUMENTS: the usage line after the script's name)
