@@ -139,7 +139,8 @@ def as_version(v):
 # (description, the column, text expected in a problem or None when valid).
 HALF_SECOND_DETECTIONS = [
     ("detection times with a timeout are valid", [0, 0.5, 1.0, 1.0, 1.5], None),
-    ("detection time not a multiple of the timeout", [0, 0.5, 0.75, 1.0, 1.5], "not a whole number of detection timeouts"),
+    ("detection time not a multiple of the timeout", [0, 0.5, 0.75, 1.0, 1.5],
+     "not a whole number of detection timeouts"),
     ("detection time decreasing", [0, 0.5, 1.0, 0.5, 1.0], "detection_time: decreases at row 3"),
     ("more detections than rounds", [0, 1.0, 1.0, 1.0, 1.0], "charges 2 detection timeouts in 1 rounds"),
     ("detection time in row 0", [0.5, 0.5, 0.5, 0.5, 0.5], "/trials/0/detection_time: row 0 is 0.5"),

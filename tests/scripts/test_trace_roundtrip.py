@@ -21,7 +21,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test 
 from sample_readback import (check_columns, check_config, check_root, check_trials, counter_columns,  # noqa: E402
                              from_trials, reach_attrs, reach_names, run_on_file, sample_root, verdict)
 
-ROOT = sample_root("averaging_bench --protocol moshpit --note 'café σ'", "smpi", "SimGrid SMPI (sample)", 8, "averaging")
+ROOT = sample_root("averaging_bench --protocol moshpit --note 'café σ'", "smpi", "SimGrid SMPI (sample)", 8,
+                   "averaging")
 
 CONFIG = {
     "protocol": "moshpit",
