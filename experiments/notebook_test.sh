@@ -17,29 +17,21 @@
 # Needs Debian's python3 with h5py, pandas, matplotlib and jupyter nbconvert with a
 # python3 kernel (scripts/install-deps.sh installs them).
 
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/scripts/verdicts.sh"  # ok, bad, die, finish
+
 nb_init() {
-  name=$1
+  TEST_NAME=$1
   here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)  # the script that called nb_init
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   python=/usr/bin/python3
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
   export PYDEVD_DISABLE_FILE_VALIDATION=1                            # quiets ipykernel's debugger warning
-  scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$name.XXXXXX")
+  scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$TEST_NAME.XXXXXX")
   trap 'rm -rf "$scratch"' EXIT
-  failures=0 traces=0
+  traces=0
   command -v jupyter >/dev/null || die "jupyter is not on PATH (scripts/install-deps.sh installs jupyter-nbconvert)"
   mkdir -p "$scratch/results" "$scratch/figures"
   figures_before=$(nb_figures_sum)
-}
-
-ok() { echo "$name: ok: $*"; }
-bad() {
-  echo "$name: FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-die() {
-  echo "$name: FAIL: $*" >&2
-  exit 1
 }
 
 # The tracked figures of the experiment, as one checksum: the test must not touch them.
@@ -103,13 +95,7 @@ sys.exit(any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"))
   [ "$(nb_figures_sum)" = "$figures_before" ] || bad "figures in $here were written by the tiny sweep"
 }
 
-nb_finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$name: $failures check(s) FAILED" >&2
-    exit 1
-  fi
-  echo "$name: all checks passed"
-}
+nb_finish() { finish; }
 
 # Each program was built (dies naming the first one missing).
 nb_need() {

@@ -17,33 +17,22 @@
 #include "common/averaging_flags.hpp"
 #include "common/cli_checks.hpp"
 #include "core/error.hpp"
+#include "oracle_command.hpp"
 #include "run/averaging.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"The averaging oracle: the rows averaging_bench would record, as CSV", "oracle_cli"};
   avb::app::AveragingCli cli;
   avb::app::define_averaging_flags(app, cli);
-  int n = 0;
-  app.add_option("--peers", n, "peers, an integer >= 1")->required()->group("Oracle");
-  try {
-    app.parse(argc, argv);
-    avb::app::refuse_extras(app.remaining());
+  return avb::oracle::run_command(app, argc, argv, [&](int n) {
     const avb::AveragingOptions o = avb::app::averaging_options(cli, n);
     std::printf("trial,round,variance,error,mean_drift,alive,groups,failed_groups,decode_failures,bytes_sent\n");
     for (int k = 0; k < o.trials; ++k) {
       const avb::TrialRecord record = avb::oracle::run_trial(o, n, k);
       for (const auto& r : record.rows)
         std::printf("%d,%d,%.17g,%.17g,%.17g,%d,%d,%d,%d,%llu\n", k, r.round, r.variance, r.error, r.mean_drift,
-                    r.alive, r.groups, r.failed_groups, r.decode_failures, static_cast<unsigned long long>(r.bytes_sent));
+                    r.alive, r.groups, r.failed_groups, r.decode_failures,
+                    static_cast<unsigned long long>(r.bytes_sent));
     }
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "oracle_cli: error: %s\n", avb::app::explain(e).c_str());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "oracle_cli: error: %s\n", e.what());
-    return 2;
-  }
-  return 0;
+  });
 }

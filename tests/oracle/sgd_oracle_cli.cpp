@@ -22,6 +22,7 @@
 #include "common/cli_checks.hpp"
 #include "common/training_flags.hpp"
 #include "core/error.hpp"
+#include "oracle_command.hpp"
 #include "sgd/trainer.hpp"
 #include "sgd_oracle.hpp"
 
@@ -29,13 +30,8 @@ int main(int argc, char** argv) {
   CLI::App app{"The local-SGD oracle: the rows sgd_bench would record, as CSV", "sgd_oracle_cli"};
   avb::app::TrainingCli cli;
   avb::app::define_training_flags(app, cli);
-  int n = 0;
-  app.add_option("--peers", n, "peers, an integer >= 1")->required()->group("Oracle");
-  try {
-    app.parse(argc, argv);
-    avb::app::refuse_extras(app.remaining());
+  return avb::oracle::run_command(app, argc, argv, [&](int n) {
     const avb::TrainingOptions o = avb::app::training_options(cli, n);  // run_training_trial resolves again
-
     std::printf("trial,step,round,loss,gap,relative_gap,distance,consensus,accuracy,alive,groups,failed_groups,"
                 "bytes_sent\n");
     for (int k = 0; k < o.trials; ++k) {
@@ -45,14 +41,5 @@ int main(int argc, char** argv) {
                     r.gap, r.relative_gap, r.distance, r.consensus, r.accuracy, r.alive, r.groups, r.failed_groups,
                     static_cast<unsigned long long>(r.bytes_sent));
     }
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "sgd_oracle_cli: error: %s\n", avb::app::explain(e).c_str());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sgd_oracle_cli: error: %s\n", e.what());
-    return 2;
-  }
-  return 0;
+  });
 }

@@ -37,6 +37,7 @@ import math
 import re
 import sys
 from decimal import Decimal
+from typing import NamedTuple
 
 import h5py
 import numpy as np
@@ -64,12 +65,8 @@ ROOT_ATTRS = {**{k: v for k, v in ROOT_ATTRS_V1.items() if k != "complete"}, "ru
 ENGINES = ("openmpi", "mpich", "smpi")
 ROOT_GROUPS = {"averaging": ("config", "trials", "summary"), "sgd": ("config", "optimum", "trials", "summary")}
 
-# Per-round columns of an averaging trial /trials/<k>, in the order the writer creates them.
-TRIAL_COLUMNS = {
-    "round": "int32",
-    "variance": "float64",
-    "error": "float64",
-    "mean_drift": "float64",
+# The counters that end the rows of either kind of trial, in writing order.
+COUNTER_COLUMNS = {
     "alive": "int32",
     "groups": "int32",
     "failed_groups": "int32",
@@ -77,6 +74,15 @@ TRIAL_COLUMNS = {
     "bytes_sent": "uint64",
     "time": "float64",
     "detection_time": "float64",
+}
+
+# Per-round columns of an averaging trial /trials/<k>, in the order the writer creates them.
+TRIAL_COLUMNS = {
+    "round": "int32",
+    "variance": "float64",
+    "error": "float64",
+    "mean_drift": "float64",
+    **COUNTER_COLUMNS,
 }
 
 # Per-evaluation columns of a training trial /trials/<k>, in writing order.
@@ -89,13 +95,7 @@ TRAINING_COLUMNS = {
     "distance": "float64",
     "consensus": "float64",
     "accuracy": "float64",
-    "alive": "int32",
-    "groups": "int32",
-    "failed_groups": "int32",
-    "decode_failures": "int32",
-    "bytes_sent": "uint64",
-    "time": "float64",
-    "detection_time": "float64",
+    **COUNTER_COLUMNS,
 }
 
 # Columns added by a schema version: absent from files of earlier versions.
@@ -519,47 +519,70 @@ def _check_decode_failures(c: _Checker, where: str, cols, quantizer: str, kind: 
                           f"{' here' if quantizer != 'none' else ''} (only lattice does)")
 
 
-def _check_rounds_to(c: _Checker, g, where: str, targets, suffixes, rnd, variance):
-    """rounds_to_<t>: the first round whose variance is below t; when never, the
-    cap, which is the number of rounds run (the last round). Returns the
-    attributes read: (rounds_to, reached)."""
-    last_round = int(rnd[-1])
-    rounds_to, reached = [], []
+class _Reach(NamedTuple):
+    """How a kind of trace records when a trial reached each target: the attribute
+    <counter>_to_<t> holds the <unit> of the first row whose METRIC is below t
+    (at or below unless STRICT)."""
+    counter: str
+    unit: str
+    metric: str
+    strict: bool
+
+
+_ROUNDS_TO = _Reach("rounds", "round", "variance", strict=True)
+_STEPS_TO = _Reach("steps", "step", "relative_gap", strict=False)
+
+
+def _check_reach(c: _Checker, g, where: str, targets, suffixes, rule: _Reach, count, values):
+    """<counter>_to_<t>: the first row's COUNT whose VALUES reach t; when never, the
+    cap, the last row's COUNT. Returns the attributes read, in /summary's order, and
+    the reached flags."""
+    last = int(count[-1])
+    relation = "below" if rule.strict else "at or below"
+    read, reached = {}, []
     for t, s in zip(targets, suffixes):
-        rt = c.attr(g, f"rounds_to_{s}", "int32")
-        re_ = c.flag(g, f"reached_{s}")
-        rounds_to.append(rt)
+        name = f"{rule.counter}_to_{s}"
+        n = read[name] = c.attr(g, name, "int32")
+        re_ = read[f"reached_{s}"] = c.flag(g, f"reached_{s}")
         reached.append(re_)
-        if rt is None or re_ is None:
+        if n is None or re_ is None:
             continue
-        below = np.nonzero(variance < t)[0]
-        if below.size:
-            first = int(rnd[below[0]])
-            if re_ != 1 or rt != first:
-                c.problem(f"{where} attribute rounds_to_{s}",
-                          f"variance first falls below {float(t)!r} in round {first}, "
-                          f"but rounds_to={rt} reached={re_}")
-        elif re_ != 0 or rt != last_round:
-            c.problem(f"{where} attribute rounds_to_{s}",
-                      f"variance never falls below {float(t)!r}: expected rounds_to={last_round} (the cap) "
-                      f"and reached=0, found rounds_to={rt} reached={re_}")
-    return rounds_to, reached
+        hit = np.nonzero(values < t if rule.strict else values <= t)[0]
+        if hit.size:
+            first = int(count[hit[0]])
+            if re_ != 1 or n != first:
+                c.problem(f"{where} attribute {name}",
+                          f"{rule.metric} is first {relation} {float(t)!r} at {rule.unit} {first}, "
+                          f"but {rule.counter}_to={n} reached={re_}")
+        elif re_ != 0 or n != last:
+            c.problem(f"{where} attribute {name}",
+                      f"{rule.metric} is never {relation} {float(t)!r}: expected {rule.counter}_to={last} "
+                      f"(the cap) and reached=0, found {rule.counter}_to={n} reached={re_}")
+    return read, reached
+
+
+def _read_trial(c: _Checker, g, counter: str, columns, version, extra=()):
+    """What every /trials/<k> group holds: the targets (with <counter>_to_<t> and
+    the EXTRA attributes), the seed, the complete flag and the COLUMNS of VERSION.
+    Returns (targets, suffixes, seed, complete, columns), or None when unreadable."""
+    targets, suffixes = _trial_targets(c, g, counter, extra)
+    if targets is None:
+        return None
+    spec = columns_of(columns, version)
+    c.exact_members(g, ["targets", *spec], "members")
+    seed = c.attr(g, "seed", "uint64")
+    complete = c.flag(g, "complete")
+    cols = _read_columns(c, g, spec)
+    return None if cols is None else (targets, suffixes, seed, complete, cols)
 
 
 def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
     """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
     where = g.name
-    targets, suffixes = _trial_targets(c, g, "rounds_to")
-    if targets is None:
+    trial = _read_trial(c, g, "rounds_to", TRIAL_COLUMNS, version)
+    if trial is None:
         return None
-    spec = columns_of(TRIAL_COLUMNS, version)
-    c.exact_members(g, ["targets", *spec], "members")
-    seed = c.attr(g, "seed", "uint64")
-    trial_complete = c.flag(g, "complete")
-
-    cols = _read_columns(c, g, spec)
-    if cols is None:
-        return None
+    targets, suffixes, seed, trial_complete, cols = trial
 
     rnd = cols["round"]
     if rnd[0] != 0:
@@ -580,7 +603,7 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
 
     variance = cols["variance"]
     last_round = int(rnd[-1])
-    rounds_to, reached = _check_rounds_to(c, g, where, targets, suffixes, rnd, variance)
+    reach, reached = _check_reach(c, g, where, targets, suffixes, _ROUNDS_TO, rnd, variance)
 
     if rounds is not None:
         if last_round > rounds:
@@ -591,10 +614,7 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
 
     summary = {"seed": seed, "complete": trial_complete,
                **{name: cols[col][-1] for name, col in SUMMARY_FROM_LAST_ROW["averaging"].items()},
-               "rounds": last_round}
-    for s, rt, re_ in zip(suffixes, rounds_to, reached):
-        summary[f"rounds_to_{s}"] = rt
-        summary[f"reached_{s}"] = re_
+               "rounds": last_round, **reach}
     return {"targets": targets, "complete": trial_complete, "summary": summary}
 
 
@@ -794,50 +814,17 @@ def _check_relative_gap(c: _Checker, where: str, cols, optimum, ok):
                     lambda i: f"row {i} is {rel[i]!r}, but gap / initial gap = {gap[i] / c0!r}")
 
 
-def _check_steps_to(c: _Checker, g, where: str, targets, suffixes, step, rel):
-    """steps_to_<t>: the first row with relative_gap <= t, else the cap (the last
-    step). Returns the attributes read: (steps_to, reached)."""
-    last_step = int(step[-1])
-    steps_to, reached = [], []
-    for t, s in zip(targets, suffixes):
-        st = c.attr(g, f"steps_to_{s}", "int32")
-        re_ = c.flag(g, f"reached_{s}")
-        steps_to.append(st)
-        reached.append(re_)
-        if st is None or re_ is None:
-            continue
-        at = np.nonzero(rel <= t)[0]
-        if at.size:
-            first = int(step[at[0]])
-            if re_ != 1 or st != first:
-                c.problem(f"{where} attribute steps_to_{s}",
-                          f"relative_gap is first at or below {float(t)!r} at step {first}, "
-                          f"but steps_to={st} reached={re_}")
-        elif re_ != 0 or st != last_step:
-            c.problem(f"{where} attribute steps_to_{s}",
-                      f"relative_gap never reaches {float(t)!r}: expected steps_to={last_step} (the cap) "
-                      f"and reached=0, found steps_to={st} reached={re_}")
-    return steps_to, reached
-
-
 def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
                           version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0, geometric=False):
     """Checks one training /trials/<k> group against /optimum (when usable);
     returns what /summary must agree with, or None."""
     where = g.name
     has_diverged = (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= DIVERGED_SINCE
-    targets, suffixes = _trial_targets(c, g, "steps_to", ("diverged",) if has_diverged else ())
-    if targets is None:
+    trial = _read_trial(c, g, "steps_to", TRAINING_COLUMNS, version, ("diverged",) if has_diverged else ())
+    if trial is None:
         return None
-    spec = columns_of(TRAINING_COLUMNS, version)
-    c.exact_members(g, ["targets", *spec], "members")
-    seed = c.attr(g, "seed", "uint64")
-    trial_complete = c.flag(g, "complete")
+    targets, suffixes, seed, trial_complete, cols = trial
     diverged = c.flag(g, "diverged") if has_diverged else None
-
-    cols = _read_columns(c, g, spec)
-    if cols is None:
-        return None
     step = cols["step"].astype(np.int64)
     rnd = cols["round"].astype(np.int64)
     _check_step_round(c, where, step, rnd, steps, local_steps, eval_every)
@@ -847,7 +834,7 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
         if optimum is not None:
             _check_against_optimum(c, where, cols, optimum, ok)
         _check_relative_gap(c, where, cols, optimum, ok)
-    steps_to, reached = _check_steps_to(c, g, where, targets, suffixes, step, cols["relative_gap"])
+    reach, reached = _check_reach(c, g, where, targets, suffixes, _STEPS_TO, step, cols["relative_gap"])
 
     last_step = int(step[-1])
     if steps is not None:
@@ -863,9 +850,7 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
                "steps": last_step, "rounds": int(rnd[-1])}
     if has_diverged:
         summary["diverged"] = diverged
-    for s, st, re_ in zip(suffixes, steps_to, reached):
-        summary[f"steps_to_{s}"] = st
-        summary[f"reached_{s}"] = re_
+    summary.update(reach)
     return {"targets": targets, "complete": trial_complete, "summary": summary}
 
 

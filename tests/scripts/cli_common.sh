@@ -110,6 +110,15 @@ bad_case() {
   fi
 }
 
+# bad_config TAG FLAG_REGEX NEEDLES TEXT: a --config file holding TEXT (printf %b:
+# escapes such as \n are read), given with the calling script's ${keep[@]}, is
+# refused as bad_case checks. The file is $conf/TAG.ini.
+bad_config() {
+  local tag=$1 flag_re=$2 needles=$3 text=$4
+  printf '%b' "$text" >"$conf/$tag.ini"
+  bad_case "$tag" "$flag_re" "$needles" -- --config "$conf/$tag.ini" "${keep[@]}"
+}
+
 # check_help FLAG...: --help exits 0, prints the usage once, writes nothing, and
 # mentions every FLAG.
 check_help() {

@@ -25,26 +25,28 @@ avb_cleanup() {
 }
 trap avb_cleanup EXIT
 
-AVB_FAILURES=0
-say() { echo "$TEST_NAME: $*"; }
-ok() { echo "$TEST_NAME: ok: $*"; }
-# Records a failed check and carries on, so one run reports every broken case.
-bad() {
-  echo "$TEST_NAME: FAIL: $*" >&2
-  AVB_FAILURES=$((AVB_FAILURES + 1))
-}
-# Ends the test now (for failures that make later checks meaningless).
-die() {
-  echo "$TEST_NAME: FAIL: $*" >&2
-  exit 1
-}
-# The last line of every script: non-zero exit when any check failed.
-finish() {
-  if [ "$AVB_FAILURES" -ne 0 ]; then
-    echo "$TEST_NAME: $AVB_FAILURES check(s) FAILED" >&2
-    exit 1
+source "$AVB_TESTS_DIR/verdicts.sh"
+
+# Dies with the script's usage line unless it got COUNT arguments (N+: at least N).
+#   need_args COUNT "$#" ARGUMENTS...   (ARGUMENTS: the usage line after the script's name)
+need_args() {
+  local count=$1 got=$2
+  shift 2
+  if [[ $count == *+ ]]; then
+    [ "$got" -ge "${count%+}" ] && return
+  else
+    [ "$got" -eq "$count" ] && return
   fi
-  echo "$TEST_NAME: all checks passed"
+  die "usage: $TEST_NAME.sh $*"
+}
+
+# Sets VAR to the absolute path of the program PATH, a script argument; dies when
+# there is no executable file there, naming WHAT it should be and how to build it.
+#   program_arg VAR PATH WHAT [HINT]
+program_arg() {
+  local var=$1 path=$2 what=$3 hint=${4:-build it first}
+  [ -x "$path" ] || die "no $what at $path ($hint)"
+  printf -v "$var" '%s' "$(realpath "$path")"
 }
 
 # Sets the array LAUNCH to the command that runs an avbench program on NP peers.
@@ -71,8 +73,7 @@ check_trace() {
   if report=$(timeout 60 "$AVB_PYTHON" "$AVB_CHECK_TRACE" "$file" "$@" 2>&1); then
     ok "check_trace.py $(basename "$file") $*"
   else
-    bad "check_trace.py $(basename "$file") $* rejected the trace:"
-    printf '%s\n' "$report" | sed 's/^/    /' >&2
+    bad_with_report "check_trace.py $(basename "$file") $* rejected the trace:" "$report"
   fi
 }
 
@@ -88,5 +89,32 @@ run_engine() {
   if [ "$rc" -ne 0 ]; then
     sed 's/^/    /' "$log" >&2
     die "$engine run failed with exit code $rc: $*"
+  fi
+}
+
+# ---- both engines on the same arguments (test_cross_engine*.sh) ----------------------
+
+# Runs MPI_BIN under Open MPI and SMPI_BIN under SMPI (variables of the calling
+# script) with ARGS, writing $SCRATCH/mpi-TAG.h5 and $SCRATCH/smpi-TAG.h5.
+#   run_both_engines TAG ARGS...
+run_both_engines() {
+  local tag=$1 started
+  shift
+  started=$(now)
+  run_engine mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "$@"
+  run_engine smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "$@"
+  say "$tag: both engines ran $* ($(elapsed "$started") s)"
+}
+
+# Runs the Python program read from stdin on TAG's two traces (argv: the Open MPI
+# trace, the SMPI trace, this folder) and records its verdict: a pass when it
+# exits 0, quoting its output, else a failure with that output as the report.
+#   compare_engines TAG <<'EOF' ... EOF
+compare_engines() {
+  local tag=$1 report
+  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" "$AVB_TESTS_DIR" 2>&1); then
+    ok "$tag: $report"
+  else
+    bad_with_report "$tag: Open MPI and SMPI traces differ:" "$report"
   fi
 }

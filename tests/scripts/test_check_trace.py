@@ -29,6 +29,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_trace import check_file  # noqa: E402
+from sample_readback import verdict  # noqa: E402
 
 EXPECT = dict(peers=8, trials=2, complete=0, rounds=4)
 EXPECT_SGD = dict(kind="sgd", peers=4, trials=2, complete=0, steps=8, local_steps=4, eval_every=2)
@@ -125,9 +126,25 @@ def detection_times(path, values):
     return lambda f: replace_dataset(f, path, values, "float64")
 
 
+def half_second_detections(values):
+    """A --detection-timeout of 0.5 s in /config, and trial 0's detection_time VALUES."""
+    return both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", values))
+
+
 def as_version(v):
     return set_attr("/", "schema_version", v, "int32")
 
+
+# Trial 0's detection_time column under a --detection-timeout of 0.5 s:
+# (description, the column, text expected in a problem or None when valid).
+HALF_SECOND_DETECTIONS = [
+    ("detection times with a timeout are valid", [0, 0.5, 1.0, 1.0, 1.5], None),
+    ("detection time not a multiple of the timeout", [0, 0.5, 0.75, 1.0, 1.5],
+     "not a whole number of detection timeouts"),
+    ("detection time decreasing", [0, 0.5, 1.0, 0.5, 1.0], "detection_time: decreases at row 3"),
+    ("more detections than rounds", [0, 1.0, 1.0, 1.0, 1.0], "charges 2 detection timeouts in 1 rounds"),
+    ("detection time in row 0", [0.5, 0.5, 0.5, 0.5, 0.5], "/trials/0/detection_time: row 0 is 0.5"),
+]
 
 # (description, damage function or None, check_file keyword overrides, text expected in a problem)
 CASES = [
@@ -142,20 +159,7 @@ CASES = [
     ("detection_time missing", delete("/trials/1/detection_time"), {}, "/trials/1/detection_time: missing"),
     ("detection time without a timeout", set_item("/trials/0/detection_time", 2, 0.5), {},
      "records detection-timeout 0"),
-    ("detection times with a timeout are valid",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 1.0, 1.0, 1.5])), {}, None),
-    ("detection time not a multiple of the timeout",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 0.75, 1.0, 1.5])), {},
-     "not a whole number of detection timeouts"),
-    ("detection time decreasing",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 0.5, 1.0, 0.5, 1.0])), {},
-     "detection_time: decreases at row 3"),
-    ("more detections than rounds",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0, 1.0, 1.0, 1.0, 1.0])), {},
-     "charges 2 detection timeouts in 1 rounds"),
-    ("detection time in row 0",
-     both(detection_timeout("0.5"), detection_times("/trials/0/detection_time", [0.5, 0.5, 0.5, 0.5, 0.5])), {},
-     "/trials/0/detection_time: row 0 is 0.5"),
+    *[(what, half_second_detections(times), {}, want) for what, times, want in HALF_SECOND_DETECTIONS],
     ("run_kind missing", delete("/", "run_kind"), {}, "run_kind: missing"),
     ("run_kind unknown", set_attr("/", "run_kind", "gossip", h5py.string_dtype()), {}, "run_kind"),
     ("training kind expected", None, {"kind": "sgd"}, "run_kind: is averaging, expected sgd"),
@@ -198,7 +202,7 @@ CASES = [
     ("column too short", lambda f: replace_dataset(f, "/trials/1/alive", [8, 6]), {}, "differ in length"),
     ("column of wrong type", lambda f: replace_dataset(f, "/trials/0/alive", [8, 8, 7, 8, 8], "int64"), {}, "alive"),
     ("column missing", delete("/trials/0/error"), {}, "/trials/0/error: missing"),
-    ("rounds_to disagrees with variance", set_attr("/trials/0", "rounds_to_5e-1", 2), {}, "first falls below"),
+    ("rounds_to disagrees with variance", set_attr("/trials/0", "rounds_to_5e-1", 2), {}, "variance is first below"),
     ("reached disagrees with variance", set_attr("/trials/0", "reached_2.5e-3", 0), {}, "reached=0"),
     ("cap is not the rounds run", set_attr("/trials/1", "rounds_to_1e-9", 50), {}, "the cap"),
     ("cut trial before a complete one", set_attr("/trials/0", "complete", 0), {}, "not the last trial"),
@@ -395,7 +399,7 @@ SGD_CASES = [
     ("time decreases", set_item("/trials/0/time", 3, 0.5), {}, "/trials/0/time: decreases"),
     ("time not zero at step 0", set_item("/trials/1/time", 0, 0.125), {}, "cumulative since step 0"),
     ("bytes not zero at step 0", set_item("/trials/0/bytes_sent", 0, 1), {}, "/trials/0/bytes_sent: row 0"),
-    ("steps_to disagrees with relative_gap", set_attr("/trials/0", "steps_to_2.5e-1", 6), {}, "first at or below"),
+    ("steps_to disagrees with relative_gap", set_attr("/trials/0", "steps_to_2.5e-1", 6), {}, "relative_gap is first at or below"),
     ("target met with equality not counted", set_attr("/trials/1", "reached_2.5e-1", 0), {}, "reached=0"),
     ("cap is not the steps run", set_attr("/trials/1", "steps_to_1e-6", 8), {}, "the cap"),
     ("averaging attribute names", rename_attr("/trials/0", "steps_to_1e-3", "rounds_to_1e-3"), {},
@@ -499,12 +503,7 @@ def main(samples):
         if len(problems) != 1 or "cannot open" not in problems[0]:
             failures.append(f"junk file: {problems}")
 
-    for f in failures:
-        print(f"FAIL {f}")
-    if failures:
-        return 1
-    print(f"check_trace.py caught all {' and '.join(counts)} kinds of damage")
-    return 0
+    return verdict(failures, "FAIL ", f"check_trace.py caught all {' and '.join(counts)} kinds of damage")
 
 
 if __name__ == "__main__":

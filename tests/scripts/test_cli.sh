@@ -15,6 +15,21 @@ source "$(dirname "$0")/cli_common.sh"
 [ $# -eq 2 ] || die "usage: test_cli.sh BINARY mpi|smpi"
 cli_init averaging_bench "$1" "$2"
 
+# run_traced TAG TRACE ROUNDS ARGS...: a run of 2 trials of ROUNDS rounds with ARGS,
+# writing $work/TRACE, must succeed and leave a valid trace of 2 complete trials;
+# returns non-zero (the failure recorded) when the run fails.
+run_traced() {
+  local tag=$1 trace=$2 rounds=$3
+  shift 3
+  run_app "$tag" "$@" --trials 2 --rounds "$rounds" --out "$trace" --overwrite --quiet
+  if [ "$RC" -ne 0 ]; then
+    bad "$tag: averaging_bench $*: exit code $RC"
+    show_logs
+    return 1
+  fi
+  check_trace "$work/$trace" --peers 2 --trials 2 --complete 1 --rounds "$rounds"
+}
+
 # ---- --help ------------------------------------------------------------------
 check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --detection-timeout \
   --compute-flops --on-failure --collective --grid --placement \
@@ -65,13 +80,10 @@ bad_case out_exists '--out' 'existing.h5|--overwrite' -- --out existing.h5
 
 # --config files: one missing, three with a bad line, one good.
 bad_case config_missing '--config' 'missing.ini' -- --config "$conf/missing.ini" "${keep[@]}"
-printf 'fail-rate = 1.5\n' >"$conf/bad-value.ini"
-bad_case config_bad_value '--fail-rate' '[0, 1]' -- --config "$conf/bad-value.ini" "${keep[@]}"
-printf 'dim = abc\n' >"$conf/bad-type.ini"
-bad_case config_bad_type '--dim' 'abc|[1, ' -- --config "$conf/bad-type.ini" "${keep[@]}"
+bad_config config_bad_value '--fail-rate' '[0, 1]' 'fail-rate = 1.5\n'
+bad_config config_bad_type '--dim' 'abc|[1, ' 'dim = abc\n'
 # A misspelt key must not be ignored silently: the run would use the default.
-printf 'fail_rat = 0.01\n' >"$conf/unknown-key.ini"
-bad_case config_unknown_key '--config|--fail_rat' 'fail_rat' -- --config "$conf/unknown-key.ini" "${keep[@]}"
+bad_config config_unknown_key '--config|--fail_rat' 'fail_rat' 'fail_rat = 0.01\n'
 
 # ---- good --config -------------------------------------------------------------------
 printf '# a comment\nfail-rate = 0.01\nrounds = 5\ntrials = 2\ndim = 2\n' >"$conf/good.ini"
@@ -106,14 +118,7 @@ for spec in "moshpit --on-failure survivors --grid 2x1" "moshpit --on-failure pa
   "gossip --weights metropolis --alive-weights metropolis" "pushsum" "sgp-paper" "pairwise --topology ring" \
   "gossip --topology file:$conf/pair.edges"; do
   read -r -a args <<<"$spec"
-  run_app protocol_run --protocol "${args[@]}" --fail-rate 0.2 --trials 2 --rounds 6 --dim 3 --out proto.h5 \
-    --overwrite --quiet
-  if [ "$RC" -eq 0 ]; then
-    check_trace "$work/proto.h5" --peers 2 --trials 2 --complete 1 --rounds 6
-  else
-    bad "--protocol $spec: exit code $RC"
-    show_logs
-  fi
+  run_traced protocol_run proto.h5 6 --protocol "${args[@]}" --fail-rate 0.2 --dim 3 || :
 done
 
 # ---- quantized gossip and pairwise (--quantizer) ------------------------------------
@@ -139,19 +144,14 @@ bad_case detection_timeout_text '--detection-timeout' "'soon'|>= 0" -- --detecti
 
 # Churn with every time-realism option at once: a valid trace whose alive column
 # goes back up (new peers join), and /config records the join rate.
-run_app churn --protocol moshpit --failure churn --fail-rate 0.3 --join-rate 0.5 --detection-timeout 0.1 \
-  --stragglers 0.5 --compute-flops 1e6 --trials 2 --rounds 8 --dim 3 --seed 9 --out churn.h5 --quiet
-if [ "$RC" -eq 0 ]; then
-  check_trace "$work/churn.h5" --peers 2 --trials 2 --complete 1 --rounds 8
+if run_traced churn churn.h5 8 --protocol moshpit --failure churn --fail-rate 0.3 --join-rate 0.5 \
+  --detection-timeout 0.1 --stragglers 0.5 --compute-flops 1e6 --dim 3 --seed 9; then
   got=$(h5_eval "$work/churn.h5" '(f["config"].attrs["failure"], f["config"].attrs["join-rate"], any((g["alive"][1:] > g["alive"][:-1]).any() for g in f["trials"].values()))')
   if [ "$got" = "('churn', '0.5', True)" ]; then
     ok "churn: /config records it and peers rejoin"
   else
     bad "churn: (failure, join-rate, some slot rejoined) = $got"
   fi
-else
-  bad "churn: exit code $RC"
-  show_logs
 fi
 
 # ---- swarm (--mode, --clock) -------------------------------------------------------
@@ -162,19 +162,14 @@ bad_case foreign_clock '--clock' 'gossip|--topology' -- --protocol gossip --cloc
 # without a quantizer keeps the mean (check_trace's mean_drift bound applies).
 for cfg in "blocking round none" "blocking poisson lattice" "non-blocking poisson fp16" "non-blocking round uniform8"; do
   read -r mode clock q <<<"$cfg"
-  run_app "swarm_${mode}_${clock}" --protocol swarm --mode "$mode" --clock "$clock" --quantizer "$q" --fail-rate 0.2 \
-    --trials 2 --rounds 5 --dim 3 --seed 4 --out "swarm-$mode-$clock.h5" --quiet
-  if [ "$RC" -eq 0 ]; then
-    check_trace "$work/swarm-$mode-$clock.h5" --peers 2 --trials 2 --complete 1 --rounds 5
+  if run_traced "swarm_${mode}_${clock}" "swarm-$mode-$clock.h5" 5 --protocol swarm --mode "$mode" --clock "$clock" \
+    --quantizer "$q" --fail-rate 0.2 --dim 3 --seed 4; then
     got=$(h5_eval "$work/swarm-$mode-$clock.h5" '(f["config"].attrs["mode"], f["config"].attrs["clock"])')
     if [ "$got" = "('$mode', '$clock')" ]; then
       ok "swarm $cfg: /config records mode and clock"
     else
       bad "swarm $cfg: /config has (mode, clock) = $got"
     fi
-  else
-    bad "swarm --mode $mode --clock $clock --quantizer $q: exit code $RC"
-    show_logs
   fi
 done
 
@@ -207,14 +202,8 @@ fi
 # bytes, fp16's is 8 and stochastic:4's 16 + 2 (a two-double header, 4 bits a
 # value); the same seed gives the same pairs, so the messages are the same.
 for q in none fp16 stochastic:4; do
-  run_app "pairwise_$q" --protocol pairwise --quantizer "$q" --fail-rate 0.2 --trials 2 --rounds 6 --dim 4 --seed 5 \
-    --out "pairwise-${q%%:*}.h5" --quiet
-  if [ "$RC" -eq 0 ]; then
-    check_trace "$work/pairwise-${q%%:*}.h5" --peers 2 --trials 2 --complete 1 --rounds 6
-  else
-    bad "pairwise --quantizer $q: exit code $RC"
-    show_logs
-  fi
+  run_traced "pairwise_$q" "pairwise-${q%%:*}.h5" 6 --protocol pairwise --quantizer "$q" --fail-rate 0.2 --dim 4 \
+    --seed 5 || :
 done
 bytes() { h5_eval "$work/$1" 'list(f["summary"]["bytes_sent"][()])'; }
 b_none=$(bytes pairwise-none.h5)

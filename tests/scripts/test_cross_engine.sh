@@ -17,14 +17,10 @@
 # graph protocols.
 source "$(dirname "$0")/common.sh"
 
-[ $# -eq 2 ] || die "usage: test_cross_engine.sh MPI_BINARY SMPI_BINARY"
-[ -e "$1" ] || die "no Open MPI program at $1 (build the default preset first: cmake --preset default && cmake --build build)"
-[ -e "$2" ] || die "no SMPI program at $2 (build it first)"
-MPI_BIN=$(realpath "$1")
-SMPI_BIN=$(realpath "$2")
+need_args 2 $# MPI_BINARY SMPI_BINARY
+program_arg MPI_BIN "$1" "Open MPI program" "build the default preset first: cmake --preset default && cmake --build build"
+program_arg SMPI_BIN "$2" "SMPI program"
 NP=8
-
-# run ENGINE BIN OUT ARGS...: runs one engine; dies on failure.
 
 # Every all-reduce algorithm the program accepts (a singleton run of 0 rounds
 # tells); add new ones to this list. Without --collective, just the default.
@@ -69,13 +65,11 @@ for config in "${configs[@]}"; do
     read -r -a protocol_args <<<"$config"
     args=(--protocol "${protocol_args[@]}" --dim 5 --rounds 40 --trials 3 --seed 12345)
     tag=$(printf '%s' "$config" | tr -d ' -' | tr '.' 'p')
-    started=$(now)
-    run_engine mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
-    run_engine smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
-    say "$tag: both engines ran ${args[*]} ($(elapsed "$started") s)"
-    check_trace "$SCRATCH/mpi-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
-    check_trace "$SCRATCH/smpi-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
-    if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" "$AVB_TESTS_DIR" 2>&1 <<'EOF'
+    run_both_engines "$tag" "${args[@]}"
+    for engine in mpi smpi; do
+      check_trace "$SCRATCH/$engine-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
+    done
+    compare_engines "$tag" <<'EOF'
 import sys
 import h5py
 import numpy as np
@@ -130,11 +124,5 @@ if problems:
 print(f"identical: {len(COLUMNS)} columns x {rows} rows ({moving} with variance > 0), trial attributes, "
       f"/summary but time; {failed_rounds} rounds with failed peers, {failed_groups} failed groups")
 EOF
-    ); then
-      ok "$tag: $report"
-    else
-      bad "$tag: Open MPI and SMPI traces differ:"
-      printf '%s\n' "$report" | sed 's/^/    /' >&2
-    fi
 done
 finish

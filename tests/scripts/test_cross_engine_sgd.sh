@@ -11,11 +11,9 @@
 # steps, momentum and the three schedules.
 source "$(dirname "$0")/common.sh"
 
-[ $# -eq 2 ] || die "usage: test_cross_engine_sgd.sh MPI_BINARY SMPI_BINARY"
-[ -e "$1" ] || die "no Open MPI program at $1 (build the default preset first)"
-[ -e "$2" ] || die "no SMPI program at $2 (build it first)"
-MPI_BIN=$(realpath "$1")
-SMPI_BIN=$(realpath "$2")
+need_args 2 $# MPI_BINARY SMPI_BINARY
+program_arg MPI_BIN "$1" "Open MPI program" "build the default preset first"
+program_arg SMPI_BIN "$2" "SMPI program"
 NP=8
 
 # A small LIBSVM file: 40 samples, 6 features, labels +-1 (awk's own seeded rand).
@@ -34,13 +32,11 @@ for config in "${configs[@]}"; do
   read -r -a args <<<"$config"
   args+=(--steps 60 --eval-every 7 --trials 2 --seed 4242)
   tag=$(printf '%s' "${args[1]}")
-  started=$(now)
-  run_engine mpi "$MPI_BIN" "$SCRATCH/mpi-$tag.h5" "${args[@]}"
-  run_engine smpi "$SMPI_BIN" "$SCRATCH/smpi-$tag.h5" "${args[@]}"
-  say "$tag: both engines ran ${args[*]} ($(elapsed "$started") s)"
-  check_trace "$SCRATCH/mpi-$tag.h5" --kind sgd --peers "$NP" --trials 2 --complete 1 --steps 60
-  check_trace "$SCRATCH/smpi-$tag.h5" --kind sgd --peers "$NP" --trials 2 --complete 1 --steps 60
-  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/mpi-$tag.h5" "$SCRATCH/smpi-$tag.h5" "$AVB_TESTS_DIR" 2>&1 <<'EOF'
+  run_both_engines "$tag" "${args[@]}"
+  for engine in mpi smpi; do
+    check_trace "$SCRATCH/$engine-$tag.h5" --kind sgd --peers "$NP" --trials 2 --complete 1 --steps 60
+  done
+  compare_engines "$tag" <<'EOF'
 import sys
 import h5py
 import numpy as np
@@ -78,11 +74,5 @@ for p in problems:
     print(p)
 sys.exit(1 if problems else print(f"identical: {rows} rows, attributes, /optimum, /summary but time") or 0)
 EOF
-  ); then
-    ok "$tag: $report"
-  else
-    bad "$tag: Open MPI and SMPI traces differ:"
-    printf '%s\n' "$report" | sed 's/^/    /' >&2
-  fi
 done
 finish

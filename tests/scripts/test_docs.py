@@ -226,7 +226,7 @@ def trace_problems(scratch: Path, code_version: int) -> list[str]:
     return problems
 
 
-def main() -> int:
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[2])
     ap.add_argument("--build", type=Path, required=True)
@@ -236,62 +236,89 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="print the commands and markers, run nothing")
     args = ap.parse_args()
     args.source, args.build, args.build_smpi = (p.resolve() for p in (args.source, args.build, args.build_smpi))
+    return args
+
+
+def runnable(b, rel, failures, counts) -> bool:
+    """Records block B's marker errors, and counts it when it is text or skipped;
+    whether its commands are to run."""
+    for e in b.errors:
+        failures.append(f"{rel}:{b.marker_line}: {e}")
+        print("FAIL", failures[-1])
+    if b.kind == "text":
+        counts["text"] += 1
+        return False
+    if b.skip:
+        n = len(shell_commands(b)) if b.kind == "shell" else 1
+        counts["skipped"] += n
+        print(f"skip {rel}:{b.line}: {n} command(s): {b.skip}")
+        return False
+    return True
+
+
+def block_jobs(b):
+    """The commands of a runnable block B: (line, what to show, argv, stdin)."""
+    if b.kind == "python":
+        code = b.text
+        for old, new in b.subs:
+            code = code.replace(old, new)
+        return [(b.line, "<python block>", ["/usr/bin/python3", "-"], code)]
+    return [(line, c, ["bash", "-c", c], None) for line, c in shell_commands(b)]
+
+
+def run_job(job, b, rel, scratch, args, failures):
+    """Runs one command of block B in SCRATCH; a failure when it does not end with
+    the exit code B expects."""
+    line, shown, cmd, stdin_text = job
+    status, out, secs = run(cmd, scratch, args.timeout, stdin_text)
+    ok = status == b.exit
+    print(f"{'ok  ' if ok else 'FAIL'} {rel}:{line} ({secs:.1f} s, exit "
+          f"{'timeout' if status is None else status}): {shown}")
+    if not ok:
+        want = f"exit {b.exit}" if status is not None else f"an end within {args.timeout:g} s"
+        hint = " (not a command? mark the block <!-- test: text -->)" if status in (126, 127) else ""
+        failures.append(f"{rel}:{line}: expected {want}{hint}: {shown}")
+        print("     | " + "\n     | ".join(out.rstrip().split("\n")[-15:]))
+
+
+def run_doc(doc, args, root, failures, counts):
+    """Runs (or with --list, prints) every command of DOC in one scratch folder,
+    then checks the traces they left there."""
+    rel = doc.relative_to(args.source)
+    scratch = None
+    for b in code_blocks(doc):
+        if not runnable(b, rel, failures, counts):
+            continue
+        scratch = scratch or scratch_for(doc, args, root)
+        for job in block_jobs(b):
+            if args.list:
+                print(f"{rel}:{job[0]}: {job[1]}" + (f"  [exit {b.exit}]" if b.exit else ""))
+                continue
+            counts["ran"] += 1
+            run_job(job, b, rel, scratch, args, failures)
+    if scratch is not None and not args.list:
+        for p in trace_problems(scratch, args.code_version):
+            failures.append(p)
+            print("FAIL", p)
+
+
+def main() -> int:
+    args = parse_args()
     docs = [args.source / d for d in args.only] if args.only else \
         [args.source / "README.md", *sorted((args.source / "docs").glob("*.md"))]
-
     failures = schema_problems(args)
     for p in failures:
         print("FAIL", p)
-    ran = skipped = text = 0
+    counts = {"ran": 0, "skipped": 0, "text": 0}
     t_all = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="avb-docs-"))
     os.environ["AVB_PLATFORM_DIR"] = str(root / "platforms")  # not shared with other runs
     try:
         for doc in docs:
-            rel = doc.relative_to(args.source)
-            scratch = None
-            for b in code_blocks(doc):
-                where = f"{rel}:{b.line}"
-                for e in b.errors:
-                    failures.append(f"{rel}:{b.marker_line}: {e}")
-                    print("FAIL", failures[-1])
-                if b.kind == "text":
-                    text += 1
-                    continue
-                if b.skip:
-                    n = len(shell_commands(b)) if b.kind == "shell" else 1
-                    skipped += n
-                    print(f"skip {where}: {n} command(s): {b.skip}")
-                    continue
-                scratch = scratch or scratch_for(doc, args, root)
-                if b.kind == "python":
-                    code = b.text
-                    for old, new in b.subs:
-                        code = code.replace(old, new)
-                    jobs = [(b.line, "<python block>", ["/usr/bin/python3", "-"], code)]
-                else:
-                    jobs = [(line, c, ["bash", "-c", c], None) for line, c in shell_commands(b)]
-                for line, shown, cmd, stdin_text in jobs:
-                    if args.list:
-                        print(f"{rel}:{line}: {shown}" + (f"  [exit {b.exit}]" if b.exit else ""))
-                        continue
-                    status, out, secs = run(cmd, scratch, args.timeout, stdin_text)
-                    ran += 1
-                    ok = status == b.exit
-                    print(f"{'ok  ' if ok else 'FAIL'} {rel}:{line} ({secs:.1f} s, exit "
-                          f"{'timeout' if status is None else status}): {shown}")
-                    if not ok:
-                        want = f"exit {b.exit}" if status is not None else f"an end within {args.timeout:g} s"
-                        hint = " (not a command? mark the block <!-- test: text -->)" if status in (126, 127) else ""
-                        failures.append(f"{rel}:{line}: expected {want}{hint}: {shown}")
-                        print("     | " + "\n     | ".join(out.rstrip().split("\n")[-15:]))
-            if scratch is not None and not args.list:
-                for p in trace_problems(scratch, args.code_version):
-                    failures.append(p)
-                    print("FAIL", p)
+            run_doc(doc, args, root, failures, counts)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"docs: {ran} commands run, {skipped} skipped, {text} blocks not commands, "
+    print(f"docs: {counts['ran']} commands run, {counts['skipped']} skipped, {counts['text']} blocks not commands, "
           f"{time.monotonic() - t_all:.0f} s; {len(failures)} problem(s)")
     for f in failures:
         print("FAIL", f)

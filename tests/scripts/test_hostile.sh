@@ -233,6 +233,14 @@ fi
 # without read permission when not root. Then empty files, binary garbage, NUL
 # bytes, truncated and malformed lines.
 garbage() { printf '\x89HDF\r\n\x1a\n\x00\x00\xff\xfe\x7f\x01binary\x00\x9c\xe2\x28\xa1'; }
+# hconfig NAME FLAG_RE NEEDLES TEXT: the case config.NAME, a --config file holding
+# TEXT (printf %b: escapes such as \n and \x00 are read) with ${keep[@]}.
+hconfig() {
+  local name=$1 flag_re=$2 needles=$3 text=$4
+  printf '%b' "$text" >"$conf/$name.ini"
+  hcase "config.$name" "$flag_re" "$needles" -- --config "$conf/$name.ini" "${keep[@]}"
+}
+
 unreadable_cases() {  # FLAG_RE NEEDLES PREFIX_ARGS... -- : runs FLAG on a folder and a mode-000 file
   local tag=$1 flag_re=$2 build=$3
   shift 3
@@ -254,18 +262,12 @@ if want files; then
   unreadable_cases config --config plain --config
   garbage >"$conf/garbage.ini"
   hcase config.garbage '--config' '' -- --config "$conf/garbage.ini" "${keep[@]}"
-  printf 'rounds = 3\x00\n' >"$conf/nul.ini"
-  hcase config.nul '--config|--rounds|--steps' '' -- --config "$conf/nul.ini" "${keep[@]}"
-  printf 'trials =\n' >"$conf/truncated.ini"
-  hcase config.truncated '--trials' '[1, ' -- --config "$conf/truncated.ini" "${keep[@]}"
-  printf 'trials\n' >"$conf/bare-key.ini"
-  hcase config.bare_key '--trials' '[1, ' -- --config "$conf/bare-key.ini" "${keep[@]}"
-  printf '[other\ntrials = 2\n' >"$conf/open-section.ini"
-  hcase config.open_section '--config|--other' '' -- --config "$conf/open-section.ini" "${keep[@]}"
-  printf '[other]\ntrials = 2\n' >"$conf/section.ini"
-  hcase config.section '--config|--other' 'other' -- --config "$conf/section.ini" "${keep[@]}"
-  printf 'trials = 2\ntrials = 3\n' >"$conf/twice.ini"
-  hcase config.twice '--trials|--config' '' -- --config "$conf/twice.ini" "${keep[@]}"
+  hconfig nul '--config|--rounds|--steps' '' 'rounds = 3\x00\n'
+  hconfig truncated '--trials' '[1, ' 'trials =\n'
+  hconfig bare_key '--trials' '[1, ' 'trials\n'
+  hconfig open_section '--config|--other' '' '[other\ntrials = 2\n'
+  hconfig section '--config|--other' 'other' '[other]\ntrials = 2\n'
+  hconfig twice '--trials|--config' '' 'trials = 2\ntrials = 3\n'
   # The same key in other spellings CLI11 reads as the same option: before, the
   # first was kept and the others dropped without a word (or, in one order, refused).
   printf 'trials = 2\n"trials" = 3\n' >"$conf/twice-quoted.ini"
@@ -280,12 +282,9 @@ if want files; then
   hcase config.twice_overridden '--trials' 'more than once' -- --config "$conf/twice-quoted.ini" --trials 1 \
     "${keep[@]}"
   # CLI11 folds neither case nor '_': such a key is not an option, and is refused as one.
-  printf 'trials = 2\nTRIALS = 3\n' >"$conf/twice-case.ini"
-  hcase config.twice_case '--config' 'TRIALS' -- --config "$conf/twice-case.ini" "${keep[@]}"
-  printf 'trials = %s\n' "$(printf '9%.0s' $(seq 100000))" >"$conf/long.ini"
-  hcase config.long_line '--trials' '[1, ' -- --config "$conf/long.ini" "${keep[@]}"
-  printf 'trials = 0\r\n' >"$conf/crlf.ini"
-  hcase config.crlf '--trials' '[1, ' -- --config "$conf/crlf.ini" "${keep[@]}"
+  hconfig twice_case '--config' 'TRIALS' 'trials = 2\nTRIALS = 3\n'
+  hconfig long_line '--trials' '[1, ' "trials = $(printf '9%.0s' $(seq 100000))\n"
+  hconfig crlf '--trials' '[1, ' 'trials = 0\r\n'
   # An empty file holds no options: the run uses the defaults (not refused).
   : >"$conf/empty.ini"
   if [ "$APP" = averaging_bench ]; then short=(--rounds 1 --trials 1); else short=(--steps 1); fi

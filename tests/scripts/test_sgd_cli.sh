@@ -212,15 +212,11 @@ bad_case out_folder '--out' '.|folder' -- --out . --overwrite
 
 # --config files: one missing, four with a bad line.
 bad_case config_missing '--config' 'missing.ini' -- --config "$conf/missing.ini" "${keep[@]}"
-printf 'steps = -5\n' >"$conf/bad-value.ini"
-bad_case config_bad_value '--steps' '-5|[0, ' -- --config "$conf/bad-value.ini" "${keep[@]}"
-printf 'lr = fast\n' >"$conf/bad-type.ini"
-bad_case config_bad_type '--lr' "'fast'|> 0" -- --config "$conf/bad-type.ini" "${keep[@]}"
-printf 'objective = logistic\npreset = conditioned\n' >"$conf/foreign.ini"
-bad_case config_foreign '--preset' '--objective quadratic' -- --config "$conf/foreign.ini" "${keep[@]}"
+bad_config config_bad_value '--steps' '-5|[0, ' 'steps = -5\n'
+bad_config config_bad_type '--lr' "'fast'|> 0" 'lr = fast\n'
+bad_config config_foreign '--preset' '--objective quadratic' 'objective = logistic\npreset = conditioned\n'
 # A misspelt key must not be ignored silently: the run would use the default.
-printf 'objective = logistic\nstpes = 10\n' >"$conf/unknown-key.ini"
-bad_case config_unknown_key '--config|--stpes' 'stpes' -- --config "$conf/unknown-key.ini" "${keep[@]}"
+bad_config config_unknown_key '--config|--stpes' 'stpes' 'objective = logistic\nstpes = 10\n'
 
 # ---- good runs: every objective, data source, split, schedule, a few protocols -----
 # "steps S local-steps H eval-every E" as check_trace.py expects them.

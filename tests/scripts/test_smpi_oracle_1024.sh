@@ -10,11 +10,9 @@
 # key, and there are only 1024.)
 source "$(dirname "$0")/common.sh"
 
-[ $# -eq 2 ] || die "usage: test_smpi_oracle_1024.sh ORACLE_CLI SMPI_BINARY"
-[ -x "$1" ] || die "no oracle at $1 (build the default preset: cmake --build build --target oracle_cli)"
-[ -e "$2" ] || die "no SMPI program at $2 (build it first)"
-ORACLE=$(realpath "$1")
-BIN=$(realpath "$2")
+need_args 2 $# ORACLE_CLI SMPI_BINARY
+program_arg ORACLE "$1" oracle "build the default preset: cmake --build build --target oracle_cli"
+program_arg BIN "$2" "SMPI program"
 PEERS=1024
 common=(--dim 2 --rounds 8 --trials 2 --seed 77)
 

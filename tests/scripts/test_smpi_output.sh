@@ -25,11 +25,9 @@
 #             naming MPI_Abort and rank 1; a run that succeeds prints nothing.
 source "$(dirname "$0")/common.sh"
 
-[ $# -ge 2 ] || die "usage: test_smpi_output.sh AVERAGING_BENCH MISBEHAVE [deadlock] [errors]"
-[ -e "$1" ] || die "no program at $1 (build it first)"
-[ -e "$2" ] || die "no program at $2 (build it first)"
-BIN=$(realpath "$1")
-MISBEHAVE=$(realpath "$2")
+need_args 2+ $# AVERAGING_BENCH MISBEHAVE [deadlock] [errors]
+program_arg BIN "$1" program
+program_arg MISBEHAVE "$2" program
 shift 2
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -gt 0 ] || SECTIONS=(deadlock errors)

@@ -633,21 +633,22 @@ TEST(LibsvmRead, RejectsMalformedLinesNamingTheLine) {
     int dim;
     std::string what;  // the message after "--data PATH: line 2: "
   };
-  const std::vector<Case> cases = {
-      {"x 1:2", 0, "label 'x' is not a number"},
-      {"+-1 1:2", 0, "label '+-1' is not a number"},
-      {"nan 1:2", 0, "label 'nan' is not a number"},
-      {"+1 1:2 abc", 0, "'abc' is not idx:val"},
-      {"+1 1:", 0, "'1:' is not idx:val"},
-      {"+1 a:1", 0, "'a:1' is not idx:val"},
-      {"+1 1:inf", 0, "'1:inf' is not idx:val"},
-      {"+1 1.5:1", 0, "'1.5:1' is not idx:val"},
-      {"+1 0:1", 0, "index 0 is below 1"},
-      {"+1 -3:1", 0, "index -3 is below 1"},
-      {"+1 3:1 2:1", 0, "index 2 does not increase"},
-      {"+1 3:1 3:2", 0, "index 3 does not increase"},
-      {"+1 4:1", 3, "index 4 exceeds the given dimension 3"},
+  // Grouped by the message, which quotes the offending word (the last of the line)
+  // or its index.
+  const auto last_word = [](const std::string& line) { return line.substr(line.rfind(' ') + 1); };
+  const auto index_of = [&](const std::string& line) {
+    const std::string word = last_word(line);
+    return word.substr(0, word.find(':'));
   };
+  std::vector<Case> cases = {{"+1 4:1", 3, "index 4 exceeds the given dimension 3"}};
+  for (const std::string label : {"x", "+-1", "nan"})
+    cases.push_back({label + " 1:2", 0, "label '" + label + "' is not a number"});
+  for (const std::string line : {"+1 1:2 abc", "+1 1:", "+1 a:1", "+1 1:inf", "+1 1.5:1"})
+    cases.push_back({line, 0, "'" + last_word(line) + "' is not idx:val"});
+  for (const std::string line : {"+1 0:1", "+1 -3:1"})
+    cases.push_back({line, 0, "index " + index_of(line) + " is below 1"});
+  for (const std::string line : {"+1 3:1 2:1", "+1 3:1 3:2"})
+    cases.push_back({line, 0, "index " + index_of(line) + " does not increase"});
   for (const auto& c : cases) {
     const TempFile file("bad.svm", "+1 1:1\n" + c.line + "\n-1 2:1\n");
     const std::string message = config_error([&] { read_libsvm(file.path(), c.dim); });

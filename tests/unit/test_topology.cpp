@@ -300,6 +300,13 @@ class TopologyFile : public ::testing::Test {
     return config_error([&] { make("file:" + path_, n); });
   }
   std::string prefix() const { return "--topology file:" + path_ + ": "; }
+  // TEXT, as the file of 4 peers, is rejected at LINE, whose words ENTRY are not an edge.
+  void expect_not_an_edge(const std::string& text, int line, const std::string& entry) {
+    write(text);
+    EXPECT_EQ(error(4), prefix() + "line " + std::to_string(line) + ": '" + entry +
+                            "' is not two peer numbers in [0, 4)")
+        << text;
+  }
   std::string path_;
 };
 
@@ -313,21 +320,15 @@ TEST_F(TopologyFile, Good) {
 }
 
 TEST_F(TopologyFile, Malformed) {
-  write("0 1\n# fine\n1 x\n");
-  EXPECT_EQ(error(4), prefix() + "line 3: '1 x' is not two peer numbers in [0, 4)");
-  write("0 1 2\n");
-  EXPECT_EQ(error(4), prefix() + "line 1: '0 1 2' is not two peer numbers in [0, 4)");
-  write("0\n");
-  EXPECT_EQ(error(4), prefix() + "line 1: '0' is not two peer numbers in [0, 4)");
-  write("0 1.5\n");
-  EXPECT_EQ(error(4), prefix() + "line 1: '0 1.5' is not two peer numbers in [0, 4)");
+  expect_not_an_edge("0 1\n# fine\n1 x\n", 3, "1 x");
+  expect_not_an_edge("0 1 2\n", 1, "0 1 2");
+  expect_not_an_edge("0\n", 1, "0");
+  expect_not_an_edge("0 1.5\n", 1, "0 1.5");
 }
 
 TEST_F(TopologyFile, OutOfRange) {
-  write("0 1\n1 2\n2 4\n");
-  EXPECT_EQ(error(4), prefix() + "line 3: '2 4' is not two peer numbers in [0, 4)");
-  write("-1 2\n");
-  EXPECT_EQ(error(4), prefix() + "line 1: '-1 2' is not two peer numbers in [0, 4)");
+  expect_not_an_edge("0 1\n1 2\n2 4\n", 3, "2 4");
+  expect_not_an_edge("-1 2\n", 1, "-1 2");
   write("0 99999999999999999999\n");
   EXPECT_TRUE(starts_with(error(4), prefix() + "line 1: "));
 }

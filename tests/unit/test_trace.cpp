@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -823,20 +824,34 @@ TEST_F(TraceTest, H5ErrorsNameOperationObjectFileAndReason) {
 
 // ---- sample for the Python round-trip test ---------------------------------------
 
+// Where a sample trace is to be written: the environment variable VAR, or "" when
+// it is unset or empty (the test then skips).
+std::string sample_path(const char* var) {
+  const char* path = std::getenv(var);
+  return path == nullptr ? "" : path;
+}
+
+// The run description of a sample trace: version and SHA are the same in both
+// samples; the readers compare every field.
+RunInfo sample_info(std::string command_line, std::string engine, std::string mpi_library, std::int32_t n_peers,
+                    std::string run_kind) {
+  return {.avbench_version = "0.1.0-sample",
+          .git_sha = "0123456789ab",
+          .command_line = std::move(command_line),
+          .engine = std::move(engine),
+          .mpi_library = std::move(mpi_library),
+          .n_peers = n_peers,
+          .run_kind = std::move(run_kind)};
+}
+
 // Values chosen to be exact in binary so that the Python side can compare with ==.
 // Keep in sync with tests/scripts/test_trace_roundtrip.py.
 TEST(TraceSample, Write) {
-  const char* out = std::getenv("AVB_TRACE_SAMPLE");
-  if (out == nullptr || *out == '\0') GTEST_SKIP() << "set AVB_TRACE_SAMPLE=<path> to write the sample trace";
+  const std::string out = sample_path("AVB_TRACE_SAMPLE");
+  if (out.empty()) GTEST_SKIP() << "set AVB_TRACE_SAMPLE=<path> to write the sample trace";
 
-  RunInfo info;
-  info.avbench_version = "0.1.0-sample";
-  info.git_sha = "0123456789ab";
-  info.command_line = "averaging_bench --protocol moshpit --note 'caf\xc3\xa9 \xcf\x83'";
-  info.engine = "smpi";
-  info.mpi_library = "SimGrid SMPI (sample)";
-  info.n_peers = 8;
-
+  const RunInfo info = sample_info("averaging_bench --protocol moshpit --note 'caf\xc3\xa9 \xcf\x83'", "smpi",
+                                   "SimGrid SMPI (sample)", 8, "averaging");
   TraceWriter w(out, /*overwrite=*/true, info);
   w.write_config({{"protocol", "moshpit"}, {"peers", "8"}, {"fail-rate", "0.01"}, {"rounds", "4"}},
                  "protocol = moshpit\npeers = 8\nfail-rate = 0.01\nrounds = 4\n");
@@ -898,18 +913,12 @@ TEST(TraceSample, Write) {
 // tests/scripts/test_trace_roundtrip_sgd.py and the damage cases of
 // tests/scripts/test_check_trace.py.
 TEST(TraceSample, WriteTraining) {
-  const char* out = std::getenv("AVB_TRACE_SAMPLE_SGD");
-  if (out == nullptr || *out == '\0') GTEST_SKIP() << "set AVB_TRACE_SAMPLE_SGD=<path> to write the sample trace";
+  const std::string out = sample_path("AVB_TRACE_SAMPLE_SGD");
+  if (out.empty()) GTEST_SKIP() << "set AVB_TRACE_SAMPLE_SGD=<path> to write the sample trace";
 
-  RunInfo info;
-  info.avbench_version = "0.1.0-sample";
-  info.git_sha = "0123456789ab";
-  info.command_line = "sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2";
-  info.engine = "openmpi";
-  info.mpi_library = "Open MPI v4.1.4 (sample)";
-  info.n_peers = 4;
-  info.run_kind = "sgd";
-
+  const RunInfo info =
+      sample_info("sgd_bench --objective quadratic --protocol moshpit --steps 8 --local-steps 4 --eval-every 2",
+                  "openmpi", "Open MPI v4.1.4 (sample)", 4, "sgd");
   TraceWriter w(out, /*overwrite=*/true, info);
   w.write_config({{"objective", "quadratic"},
                   {"protocol", "moshpit"},

@@ -24,20 +24,23 @@ using test::starts_with;
 
 // ---- learning rate ------------------------------------------------------------------
 
+// A learning rate as the flags set it (--lr-schedule, --lr, --lr-decay-steps, --lr-decay-factor).
+LearningRate schedule(LrSchedule kind, double lr, int decay_steps, double decay_factor) {
+  LearningRate rate;
+  rate.schedule = kind;
+  rate.lr = lr;
+  rate.decay_steps = decay_steps;
+  rate.decay_factor = decay_factor;
+  return rate;
+}
+
 TEST(LearningRate, ConstantIsTheSameAtEveryStep) {
-  LearningRate lr;
-  lr.schedule = LrSchedule::constant;
-  lr.lr = 0.25;
-  lr.decay_steps = 3;
-  lr.decay_factor = 0.1;
+  const LearningRate lr = schedule(LrSchedule::constant, 0.25, 3, 0.1);
   for (std::int64_t s : {0, 1, 2, 3, 99, 1000000}) EXPECT_EQ(lr.at(s), 0.25) << "step " << s;
 }
 
 TEST(LearningRate, InverseIsLrTimesTOverStepPlusT) {
-  LearningRate lr;
-  lr.schedule = LrSchedule::inverse;
-  lr.lr = 0.2;
-  lr.decay_steps = 10;
+  LearningRate lr = schedule(LrSchedule::inverse, 0.2, 10, LearningRate{}.decay_factor);
   EXPECT_DOUBLE_EQ(lr.at(0), 0.2);
   EXPECT_DOUBLE_EQ(lr.at(5), 0.2 * 10.0 / 15.0);
   EXPECT_DOUBLE_EQ(lr.at(10), 0.1);
@@ -50,16 +53,10 @@ TEST(LearningRate, InverseIsLrTimesTOverStepPlusT) {
 }
 
 TEST(LearningRate, StepMultipliesByTheFactorEveryTSteps) {
-  LearningRate lr;
-  lr.schedule = LrSchedule::step;
-  lr.lr = 1.0;
-  lr.decay_steps = 3;
-  lr.decay_factor = 0.5;
+  LearningRate lr = schedule(LrSchedule::step, 1.0, 3, 0.5);
   const std::vector<double> want = {1, 1, 1, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125};
   for (std::size_t s = 0; s < want.size(); ++s) EXPECT_DOUBLE_EQ(lr.at(static_cast<std::int64_t>(s)), want[s]) << s;
-  lr.lr = 0.3;
-  lr.decay_steps = 100;
-  lr.decay_factor = 0.1;
+  lr = schedule(LrSchedule::step, 0.3, 100, 0.1);
   EXPECT_DOUBLE_EQ(lr.at(99), 0.3);
   EXPECT_DOUBLE_EQ(lr.at(100), 0.03);
   EXPECT_DOUBLE_EQ(lr.at(250), 0.003);

@@ -1,0 +1,38 @@
+// What the two oracle commands (oracle_cli, sgd_oracle_cli) share: a --peers flag
+// next to the app's own, and one way to end: --help printed; a refused flag or a
+// failed run reported as one line "NAME: error: ..." on stderr with exit code 2,
+// as the apps do.
+#pragma once
+
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "common/cli_checks.hpp"
+
+namespace avb::oracle {
+
+// Adds --peers to APP, which holds the app's flags, parses ARGV, and calls
+// PRINT_ROWS(peers) to print the oracle's CSV; returns the exit code.
+template <class PrintRows>
+int run_command(CLI::App& app, int argc, char** argv, PrintRows print_rows) {
+  int peers = 0;
+  app.add_option("--peers", peers, "peers, an integer >= 1")->required()->group("Oracle");
+  try {
+    app.parse(argc, argv);
+    avb::app::refuse_extras(app.remaining());
+    print_rows(peers);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), avb::app::explain(e).c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace avb::oracle
