@@ -35,39 +35,28 @@ namespace {
 constexpr const char* kProgram = "averaging_bench";
 
 int run(int argc, char** argv) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-  // Every rank parses the same arguments; the verdicts are combined, so that a
-  // file readable on some nodes only (--config) cannot leave ranks waiting for
-  // others that quit. Only rank 0 speaks.
+  const avb::app::World world = avb::app::world();
+  const int rank = world.rank, size = world.size;
   CLI::App app{"Decentralized averaging benchmark (avbench)", kProgram};
   avb::app::AveragingCli cli;
   avb::app::define_averaging_flags(app, cli);
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
   avb::AveragingOptions options;
-  const double slowest_speed = avb::app::slowest_peer_speed();
-  std::string problem;
-  if (avb::app::parse_command_line(app, argc, argv, rank, problem, [&] {
-      options = avb::app::averaging_options(cli, size);
-      avb::check_simulated_time(options, slowest_speed);
-      // Twelve vectors of --dim values per peer bound every protocol's state and
-      // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
-      avb::app::check_memory("--dim", std::to_string(options.dim), 12.0 * sizeof(double) * options.dim, size);
-      }))
-    return 0;
-  if (!avb::app::options_agreed(kProgram, problem)) return 2;
-  for (const std::string& line : avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated()))
-    avb::app::report_warning(kProgram, line);
+  const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
+    options = avb::app::averaging_options(cli, size);
+    avb::check_simulated_time(options, world.slowest_speed);
+    // Twelve vectors of --dim values per peer bound every protocol's state and
+    // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
+    avb::app::check_memory("--dim", std::to_string(options.dim), 12.0 * sizeof(double) * options.dim, size);
+  });
+  if (done) return *done;
 
-  const avb::RunInfo info = avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA);
-  auto described = avb::describe(options);
-  std::unique_ptr<avb::TraceWriter> trace;
-  if (!avb::app::open_trace(kProgram, cli.output, info, described, app.config_to_str(true, false), trace)) return 2;
-
-  avb::app::AveragingReporter reporter(options, size, std::move(trace), cli.output.quiet);
-  if (rank == 0) reporter.print_header(kProgram, info, described);
+  avb::app::RunStart start{avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA),
+                           avb::describe(options), nullptr};
+  const auto warnings = avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated());
+  if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
+  avb::app::AveragingReporter reporter(options, size, std::move(start.trace), cli.output.quiet);
+  if (rank == 0) reporter.print_header(kProgram, start.info, start.described);
   return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds",
                                      [&] { return avb::run_averaging(options, MPI_COMM_WORLD, reporter); });
 }

@@ -87,41 +87,30 @@ avb::OptimumRecord optimum_record(const avb::TrainingOptions& options, const avb
 }
 
 int run(int argc, char** argv) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
+  const avb::app::World world = avb::app::world();
+  const int rank = world.rank, size = world.size;
   CLI::App app{"Local SGD with decentralized averaging (avbench)", kProgram};
   avb::app::TrainingCli cli;
   define_flags(app, cli);
   avb::TrainingOptions options;
-  const double slowest_speed = avb::app::slowest_peer_speed();
-  std::string problem;
-  if (avb::app::parse_command_line(app, argc, argv, rank, problem, [&] {
-      options = avb::app::training_options(cli, size);
-      avb::check_simulated_time(options, slowest_speed);
-      check_problem_memory(options, size);
-    }))
-    return 0;
-  if (!avb::app::options_agreed(kProgram, problem)) return 2;
+  const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
+    options = avb::app::training_options(cli, size);
+    avb::check_simulated_time(options, world.slowest_speed);
+    check_problem_memory(options, size);
+  });
+  if (done) return *done;
 
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
   const std::string setup_problem = build_setup(options, setup);
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
-  for (const std::string& line : avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated()))
-    avb::app::report_warning(kProgram, line);
-
-  const avb::RunInfo info = avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA);
-  auto described = avb::describe(options);
-  std::unique_ptr<avb::TraceWriter> trace;
-  if (!avb::app::open_trace(kProgram, cli.output, info, described, app.config_to_str(true, false), trace)) return 2;
-
-  avb::app::TrainingReporter reporter(options, size, std::move(trace), cli.output.quiet);
-  if (rank == 0) {
-    reporter.print_header(kProgram, info, described, optimum_record(options, setup));
-  }
+  avb::app::RunStart start{avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA), avb::describe(options),
+                           nullptr};
+  const auto warnings = avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated());
+  if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
+  avb::app::TrainingReporter reporter(options, size, std::move(start.trace), cli.output.quiet);
+  if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));
   return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations",
                                      [&] { return avb::run_training(options, setup, MPI_COMM_WORLD, reporter); });
 }

@@ -6,7 +6,7 @@ namespace avb::app {
 
 AveragingReporter::AveragingReporter(const AveragingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
                                      bool quiet)
-    : RunReporter(options.targets, peers, std::move(trace), quiet), trials_(options.trials), rounds_(options.rounds) {}
+    : ReporterOf(options.targets, peers, std::move(trace), quiet), trials_(options.trials), rounds_(options.rounds) {}
 
 void AveragingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options) const {
   print_run(program, info, options);

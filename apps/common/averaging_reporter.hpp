@@ -11,14 +11,13 @@
 
 namespace avb::app {
 
-class AveragingReporter final : public AveragingObserver, public RunReporter {
+class AveragingReporter final : public ReporterOf<TrialRecord, RoundRow> {
  public:
   AveragingReporter(const AveragingOptions& options, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
 
   void print_header(const std::string& program, const RunInfo& info, const KeyValues& options) const;
   void on_row(const TrialRecord& trial, const RoundRow& row) override;
   void on_trial(const TrialRecord& trial) override;
-  bool stop_requested() override { return stop_wanted(); }
   // Mean +- standard error over the complete trials, then the trace is finished.
   void finish(const std::vector<TrialRecord>& trials, bool complete);
 

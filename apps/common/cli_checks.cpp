@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/mpi_entry.hpp"
 #include "common/text.hpp"
 #include "core/error.hpp"
 
@@ -125,6 +126,14 @@ bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::str
     problem = e.what();
   }
   return false;
+}
+
+std::optional<int> parse_on_every_rank(const std::string& program, CLI::App& app, int argc, char** argv,
+                                       const std::function<void()>& convert) {
+  std::string problem;
+  if (parse_command_line(app, argc, argv, world_rank(), problem, convert)) return 0;
+  if (!options_agreed(program, problem)) return 2;
+  return std::nullopt;
 }
 
 }  // namespace avb::app

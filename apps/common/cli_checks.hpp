@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,13 @@ std::string explain(const CLI::ParseError& error);
 // bad. Otherwise a bad input leaves its one line in `problem`.
 bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::string& problem,
                         const std::function<void()>& convert);
+
+// The start both programs share, collective: every rank parses the same arguments
+// (parse_command_line) and the verdicts are combined (options_agreed), so that a
+// file readable on some nodes only (--config) cannot leave ranks waiting for
+// others that quit. Only rank 0 speaks. Returns the exit code when the program is
+// done (0 after --help or --version, 2 after bad input), nothing when it goes on.
+std::optional<int> parse_on_every_rank(const std::string& program, CLI::App& app, int argc, char** argv,
+                                       const std::function<void()>& convert);
 
 }  // namespace avb::app

@@ -28,10 +28,13 @@ int world_rank() {
   return rank;
 }
 
-double slowest_peer_speed() {
-  double mine = host_speed(), slowest = 0.0;
-  check_mpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
-  return slowest;
+World world() {
+  World w;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  const double mine = host_speed();
+  check_mpi(MPI_Allreduce(&mine, &w.slowest_speed, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  return w;
 }
 
 bool options_agreed(const std::string& program, const std::string& problem) {

@@ -24,9 +24,15 @@ int stop_signal();  // 0 when no stop was requested, else the signal number
 // other ranks may be waiting in a collective), after one line naming the rank.
 int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**));
 
-// Collective: the speed in flops/s of the slowest host running a peer under SMPI
-// (what simulated computation is divided by); 0 on a real MPI.
-double slowest_peer_speed();
+// The world a program runs in. Collective: slowest_speed is the speed in flops/s
+// of the slowest host running a peer under SMPI (what simulated computation is
+// divided by), 0 on a real MPI.
+struct World {
+  int rank = 0;
+  int size = 1;
+  double slowest_speed = 0.0;
+};
+World world();
 
 // Prints "<program>: error: <message>" on stderr, once (rank 0 only).
 void report_error(const std::string& program, const std::string& message);

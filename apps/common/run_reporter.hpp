@@ -14,6 +14,7 @@
 
 #include "common/mpi_entry.hpp"
 #include "common/trace_output.hpp"
+#include "run/observer.hpp"
 #include "trace/trace.hpp"
 
 namespace avb::app {
@@ -131,6 +132,17 @@ class RunReporter {
   // long the user has been waiting.
   std::time_t started_ = std::time(nullptr);
   std::time_t last_progress_ = started_;
+};
+
+// The observer of one kind of run (run/observer.hpp) with the shared parts: asks
+// the run to stop on a signal or after a failed trace write.
+template <class Trial, class Row>
+class ReporterOf : public RunObserver<Trial, Row>, public RunReporter {
+ public:
+  bool stop_requested() override { return stop_wanted(); }
+
+ protected:
+  using RunReporter::RunReporter;
 };
 
 }  // namespace avb::app

@@ -49,6 +49,12 @@ bool open_trace(const std::string& program, const OutputFlags& output, const Run
   return ok != 0;
 }
 
+bool begin_run(const std::string& program, const std::vector<std::string>& warnings, const OutputFlags& output,
+               const std::string& config_text, RunStart& start) {
+  for (const std::string& line : warnings) report_warning(program, line);
+  return open_trace(program, output, start.info, start.described, config_text, start.trace);
+}
+
 std::string trace_write_error(const std::string& path, const std::string& what) {
   // HDF5's messages run over several lines and end in a dump of the failed
   // write; the cause a user can act on is the errno text, when there is one.

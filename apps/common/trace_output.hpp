@@ -36,6 +36,18 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
 bool open_trace(const std::string& program, const OutputFlags& output, const RunInfo& info, KeyValues& described,
                 const std::string& config_text, std::unique_ptr<TraceWriter>& trace);
 
+// What both programs do once the options are agreed: rank 0 prints the
+// `warnings`; the trace is opened (open_trace) with `info` and `described`, which
+// are kept in `start` for the header. False, after one line, when the trace
+// cannot be opened.
+struct RunStart {
+  RunInfo info;
+  KeyValues described;
+  std::unique_ptr<TraceWriter> trace;
+};
+bool begin_run(const std::string& program, const std::vector<std::string>& warnings, const OutputFlags& output,
+               const std::string& config_text, RunStart& start);
+
 // Runs write(*trace) on rank 0's trace. A failure (a full file system, an I/O
 // error) drops the trace, which removes its temporary file, and keeps in `error`
 // one line naming --out and the cause; the reporter then asks the run to stop.

@@ -6,7 +6,7 @@ namespace avb::app {
 
 TrainingReporter::TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
                                    bool quiet)
-    : RunReporter(options.targets, peers, std::move(trace), quiet), trials_(options.trials), steps_(options.steps) {}
+    : ReporterOf(options.targets, peers, std::move(trace), quiet), trials_(options.trials), steps_(options.steps) {}
 
 void TrainingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
                                     const OptimumRecord& optimum) {

@@ -11,7 +11,7 @@
 
 namespace avb::app {
 
-class TrainingReporter final : public TrainingObserver, public RunReporter {
+class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
  public:
   TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
 
@@ -20,7 +20,6 @@ class TrainingReporter final : public TrainingObserver, public RunReporter {
                     const OptimumRecord& optimum);
   void on_row(const TrainingTrial& trial, const TrainingRow& row) override;
   void on_trial(const TrainingTrial& trial) override;
-  bool stop_requested() override { return stop_wanted(); }
   // Mean +- standard error over the complete trials that did not diverge, then the
   // trace is finished.
   void finish(const std::vector<TrainingTrial>& trials, bool complete);

@@ -108,9 +108,8 @@ class AveragingMeter {
       shifted[k] = x[k] - reference_[k];
       tally.squares += shifted[k] * shifted[k];
     }
-    const Totals totals = stats_.reduce(tally);
     Outputs out;
-    const auto verdict = stats_.decide([&] {
+    const auto verdict = stats_.measure(tally, [&](const Totals& totals) {
       out.row = row(shifted, totals);
       out.seconds = totals.seconds;
       return std::array<double, 2>{out.row.variance, totals.stop_requested ? 1.0 : 0.0};

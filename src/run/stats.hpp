@@ -77,12 +77,14 @@ class StatsReduction {
   // options (sharing only every few rounds made it depend on --stop-at-target).
   void broadcast(std::span<double> verdict);
 
-  // Collective, after reduce(): `on_root()` runs on rank 0 and returns the verdict
-  // (a std::array of doubles) that every rank then gets through broadcast().
-  template <class OnRoot>
-  auto decide(OnRoot&& on_root) {
-    decltype(on_root()) verdict{};
-    if (comm_.rank() == 0) verdict = on_root();
+  // One measurement, collective: reduce() of `tally` and the vector, then on rank 0
+  // `judge(totals)` makes the row and returns the verdict (a std::array of
+  // doubles) that every rank gets through broadcast().
+  template <class Judge>
+  auto measure(const PeerTally& tally, Judge&& judge) {
+    const Totals totals = reduce(tally);
+    decltype(judge(totals)) verdict{};
+    if (comm_.rank() == 0) verdict = judge(totals);
     broadcast(verdict);
     return verdict;
   }

@@ -92,9 +92,8 @@ class TrainingMeter {
       sums[dim_ + k] = x[e];
       tally.squares += sums[k] * sums[k];
     }
-    const Totals totals = stats_.reduce(tally);
     Outputs out;
-    const auto verdict = stats_.decide([&] {
+    const auto verdict = stats_.measure(tally, [&](const Totals& totals) {
       out.row = row(sums, totals);
       out.seconds = totals.seconds;
       // A peer's NaN or infinity reaches the sums, and so the measures, of everyone.
