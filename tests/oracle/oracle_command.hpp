@@ -18,7 +18,7 @@ namespace avb::oracle {
 template <class PrintRows>
 int run_command(CLI::App& app, int argc, char** argv, PrintRows print_rows) {
   int peers = 0;
-  app.add_option("--peers", peers, "peers, an integer >= 1")->required()->group("Oracle");
+  app.add_option("--peers", peers, "peers, an integer >= 1")->required()->check(CLI::Range(1, 1 << 24))->group("Oracle");
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app.remaining());
