@@ -106,7 +106,7 @@ void Watch::wait_all(std::span<MPI_Request> requests, const char* what, int peer
       // oversubscribed) like the blocking waits do; one more yield per poll made
       // every wait cost a scheduler round on a busy machine.
       if (spin % 256 == 0) {
-        if (rank_ == 0) check_reports();
+        if (rank_ == 0) check_reports(requests);
         if (MPI_Wtime() - started_ > timeout_) give_up(requests);
       }
     }
@@ -125,7 +125,7 @@ int Watch::wait_any(std::span<MPI_Request> requests, MPI_Status* status, const c
   } else {
     for (long spin = 0; !done(requests, true, index, status); ++spin) {
       if (spin % 256 == 0) {
-        if (rank_ == 0) check_reports();
+        if (rank_ == 0) check_reports(requests);
         if (MPI_Wtime() - started_ > timeout_) give_up(requests);
       }
     }
@@ -147,14 +147,17 @@ std::vector<int> Watch::waited_on(std::span<MPI_Request> requests) const {
   return peers;
 }
 
+std::string Watch::report(std::span<MPI_Request> requests) const {
+  std::ostringstream text;  // "rank|what|peer peer ...": parsed by rank 0
+  text << rank_ << '|' << describe() << '|';
+  for (int p : waited_on(requests)) text << p << ' ';
+  return text.str();
+}
+
 void Watch::give_up(std::span<MPI_Request> requests) {
-  const std::vector<int> peers = waited_on(requests);
-  std::ostringstream report;  // "rank|what|peer peer ...": parsed by rank 0
-  report << rank_ << '|' << describe() << '|';
-  for (int p : peers) report << p << ' ';
-  if (rank_ == 0) throw_collected({report.str()});
+  if (rank_ == 0) throw_collected({report(requests)});
   // Tell rank 0, then give it time to stop the job with the trace saved.
-  const std::string text = report.str();
+  const std::string text = report(requests);
   MPI_Request sent = MPI_REQUEST_NULL;
   MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kReportTag, alarm_, &sent);
   const double deadline = MPI_Wtime() + kRootGraceTimeouts * timeout_ + kStaggerSeconds * (rank_ - 1);
@@ -167,11 +170,13 @@ void Watch::give_up(std::span<MPI_Request> requests) {
                 " s, and peer 0 did not answer (it may be the peer that stopped)");
 }
 
-void Watch::check_reports() {
+void Watch::check_reports(std::span<MPI_Request> requests) {
   int flag = 0;
   MPI_Status status;
   MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, alarm_, &flag, &status);
-  if (flag) throw_collected({});
+  // Rank 0 is waiting too: its own wait counts, so that it is never named as a
+  // peer that did not report, and the peers it waits on are named.
+  if (flag) throw_collected({report(requests)});
 }
 
 void Watch::throw_collected(std::vector<std::string> reports) {

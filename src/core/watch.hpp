@@ -76,7 +76,8 @@ class Watch {
  private:
   bool done(std::span<MPI_Request> requests, bool any, int& index, MPI_Status* status);
   [[noreturn]] void give_up(std::span<MPI_Request> requests);
-  void check_reports();
+  void check_reports(std::span<MPI_Request> requests);
+  std::string report(std::span<MPI_Request> requests) const;
   [[noreturn]] void throw_collected(std::vector<std::string> reports);
   std::vector<int> waited_on(std::span<MPI_Request> requests) const;
 
