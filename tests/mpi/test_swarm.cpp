@@ -117,8 +117,9 @@ TEST(Swarm, LatticeDecodeFailuresFallBackToFullPrecision) {
     for (const auto& row : rows) failures += row.decode_failures;
     EXPECT_GT(failures, 0) << name;
     EXPECT_LE(rows.back().variance, eps * eps) << name;
-    if (mode == SwarmMode::blocking)
+    if (mode == SwarmMode::blocking) {
       for (const auto& row : rows) EXPECT_LE(row.mean_drift, 1e-26 * rows.front().variance) << "round " << row.round;
+    }
   }
 }
 
