@@ -138,6 +138,16 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
 
 StragglerSpec straggler_spec(const ProtocolFlags& f) { return {f.stragglers, f.straggler_slowdown}; }
 
+void set_protocol_options(const ProtocolFlags& f, RunOptions& o) {
+  o.protocol = protocol_options(f);
+  o.fail_rate = f.fail_rate;
+  o.failure = f.failure;
+  o.join_rate = f.join_rate;
+  o.stragglers = straggler_spec(f);
+  o.detection_timeout = f.detection_timeout;
+  o.round_timeout = f.round_timeout;
+}
+
 void refuse_foreign_flags(const ProtocolFlags& f, const std::string& protocol) {
   const auto own = protocol_flags(protocol);
   for (const std::string& flag : f.changed) {

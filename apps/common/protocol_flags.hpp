@@ -54,6 +54,9 @@ void add_protocol_flags(CLI::App& app, ProtocolFlags& flags);
 // The protocol's options (unresolved); the quantizer is parsed here, with its lattice.
 ProtocolOptions protocol_options(const ProtocolFlags& flags);
 StragglerSpec straggler_spec(const ProtocolFlags& flags);
+// The protocol's part of the options both programs share: the protocol, its
+// failures and timeouts.
+void set_protocol_options(const ProtocolFlags& protocol, RunOptions& options);
 
 // A flag that does not apply to the chosen protocol (the catalog's
 // protocol_flags()) is refused rather than silently ignored (the run would not be

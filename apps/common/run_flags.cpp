@@ -13,14 +13,4 @@ void add_run_flags(TypedOptions& add, RunOptions& o, OutputFlags& output, const 
   add.flag("--quiet", output.quiet, "no progress lines on stderr");
 }
 
-void set_protocol_options(const ProtocolFlags& f, RunOptions& o) {
-  o.protocol = protocol_options(f);
-  o.fail_rate = f.fail_rate;
-  o.failure = f.failure;
-  o.join_rate = f.join_rate;
-  o.stragglers = straggler_spec(f);
-  o.detection_timeout = f.detection_timeout;
-  o.round_timeout = f.round_timeout;
-}
-
 }  // namespace avb::app

@@ -3,7 +3,6 @@
 // are declared once, in the options), and the output.
 #pragma once
 
-#include "common/protocol_flags.hpp"
 #include "common/trace_output.hpp"
 #include "common/typed_options.hpp"
 #include "run/options.hpp"
@@ -19,9 +18,5 @@ struct RunFlagsHelp {
 // --trials, --seed, --target and --stop-at-target in the current help group, then
 // the group "Output": --out, --overwrite, --quiet.
 void add_run_flags(TypedOptions& add, RunOptions& options, OutputFlags& output, const RunFlagsHelp& help);
-
-// The protocol's part of the options both programs share: the protocol, its
-// failures and timeouts.
-void set_protocol_options(const ProtocolFlags& protocol, RunOptions& options);
 
 }  // namespace avb::app
