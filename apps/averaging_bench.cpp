@@ -26,6 +26,7 @@
 #include "core/error.hpp"
 #include "sim/compute.hpp"
 #include "run/averaging.hpp"
+#include "run/sequential.hpp"
 #include "trace/trace.hpp"
 
 #include "avb_build_info.h"  // AVB_VERSION, AVB_GIT_SHA, AVB_GIT_HASH (generated at build time)
@@ -42,23 +43,33 @@ int run(int argc, char** argv) {
   avb::app::define_averaging_flags(app, cli);
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
   avb::AveragingOptions options;
+  int peers = size, threads = 1;
+  bool sequential = false;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
-    options = avb::app::averaging_options(cli, size);
-    avb::check_simulated_time(options, world.slowest_speed);
+    sequential = cli.engine.engine == avb::app::Engine::sequential;
+    peers = avb::app::run_peers(cli.engine, cli.protocol.changed, size);
+    options = avb::app::averaging_options(cli, peers);
+    threads = avb::app::run_threads(cli.engine, options.trials);
+    if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
     // Twelve vectors of --dim values per peer bound every protocol's state and
     // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
-    avb::app::check_memory("--dim", std::to_string(options.dim), 12.0 * sizeof(double) * options.dim, size);
+    avb::app::check_memory("--dim", std::to_string(options.dim), 12.0 * sizeof(double) * options.dim, peers,
+                           sequential ? peers * threads : 0);
+    if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
   });
   if (done) return *done;
 
   avb::app::RunStart start{avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA),
                            avb::describe(options), nullptr};
-  const auto warnings = avb::app::averaging_warnings(options, cli.protocol, size, avb::time_is_simulated());
+  avb::app::describe_engine(cli.engine, peers, start);
+  const auto warnings = avb::app::averaging_warnings(options, cli.protocol, peers, !sequential && avb::time_is_simulated());
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
-  avb::app::AveragingReporter reporter(options, size, std::move(start.trace), cli.output.quiet);
+  avb::app::AveragingReporter reporter(options, peers, std::move(start.trace), cli.output.quiet);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described);
-  return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds",
-                                     [&] { return avb::run_averaging(options, MPI_COMM_WORLD, reporter); });
+  return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds", [&] {
+    return sequential ? avb::run_averaging_sequential(options, peers, reporter, threads)
+                      : avb::run_averaging(options, MPI_COMM_WORLD, reporter);
+  });
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
   add_run_flags(add, cli.options, cli.output,
                 {"independent trials, an integer >= 1 (each with its own seed drawn from --seed)",
                  "variance target > 0 (repeatable); rounds to each are reported"});
+  add_engine_flags(add, cli.engine);
 }
 
 AveragingOptions averaging_options(const AveragingCli& cli, int n_peers) {

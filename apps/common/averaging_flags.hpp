@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/engine_flags.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/run_flags.hpp"
 #include "run/averaging.hpp"
@@ -19,6 +20,7 @@ struct AveragingCli {
   ProtocolFlags protocol;
   AveragingOptions options;  // unresolved
   OutputFlags output;
+  EngineFlags engine;
 };
 
 // Every flag, --config included; unknown config keys are errors, unknown

@@ -16,7 +16,10 @@ std::uint64_t parse_seed(const std::string& flag, const std::string& text);
 // would need more memory than it has (bytes_per_peer: the app's estimate for
 // one peer): better one line now than std::bad_alloc or the OOM killer mid-run.
 // Peers on this machine: all of them under SMPI (one process), else the launcher's
-// local rank count (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), else 1.
-void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers);
+// local rank count (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), else 1; or
+// peers_here when it is given (the sequential engine: every peer, or the peers of
+// the trials run at once).
+void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers,
+                  int peers_here = 0);
 
 }  // namespace avb::app

@@ -16,6 +16,7 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
   info.git_sha = git_sha;
   info.command_line = join_command_line(argc, argv);
   info.engine = engine_name();
+  info.time_model = engine_name() == "smpi" ? "simulated" : "wall clock";
   info.mpi_library = mpi_library_version();
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -5,9 +5,12 @@
 // `survivors`.
 #include "protocols/protocol.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "protocols/group_allreduce.hpp"
+#include "protocols/sequential.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb {
 
@@ -58,7 +61,51 @@ class AllreduceProtocol final : public Protocol {
   GroupAllreduce allreduce_;
 };
 
+
+// The sequential form: the mean of the averaging peers, summed in peer order.
+class AllreducePopulation final : public SequentialProtocol {
+ public:
+  AllreducePopulation(FailureSemantics semantics, Collective collective)
+      : semantics_(semantics), collective_(collective) {}
+
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    members_.clear();
+    for (int p = 0; p < x.n; ++p)
+      if (round.alive[static_cast<std::size_t>(p)]) members_.push_back(p);
+    const int alive = static_cast<int>(members_.size());
+    RoundEffect effect;
+    if (semantics_ == FailureSemantics::abort) {
+      effect.groups = 1;
+      effect.failed_groups = alive == x.n ? 0 : 1;
+      if (alive < x.n) return effect;
+    } else if (alive < 2) {
+      return effect;  // nobody to average with: not a group
+    } else {
+      effect.groups = 1;
+    }
+    const auto dim = static_cast<std::size_t>(x.dim);
+    mean_.assign(dim, 0.0);
+    for (int p : members_)
+      for (std::size_t k = 0; k < dim; ++k) mean_[k] += x.peer(p)[k];
+    for (double& m : mean_) m /= static_cast<double>(alive);
+    for (int p : members_) std::copy(mean_.begin(), mean_.end(), x.peer(p).begin());
+    effect.bytes = collective_bytes(collective_, alive, dim);
+    effect.seconds = collective_seconds(collective_, alive, dim);
+    return effect;
+  }
+
+ private:
+  FailureSemantics semantics_;
+  Collective collective_;
+  std::vector<int> members_;
+  std::vector<double> mean_;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_allreduce(const ProtocolOptions& options, int /*n_peers*/) {
+  return std::make_unique<AllreducePopulation>(*options.on_failure, options.collective);
+}
 
 std::unique_ptr<Protocol> make_allreduce(const ProtocolOptions& options, Comm& /*world*/) {
   return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective);

@@ -10,6 +10,9 @@ namespace avb {
 // Defined in each protocol's own file.
 ProtocolFactory make_allreduce, make_random_groups, make_moshpit, make_gossip, make_pushsum, make_sgp_paper,
     make_pairwise, make_swarm, make_choco;
+SequentialFactory make_sequential_allreduce, make_sequential_random_groups, make_sequential_moshpit,
+    make_sequential_gossip, make_sequential_pushsum, make_sequential_sgp_paper, make_sequential_pairwise,
+    make_sequential_choco;
 
 namespace {
 
@@ -28,19 +31,22 @@ const std::vector<ProtocolInfo> kCatalog = {
      .default_semantics = FS::abort,
      .semantics = {FS::abort, FS::survivors},
      .flags = {"--collective"},
-     .make = make_allreduce},
+     .make = make_allreduce,
+     .sequential = make_sequential_allreduce},
     {.name = "random-groups",
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
      .flags = {"--group-size", "--min-group-size"},
-     .make = make_random_groups},
+     .make = make_random_groups,
+     .sequential = make_sequential_random_groups},
     {.name = "moshpit",
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
      .flags = {"--grid", "--placement", "--key-update", "--min-group-size"},
-     .make = make_moshpit},
+     .make = make_moshpit,
+     .sequential = make_sequential_moshpit},
     // gossip and pairwise send Q(x) under --quantizer. Not pushsum: its shares
     // carry the weight w, which a lossy code would unbalance.
     {.name = "gossip",
@@ -49,7 +55,8 @@ const std::vector<ProtocolInfo> kCatalog = {
      .semantics = {FS::survivors},
      .flags = with_quantizer({"--topology", "--weights", "--alive-weights"}),
      .default_topology = TopologyKind::ring,
-     .make = make_gossip},
+     .make = make_gossip,
+     .sequential = make_sequential_gossip},
     {.name = "pushsum",
      .summary = "push-sum (SGP): (x, w) pushed along a --topology, estimate x/w",
      .default_semantics = FS::survivors,
@@ -58,19 +65,22 @@ const std::vector<ProtocolInfo> kCatalog = {
      .default_topology = TopologyKind::one_peer_exp,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer would need the departed peer's push-sum weight",
-     .make = make_pushsum},
+     .make = make_pushsum,
+     .sequential = make_sequential_pushsum},
     {.name = "sgp-paper",
      .summary = "the Moshpit authors' simulated SGP: row-normalised pull average over i +- 2^k",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .make = make_sgp_paper},
+     .make = make_sgp_paper,
+     .sequential = make_sequential_sgp_paper},
     {.name = "pairwise",
      .summary = "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
      .flags = with_quantizer({"--topology"}),
      .default_topology = TopologyKind::complete,
-     .make = make_pairwise},
+     .make = make_pairwise,
+     .sequential = make_sequential_pairwise},
     {.name = "swarm",
      .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
      .default_semantics = FS::survivors,
@@ -89,7 +99,8 @@ const std::vector<ProtocolInfo> kCatalog = {
      .default_topology = TopologyKind::ring,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",
-     .make = make_choco},
+     .make = make_choco,
+     .sequential = make_sequential_choco},
 };
 
 }  // namespace

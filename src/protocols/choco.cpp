@@ -17,12 +17,15 @@
 //   sender's neighbour that round) gets the sender's x̂ itself at full precision
 //   the next time they meet. Both ends know when: the failure function says in
 //   which rounds the sender updated and the receiver listened.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "protocols/protocol.hpp"
+#include "protocols/sequential.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb {
 namespace {
@@ -195,7 +198,105 @@ class ChocoProtocol final : public Protocol {
   std::vector<MPI_Request> requests_;
 };
 
+
+// The sequential form. A receiver's copy equals the sender's x̂ whenever it is
+// used, so one x̂ per peer models them all; what differs is the traffic: the
+// encoding (plus q at full precision when it does not decode) to a receiver that
+// heard the sender's last update, x̂ itself at full precision to one that did not.
+class ChocoPopulation final : public SequentialProtocol {
+ public:
+  ChocoPopulation(const ProtocolOptions& o, int n)
+      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.consensus_step), quantizer_(o.quantizer) {}
+
+  void begin_trial(const Population& x, std::uint64_t seed) override {
+    topology_.emplace(spec_, n_, seed);
+    public_.assign(x.values.size(), 0.0);
+    updated_.assign(static_cast<std::size_t>(n_), 0);
+    sent_.assign(static_cast<std::size_t>(n_), {});
+  }
+
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    RoundEffect effect;
+    publish(x, round, effect);
+    mix(x, round);
+    return effect;
+  }
+
+ private:
+  std::span<double> copy_of(int i, std::size_t d) { return {public_.data() + static_cast<std::size_t>(i) * d, d}; }
+
+  // Every alive peer adds q_i = Q(x_i - x̂_i), decoded near 0 (the exact difference
+  // when that fails), to x̂_i, and sends it.
+  void publish(const Population& x, const PopulationRound& round, RoundEffect& effect) {
+    const auto d = static_cast<std::size_t>(x.dim);
+    const int t = round.t;
+    diff_.resize(d);
+    q_.resize(d);
+    zeros_.assign(d, 0.0);
+    std::size_t busiest = 0, message = 0;
+    for (int i = 0; i < n_; ++i) {
+      if (!round.alive[static_cast<std::size_t>(i)]) continue;
+      const std::span<double> own = copy_of(i, d);
+      for (std::size_t c = 0; c < d; ++c) diff_[c] = x.peer(i)[c] - own[c];
+      quantizer_.encode(diff_, EncodeContext{round.seed, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(i), 0},
+                        bytes_);
+      const bool decodes = quantizer_.decode(bytes_, zeros_, q_).ok;
+      if (!decodes) {
+        q_ = diff_;
+        ++effect.decode_failures;
+      }
+      for (std::size_t c = 0; c < d; ++c) own[c] += q_[c];
+      std::size_t sent = 0;
+      for (int k : topology_->out_neighbours(t, i)) {
+        if (!round.alive[static_cast<std::size_t>(k)]) continue;
+        const auto it = sent_[static_cast<std::size_t>(i)].find(k);
+        const bool current = (it == sent_[static_cast<std::size_t>(i)].end() ? 0 : it->second) == updated_[static_cast<std::size_t>(i)];
+        sent += current ? bytes_.size() + (decodes ? 0 : 8 * d) : 8 * d;
+        sent_[static_cast<std::size_t>(i)][k] = t;
+      }
+      updated_[static_cast<std::size_t>(i)] = t;
+      effect.bytes += sent;
+      busiest = std::max(busiest, sent);
+      message = bytes_.size();
+    }
+    effect.seconds = step_seconds(static_cast<double>(message), static_cast<double>(busiest));
+  }
+
+  // x_i += gamma * sum over alive neighbours j of w_ij (x̂_j - x̂_i), new copies.
+  void mix(Population& x, const PopulationRound& round) {
+    const auto d = static_cast<std::size_t>(x.dim);
+    pull_.resize(d);
+    for (int i = 0; i < n_; ++i) {
+      if (!round.alive[static_cast<std::size_t>(i)]) continue;
+      const MixingRow row = topology_->mixing_row(weights_, round.t, i);
+      std::fill(pull_.begin(), pull_.end(), 0.0);
+      for (std::size_t k = 0; k < row.peers.size(); ++k) {
+        const int j = row.peers[k];
+        if (j == i || !round.alive[static_cast<std::size_t>(j)]) continue;
+        const std::span<const double> cj = copy_of(j, d), ci = copy_of(i, d);
+        for (std::size_t c = 0; c < d; ++c) pull_[c] += row.weights[k] * (cj[c] - ci[c]);
+      }
+      for (std::size_t c = 0; c < d; ++c) x.peer(i)[c] += gamma_ * pull_[c];
+    }
+  }
+
+  TopologySpec spec_;
+  int n_;
+  Weights weights_;
+  double gamma_;
+  Quantizer quantizer_;
+  std::optional<Topology> topology_;
+  std::vector<double> public_, diff_, q_, zeros_, pull_;
+  std::vector<int> updated_;                         // the last round each peer updated x̂
+  std::vector<std::unordered_map<int, int>> sent_;  // [sender][receiver]: the last round it sent
+  std::vector<std::byte> bytes_;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_choco(const ProtocolOptions& o, int n_peers) {
+  return std::make_unique<ChocoPopulation>(o, n_peers);
+}
 
 std::unique_ptr<Protocol> make_choco(const ProtocolOptions& options, Comm& world) {
   return std::make_unique<ChocoProtocol>(options, world.size());

@@ -13,6 +13,9 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "protocols/graph_exchange.hpp"
+#include "protocols/population_codec.hpp"
+#include "protocols/sequential.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb {
 
@@ -156,7 +159,62 @@ class GossipProtocol final : public Protocol {
   std::vector<MPI_Request> requests_;
 };
 
+
+// The sequential form: every alive peer's row applied to the old values.
+class GossipPopulation final : public SequentialProtocol {
+ public:
+  GossipPopulation(const ProtocolOptions& o, int n)
+      : topology_(*o.topology, n), weights_(o.weights), alive_weights_(o.alive_weights), received_(o.quantizer),
+        quantized_(o.quantizer.kind != QuantizerKind::none) {}
+
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    const Topology& g = topology_.get(round.seed);
+    const int t = round.t;
+    const auto d = static_cast<std::size_t>(x.dim);
+    const std::size_t message = received_.quantizer().encoded_bytes(d);
+    old_ = x.values;
+    auto old = [&](int j) { return std::span<const double>(old_.data() + static_cast<std::size_t>(j) * d, d); };
+    value_.resize(d);
+    RoundEffect effect;
+    std::size_t busiest = 0;
+    for (int i = 0; i < x.n; ++i) {
+      const MixingRow row = alive_mixing_row(g, weights_, alive_weights_, round.failures, t, i);
+      if (row.peers.empty()) continue;
+      mixed_.assign(d, 0.0);
+      for (std::size_t k = 0; k < row.peers.size(); ++k) {
+        const int j = row.peers[k];
+        std::span<const double> v = old(j);
+        if (quantized_ && j != i) {  // a neighbour's value as received; the own term exact
+          received_.receive(round.seed, t, j, old(j), old(i), value_, effect);
+          v = value_;
+        }
+        for (std::size_t c = 0; c < d; ++c) mixed_[c] += row.weights[k] * v[c];
+      }
+      std::copy(mixed_.begin(), mixed_.end(), x.peer(i).begin());
+      std::size_t sent = 0;
+      for (int j : g.out_neighbours(t, i))
+        if (round.alive[static_cast<std::size_t>(j)]) sent += message;
+      effect.bytes += sent;
+      busiest = std::max(busiest, sent);
+    }
+    effect.seconds = step_seconds(static_cast<double>(message), static_cast<double>(busiest));
+    return effect;
+  }
+
+ private:
+  TrialTopology topology_;
+  Weights weights_;
+  AliveWeights alive_weights_;
+  ReceivedValue received_;
+  bool quantized_;
+  std::vector<double> old_, mixed_, value_;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_gossip(const ProtocolOptions& o, int n_peers) {
+  return std::make_unique<GossipPopulation>(o, n_peers);
+}
 
 std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& o, Comm& world) {
   return std::make_unique<GossipProtocol>(o, world.size());

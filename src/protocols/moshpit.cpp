@@ -26,6 +26,8 @@
 
 #include "protocols/grid.hpp"
 #include "protocols/groups.hpp"
+#include "protocols/population_groups.hpp"
+#include "protocols/sequential.hpp"
 
 namespace avb {
 
@@ -154,7 +156,119 @@ class MoshpitProtocol final : public Protocol {
   bool line_lost_member_ = false;  // axis key update: this round's line has a departed occupant
 };
 
+
+// The sequential form: the whole population's groups each round, from every
+// peer's line (axis) or key (chunk), by counting sort.
+class MoshpitPopulation final : public SequentialProtocol {
+ public:
+  MoshpitPopulation(const ProtocolOptions& options, int n_peers)
+      : semantics_(*options.on_failure),
+        sides_(options.grid),
+        placement_(options.placement),
+        key_update_(options.key_update),
+        n_(n_peers),
+        groups_(*options.on_failure, options.min_group_size) {}
+
+  void begin_trial(const Population& /*x*/, std::uint64_t seed) override {
+    const std::vector<std::int64_t> cell_of = place_peers(seed, sides_, n_, placement_);
+    const int width = key_update_ == KeyUpdate::axis ? d() : d() - 1;
+    bucket_.assign(static_cast<std::size_t>(width) * static_cast<std::size_t>(n_), 0);
+    // axis: peer p's line along axis a, numbered densely (the cell without its
+    // coordinate on a); chunk: its key, the coordinates on axes 1..d-1.
+    for (int a = 0; a < width; ++a)
+      for (int p = 0; p < n_; ++p) {
+        const std::int64_t cell = cell_of[static_cast<std::size_t>(p)];
+        const std::int64_t stride = axis_stride(sides_, a), side = sides_[static_cast<std::size_t>(a)];
+        entry(a, p) = key_update_ == KeyUpdate::axis
+                          ? static_cast<std::int64_t>(cell / (stride * side) * stride + cell % stride)
+                          : cell_coordinate(sides_, cell, a + 1);
+      }
+  }
+
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    participants_.clear();
+    for (int p = 0; p < n_; ++p)
+      if (semantics_ != FailureSemantics::survivors || round.alive[static_cast<std::size_t>(p)])
+        participants_.push_back(p);
+    form_buckets(round.t);
+    shuffle_.shuffle(sorted_, starts_, n_, round.seed, round.t);
+    RoundEffect effect;
+    for (std::size_t b = 0; b + 1 < starts_.size(); ++b) {
+      const std::span<const int> members(sorted_.data() + starts_[b], static_cast<std::size_t>(starts_[b + 1] - starts_[b]));
+      groups_.average(members, x, round, effect);
+      if (key_update_ == KeyUpdate::chunk && d() > 1) advance_keys(members);
+    }
+    return effect;
+  }
+
+ private:
+  int d() const { return static_cast<int>(sides_.size()); }
+  std::int64_t& entry(int a, int p) { return bucket_[static_cast<std::size_t>(a) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(p)]; }
+
+  // sorted_ and starts_: the participants bucket by bucket, ascending within each.
+  void form_buckets(int t) {
+    if (key_update_ == KeyUpdate::axis) {
+      const int axis = (t - 1) % d();
+      const std::span<const std::int64_t> line(bucket_.data() + static_cast<std::size_t>(axis) * static_cast<std::size_t>(n_),
+                                               static_cast<std::size_t>(n_));
+      std::int64_t lines = 1;
+      for (int a = 0; a < d(); ++a) lines *= a == axis ? 1 : sides_[static_cast<std::size_t>(a)];
+      if (lines <= 4 * static_cast<std::int64_t>(n_) + 64) {
+        counting_.sort(participants_, line, static_cast<int>(lines));
+        sorted_.assign(counting_.sorted().begin(), counting_.sorted().end());
+        starts_.assign(counting_.starts().begin(), counting_.starts().end());
+        return;
+      }
+    }
+    sort_by_key(t);
+  }
+
+  // Sparse grids and chunk keys: a comparison sort by (key, peer).
+  void sort_by_key(int t) {
+    const int width = key_update_ == KeyUpdate::axis ? 1 : d() - 1;
+    const int axis = key_update_ == KeyUpdate::axis ? (t - 1) % d() : 0;
+    auto key_of = [&](int p, int a) { return entry(axis + a, p); };
+    sorted_ = participants_;
+    std::stable_sort(sorted_.begin(), sorted_.end(), [&](int l, int r) {
+      for (int a = 0; a < width; ++a)
+        if (key_of(l, a) != key_of(r, a)) return key_of(l, a) < key_of(r, a);
+      return false;
+    });
+    starts_.assign(1, 0);
+    for (std::size_t i = 1; i <= sorted_.size(); ++i) {
+      bool same = i < sorted_.size();
+      for (int a = 0; a < width && same; ++a) same = key_of(sorted_[i], a) == key_of(sorted_[i - 1], a);
+      if (!same) starts_.push_back(static_cast<int>(i));
+    }
+    if (sorted_.empty()) starts_.assign(1, 0);
+  }
+
+  // chunk: key <- (key[1:], position in the group's shuffled order).
+  void advance_keys(std::span<const int> members) {
+    for (std::size_t pos = 0; pos < members.size(); ++pos) {
+      const int p = members[pos];
+      for (int a = 0; a + 1 < d() - 1; ++a) entry(a, p) = entry(a + 1, p);
+      entry(d() - 2, p) = static_cast<std::int64_t>(pos);
+    }
+  }
+
+  FailureSemantics semantics_;
+  std::vector<int> sides_;
+  Placement placement_;
+  KeyUpdate key_update_;
+  int n_;
+  PopulationGroups groups_;
+  std::vector<std::int64_t> bucket_;  // [axis or key slot][peer]
+  std::vector<int> participants_, sorted_, starts_;
+  BucketSort counting_;
+  BucketShuffle shuffle_;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_moshpit(const ProtocolOptions& options, int n_peers) {
+  return std::make_unique<MoshpitPopulation>(options, n_peers);
+}
 
 std::unique_ptr<Protocol> make_moshpit(const ProtocolOptions& options, Comm& world) {
   return std::make_unique<MoshpitProtocol>(options, world.size());

@@ -11,6 +11,9 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "protocols/graph_exchange.hpp"
+#include "protocols/population_codec.hpp"
+#include "protocols/sequential.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb {
 
@@ -142,7 +145,60 @@ class PairwiseProtocol final : public Protocol {
   std::uint64_t edges_seed_ = 0;
 };
 
+
+// The sequential form: round t's matching, each side averaging its exact value
+// with its partner's as received.
+class PairwisePopulation final : public SequentialProtocol {
+ public:
+  PairwisePopulation(const ProtocolOptions& o, int n)
+      : topology_(*o.topology, n), received_(o.quantizer), quantized_(o.quantizer.kind != QuantizerKind::none) {}
+
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    const Topology& g = topology_.get(round.seed);
+    if (g.time_varying() || edges_seed_ != round.seed || edges_.empty()) {
+      edges_ = g.spec().kind == TopologyKind::complete ? std::vector<std::pair<int, int>>{} : g.edges(round.t);
+      edges_seed_ = round.seed;
+    }
+    const std::vector<int> partner = random_matching(g, round.seed, round.failures, round.t, &edges_);
+    const auto d = static_cast<std::size_t>(x.dim);
+    const std::size_t message = received_.quantizer().encoded_bytes(d);
+    old_ = x.values;
+    value_.resize(d);
+    RoundEffect effect;
+    for (int i = 0; i < x.n; ++i) {
+      const int j = partner[static_cast<std::size_t>(i)];
+      if (j < 0) continue;
+      if (i < j) ++effect.groups;
+      effect.bytes += message;
+      const std::span<const double> mine(old_.data() + static_cast<std::size_t>(i) * d, d);
+      const std::span<const double> theirs(old_.data() + static_cast<std::size_t>(j) * d, d);
+      std::span<const double> v = theirs;
+      if (quantized_) {
+        const bool decoded = received_.receive(round.seed, round.t, j, theirs, mine, value_, effect);
+        // Undecodable and no fallback (not lattice): i keeps its value.
+        if (!decoded && received_.quantizer().spec().kind != QuantizerKind::lattice) continue;
+        v = value_;
+      }
+      for (std::size_t c = 0; c < d; ++c) x.peer(i)[c] = (mine[c] + v[c]) / 2.0;
+    }
+    effect.seconds = step_seconds(static_cast<double>(message), static_cast<double>(message));
+    return effect;
+  }
+
+ private:
+  TrialTopology topology_;
+  ReceivedValue received_;
+  bool quantized_;
+  std::vector<double> old_, value_;
+  std::vector<std::pair<int, int>> edges_;
+  std::uint64_t edges_seed_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_pairwise(const ProtocolOptions& o, int n_peers) {
+  return std::make_unique<PairwisePopulation>(o, n_peers);
+}
 
 std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, Comm& world) {
   return std::make_unique<PairwiseProtocol>(o, world.size());

@@ -20,6 +20,7 @@
 #include "protocols/compress.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/group_allreduce.hpp"
+#include "protocols/sequential.hpp"
 #include "sim/failures.hpp"
 #include "sim/topology.hpp"
 
@@ -160,6 +161,8 @@ struct ProtocolInfo {
   // take different numbers of local steps between rounds.
   bool asynchronous = false;
   ProtocolFactory* make = nullptr;
+  // Its sequential form (protocols/sequential.hpp); nullptr when it has none.
+  SequentialFactory* sequential = nullptr;
 };
 
 // Every registered protocol, in a stable order.

@@ -7,6 +7,8 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "protocols/graph_exchange.hpp"
+#include "protocols/sequential.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb {
 namespace {
@@ -69,7 +71,74 @@ class PushSumProtocol final : public Protocol {
   std::vector<int> from_, to_;
 };
 
+
+// The sequential form. What the caller did to z since the last round (SGD steps,
+// a churn join) joins the numerator, on alive and down peers alike.
+class PushSumPopulation final : public SequentialProtocol {
+ public:
+  PushSumPopulation(const ProtocolOptions& o, int n) : topology_(*o.topology, n) {}
+
+  void begin_trial(const Population& z, std::uint64_t /*seed*/) override {
+    const auto d = static_cast<std::size_t>(z.dim);
+    mass_.assign(static_cast<std::size_t>(z.n) * (d + 1), 0.0);
+    for (int i = 0; i < z.n; ++i) {
+      std::copy(z.peer(i).begin(), z.peer(i).end(), row(mass_, i, d).begin());
+      row(mass_, i, d)[d] = 1.0;
+    }
+    last_ = z.values;
+  }
+
+  RoundEffect step(Population& z, const PopulationRound& round) override {
+    const Topology& g = topology_.get(round.seed);
+    const int t = round.t, n = z.n;
+    const auto d = static_cast<std::size_t>(z.dim);
+    for (std::size_t k = 0; k < z.values.size(); ++k) mass_[k / d * (d + 1) + k % d] += z.values[k] - last_[k];
+    sent_ = mass_;  // each alive peer's mass times its share
+    RoundEffect effect;
+    int busiest = 0;
+    for (int i = 0; i < n; ++i) {
+      if (!round.alive[static_cast<std::size_t>(i)]) continue;
+      int outs = 0;
+      for (int j : g.out_neighbours(t, i)) outs += round.alive[static_cast<std::size_t>(j)];
+      const double share = 1.0 / static_cast<double>(outs + 1);
+      for (double& v : row(sent_, i, d)) v *= share;
+      effect.bytes += 8 * (d + 1) * static_cast<std::uint64_t>(outs);
+      busiest = std::max(busiest, outs);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!round.alive[static_cast<std::size_t>(i)]) continue;
+      from_.assign(1, i);
+      for (int j : g.in_neighbours(t, i))
+        if (round.alive[static_cast<std::size_t>(j)]) from_.push_back(j);
+      std::sort(from_.begin(), from_.end());
+      const std::span<double> sum = row(mass_, i, d);
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int j : from_)
+        for (std::size_t c = 0; c <= d; ++c) sum[c] += row(sent_, j, d)[c];
+    }
+    // Every peer, alive or down, shows x / w and remembers it.
+    for (int i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < d; ++c) z.peer(i)[c] = row(mass_, i, d)[c] / row(mass_, i, d)[d];
+    last_ = z.values;
+    const double message = 8.0 * static_cast<double>(d + 1);
+    effect.seconds = step_seconds(message, message * busiest);
+    return effect;
+  }
+
+ private:
+  static std::span<double> row(std::vector<double>& m, int i, std::size_t d) {
+    return {m.data() + static_cast<std::size_t>(i) * (d + 1), d + 1};
+  }
+  TrialTopology topology_;
+  std::vector<double> mass_, sent_, last_;  // mass: (x, w) per peer
+  std::vector<int> from_;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_pushsum(const ProtocolOptions& o, int n_peers) {
+  return std::make_unique<PushSumPopulation>(o, n_peers);
+}
 
 std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& o, Comm& world) {
   return std::make_unique<PushSumProtocol>(o, world.size());

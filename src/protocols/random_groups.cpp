@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "protocols/groups.hpp"
+#include "protocols/population_groups.hpp"
+#include "protocols/sequential.hpp"
 
 namespace avb {
 
@@ -53,7 +55,47 @@ class RandomGroupsProtocol final : public Protocol {
   std::vector<int> order_, members_;
 };
 
+
+// The sequential form: the round's order of all participants, cut as above.
+class RandomGroupsPopulation final : public SequentialProtocol {
+ public:
+  explicit RandomGroupsPopulation(const ProtocolOptions& options)
+      : semantics_(*options.on_failure), group_size_(options.group_size),
+        groups_(*options.on_failure, options.min_group_size) {}
+
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    order_.clear();
+    for (int p = 0; p < x.n; ++p)
+      if (semantics_ != FailureSemantics::survivors || round.alive[static_cast<std::size_t>(p)]) order_.push_back(p);
+    const int count = static_cast<int>(order_.size());
+    const int starts[2] = {0, count};
+    shuffle_.shuffle(order_, starts, x.n, round.seed, round.t);
+    // Group g: its block of group_size positions, then its leftovers (positions
+    // full + g, full + g + r, ...), in position order.
+    const int r = random_group_count(count, group_size_);
+    const int full = std::min(count, r * group_size_);
+    RoundEffect effect;
+    for (int g = 0; g < r; ++g) {
+      members_.assign(order_.begin() + std::min(count, g * group_size_), order_.begin() + std::min(full, (g + 1) * group_size_));
+      for (int i = full + g; i < count; i += r) members_.push_back(order_[static_cast<std::size_t>(i)]);
+      groups_.average(members_, x, round, effect);
+    }
+    return effect;
+  }
+
+ private:
+  FailureSemantics semantics_;
+  int group_size_;
+  PopulationGroups groups_;
+  BucketShuffle shuffle_;
+  std::vector<int> order_, members_;
+};
+
 }  // namespace
+
+std::unique_ptr<SequentialProtocol> make_sequential_random_groups(const ProtocolOptions& options, int /*n_peers*/) {
+  return std::make_unique<RandomGroupsPopulation>(options);
+}
 
 std::unique_ptr<Protocol> make_random_groups(const ProtocolOptions& options, Comm& /*world*/) {
   return std::make_unique<RandomGroupsProtocol>(options);

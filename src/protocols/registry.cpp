@@ -112,6 +112,18 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   return resolved;
 }
 
+std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptions& options, int n_peers) {
+  const ProtocolInfo& info = protocol_info(options.name);
+  if (info.sequential == nullptr) {
+    std::string accepted;
+    for (const ProtocolInfo& row : protocol_catalog())
+      if (row.sequential != nullptr) accepted += (accepted.empty() ? "" : ", ") + std::string(row.name);
+    throw ConfigError("--engine sequential: protocol " + std::string(info.name) +
+                      " has no sequential form (it needs a network simulation); accepted protocols: " + accepted);
+  }
+  return info.sequential(options, n_peers);
+}
+
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world) {
   return protocol_info(options.name).make(options, world);  // options resolved once per run by the caller
 }

@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "protocols/graph_exchange.hpp"
+#include "protocols/sequential.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb {
 namespace {
@@ -44,6 +46,39 @@ class SgpPaperProtocol final : public Protocol {
   std::vector<double> sum_;
 };
 
+// The sequential form: each alive peer's plain mean over itself and its alive
+// neighbours, on the old values, summed in peer order.
+class SgpPaperPopulation final : public SequentialProtocol {
+ public:
+  RoundEffect step(Population& x, const PopulationRound& round) override {
+    const int n = x.n;
+    const auto d = static_cast<std::size_t>(x.dim);
+    old_ = x.values;
+    sum_.resize(d);
+    RoundEffect effect;
+    std::size_t busiest = 0;
+    for (int i = 0; i < n; ++i) {
+      if (n < 2 || !round.alive[static_cast<std::size_t>(i)]) continue;
+      members_.assign(1, i);
+      for (int j : sgp_paper_neighbours(n, round.t, i))
+        if (round.alive[static_cast<std::size_t>(j)]) members_.push_back(j);
+      std::sort(members_.begin(), members_.end());
+      std::fill(sum_.begin(), sum_.end(), 0.0);
+      for (int j : members_)
+        for (std::size_t c = 0; c < d; ++c) sum_[c] += old_[static_cast<std::size_t>(j) * d + c];
+      for (std::size_t c = 0; c < d; ++c) x.peer(i)[c] = sum_[c] / static_cast<double>(members_.size());
+      effect.bytes += 8 * d * (members_.size() - 1);
+      busiest = std::max(busiest, members_.size() - 1);
+    }
+    effect.seconds = step_seconds(8.0 * static_cast<double>(d), 8.0 * static_cast<double>(d * busiest));
+    return effect;
+  }
+
+ private:
+  std::vector<double> old_, sum_;
+  std::vector<int> members_;
+};
+
 }  // namespace
 
 std::vector<int> sgp_paper_neighbours(int n, int t, int i) {
@@ -56,6 +91,10 @@ std::vector<int> sgp_paper_neighbours(int n, int t, int i) {
     if (j != i && std::find(out.begin(), out.end(), j) == out.end()) out.push_back(j);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::unique_ptr<SequentialProtocol> make_sequential_sgp_paper(const ProtocolOptions& /*options*/, int /*n_peers*/) {
+  return std::make_unique<SgpPaperPopulation>();
 }
 
 std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions&, Comm& world) {

@@ -99,6 +99,7 @@ struct TraceWriter::Impl {
   h5::File file;
   std::optional<h5::Node> trials;  // the open /trials group; reset before closing
   bool overwrite = false;
+  std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();  // run_seconds counts from here
   bool config_written = false;
   bool finished = false;
   // Set when finish() closed the file but could not move it into place: the
@@ -174,6 +175,7 @@ TraceWriter::TraceWriter(std::filesystem::path path, bool overwrite, const RunIn
     file.set_string("created_utc", utc_now());
     file.set_string("command_line", info.command_line);
     file.set_string("engine", info.engine);
+    file.set_string("time_model", info.time_model);
     file.set_string("mpi_library", info.mpi_library);
     file.set_int32("n_peers", info.n_peers);
     if (info.run_kind != "averaging" && info.run_kind != "sgd")
@@ -289,6 +291,7 @@ void TraceWriter::finish(bool complete) {
     write_summary(im.file, im.summary, targets, "rounds_to_", kSummaryColumns);
   }
 
+  im.file.set_double("run_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - im.opened).count());
   im.file.update_int32("complete", complete ? 1 : 0);
   im.file.flush();
   // Only a file closed without error may take the final name.

@@ -21,8 +21,9 @@ namespace avb {
 
 // v2 added run_kind and the training layout; an averaging trace is otherwise v1's.
 // v3 added the decode_failures column to both layouts; v4 the detection_time column;
-// v5 the training layout's `diverged` (a trial attribute and a /summary column).
-inline constexpr int kTraceSchemaVersion = 5;
+// v5 the training layout's `diverged` (a trial attribute and a /summary column);
+// v6 the root attributes time_model and run_seconds, and the engine "sequential".
+inline constexpr int kTraceSchemaVersion = 6;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -104,7 +105,10 @@ struct RunInfo {
   std::string avbench_version;
   std::string git_sha;
   std::string command_line;
-  std::string engine;       // openmpi | mpich | smpi
+  std::string engine;       // openmpi | mpich | smpi | sequential
+  // How the `time` column came about: "wall clock" (a real MPI), "simulated"
+  // (SMPI), "alpha-beta estimate" (the sequential engine).
+  std::string time_model = "wall clock";
   std::string mpi_library;  // MPI_Get_library_version, first line
   std::int32_t n_peers = 0;
   std::string run_kind = "averaging";  // averaging | sgd

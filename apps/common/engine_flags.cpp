@@ -1,0 +1,64 @@
+#include "common/engine_flags.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "core/comm.hpp"
+#include "core/error.hpp"
+
+namespace avb::app {
+
+namespace {
+// Flags whose only effect is on time, which the sequential engine estimates from
+// the message pattern alone (protocols/time_model.hpp).
+constexpr const char* kTimeOnlyFlags[] = {"--compute-flops", "--step-flops",         "--stragglers",
+                                          "--straggler-slowdown", "--detection-timeout", "--round-timeout"};
+}  // namespace
+
+void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
+  add.group("Engine");
+  add.word("--engine", flags.engine, kEngineNames,
+           "mpi: one peer per MPI rank (mpirun, srun, smpirun); sequential: every peer in this process, "
+           "the same values, time an alpha-beta estimate");
+  add.integer("--peers", flags.peers, 1, 1 << 24, "sequential engine: the number of peers, an integer in [1, 2^24]");
+  add.integer("--threads", flags.threads, 0, 1024,
+              "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
+              "depend on it");
+}
+
+int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_size) {
+  if (flags.engine == Engine::mpi) {
+    for (const char* flag : {"--peers", "--threads"})
+      if (changed.count(flag) != 0)
+        throw ConfigError(std::string(flag) + ": applies to --engine sequential only; under --engine mpi the peers are "
+                          "the MPI ranks (here " + std::to_string(world_size) + ")");
+    return world_size;
+  }
+  if (world_size > 1)
+    throw ConfigError("--engine sequential: runs every peer in one process, but " + std::to_string(world_size) +
+                      " were started; run it without mpirun");
+  if (flags.peers < 1)
+    throw ConfigError("--peers: required with --engine sequential; accepted: an integer in [1, 2^24]");
+  for (const char* flag : kTimeOnlyFlags)
+    if (changed.count(flag) != 0)
+      throw ConfigError(std::string(flag) + ": shapes only time, which --engine sequential estimates without a "
+                        "network simulation; use --engine mpi (under SMPI for simulated time)");
+  return flags.peers;
+}
+
+int run_threads(const EngineFlags& flags, int trials) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp(flags.threads > 0 ? flags.threads : cores, 1, std::max(trials, 1));
+}
+
+void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
+  if (flags.engine != Engine::sequential) return;
+  start.info.engine = "sequential";
+  start.info.mpi_library = "every peer in this process; time is an alpha-beta estimate";
+  start.info.n_peers = peers;
+  start.info.time_model = "alpha-beta estimate";
+  start.described.emplace_back("engine", "sequential");
+  start.described.emplace_back("peers", std::to_string(peers));
+}
+
+}  // namespace avb::app

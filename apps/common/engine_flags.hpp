@@ -1,0 +1,41 @@
+// Where a run's peers live: one per rank of the MPI world (mpirun, srun, or
+// SimGrid's smpirun), or all of them in this one process on the sequential
+// engine (run/sequential.hpp): `--engine sequential --peers N`.
+#pragma once
+
+#include <string>
+
+#include "common/trace_output.hpp"
+#include "common/typed_options.hpp"
+#include "core/enum_names.hpp"
+
+namespace avb::app {
+
+enum class Engine { mpi, sequential };
+inline constexpr EnumNames<Engine, 2> kEngineNames{
+    "--engine", {{{Engine::mpi, "mpi"}, {Engine::sequential, "sequential"}}}};
+
+struct EngineFlags {
+  Engine engine = Engine::mpi;
+  int peers = 0;    // sequential: the number of peers (required)
+  int threads = 0;  // sequential: trials run at once; 0: one per core
+};
+
+// --engine, --peers and --threads, in the help group "Engine".
+void add_engine_flags(TypedOptions& add, EngineFlags& flags);
+
+// The run's peer count: the MPI world's size, or --peers on the sequential engine.
+// Refuses (ConfigError naming the flag) --peers or --threads under --engine mpi, a
+// sequential run started on more than one process or without --peers, and, on the
+// sequential engine, the flags that only shape simulated or measured time
+// (`changed` holds the flags given).
+int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_size);
+
+// The threads a sequential run uses for `trials` trials.
+int run_threads(const EngineFlags& flags, int trials);
+
+// On the sequential engine: the trace's engine, peer count and time model, and
+// "engine" and "peers" among the options described.
+void describe_engine(const EngineFlags& flags, int peers, RunStart& start);
+
+}  // namespace avb::app

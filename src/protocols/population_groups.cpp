@@ -1,0 +1,118 @@
+#include "protocols/population_groups.hpp"
+
+#include <algorithm>
+
+#include "core/rng.hpp"
+#include "protocols/groups.hpp"
+#include "protocols/time_model.hpp"
+
+namespace avb {
+
+void PopulationGroups::average(std::span<const int> members, Population& x, const PopulationRound& round,
+                               RoundEffect& effect) {
+  const int n = static_cast<int>(members.size());
+  if (n < 2 || n < min_group_size_) return;
+  ++effect.groups;
+  bool any_failed = false;
+  for (int peer : members) any_failed = any_failed || !round.alive[static_cast<std::size_t>(peer)];
+  if (any_failed) {
+    ++effect.failed_groups;
+    if (semantics_ == FailureSemantics::abort) return;
+    average_parts(members, x, round, effect);
+  } else {
+    average_all(members, x);
+    effect.bytes += 16ull * static_cast<std::uint64_t>(x.dim) * static_cast<std::uint64_t>(n - 1);
+  }
+  effect.seconds = std::max(effect.seconds, butterfly_seconds(n, x.dim));
+}
+
+// Nobody failed: every coordinate becomes the members' mean, summed in member order
+// (the order in which a part's reducer adds what it received).
+void PopulationGroups::average_all(std::span<const int> members, Population& x) {
+  const auto dim = static_cast<std::size_t>(x.dim);
+  const double n = static_cast<double>(members.size());
+  if (dim == 1) {
+    double sum = 0.0;
+    for (int i : members) sum += x.values[static_cast<std::size_t>(i)];
+    const double mean = sum / n;
+    for (int i : members) x.values[static_cast<std::size_t>(i)] = mean;
+    return;
+  }
+  sum_.assign(dim, 0.0);
+  for (int i : members) {
+    const std::span<const double> row = x.peer(i);
+    for (std::size_t k = 0; k < dim; ++k) sum_[k] += row[k];
+  }
+  for (double& s : sum_) s /= n;
+  for (int i : members) std::copy(sum_.begin(), sum_.end(), x.peer(i).begin());
+}
+
+// Partial semantics with failed members (protocols/butterfly_allreduce.hpp): part p
+// is averaged by member p, if it is alive, over the members that delivered it.
+void PopulationGroups::average_parts(std::span<const int> members, Population& x, const PopulationRound& round,
+                                     RoundEffect& effect) {
+  const int n = static_cast<int>(members.size());
+  const auto dim = static_cast<std::size_t>(x.dim);
+  fates_.assign(members.size(), MemberFate{});
+  int alive_count = 0;
+  for (int i = 0; i < n; ++i) {
+    const int peer = members[static_cast<std::size_t>(i)];
+    if (round.alive[static_cast<std::size_t>(peer)]) ++alive_count;
+    else fates_[static_cast<std::size_t>(i)] = {true, parts_delivered(round.seed, round.t, peer, n)};
+  }
+  before_.resize(members.size() * dim);
+  for (int i = 0; i < n; ++i) {
+    const std::span<const double> row = x.peer(members[static_cast<std::size_t>(i)]);
+    std::copy(row.begin(), row.end(), before_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(i) * dim));
+  }
+  for (int p = 0; p < n; ++p) {
+    const Part part = butterfly_part(dim, n, p);
+    if (part.size() == 0 || fates_[static_cast<std::size_t>(p)].failed) continue;
+    contributors_.clear();
+    for (int i = 0; i < n; ++i)
+      if (i == p || delivers(fates_[static_cast<std::size_t>(i)], i, p, n)) contributors_.push_back(i);
+    for (std::size_t k = part.begin; k < part.end; ++k) {
+      double sum = 0.0;
+      for (int i : contributors_) sum += before_[static_cast<std::size_t>(i) * dim + k];
+      const double mean = sum / static_cast<double>(contributors_.size());
+      for (int i = 0; i < n; ++i)
+        if (!fates_[static_cast<std::size_t>(i)].failed) x.peer(members[static_cast<std::size_t>(i)])[k] = mean;
+    }
+    effect.bytes += 8ull * part.size() * (contributors_.size() - 1 + static_cast<std::size_t>(alive_count - 1));
+  }
+}
+
+void BucketShuffle::shuffle(std::span<int> peers, std::span<const int> starts, int n_peers, std::uint64_t seed,
+                            int t) {
+  // Every peer's key, eight to a Philox block (shuffle_key's layout).
+  keys_.resize(static_cast<std::size_t>(n_peers) + 8);
+  const Stream stream(seed, StreamId::group_shuffle);
+  for (int base = 0; base < n_peers; base += 8) {
+    const Stream::Block block = stream.block(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(base / 8), 0);
+    for (int j = 0; j < 8; ++j)
+      keys_[static_cast<std::size_t>(base + j)] = static_cast<std::uint32_t>(block.w[j / 2] >> (j % 2 == 0 ? 0 : 32));
+  }
+  for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
+    const std::span<int> bucket = peers.subspan(static_cast<std::size_t>(starts[b]),
+                                                static_cast<std::size_t>(starts[b + 1] - starts[b]));
+    if (bucket.size() < 2) continue;
+    order_.resize(bucket.size());
+    for (std::size_t i = 0; i < bucket.size(); ++i)
+      order_[i] = (std::uint64_t{keys_[static_cast<std::size_t>(bucket[i])]} << 32) | static_cast<std::uint32_t>(bucket[i]);
+    std::sort(order_.begin(), order_.end());
+    for (std::size_t i = 0; i < bucket.size(); ++i) bucket[i] = static_cast<int>(order_[i] & 0xffffffffu);
+  }
+}
+
+void BucketSort::sort(std::span<const int> peers, std::span<const std::int64_t> bucket, int buckets) {
+  starts_.assign(static_cast<std::size_t>(buckets) + 1, 0);
+  for (int p : peers) ++starts_[static_cast<std::size_t>(bucket[static_cast<std::size_t>(p)]) + 1];
+  for (std::size_t b = 1; b < starts_.size(); ++b) starts_[b] += starts_[b - 1];
+  sorted_.resize(peers.size());
+  // starts_[b] is bucket b's next free slot while filling, and its start after.
+  for (int p : peers) sorted_[static_cast<std::size_t>(starts_[static_cast<std::size_t>(bucket[static_cast<std::size_t>(p)])]++)] = p;
+  for (std::size_t b = starts_.size() - 1; b > 0; --b) starts_[b] = starts_[b - 1];
+  starts_[0] = 0;
+}
+
+}  // namespace avb

@@ -1,0 +1,61 @@
+// The sequential engine's group averaging (protocols/sequential.hpp): what
+// GroupAverager and ButterflyAllreduce do for one group, done for the group at once
+// on the population, with the same sums in the same order, so the values are the
+// MPI engines' to the last bit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocols/butterfly_allreduce.hpp"
+#include "protocols/sequential.hpp"
+
+namespace avb {
+
+class PopulationGroups {
+ public:
+  PopulationGroups(FailureSemantics semantics, int min_group_size)
+      : semantics_(semantics), min_group_size_(min_group_size) {}
+
+  // One group's butterfly all-reduce; `members` in the round's shuffled order (a
+  // member's position is the part it reduces). Counts the group, its bytes and its
+  // time in `effect`.
+  void average(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
+
+ private:
+  void average_all(std::span<const int> members, Population& x);
+  void average_parts(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
+
+  FailureSemantics semantics_;
+  int min_group_size_;
+  std::vector<double> sum_, before_;
+  std::vector<MemberFate> fates_;
+  std::vector<int> contributors_;
+};
+
+// Peers ordered by round t's shuffle keys, then by peer (shuffle_peers' order),
+// bucket by bucket: `peers` holds each bucket's peers in ascending order, bucket b
+// at [starts[b], starts[b + 1]). Reuses its buffers from round to round.
+class BucketShuffle {
+ public:
+  void shuffle(std::span<int> peers, std::span<const int> starts, int n_peers, std::uint64_t seed, int t);
+
+ private:
+  std::vector<std::uint32_t> keys_;
+  std::vector<std::uint64_t> order_;
+};
+
+// Counting sort of `peers` (ascending) by bucket[peer] in [0, buckets): the result
+// keeps ascending peers within a bucket. Reuses its buffers.
+class BucketSort {
+ public:
+  void sort(std::span<const int> peers, std::span<const std::int64_t> bucket, int buckets);
+  std::span<int> sorted() { return sorted_; }
+  std::span<const int> starts() const { return starts_; }
+
+ private:
+  std::vector<int> sorted_, starts_;
+};
+
+}  // namespace avb

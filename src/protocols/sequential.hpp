@@ -1,0 +1,72 @@
+// The sequential engine's side of a protocol: the same rules as its MPI form, on
+// the whole population at once in one process (run/sequential.hpp runs it).
+//
+// A protocol's sequential form lives in the protocol's own file, next to its MPI
+// form, and is reached through its catalog row (ProtocolInfo::sequential). Both
+// draw from the same keyed streams, so they compute the same values; tests/ check
+// them against each other and against the oracle peer by peer, round by round.
+//
+// The forms are written for speed: the population is one contiguous array, each
+// round's buffers are kept between rounds, and groups are formed by counting sort.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sim/failures.hpp"
+
+namespace avb {
+
+struct ProtocolOptions;
+
+// Every peer's vector: peer i's is values[i * dim, (i + 1) * dim).
+struct Population {
+  Population(int n_peers, int dimension)
+      : n(n_peers), dim(dimension), values(static_cast<std::size_t>(n_peers) * static_cast<std::size_t>(dimension)) {}
+  int n;
+  int dim;
+  std::vector<double> values;
+  std::span<double> peer(int i) { return {values.data() + offset(i), static_cast<std::size_t>(dim)}; }
+  std::span<const double> peer(int i) const { return {values.data() + offset(i), static_cast<std::size_t>(dim)}; }
+
+ private:
+  std::size_t offset(int i) const { return static_cast<std::size_t>(i) * static_cast<std::size_t>(dim); }
+};
+
+// What a round did, summed over the population (the trace's round columns).
+struct RoundEffect {
+  int groups = 0;
+  int failed_groups = 0;
+  int decode_failures = 0;
+  std::uint64_t bytes = 0;
+  // The α–β estimate of the round's duration (run/time_model.hpp): the slowest
+  // peer's messages, in the protocol's own pattern.
+  double seconds = 0.0;
+};
+
+// One round of the whole population. `alive` holds failures.alive(t, i) for every
+// peer, computed once per round by the runner.
+struct PopulationRound {
+  int t = 0;
+  std::uint64_t seed = 0;  // the trial's seed
+  const FailureModel& failures;
+  std::span<const std::uint8_t> alive;
+};
+
+class SequentialProtocol {
+ public:
+  virtual ~SequentialProtocol() = default;
+  // Once per trial, before its first round, with the initial population.
+  virtual void begin_trial(const Population& /*x*/, std::uint64_t /*seed*/) {}
+  virtual RoundEffect step(Population& x, const PopulationRound& round) = 0;
+};
+
+// Makes a protocol's sequential form for one trial, from options resolved for
+// n_peers; the catalog row's `sequential` (nullptr: the protocol has none).
+using SequentialFactory = std::unique_ptr<SequentialProtocol>(const ProtocolOptions& options, int n_peers);
+
+std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptions& options, int n_peers);
+
+}  // namespace avb

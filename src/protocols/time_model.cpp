@@ -1,0 +1,71 @@
+#include "protocols/time_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "protocols/doubling_allreduce.hpp"
+
+namespace avb {
+
+namespace {
+
+// SimGrid's default smpi/lat-factor and smpi/bw-factor: (threshold in bytes,
+// factor), the factor of the largest threshold <= the message size.
+struct Factor {
+  double threshold, latency, bandwidth;
+};
+constexpr std::array<Factor, 9> kFactors{{{65472, 11.6436, 0.940694},
+                                          {15424, 3.48845, 0.697866},
+                                          {9376, 2.59299, 0.58729},
+                                          {5776, 2.18796, 1.08739},
+                                          {3484, 1.88101, 0.77493},
+                                          {1426, 1.61075, 0.608902},
+                                          {732, 1.9503, 0.341987},
+                                          {257, 1.95341, 0.338112},
+                                          {0, 2.01467, 0.812084}}};
+
+const Factor& factor(double message) {
+  for (const Factor& f : kFactors)
+    if (message >= f.threshold) return f;
+  return kFactors.back();
+}
+
+int ceil_log2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+}  // namespace
+
+double step_seconds(double message, double bytes, const LinkModel& link) {
+  const Factor& f = factor(message);
+  return f.latency * link.latency + bytes / (f.bandwidth * link.bandwidth);
+}
+
+double butterfly_seconds(int n, int dim, const LinkModel& link) {
+  if (n < 2) return 0.0;
+  // The largest part; a reducer receives it from the n - 1 others, then sends it back.
+  const double part = 8.0 * std::ceil(static_cast<double>(dim) / n);
+  return 2.0 * step_seconds(part, (n - 1) * part, link);
+}
+
+double collective_seconds(Collective c, int n, std::size_t dim, const LinkModel& link) {
+  if (n < 2) return 0.0;
+  if (c == Collective::automatic) c = choose_collective(n, dim);
+  const double vector = 8.0 * static_cast<double>(dim);
+  switch (c) {
+    case Collective::ring:
+      return 2.0 * (n - 1) * step_seconds(vector / n, vector / n, link);
+    case Collective::tree:
+      return 2.0 * ceil_log2(n) * step_seconds(vector, vector, link);
+    default: {
+      const int p2 = floor_power_of_two(n);
+      const int steps = ceil_log2(p2) + (p2 == n ? 0 : 2);
+      return steps * step_seconds(vector, vector, link);
+    }
+  }
+}
+
+}  // namespace avb

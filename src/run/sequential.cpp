@@ -1,0 +1,185 @@
+#include "run/sequential.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "protocols/sequential.hpp"
+
+namespace avb {
+
+namespace {
+
+// Sums `rows` rows of `width` values into row 0 in the order of the MPI engines'
+// binomial tree (core/reduce.hpp, tree_reduce_to_root): row r adds rows r + 1,
+// r + 2, r + 4, ... below its lowest set bit, so the sums have the same bits.
+void tree_sum(std::span<double> rows, std::size_t width) {
+  const std::size_t n = rows.size() / width;
+  for (std::size_t mask = 1; mask < n; mask <<= 1)
+    for (std::size_t r = 0; r + mask < n; r += 2 * mask)
+      for (std::size_t k = 0; k < width; ++k) rows[r * width + k] += rows[(r + mask) * width + k];
+}
+
+// The trace's metrics (docs/trace-format.md) as run_averaging measures them: one
+// tree of every peer's x_i - m0 and ||x_i - m0||^2, m0 the initial mean, and
+// variance = error - mean_drift.
+class PopulationMeter {
+ public:
+  explicit PopulationMeter(const Population& x)
+      : dim_(static_cast<std::size_t>(x.dim)), reference_(dim_), partial_(static_cast<std::size_t>(x.n) * (dim_ + 1)) {
+    std::copy(x.values.begin(), x.values.end(), partial_.begin());
+    tree_sum(std::span<double>(partial_.data(), x.values.size()), dim_);
+    for (std::size_t k = 0; k < dim_; ++k) reference_[k] = partial_[k] / static_cast<double>(x.n);
+  }
+
+  RoundRow measure(const Population& x) {
+    const std::size_t width = dim_ + 1;
+    for (int i = 0; i < x.n; ++i) {
+      const std::span<const double> row = x.peer(i);
+      double* out = partial_.data() + static_cast<std::size_t>(i) * width;
+      double squares = 0.0;
+      for (std::size_t k = 0; k < dim_; ++k) {
+        out[k] = row[k] - reference_[k];
+        squares += out[k] * out[k];
+      }
+      out[dim_] = squares;
+    }
+    tree_sum(partial_, width);
+    const double n = static_cast<double>(x.n);
+    RoundRow result;
+    double drift = 0.0;
+    for (std::size_t k = 0; k < dim_; ++k) drift += (partial_[k] / n) * (partial_[k] / n);
+    result.mean_drift = drift / static_cast<double>(dim_);
+    result.error = partial_[dim_] / (n * static_cast<double>(dim_));
+    const double variance = result.error - result.mean_drift;  // NaN stays NaN
+    result.variance = variance < 0.0 ? 0.0 : variance;
+    return result;
+  }
+
+ private:
+  std::size_t dim_;
+  std::vector<double> reference_, partial_;
+};
+
+// Churn: at the start of round t each joiner takes its donor's values (what
+// sim/churn.hpp's load_joiners does across ranks); returns the bytes moved.
+std::uint64_t load_joiners(const FailureModel& failures, int t, Population& x) {
+  if (failures.kind() != FailureKind::churn) return 0;
+  std::uint64_t bytes = 0;
+  for (int p = 0; p < x.n; ++p) {
+    const int donor = failures.joined(t, p) ? failures.donor(t, p) : -1;
+    if (donor < 0) continue;  // donors never join, so the order of the copies does not matter
+    std::copy(x.peer(donor).begin(), x.peer(donor).end(), x.peer(p).begin());
+    bytes += sizeof(double) * static_cast<std::uint64_t>(x.dim);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop) {
+  TrialRecord record;
+  record.index = trial;
+  record.seed = trial_seed(options.seed, trial);
+  const std::uint64_t seed = record.seed;
+  const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
+  Population x(n, options.dim);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < options.dim; ++k) x.peer(i)[static_cast<std::size_t>(k)] = initial_value(seed, i, k);
+  PopulationMeter meter(x);
+  const std::unique_ptr<SequentialProtocol> protocol = make_sequential_protocol(options.protocol, n);
+  protocol->begin_trial(x, seed);
+  RoundRow row = meter.measure(x);
+  row.alive = n;
+  record.rows.push_back(row);
+  std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
+  std::vector<int> alive_peers;
+  const double min_target = options.targets.back();
+  for (int t = 1; t <= options.rounds; ++t) {
+    if (options.stop_at_target && record.rows.back().variance < min_target) break;
+    if (stop != nullptr && *stop) {
+      record.complete = false;
+      break;
+    }
+    const std::uint64_t joined = load_joiners(failures, t, x);
+    alive_peers = failures.alive_peers(t);
+    std::fill(alive.begin(), alive.end(), 0);
+    for (int p : alive_peers) alive[static_cast<std::size_t>(p)] = 1;
+    const RoundEffect effect = protocol->step(x, PopulationRound{t, seed, failures, alive});
+    const RoundRow& previous = record.rows.back();
+    row = meter.measure(x);
+    row.round = t;
+    row.alive = static_cast<std::int32_t>(alive_peers.size());
+    row.groups = effect.groups;
+    row.failed_groups = effect.failed_groups;
+    row.decode_failures = effect.decode_failures;
+    row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
+    row.time = previous.time + effect.seconds;
+    record.rows.push_back(row);
+  }
+  for (double target : options.targets) record.targets.push_back(rounds_to_target(record.rows, target));
+  return record;
+}
+
+AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
+                                         int threads) {
+  require_resolved(options, n, "run_averaging_sequential");
+  const int trials = options.trials;
+  const int workers = std::clamp(threads, 1, std::max(trials, 1));
+  std::vector<std::optional<TrialRecord>> done(static_cast<std::size_t>(trials));
+  std::exception_ptr failure;
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<int> next{0};
+  std::atomic<bool> stop{false};
+  int active = workers;
+  auto work = [&] {
+    for (int k = next++; k < trials && !stop; k = next++) {
+      try {
+        TrialRecord record = run_sequential_trial(options, n, k, &stop);
+        const std::lock_guard lock(mutex);
+        done[static_cast<std::size_t>(k)] = std::move(record);
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+        stop = true;
+      }
+      ready.notify_all();
+    }
+    const std::lock_guard lock(mutex);
+    --active;
+    ready.notify_all();
+  };
+  std::vector<std::jthread> pool;
+  for (int w = 0; w < workers; ++w) pool.emplace_back(work);
+
+  // Trials reach the observer in order, on this thread, which also asks it now
+  // and then whether to stop.
+  AveragingResult result;
+  for (int k = 0; k < trials; ++k) {
+    std::unique_lock lock(mutex);
+    while (!done[static_cast<std::size_t>(k)] && active > 0) {
+      ready.wait_for(lock, std::chrono::milliseconds(20));
+      if (!stop && observer.stop_requested()) stop = true;
+    }
+    if (!done[static_cast<std::size_t>(k)]) break;  // never started: the run was stopped
+    TrialRecord record = std::move(*done[static_cast<std::size_t>(k)]);
+    lock.unlock();
+    for (const RoundRow& row : record.rows) observer.on_row(record, row);
+    observer.on_trial(record);
+    result.trials.push_back(std::move(record));
+    if (!stop && observer.stop_requested()) stop = true;
+  }
+  pool.clear();  // joins the workers
+  if (failure) std::rethrow_exception(failure);
+  result.stopped = stop;
+  return result;
+}
+
+}  // namespace avb
