@@ -190,11 +190,11 @@ class MoshpitPopulation final : public SequentialProtocol {
     for (int p = 0; p < n_; ++p)
       if (semantics_ != FailureSemantics::survivors || round.alive[static_cast<std::size_t>(p)])
         participants_.push_back(p);
-    form_buckets(round.t);
-    shuffle_.shuffle(sorted_, starts_, n_, round.seed, round.t);
+    const auto [sorted, starts] = groups(round);
     RoundEffect effect;
-    for (std::size_t b = 0; b + 1 < starts_.size(); ++b) {
-      const std::span<const int> members(sorted_.data() + starts_[b], static_cast<std::size_t>(starts_[b + 1] - starts_[b]));
+    for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
+      const std::span<const int> members = sorted.subspan(static_cast<std::size_t>(starts[b]),
+                                                          static_cast<std::size_t>(starts[b + 1] - starts[b]));
       groups_.average(members, x, round, effect);
       if (key_update_ == KeyUpdate::chunk && d() > 1) advance_keys(members);
     }
@@ -205,22 +205,23 @@ class MoshpitPopulation final : public SequentialProtocol {
   int d() const { return static_cast<int>(sides_.size()); }
   std::int64_t& entry(int a, int p) { return bucket_[static_cast<std::size_t>(a) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(p)]; }
 
-  // sorted_ and starts_: the participants bucket by bucket, ascending within each.
-  void form_buckets(int t) {
+  // The round's groups: the participants bucket by bucket, each bucket in the
+  // round's shuffled order, and where each bucket starts.
+  std::pair<std::span<const int>, std::span<const int>> groups(const PopulationRound& round) {
     if (key_update_ == KeyUpdate::axis) {
-      const int axis = (t - 1) % d();
+      const int axis = (round.t - 1) % d();
       const std::span<const std::int64_t> line(bucket_.data() + static_cast<std::size_t>(axis) * static_cast<std::size_t>(n_),
                                                static_cast<std::size_t>(n_));
       std::int64_t lines = 1;
       for (int a = 0; a < d(); ++a) lines *= a == axis ? 1 : sides_[static_cast<std::size_t>(a)];
-      if (lines <= 4 * static_cast<std::int64_t>(n_) + 64) {
-        counting_.sort(participants_, line, static_cast<int>(lines));
-        sorted_.assign(counting_.sorted().begin(), counting_.sorted().end());
-        starts_.assign(counting_.starts().begin(), counting_.starts().end());
-        return;
+      if (lines <= 4 * static_cast<std::int64_t>(n_) + 64) {  // dense line numbers: counting sort
+        shuffle_.order(participants_, line, static_cast<int>(lines), n_, round.seed, round.t);
+        return {shuffle_.sorted(), shuffle_.starts()};
       }
     }
-    sort_by_key(t);
+    sort_by_key(round.t);
+    shuffle_.shuffle(sorted_, starts_, n_, round.seed, round.t);
+    return {sorted_, starts_};
   }
 
   // Sparse grids and chunk keys: a comparison sort by (key, peer).
@@ -260,7 +261,6 @@ class MoshpitPopulation final : public SequentialProtocol {
   PopulationGroups groups_;
   std::vector<std::int64_t> bucket_;  // [axis or key slot][peer]
   std::vector<int> participants_, sorted_, starts_;
-  BucketSort counting_;
   BucketShuffle shuffle_;
 };
 

@@ -82,8 +82,7 @@ void PopulationGroups::average_parts(std::span<const int> members, Population& x
   }
 }
 
-void BucketShuffle::shuffle(std::span<int> peers, std::span<const int> starts, int n_peers, std::uint64_t seed,
-                            int t) {
+void BucketShuffle::make_keys(int n_peers, std::uint64_t seed, int t) {
   // Every peer's key, eight to a Philox block (shuffle_key's layout).
   keys_.resize(static_cast<std::size_t>(n_peers) + 8);
   const Stream stream(seed, StreamId::group_shuffle);
@@ -92,6 +91,11 @@ void BucketShuffle::shuffle(std::span<int> peers, std::span<const int> starts, i
     for (int j = 0; j < 8; ++j)
       keys_[static_cast<std::size_t>(base + j)] = static_cast<std::uint32_t>(block.w[j / 2] >> (j % 2 == 0 ? 0 : 32));
   }
+}
+
+void BucketShuffle::shuffle(std::span<int> peers, std::span<const int> starts, int n_peers, std::uint64_t seed,
+                            int t) {
+  make_keys(n_peers, seed, t);
   for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
     const std::span<int> bucket = peers.subspan(static_cast<std::size_t>(starts[b]),
                                                 static_cast<std::size_t>(starts[b + 1] - starts[b]));
@@ -104,15 +108,49 @@ void BucketShuffle::shuffle(std::span<int> peers, std::span<const int> starts, i
   }
 }
 
-void BucketSort::sort(std::span<const int> peers, std::span<const std::int64_t> bucket, int buckets) {
-  starts_.assign(static_cast<std::size_t>(buckets) + 1, 0);
-  for (int p : peers) ++starts_[static_cast<std::size_t>(bucket[static_cast<std::size_t>(p)]) + 1];
-  for (std::size_t b = 1; b < starts_.size(); ++b) starts_[b] += starts_[b - 1];
-  sorted_.resize(peers.size());
-  // starts_[b] is bucket b's next free slot while filling, and its start after.
-  for (int p : peers) sorted_[static_cast<std::size_t>(starts_[static_cast<std::size_t>(bucket[static_cast<std::size_t>(p)])]++)] = p;
-  for (std::size_t b = starts_.size() - 1; b > 0; --b) starts_[b] = starts_[b - 1];
-  starts_[0] = 0;
+void BucketShuffle::order(std::span<const int> participants, std::span<const std::int64_t> bucket, int buckets,
+                          int n_peers, std::uint64_t seed, int t) {
+  make_keys(n_peers, seed, t);
+  // Bins of about one peer each: bucket b's bins are b << shift ... (b + 1) << shift - 1.
+  const std::size_t count = participants.size();
+  int shift = 1;
+  while (shift < 24 && (static_cast<std::size_t>(buckets) << shift) < 2 * count) ++shift;
+  const std::size_t bins = static_cast<std::size_t>(buckets) << shift;
+  counts_.assign(bins + 1, 0);
+  bin_.resize(count);
+  auto bin_of = [&](std::size_t p) {
+    const std::size_t b = bucket.empty() ? 0 : static_cast<std::size_t>(bucket[p]);
+    return static_cast<int>((b << shift) | (keys_[p] >> (32 - shift)));
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    bin_[i] = bin_of(static_cast<std::size_t>(participants[i]));
+    ++counts_[static_cast<std::size_t>(bin_[i]) + 1];
+  }
+  for (std::size_t b = 1; b <= bins; ++b) counts_[b] += counts_[b - 1];
+  starts_.resize(static_cast<std::size_t>(buckets) + 1);
+  for (int b = 0; b <= buckets; ++b) starts_[static_cast<std::size_t>(b)] = counts_[static_cast<std::size_t>(b) << shift];
+  sorted_.resize(count);
+  // (bin, key) in one number: bins are in order already, so only peers of one bin
+  // can be out of order, and comparing the numbers compares their keys.
+  order_.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto slot = static_cast<std::size_t>(counts_[static_cast<std::size_t>(bin_[i])]++);
+    sorted_[slot] = participants[i];
+    order_[slot] = (static_cast<std::uint64_t>(bin_[i]) << 32) | keys_[static_cast<std::size_t>(participants[i])];
+  }
+  // Within a bin, peers are ascending; order them by key (ties by peer, kept).
+  for (std::size_t i = 1; i < count; ++i) {
+    const std::uint64_t key = order_[i];
+    if (order_[i - 1] <= key) continue;
+    const int p = sorted_[i];
+    std::size_t j = i;
+    for (; j > 0 && order_[j - 1] > key; --j) {
+      order_[j] = order_[j - 1];
+      sorted_[j] = sorted_[j - 1];
+    }
+    order_[j] = key;
+    sorted_[j] = p;
+  }
 }
 
 }  // namespace avb

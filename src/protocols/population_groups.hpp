@@ -41,21 +41,21 @@ class BucketShuffle {
  public:
   void shuffle(std::span<int> peers, std::span<const int> starts, int n_peers, std::uint64_t seed, int t);
 
- private:
-  std::vector<std::uint32_t> keys_;
-  std::vector<std::uint64_t> order_;
-};
-
-// Counting sort of `peers` (ascending) by bucket[peer] in [0, buckets): the result
-// keeps ascending peers within a bucket. Reuses its buffers.
-class BucketSort {
- public:
-  void sort(std::span<const int> peers, std::span<const std::int64_t> bucket, int buckets);
-  std::span<int> sorted() { return sorted_; }
+  // The same order in one go, for `participants` (ascending) in dense buckets
+  // bucket[p] in [0, buckets) (empty: one bucket): a counting sort by bucket and
+  // the leading bits of the key, then an insertion sort that settles the few
+  // peers sharing a bin. Fills sorted() and starts().
+  void order(std::span<const int> participants, std::span<const std::int64_t> bucket, int buckets, int n_peers,
+             std::uint64_t seed, int t);
+  std::span<const int> sorted() const { return sorted_; }
   std::span<const int> starts() const { return starts_; }
 
  private:
-  std::vector<int> sorted_, starts_;
+  void make_keys(int n_peers, std::uint64_t seed, int t);
+
+  std::vector<std::uint32_t> keys_;
+  std::vector<std::uint64_t> order_;
+  std::vector<int> sorted_, starts_, counts_, bin_;
 };
 
 }  // namespace avb

@@ -68,16 +68,16 @@ class RandomGroupsPopulation final : public SequentialProtocol {
     for (int p = 0; p < x.n; ++p)
       if (semantics_ != FailureSemantics::survivors || round.alive[static_cast<std::size_t>(p)]) order_.push_back(p);
     const int count = static_cast<int>(order_.size());
-    const int starts[2] = {0, count};
-    shuffle_.shuffle(order_, starts, x.n, round.seed, round.t);
+    shuffle_.order(order_, {}, 1, x.n, round.seed, round.t);
+    const std::span<const int> order = shuffle_.sorted();
     // Group g: its block of group_size positions, then its leftovers (positions
     // full + g, full + g + r, ...), in position order.
     const int r = random_group_count(count, group_size_);
     const int full = std::min(count, r * group_size_);
     RoundEffect effect;
     for (int g = 0; g < r; ++g) {
-      members_.assign(order_.begin() + std::min(count, g * group_size_), order_.begin() + std::min(full, (g + 1) * group_size_));
-      for (int i = full + g; i < count; i += r) members_.push_back(order_[static_cast<std::size_t>(i)]);
+      members_.assign(order.begin() + std::min(count, g * group_size_), order.begin() + std::min(full, (g + 1) * group_size_));
+      for (int i = full + g; i < count; i += r) members_.push_back(order[static_cast<std::size_t>(i)]);
       groups_.average(members_, x, round, effect);
     }
     return effect;

@@ -67,9 +67,9 @@ class PopulationMeter {
   std::vector<double> reference_, partial_;
 };
 
-// Churn: at the start of round t each joiner takes its donor's values (what
-// sim/churn.hpp's load_joiners does across ranks); returns the bytes moved.
-std::uint64_t load_joiners(const FailureModel& failures, int t, Population& x) {
+}  // namespace
+
+std::uint64_t load_population_joiners(const FailureModel& failures, int t, Population& x) {
   if (failures.kind() != FailureKind::churn) return 0;
   std::uint64_t bytes = 0;
   for (int p = 0; p < x.n; ++p) {
@@ -80,8 +80,6 @@ std::uint64_t load_joiners(const FailureModel& failures, int t, Population& x) {
   }
   return bytes;
 }
-
-}  // namespace
 
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop) {
   TrialRecord record;
@@ -99,7 +97,6 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   row.alive = n;
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
-  std::vector<int> alive_peers;
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -107,15 +104,13 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
       record.complete = false;
       break;
     }
-    const std::uint64_t joined = load_joiners(failures, t, x);
-    alive_peers = failures.alive_peers(t);
-    std::fill(alive.begin(), alive.end(), 0);
-    for (int p : alive_peers) alive[static_cast<std::size_t>(p)] = 1;
+    const std::uint64_t joined = load_population_joiners(failures, t, x);
+    const int alive_count = failures.alive_mask(t, alive);
     const RoundEffect effect = protocol->step(x, PopulationRound{t, seed, failures, alive});
     const RoundRow& previous = record.rows.back();
     row = meter.measure(x);
     row.round = t;
-    row.alive = static_cast<std::int32_t>(alive_peers.size());
+    row.alive = alive_count;
     row.groups = effect.groups;
     row.failed_groups = effect.failed_groups;
     row.decode_failures = effect.decode_failures;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "protocols/sequential.hpp"
 #include "run/averaging.hpp"
 
 namespace avb {
@@ -18,6 +19,10 @@ namespace avb {
 // round, marked incomplete, and no new trial starts.
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n_peers, AveragingObserver& observer,
                                          int threads);
+
+// Churn: at the start of round t each joiner takes its donor's values (what
+// sim/churn.hpp's load_joiners does across ranks); returns the bytes moved.
+std::uint64_t load_population_joiners(const FailureModel& failures, int t, Population& x);
 
 // One trial, as run_averaging_sequential records it; `stop` is polled once per round.
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n_peers, int trial,

@@ -143,6 +143,23 @@ std::vector<int> FailureModel::alive_peers(int round) const {
   return peers;
 }
 
+int FailureModel::alive_mask(int round, std::vector<std::uint8_t>& mask) const {
+  mask.resize(static_cast<std::size_t>(n_peers_));
+  int count = 0;
+  if (round <= 0 || rate_ <= 0.0 || kind_ != FailureKind::transient) {
+    for (int i = 0; i < n_peers_; ++i) count += mask[static_cast<std::size_t>(i)] = alive(round, i) ? 1 : 0;
+    return count;
+  }
+  for (int base = 0; base < n_peers_; base += 8) {
+    const auto block = stream_.block(static_cast<std::uint64_t>(round), static_cast<std::uint64_t>(base / 8), 0);
+    for (int lane = 0; lane < 8 && base + lane < n_peers_; ++lane) {
+      const auto draw = static_cast<std::uint32_t>(block.w[lane / 2] >> (lane % 2 == 0 ? 0 : 32));
+      count += mask[static_cast<std::size_t>(base + lane)] = draw >= threshold_ ? 1 : 0;
+    }
+  }
+  return count;
+}
+
 int FailureModel::count_alive(int round) const { return static_cast<int>(alive_peers(round).size()); }
 
 }  // namespace avb

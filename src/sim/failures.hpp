@@ -73,6 +73,9 @@ class FailureModel {
   // The alive peers in round t, ascending, and how many there are.
   std::vector<int> alive_peers(int round) const;
   int count_alive(int round) const;
+  // mask[i] = alive(round, i) for every peer, in one pass (the sequential engine's
+  // per-round view); returns how many are alive.
+  int alive_mask(int round, std::vector<std::uint8_t>& mask) const;
   int peers() const { return n_peers_; }
 
   double rate() const { return rate_; }

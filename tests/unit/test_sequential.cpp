@@ -1,0 +1,211 @@
+// The sequential engine (run/sequential.hpp) against the oracle: every protocol's
+// sequential form, peer by peer and round by round, to the last bit, with the
+// oracle's group, failure, decode and byte counts; whole runs against the
+// oracle's rows; results that do not depend on the thread count; a stop request;
+// and the protocols it refuses. (tests/mpi checks the MPI engines against the same
+// oracle, and the sequential engine alongside them.)
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "averaging_oracle.hpp"
+#include "protocols/gossip.hpp"
+#include "run/sequential.hpp"
+#include "test_support.hpp"
+
+namespace avb {
+namespace {
+
+struct Case {
+  const char* protocol;
+  const char* semantics = "survivors";
+  const char* kind = "transient";
+  double rate = 0.1;
+  int dim = 1;
+  const char* extra = "";  // "grid=AxB", "chunk", "topology=T", "quantizer=Q", "group=G", "collective=C", "churn"
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"
+            << c.extra;
+}
+
+bool has(const Case& c, const std::string& what) { return std::string(c.extra).find(what) != std::string::npos; }
+
+std::string value_of(const Case& c, const std::string& key) {
+  const std::string extra = c.extra;
+  const auto at = extra.find(key + "=");
+  if (at == std::string::npos) return "";
+  const auto end = extra.find(' ', at);
+  return extra.substr(at + key.size() + 1, end == std::string::npos ? std::string::npos : end - at - key.size() - 1);
+}
+
+AveragingOptions options_for(const Case& c, int n) {
+  AveragingOptions o;
+  o.protocol.name = c.protocol;
+  o.protocol.on_failure = parse_failure_semantics(c.semantics);
+  o.failure = has(c, "churn") ? FailureKind::churn : parse_failure_kind(c.kind);
+  o.join_rate = has(c, "churn") ? 0.5 : 0.0;
+  o.fail_rate = c.rate;
+  o.dim = c.dim;
+  if (!value_of(c, "grid").empty()) o.protocol.grid = parse_grid(value_of(c, "grid"));
+  if (has(c, "chunk")) o.protocol.key_update = KeyUpdate::chunk;
+  if (!value_of(c, "topology").empty()) o.protocol.topology = parse_topology(value_of(c, "topology"));
+  if (!value_of(c, "quantizer").empty()) o.protocol.quantizer = parse_quantizer(value_of(c, "quantizer"), 8, 0.05);
+  if (!value_of(c, "group").empty()) o.protocol.group_size = std::stoi(value_of(c, "group"));
+  if (!value_of(c, "collective").empty()) o.protocol.collective = parse_collective(value_of(c, "collective"));
+  if (std::string(c.protocol) == "choco") o.protocol.consensus_step = 0.5;
+  o.rounds = 12;
+  o.trials = 2;
+  o.seed = 99;
+  return resolve(o, n);
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+class SequentialForm : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SequentialForm, EveryPeerHasTheOraclesBitsAfterEveryRound) {
+  int sizes_run = 0;
+  for (int n : {1, 2, 7, 16, 33}) {
+    AveragingOptions options;
+    try {
+      options = options_for(GetParam(), n);
+    } catch (const ConfigError&) {
+      continue;  // no such graph or grid on n peers
+    }
+    ++sizes_run;
+    for (int trial = 0; trial < options.trials; ++trial) {
+      const std::uint64_t seed = trial_seed(options.seed, trial);
+      const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
+      oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
+      oracle::TrialState state;
+      Population x(n, options.dim);
+      for (int i = 0; i < n; ++i) std::copy(expected[i].begin(), expected[i].end(), x.peer(i).begin());
+      const auto protocol = make_sequential_protocol(options.protocol, n);
+      protocol->begin_trial(x, seed);
+      std::vector<std::uint8_t> alive;
+      for (int t = 1; t <= options.rounds; ++t) {
+        const std::uint64_t joined = load_population_joiners(failures, t, x);
+        ASSERT_EQ(joined, oracle::apply_joins(failures, t, expected));
+        failures.alive_mask(t, alive);
+        const RoundEffect got = protocol->step(x, PopulationRound{t, seed, failures, alive});
+        const oracle::RoundEffect want = oracle::step(options.protocol, failures, seed, t, expected, state);
+        const std::string where = "n=" + std::to_string(n) + " trial " + std::to_string(trial) + " round " +
+                                  std::to_string(t);
+        ASSERT_EQ(got.groups, want.groups) << where;
+        ASSERT_EQ(got.failed_groups, want.failed_groups) << where;
+        ASSERT_EQ(got.decode_failures, want.decode_failures) << where;
+        ASSERT_EQ(got.bytes, want.bytes) << where;
+        EXPECT_GE(got.seconds, 0.0) << where;
+        for (int i = 0; i < n; ++i)
+          for (int k = 0; k < options.dim; ++k)
+            ASSERT_TRUE(same_bits(x.peer(i)[static_cast<std::size_t>(k)], expected[i][k]))
+                << where << " peer " << i << " coordinate " << k << ": " << x.peer(i)[static_cast<std::size_t>(k)]
+                << " != " << expected[i][k];
+      }
+    }
+  }
+  EXPECT_GE(sizes_run, 2) << "the case must run at several sizes";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Groups, SequentialForm,
+    ::testing::Values(Case{"allreduce", "abort", "transient", 0.05, 3}, Case{"allreduce", "survivors", "transient", 0.3, 2},
+                      Case{"allreduce", "survivors", "permanent", 0.1, 1, "collective=ring"},
+                      Case{"allreduce", "abort", "transient", 0.1, 2, "churn"},
+                      Case{"random-groups", "survivors", "transient", 0.0, 1, "group=3"},
+                      Case{"random-groups", "survivors", "transient", 0.2, 5, "group=3"},
+                      Case{"random-groups", "abort", "transient", 0.15, 3, "group=4"},
+                      Case{"random-groups", "partial", "transient", 0.25, 7, "group=3"},
+                      Case{"random-groups", "partial", "permanent", 0.1, 2, "group=5 churn"},
+                      Case{"moshpit", "survivors", "transient", 0.0, 1}, Case{"moshpit", "survivors", "transient", 0.2, 3},
+                      Case{"moshpit", "abort", "transient", 0.1, 2}, Case{"moshpit", "partial", "transient", 0.2, 6},
+                      Case{"moshpit", "survivors", "permanent", 0.1, 1, "grid=4x4x4"},
+                      Case{"moshpit", "partial", "transient", 0.15, 4, "grid=4x4x4 chunk"},
+                      Case{"moshpit", "survivors", "transient", 0.2, 2, "chunk"},
+                      Case{"moshpit", "survivors", "transient", 0.1, 1, "grid=100x100"},
+                      Case{"moshpit", "survivors", "transient", 0.25, 3, "churn"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Graphs, SequentialForm,
+    ::testing::Values(Case{"gossip", "survivors", "transient", 0.2, 3, "topology=torus"},
+                      Case{"gossip", "survivors", "transient", 0.1, 2, "topology=exp quantizer=lattice"},
+                      Case{"gossip", "survivors", "transient", 0.2, 2, "topology=ring quantizer=stochastic:4 churn"},
+                      Case{"pushsum", "survivors", "transient", 0.2, 3}, Case{"pushsum", "survivors", "permanent", 0.1, 2},
+                      Case{"sgp-paper", "survivors", "transient", 0.2, 4},
+                      Case{"pairwise", "survivors", "transient", 0.2, 3, "topology=ring"},
+                      Case{"pairwise", "survivors", "transient", 0.1, 2, "topology=complete quantizer=lattice"},
+                      Case{"choco", "survivors", "transient", 0.2, 2, "topology=ring quantizer=fp16"},
+                      Case{"choco", "survivors", "transient", 0.1, 2, "topology=ring quantizer=lattice"}));
+
+// Whole runs: the rows run_averaging_sequential records are the oracle's (the
+// metrics to rounding: the oracle measures in two passes, the engines in one).
+TEST(SequentialRun, RowsAreTheOraclesAndDoNotDependOnTheThreadCount) {
+  AveragingOptions o;
+  o.protocol.name = "moshpit";
+  o.protocol.grid = {32, 32};
+  o.fail_rate = 0.01;
+  o.trials = 6;
+  o.rounds = 10;
+  o = resolve(o, 1024);
+  AveragingObserver ignore;
+  const AveragingResult one = run_averaging_sequential(o, 1024, ignore, 1);
+  const AveragingResult three = run_averaging_sequential(o, 1024, ignore, 3);
+  ASSERT_EQ(one.trials.size(), 6u);
+  ASSERT_EQ(three.trials.size(), 6u);
+  for (int k = 0; k < o.trials; ++k) {
+    const TrialRecord want = oracle::run_trial(o, 1024, k);
+    const TrialRecord& got = one.trials[static_cast<std::size_t>(k)];
+    ASSERT_EQ(got.rows.size(), want.rows.size());
+    for (std::size_t t = 0; t < got.rows.size(); ++t) {
+      const RoundRow &g = got.rows[t], &w = want.rows[t], &other = three.trials[static_cast<std::size_t>(k)].rows[t];
+      EXPECT_EQ(g.groups, w.groups);
+      EXPECT_EQ(g.failed_groups, w.failed_groups);
+      EXPECT_EQ(g.alive, w.alive);
+      EXPECT_EQ(g.bytes_sent, w.bytes_sent);
+      EXPECT_NEAR(g.error, w.error, 1e-12 * w.error + 1e-30) << "trial " << k << " round " << t;
+      EXPECT_TRUE(same_bits(g.variance, other.variance) && same_bits(g.time, other.time)) << "trial " << k;
+    }
+    for (std::size_t i = 0; i < got.targets.size(); ++i) EXPECT_EQ(got.targets[i].rounds, want.targets[i].rounds);
+    EXPECT_GT(got.rows.back().time, 0.0);
+  }
+}
+
+class StopAfterFirstTrial : public AveragingObserver {
+ public:
+  void on_trial(const TrialRecord& /*trial*/) override { stop_ = true; }
+  bool stop_requested() override { return stop_; }
+
+ private:
+  bool stop_ = false;
+};
+
+TEST(SequentialRun, StopRequestEndsTheRunAndMarksTrialsInFlightIncomplete) {
+  AveragingOptions o;
+  o.protocol.name = "gossip";
+  o.trials = 50;
+  o.rounds = 400;
+  o = resolve(o, 512);
+  StopAfterFirstTrial observer;
+  const AveragingResult result = run_averaging_sequential(o, 512, observer, 2);
+  EXPECT_TRUE(result.stopped);
+  ASSERT_GE(result.trials.size(), 1u);
+  EXPECT_LT(result.trials.size(), 50u);
+  EXPECT_TRUE(result.trials.front().complete);
+  for (std::size_t k = 0; k < result.trials.size(); ++k) EXPECT_EQ(result.trials[k].index, static_cast<int>(k));
+}
+
+TEST(SequentialRun, RefusesAProtocolWithoutASequentialForm) {
+  ProtocolOptions swarm;
+  swarm.name = "swarm";
+  const std::string message = test::config_error([&] { make_sequential_protocol(swarm, 8); });
+  EXPECT_TRUE(test::starts_with(message, "--engine sequential: protocol swarm has no sequential form")) << message;
+  EXPECT_NE(message.find("moshpit"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace avb
