@@ -90,7 +90,7 @@ class AllreducePopulation final : public SequentialProtocol {
     for (double& m : mean_) m /= static_cast<double>(alive);
     for (int p : members_) std::copy(mean_.begin(), mean_.end(), x.peer(p).begin());
     effect.bytes = collective_bytes(collective_, alive, dim);
-    effect.seconds = collective_seconds(collective_, alive, dim);
+    effect.pattern = collective_pattern(collective_, alive, dim);
     return effect;
   }
 

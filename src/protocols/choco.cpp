@@ -259,7 +259,7 @@ class ChocoPopulation final : public SequentialProtocol {
       busiest = std::max(busiest, sent);
       message = bytes_.size();
     }
-    effect.seconds = step_seconds(static_cast<double>(message), static_cast<double>(busiest));
+    effect.pattern = {1, static_cast<double>(message), static_cast<double>(busiest)};
   }
 
   // x_i += gamma * sum over alive neighbours j of w_ij (x̂_j - x̂_i), new copies.

@@ -197,7 +197,7 @@ class GossipPopulation final : public SequentialProtocol {
       effect.bytes += sent;
       busiest = std::max(busiest, sent);
     }
-    effect.seconds = step_seconds(static_cast<double>(message), static_cast<double>(busiest));
+    effect.pattern = {1, static_cast<double>(message), static_cast<double>(busiest)};
     return effect;
   }
 

@@ -181,7 +181,7 @@ class PairwisePopulation final : public SequentialProtocol {
       }
       for (std::size_t c = 0; c < d; ++c) x.peer(i)[c] = (mine[c] + v[c]) / 2.0;
     }
-    effect.seconds = step_seconds(static_cast<double>(message), static_cast<double>(message));
+    effect.pattern = {1, static_cast<double>(message), static_cast<double>(message)};
     return effect;
   }
 

@@ -23,7 +23,7 @@ void PopulationGroups::average(std::span<const int> members, Population& x, cons
     average_all(members, x);
     effect.bytes += 16ull * static_cast<std::uint64_t>(x.dim) * static_cast<std::uint64_t>(n - 1);
   }
-  effect.seconds = std::max(effect.seconds, butterfly_seconds(n, x.dim));
+  effect.pattern.merge(butterfly_pattern(n, x.dim));
 }
 
 // Nobody failed: every coordinate becomes the members' mean, summed in member order

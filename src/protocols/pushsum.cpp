@@ -121,7 +121,7 @@ class PushSumPopulation final : public SequentialProtocol {
       for (std::size_t c = 0; c < d; ++c) z.peer(i)[c] = row(mass_, i, d)[c] / row(mass_, i, d)[d];
     last_ = z.values;
     const double message = 8.0 * static_cast<double>(d + 1);
-    effect.seconds = step_seconds(message, message * busiest);
+    effect.pattern = {1, message, message * busiest};
     return effect;
   }
 

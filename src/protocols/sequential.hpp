@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "protocols/time_model.hpp"
 #include "sim/failures.hpp"
 
 namespace avb {
@@ -41,9 +42,8 @@ struct RoundEffect {
   int failed_groups = 0;
   int decode_failures = 0;
   std::uint64_t bytes = 0;
-  // The α–β estimate of the round's duration (run/time_model.hpp): the slowest
-  // peer's messages, in the protocol's own pattern.
-  double seconds = 0.0;
+  // The round's messages, for its α–β time estimate (protocols/time_model.hpp).
+  MessagePattern pattern;
 };
 
 // One round of the whole population. `alive` holds failures.alive(t, i) for every

@@ -70,7 +70,7 @@ class SgpPaperPopulation final : public SequentialProtocol {
       effect.bytes += 8 * d * (members_.size() - 1);
       busiest = std::max(busiest, members_.size() - 1);
     }
-    effect.seconds = step_seconds(8.0 * static_cast<double>(d), 8.0 * static_cast<double>(d * busiest));
+    effect.pattern = {1, 8.0 * static_cast<double>(d), 8.0 * static_cast<double>(d * busiest)};
     return effect;
   }
 

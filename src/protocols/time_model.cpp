@@ -11,7 +11,7 @@ namespace avb {
 namespace {
 
 // SimGrid's default smpi/lat-factor and smpi/bw-factor: (threshold in bytes,
-// factor), the factor of the largest threshold <= the message size.
+// factors), the factors of the largest threshold <= the message size.
 struct Factor {
   double threshold, latency, bandwidth;
 };
@@ -39,33 +39,41 @@ int ceil_log2(int n) {
 
 }  // namespace
 
-double step_seconds(double message, double bytes, const LinkModel& link) {
-  const Factor& f = factor(message);
-  return f.latency * link.latency + bytes / (f.bandwidth * link.bandwidth);
+void MessagePattern::merge(const MessagePattern& other) {
+  steps = std::max(steps, other.steps);
+  message = std::max(message, other.message);
+  busiest = std::max(busiest, other.busiest);
 }
 
-double butterfly_seconds(int n, int dim, const LinkModel& link) {
-  if (n < 2) return 0.0;
-  // The largest part; a reducer receives it from the n - 1 others, then sends it back.
+MessagePattern butterfly_pattern(int n, int dim) {
+  if (n < 2) return {};
+  // The largest part: its reducer receives it from the n - 1 others, then sends it back.
   const double part = 8.0 * std::ceil(static_cast<double>(dim) / n);
-  return 2.0 * step_seconds(part, (n - 1) * part, link);
+  return {2, part, (n - 1) * part};
 }
 
-double collective_seconds(Collective c, int n, std::size_t dim, const LinkModel& link) {
-  if (n < 2) return 0.0;
+MessagePattern collective_pattern(Collective c, int n, std::size_t dim) {
+  if (n < 2) return {};
   if (c == Collective::automatic) c = choose_collective(n, dim);
   const double vector = 8.0 * static_cast<double>(dim);
   switch (c) {
     case Collective::ring:
-      return 2.0 * (n - 1) * step_seconds(vector / n, vector / n, link);
+      return {2 * (n - 1), vector / n, vector / n};
     case Collective::tree:
-      return 2.0 * ceil_log2(n) * step_seconds(vector, vector, link);
+      return {2 * ceil_log2(n), vector, vector};
     default: {
       const int p2 = floor_power_of_two(n);
-      const int steps = ceil_log2(p2) + (p2 == n ? 0 : 2);
-      return steps * step_seconds(vector, vector, link);
+      return {ceil_log2(p2) + (p2 == n ? 0 : 2), vector, vector};
     }
   }
+}
+
+double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link) {
+  if (pattern.steps <= 0) return 0.0;
+  const Factor& f = factor(pattern.message);
+  const double per_step = static_cast<double>(bytes) / pattern.steps;
+  const double transfer = std::max(pattern.busiest / link.bandwidth, per_step / link.backbone) / f.bandwidth;
+  return pattern.steps * (f.latency * link.latency + transfer);
 }
 
 }  // namespace avb

@@ -4,14 +4,15 @@
 // A message crosses the sender's link, the backbone and the receiver's link, so
 // its latency is alpha = 2 lat + backbone lat; SMPI scales the latency and the
 // bandwidth of a message of m bytes by piecewise factors of m (smpi/lat-factor,
-// smpi/bw-factor, SimGrid's defaults). A step in which the busiest peer moves b
-// bytes in messages of m bytes costs
-//   step(m, b) = lat_factor(m) alpha + b / (bw_factor(m) bw)
-// and a round costs the sum of its protocol's steps, for the slowest group. It is
-// an estimate: SMPI (the smpi engine) stays the reference for simulated time.
+// smpi/bw-factor, SimGrid's defaults). A round is `steps` steps of messages of at
+// most m bytes, in each of which the busiest peer moves b bytes and all peers
+// together B / steps (B the round's bytes) through the shared backbone:
+//   step = lat_factor(m) alpha + max(b / bw, (B / steps) / backbone bw) / bw_factor(m)
+// It is an estimate: SMPI (the smpi engine) stays the reference for simulated time.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "protocols/group_allreduce.hpp"
 
@@ -21,16 +22,25 @@ namespace avb {
 struct LinkModel {
   double latency = 2 * 50e-6 + 500e-6;  // seconds, end to end
   double bandwidth = 125e6;             // bytes/s of one peer's link
+  double backbone = 2.25e9;             // bytes/s of the backbone all links share
 };
 
-// One step: the busiest peer moves `bytes` in messages of `message` bytes.
-double step_seconds(double message, double bytes, const LinkModel& link = {});
+// A round's messages, as its protocol sends them.
+struct MessagePattern {
+  int steps = 0;         // one after another (a step's messages travel at once)
+  double message = 0.0;  // bytes of the largest message
+  double busiest = 0.0;  // bytes the busiest peer sends or receives in a step
 
-// A butterfly all-reduce among n members of a dim-double vector: reduce-scatter
-// and all-gather, two steps.
-double butterfly_seconds(int n, int dim, const LinkModel& link = {});
+  // Groups that run side by side: the round takes as long as the slowest.
+  void merge(const MessagePattern& other);
+};
 
-// An all-reduce among n peers by `collective` (group_allreduce.hpp).
-double collective_seconds(Collective collective, int n, std::size_t dim, const LinkModel& link = {});
+// The pattern of a butterfly all-reduce among n members of a dim-double vector
+// (reduce-scatter, all-gather) and of an all-reduce by `collective`.
+MessagePattern butterfly_pattern(int n, int dim);
+MessagePattern collective_pattern(Collective collective, int n, std::size_t dim);
+
+// The round's estimated duration; `bytes`: what all peers sent in it.
+double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link = {});
 
 }  // namespace avb

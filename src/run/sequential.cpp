@@ -115,7 +115,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     row.failed_groups = effect.failed_groups;
     row.decode_failures = effect.decode_failures;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + effect.seconds;
+    row.time = previous.time + round_seconds(effect.pattern, effect.bytes);
     record.rows.push_back(row);
   }
   for (double target : options.targets) record.targets.push_back(rounds_to_target(record.rows, target));

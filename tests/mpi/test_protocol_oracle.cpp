@@ -13,6 +13,7 @@
 #include "protocols/grid.hpp"
 #include "run/averaging.hpp"
 #include "sgd/trainer.hpp"
+#include "run/sequential.hpp"
 #include "sim/churn.hpp"
 #include "world.hpp"
 
@@ -126,6 +127,12 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
     oracle::TrialState state;
     std::vector<double> x = expected[me];
     protocol->begin_trial(x, seed);
+    // The third engine alongside: the whole population on every rank.
+    Population population(n, options.dim);
+    for (int i = 0; i < n; ++i) std::copy(expected[i].begin(), expected[i].end(), population.peer(i).begin());
+    const auto sequential = make_sequential_protocol(options.protocol, n);
+    sequential->begin_trial(population, seed);
+    std::vector<std::uint8_t> alive;
     int decode_failures = 0;  // over the trial, all peers
     for (int t = 1; t <= options.rounds; ++t) {
       for (int p = 0; p < n; ++p) joins += failures.joined(t, p) && failures.donor(t, p) >= 0;
@@ -133,20 +140,28 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
       Round round{t, seed, failures, comm, counters};
       if (load_joiners(comm, failures, t, x)) protocol->on_join(x);
       oracle::apply_joins(failures, t, expected);
+      load_population_joiners(failures, t, population);
       protocol->step(x, round);
       const oracle::RoundEffect effect = oracle::step(options.protocol, failures, seed, t, expected, state);
+      failures.alive_mask(t, alive);
+      const RoundEffect by_sequential = sequential->step(population, PopulationRound{t, seed, failures, alive});
+      EXPECT_EQ(by_sequential.bytes, effect.bytes) << "round " << t << " trial " << trial;
+      EXPECT_EQ(by_sequential.groups, effect.groups) << "round " << t << " trial " << trial;
       // Every undecodable message counted once, by its receiver, as the oracle counts it.
       int counted = 0;
       MPI_Allreduce(&counters.decode_failures, &counted, 1, MPI_INT, MPI_SUM, comm.raw());
       EXPECT_EQ(counted, effect.decode_failures) << "round " << t << " trial " << trial;
       decode_failures += counted;
       int mismatches = 0;
-      for (int k = 0; k < options.dim; ++k)
-        if (!(std::fabs(x[k] - expected[me][k]) <= 1e-12 * std::max(1.0, std::fabs(expected[me][k])))) {
-          ADD_FAILURE() << "peer " << me << " coordinate " << k << " round " << t << " trial " << trial << ": "
-                        << x[k] << " != " << expected[me][k];
+      for (int k = 0; k < options.dim; ++k) {
+        const double by_engine = population.peer(me)[static_cast<std::size_t>(k)];
+        if (!(std::fabs(x[k] - expected[me][k]) <= 1e-12 * std::max(1.0, std::fabs(expected[me][k])) &&
+              std::fabs(x[k] - by_engine) <= 1e-12 * std::max(1.0, std::fabs(by_engine)))) {
+          ADD_FAILURE() << "peer " << me << " coordinate " << k << " round " << t << " trial " << trial << ": MPI "
+                        << x[k] << ", oracle " << expected[me][k] << ", sequential engine " << by_engine;
           ++mismatches;
         }
+      }
       // Stop on every rank together: a rank that left alone would hang the others.
       ASSERT_FALSE(any_rank(mismatches > 0)) << "round " << t << " trial " << trial;
     }
