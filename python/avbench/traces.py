@@ -8,7 +8,7 @@ without going back to the file:
   run_kind         "averaging" or "sgd" (schema v1 files, which predate the
                    attribute, are averaging traces)
   schema_version   one of KNOWN_SCHEMA_VERSIONS
-  engine           "openmpi", "mpich" or "smpi"
+  engine           "openmpi", "mpich", "smpi" or "sequential"
   peers            n_peers, the number of peers N
   trace_complete   the root `complete` (False: the run was stopped early)
   trial            the trial's index (its group name under /trials)
@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 # v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time; v1-v4: no diverged
-KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 DIVERGED_SINCE = 5
 RUN_KINDS = ("averaging", "sgd")
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v5 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v6 (docs/trace-format.md).
 
 Both kinds of run are checked: averaging traces (averaging_bench) and training
 traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
@@ -42,11 +42,13 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time;
-# v4: no diverged (training trial attribute and /summary column)
-KNOWN_VERSIONS = (1, 2, 3, 4, 5)
+# v4: no diverged (training trial attribute and /summary column); v5: no time_model,
+# run_seconds, engine "sequential"
+KNOWN_VERSIONS = (1, 2, 3, 4, 5, 6)
 DIVERGED_SINCE = 5
+TIME_MODEL_SINCE = 6
 RUN_KINDS = ("averaging", "sgd")
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
@@ -62,7 +64,9 @@ ROOT_ATTRS_V1 = {
     "complete": "int32",
 }
 ROOT_ATTRS = {**{k: v for k, v in ROOT_ATTRS_V1.items() if k != "complete"}, "run_kind": "str", "complete": "int32"}
-ENGINES = ("openmpi", "mpich", "smpi")
+ROOT_ATTRS_V6 = {**ROOT_ATTRS, "time_model": "str", "run_seconds": "float64"}
+ENGINES = ("openmpi", "mpich", "smpi", "sequential")
+TIME_MODELS = {"openmpi": "wall clock", "mpich": "wall clock", "smpi": "simulated", "sequential": "alpha-beta estimate"}
 ROOT_GROUPS = {"averaging": ("config", "trials", "summary"), "sgd": ("config", "optimum", "trials", "summary")}
 
 # The counters that end the rows of either kind of trial, in writing order.
@@ -320,7 +324,7 @@ def _check_root(c: _Checker, f, peers, complete, kind):
     if version is not None and version not in KNOWN_VERSIONS:
         c.problem("/ attribute schema_version",
                   f"is {version}, this checker knows {', '.join(map(str, KNOWN_VERSIONS))}")
-    expected = ROOT_ATTRS_V1 if version == 1 else ROOT_ATTRS
+    expected = ROOT_ATTRS_V1 if version == 1 else ROOT_ATTRS_V6 if (version or 0) >= TIME_MODEL_SINCE else ROOT_ATTRS
     shown = version if version in KNOWN_VERSIONS else SCHEMA_VERSION
     for name in f.attrs:
         if name not in expected:
@@ -341,6 +345,13 @@ def _check_root(c: _Checker, f, peers, complete, kind):
             c.problem("/ attribute created_utc", f"{utc!r} is not ISO 8601 UTC like 2026-11-30T12:00:00Z")
     if values["engine"] is not None and values["engine"] not in ENGINES:
         c.problem("/ attribute engine", f"{values['engine']!r} is not one of {', '.join(ENGINES)}")
+    elif "time_model" in expected and values["time_model"] is not None and values["engine"] is not None:
+        if values["time_model"] != TIME_MODELS[values["engine"]]:
+            c.problem("/ attribute time_model",
+                      f"{values['time_model']!r} on engine {values['engine']}, expected {TIME_MODELS[values['engine']]!r}")
+    seconds = values.get("run_seconds")
+    if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
+        c.problem("/ attribute run_seconds", f"must be a finite number >= 0, is {seconds}")
     n_peers = values["n_peers"]
     if n_peers is not None and n_peers < 1:
         c.problem("/ attribute n_peers", f"must be at least 1, is {n_peers}")

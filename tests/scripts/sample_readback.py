@@ -25,11 +25,12 @@ def sample_root(command_line, engine, mpi_library, n_peers, run_kind):
     tests/unit/test_trace.cpp's sample_info describes the run; both samples are
     written by the same version at the same commit, and cut short."""
     return {
-        "schema_version": (np.int32, 5),
+        "schema_version": (np.int32, 6),
         "avbench_version": (str, "0.1.0-sample"),
         "git_sha": (str, "0123456789ab"),
         "command_line": (str, command_line),
         "engine": (str, engine),
+        "time_model": (str, "simulated" if engine == "smpi" else "wall clock"),
         "mpi_library": (str, mpi_library),
         "n_peers": (np.int32, n_peers),
         "run_kind": (str, run_kind),
@@ -103,11 +104,16 @@ def check_columns(group, expected, problems):
 
 def check_root(f, root, members, problems):
     """The file's members are MEMBERS; its attributes are ROOT in writing order with
-    created_utc fourth, exact but for the creation time, which only has to be a str."""
+    created_utc fourth and run_seconds last, exact but for those two, which only have
+    to be a str and a number >= 0."""
     if list(f) != members:
         problems.append(f"/: members {list(f)}, expected {', '.join(members)}")
     expected_order = list(root)
     expected_order.insert(3, "created_utc")
+    expected_order.append("run_seconds")
+    seconds = f.attrs.get("run_seconds")
+    if not (isinstance(seconds, np.float64) and seconds >= 0):
+        problems.append(f"/ attribute run_seconds: {seconds!r}, expected a float64 >= 0")
     if list(f.attrs) != expected_order:
         problems.append(f"/: attributes {list(f.attrs)}, expected {expected_order}")
     for name, (typ, want) in root.items():

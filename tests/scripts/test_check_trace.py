@@ -132,7 +132,11 @@ def half_second_detections(values):
 
 
 def as_version(v):
-    return set_attr("/", "schema_version", v, "int32")
+    """Marks the file as of schema V; before v6 without time_model and run_seconds."""
+    marks = [set_attr("/", "schema_version", v, "int32")]
+    if v < 6:
+        marks += [delete("/", "time_model"), delete("/", "run_seconds")]
+    return both(*marks)
 
 
 # Trial 0's detection_time column under a --detection-timeout of 0.5 s:
@@ -153,7 +157,16 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 6, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 7, "int32"), {}, "schema_version"),
+    ("a v5 file is valid", as_version(5), {}, None),
+    ("time_model in a v5 file", set_attr("/", "schema_version", 5, "int32"), {}, "time_model: not part of schema v5"),
+    ("time_model missing", delete("/", "time_model"), {}, "time_model: missing"),
+    ("time_model not the engine's", set_attr("/", "time_model", "wall clock", h5py.string_dtype()), {},
+     "'wall clock' on engine smpi"),
+    ("a sequential-engine trace is valid", both(set_attr("/", "engine", "sequential", h5py.string_dtype()),
+                                                set_attr("/", "time_model", "alpha-beta estimate",
+                                                         h5py.string_dtype())), {}, None),
+    ("run_seconds negative", set_attr("/", "run_seconds", -1.0, "float64"), {}, "run_seconds: must be"),
     ("a v3 file is valid", both(as_version(3), drop_detection_time), {}, None),
     ("detection_time in a v3 file", as_version(3), {}, "unexpected members: detection_time"),
     ("detection_time missing", delete("/trials/1/detection_time"), {}, "/trials/1/detection_time: missing"),

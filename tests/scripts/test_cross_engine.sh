@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Same seed, same results on both engines: 8 peers under Open MPI (real processes)
-# and under SMPI (simulated) must write bit-identical per-round columns.
+# Same seed, same results on every engine: 8 peers under Open MPI (real processes),
+# under SMPI (simulated) and on the sequential engine (one process) must write
+# bit-identical per-round columns.
 #
 #   tests/scripts/test_cross_engine.sh MPI_BINARY SMPI_BINARY
 #
@@ -21,6 +22,32 @@ need_args 2 $# MPI_BINARY SMPI_BINARY
 program_arg MPI_BIN "$1" "Open MPI program" "build the default preset first: cmake --preset default && cmake --build build"
 program_arg SMPI_BIN "$2" "SMPI program"
 NP=8
+
+# The third engine: every peer in one process (MPI_BIN --engine sequential). It
+# has the Open MPI trace's bits, but for the all-reduce, which the MPI engines
+# sum along a ring or a tree and it sums in peer order. --detection-timeout shapes
+# time only, which it estimates: it is left out.
+run_sequential() {
+  local tag=$1 report rc=0 seq=$SCRATCH/seq-$1.h5
+  shift
+  local args=() tolerance=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --detection-timeout) shift 2 ;;
+      allreduce) args+=("$1"); tolerance=(--tolerance 1e-12); shift ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
+  timeout 120 "$MPI_BIN" --engine sequential --peers "$NP" "${args[@]}" --out "$seq" --quiet >"$seq.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bad_with_report "$tag: the sequential engine failed (exit code $rc):" "$(cat "$seq.log")"
+  elif report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$seq" "$SCRATCH/mpi-$tag.h5" \
+                 "${tolerance[@]}" 2>&1); then
+    ok "$tag: $report"
+  else
+    bad_with_report "$tag: the sequential engine's trace differs from Open MPI's:" "$report"
+  fi
+}
 
 # Every all-reduce algorithm the program accepts (a singleton run of 0 rounds
 # tells); add new ones to this list. Without --collective, just the default.
@@ -69,6 +96,7 @@ for config in "${configs[@]}"; do
     for engine in mpi smpi; do
       check_trace "$SCRATCH/$engine-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
     done
+    run_sequential "$tag" "${args[@]}"
     compare_engines "$tag" <<'EOF'
 import sys
 import h5py

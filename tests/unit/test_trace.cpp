@@ -838,7 +838,8 @@ RunInfo sample_info(std::string command_line, std::string engine, std::string mp
   return {.avbench_version = "0.1.0-sample",
           .git_sha = "0123456789ab",
           .command_line = std::move(command_line),
-          .engine = std::move(engine),
+          .engine = engine,
+          .time_model = engine == "smpi" ? "simulated" : "wall clock",
           .mpi_library = std::move(mpi_library),
           .n_peers = n_peers,
           .run_kind = std::move(run_kind)};

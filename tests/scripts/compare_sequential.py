@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Compares a sequential-engine trace with a trace of the same run on an MPI engine.
+
+    compare_sequential.py SEQUENTIAL.h5 OTHER.h5 [--tolerance T] [--time-within F]
+
+Every trial's counters (round, alive, groups, failed_groups, decode_failures,
+bytes_sent) and rounds to each target must be identical. The metrics (variance,
+error, mean_drift) must have the same bits, or, with --tolerance T, differ by at
+most T times the trial's initial variance (all-reduce: the MPI engines sum along a
+ring or a tree, the sequential engine in peer order). With --time-within F, each
+trial's final `time` (the sequential engine's alpha-beta estimate) must be within
+F (relative) of the other trace's (SMPI's simulated time). Prints one line;
+exits 1 with the problems when there are any.
+"""
+import argparse
+import sys
+
+import h5py
+import numpy as np
+
+from bitwise import same
+
+COUNTERS = ["round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent"]
+METRICS = ["variance", "error", "mean_drift"]
+
+
+def compare_trial(name, a, b, tolerance, time_within, problems, ratios):
+    for column in COUNTERS + ["targets"]:
+        if not same(a[column][()], b[column][()]):
+            problems.append(f"/trials/{name}/{column}: {a[column][()][:6]} vs {b[column][()][:6]}")
+    for attribute in a.attrs:
+        if attribute.startswith(("rounds_to_", "reached_")) and not same(a.attrs[attribute], b.attrs[attribute]):
+            problems.append(f"/trials/{name} {attribute}: {a.attrs[attribute]} vs {b.attrs[attribute]}")
+    scale = float(b["variance"][0])
+    for column in METRICS:
+        x, y = a[column][()], b[column][()]
+        if tolerance is None:
+            if not same(x, y):
+                problems.append(f"/trials/{name}/{column} differs in its bits")
+        elif x.shape != y.shape or np.max(np.abs(x - y), initial=0.0) > tolerance * scale:
+            problems.append(f"/trials/{name}/{column} differs by more than {tolerance} x {scale:.3g}")
+    if time_within is not None:
+        ratio = float(a["time"][-1]) / float(b["time"][-1])
+        ratios.append(ratio)
+        if abs(ratio - 1) > time_within:
+            problems.append(f"/trials/{name} time: estimate {a['time'][-1]:.4g} s vs {b['time'][-1]:.4g} s "
+                            f"(ratio {ratio:.3f}, allowed 1 +- {time_within})")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("sequential")
+    p.add_argument("other")
+    p.add_argument("--tolerance", type=float)
+    p.add_argument("--time-within", type=float)
+    a = p.parse_args()
+    problems, ratios, rows = [], [], 0
+    with h5py.File(a.sequential, "r") as s, h5py.File(a.other, "r") as o:
+        if s.attrs["engine"] != "sequential" or s.attrs["time_model"] != "alpha-beta estimate":
+            problems.append(f"engine {s.attrs['engine']!r}, time_model {s.attrs.get('time_model')!r}")
+        if int(s.attrs["n_peers"]) != int(o.attrs["n_peers"]):
+            problems.append(f"n_peers {s.attrs['n_peers']} vs {o.attrs['n_peers']}")
+        if list(s["trials"]) != list(o["trials"]):
+            problems.append(f"trials {list(s['trials'])} vs {list(o['trials'])}")
+        for name in s["trials"]:
+            if name in o["trials"]:
+                compare_trial(name, s["trials"][name], o["trials"][name], a.tolerance, a.time_within, problems, ratios)
+                rows += len(s["trials"][name]["round"])
+    if problems:
+        print("\n".join(problems[:8]))
+        sys.exit(1)
+    how = "same bits" if a.tolerance is None else f"within {a.tolerance} x the initial variance"
+    time = f"; time estimate / other: {min(ratios):.3f} .. {max(ratios):.3f}" if ratios else ""
+    print(f"sequential engine agrees on {rows} rows ({how}){time}")
+
+
+if __name__ == "__main__":
+    main()
