@@ -165,7 +165,7 @@ def summary(values):
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         """Bad input: one line (no usage block), exit 2."""
-        print(f"numpy_averaging.py: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
         sys.exit(2)
 
 
