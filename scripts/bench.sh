@@ -14,6 +14,10 @@
 #      4, 8, 16: alpha-beta cost / simulated time; goal >= 0.95 at 16 MiB
 #   3  build/bench/kernels_bench: kernels' touched bytes/s over memcpy's (goal >= 0.8),
 #      quantizer encode/decode in GB/s of input doubles (goal >= 1)
+#   4  build/apps/averaging_bench --engine sequential against bench/numpy_averaging.py
+#      on the same cells (1024 peers, fail rate 0.01, 100 trials x 50 rounds) for
+#      moshpit, allreduce, random-groups, gossip, sgp: numpy's seconds over the
+#      trace's run_seconds (bench/sequential_vs_numpy.py); goal >= 5 for moshpit
 # --smoke: tiny sizes and short runs (seconds), to check that everything runs and
 # prints well-formed ratios (ctest bench_smoke); pass/miss is then meaningless.
 # Item 1's "measured" column gives the quartiles of the per-iteration paired ratios
@@ -77,6 +81,11 @@ if [ $have_mpi = 1 ]; then
   echo "bench.sh: kernels_bench" >&2
   "$build/bench/kernels_bench" "${kernel_args[@]}" >"$out/kernels.txt" 2>&1 ||
     { echo "bench.sh: kernels_bench failed:" >&2; tail -5 "$out/kernels.txt" >&2; failed=1; }
+  echo "bench.sh: sequential engine vs numpy" >&2
+  /usr/bin/python3 "$root/bench/sequential_vs_numpy.py" --build "$build" --out "$out/sequential" \
+    $([ $smoke = 0 ] || echo --smoke) >"$out/sequential.txt" 2>&1 ||
+    { echo "bench.sh: sequential_vs_numpy.py failed:" >&2; tail -5 "$out/sequential.txt" >&2; failed=1; }
+  grep '^# rounds' "$out/sequential.txt" >&2 || true
 fi
 if [ $have_smpi = 1 ]; then
   for np in $smpi_nps; do
@@ -125,15 +134,20 @@ for line in open(path):
                      f"{float(kv['GBps']):.2f} vs {float(kv['memcpy_GBps']):.2f} GB/s touched"))
     elif kind == "quantizer":
         rows.append((f"3 {kv['name']} GB/s", "1 core", size, value, 1.0, "GB/s of input doubles"))
-expected = ({"allreduce", "kernel", "quantizer"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
+    elif kind == "sequential":
+        rows.append((f"4 {kv['method']} numpy / sequential", f"n={kv['n']}", f"{kv['trials']}x{kv['rounds']}",
+                     value, 5.0 if kv["method"] == "moshpit" else None,
+                     f"numpy {float(kv['numpy_s']):.4g} s vs sequential {float(kv['ours_s']):.4g} s"))
+expected = ({"allreduce", "kernel", "quantizer", "sequential"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
 for k in sorted(expected - kinds):
     bad += 1
     print(f"bench.sh: no '{k}' results", file=sys.stderr)
 print(f"{'item':46} {'ranks':6} {'size':>8} {'ratio':>8} {'goal':>6}  {'':4}  measured")
 def order(r):  # by item, ranks, size; stable: each program's order within
     n = int(r[1][2:]) if r[1].startswith("n=") else 0
-    number, unit = r[2].split()
-    return (r[0][0], n, int(number) << (20 if unit == "MiB" else 10))
+    number, _, unit = r[2].partition(" ")
+    shift = {"MiB": 20, "KiB": 10}.get(unit)  # item 4's "trials x rounds" keeps its order
+    return (r[0][0], n, 0 if shift is None else int(number) << shift)
 rows.sort(key=order)
 for what, n, size, value, goal, note in rows:
     verdict = "" if goal is None else ("pass" if value >= goal else "miss")
