@@ -12,8 +12,12 @@
 # Settings, as environment variables [default]:
 #   JOBS         rows run at the same time     [1]  (an SMPI row uses one core)
 #   RESULTS      output folder                 [<experiment>/results]
-#   AVB_ENGINE   smpi: build-smpi/ programs under scripts/smpirun.sh;
-#                openmpi: build/ programs under `mpirun -n N --oversubscribe`   [smpi]
+#   AVB_ENGINE   sequential: build/ programs with --engine sequential --peers N, every
+#                peer in one process (the same values; time an alpha-beta estimate);
+#                smpi: build-smpi/ programs under scripts/smpirun.sh (simulated time);
+#                openmpi: build/ programs under `mpirun -n N --oversubscribe`
+#                [sequential; smpi for the studies that need a network simulation,
+#                which set avb_default_engine=smpi before sourcing this file]
 #   AVERAGING_BENCH, SGD_BENCH   the programs  [build-smpi/apps/... or build/apps/...]
 #   PYTHON       interpreter with h5py         [/usr/bin/python3]
 #   SLURM        1: submit the rows to Slurm as a job array instead (openmpi only;
@@ -32,11 +36,12 @@ is_count() { case "$1" in '' | *[!0-9]*) return 1 ;; *) [ "$1" -ge 1 ] ;; esac; 
 sweep_init() {
   self=$1
   root=$(cd "$here/../.." && pwd)
-  engine=${AVB_ENGINE:-smpi} python=${PYTHON:-/usr/bin/python3} jobs=${JOBS:-1}
+  engine=${AVB_ENGINE:-${avb_default_engine:-sequential}} python=${PYTHON:-/usr/bin/python3} jobs=${JOBS:-1}
   case "$engine" in
+    sequential) launcher=sequential bin=$root/build/apps ;;
     smpi) launcher=smpi bin=$root/build-smpi/apps ;;
     openmpi) launcher=mpirun bin=$root/build/apps ;;
-    *) die "AVB_ENGINE='$engine' is neither smpi nor openmpi" ;;
+    *) die "AVB_ENGINE='$engine' is not sequential, smpi or openmpi" ;;
   esac
   [ "${SLURM:-0}" != 1 ] || [ "$engine" = openmpi ] || die "SLURM=1 runs the Open MPI build: set AVB_ENGINE=openmpi"
   avg_bench=$(realpath -m "${AVERAGING_BENCH:-$bin/averaging_bench}")

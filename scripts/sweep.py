@@ -28,7 +28,8 @@ reruns only what is missing or incomplete.
 
 Launchers (--launcher, or a row's launcher cell): mpirun (Open MPI, build/apps),
 srun (srun --mpi=pmix inside an allocation, build/apps), smpi
-(scripts/smpirun.sh, build-smpi/apps). Run with /usr/bin/python3 (h5py).
+(scripts/smpirun.sh, build-smpi/apps), sequential (build/apps/PROGRAM --engine
+sequential --peers N: every peer in one process, no MPI launcher). Run with /usr/bin/python3 (h5py).
 """
 
 from __future__ import annotations
@@ -100,13 +101,15 @@ def _smpi(np: int, extra: list[str]) -> list[str]:
     return [str(ROOT / "scripts" / "smpirun.sh"), "-n", str(np), *extra]
 
 
+def _alone(np: int, extra: list[str]) -> list[str]:
+    return [*extra]  # the program itself: every peer in one process
+
+
 @dataclass(frozen=True)
 class Launcher:
     prefix: Callable[[int, list[str]], list[str]]  # (ranks, launcher flags) -> what precedes the program
     bin_dir: str  # where the programs of this engine are built, under the repository
-    # A single-process engine (a future `sequential` one, `averaging_bench --engine
-    # sequential --peers N`) is one more entry: an empty prefix and the peers as a
-    # flag of the program, which this hook adds.
+    # A single-process engine gets the peers as flags of the program instead.
     program_args: Callable[[int], list[str]] = lambda np: []
 
 
@@ -114,6 +117,7 @@ LAUNCH = {
     "mpirun": Launcher(_mpirun, "build/apps"),
     "srun": Launcher(_srun, "build/apps"),
     "smpi": Launcher(_smpi, "build-smpi/apps"),
+    "sequential": Launcher(_alone, "build/apps", lambda np: ["--engine", "sequential", "--peers", str(np)]),
 }
 assert set(LAUNCH) == set(sweep_table.LAUNCHERS)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 # Columns that say how to run a row rather than naming a flag of the program.
 RESERVED = ("name", "program", "launcher", "peers")
 PROGRAMS = ("averaging_bench", "sgd_bench")
-LAUNCHERS = ("mpirun", "srun", "smpi")  # scripts/sweep.py LAUNCH says how each starts a run
+LAUNCHERS = ("mpirun", "srun", "smpi", "sequential")  # scripts/sweep.py LAUNCH says how each starts a run
 OMIT = "-"  # a cell that leaves its flag out (or, in a reserved column, means "default")
 
 FLAG_RE = re.compile(r"^(launcher\.)?[A-Za-z][A-Za-z0-9_-]*$")

@@ -44,6 +44,8 @@
 #   /usr/bin/python3 experiments/gossip_rates/plot.py
 set -euo pipefail
 
+# Its runs measure SMPI itself (the oracle gives the values).
+avb_default_engine=smpi
 source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 [ "$engine" = smpi ] || die "AVB_ENGINE='$engine': this study's runs are SMPI ones"
 n=${PEERS:-1024} trials=${TRIALS:-5} seed=${SEED:-1} force=${FORCE:-0}

@@ -5,7 +5,8 @@
 # writes the cells as rows of $RESULTS/table.tsv; scripts/sweep.py runs them
 # (experiments/sweep_common.sh: JOBS, RESULTS, AVB_ENGINE, PYTHON, SLURM).
 #
-#   experiments/moshpit_table/run_sweep.sh                       # the whole sweep, under SMPI
+#   experiments/moshpit_table/run_sweep.sh                       # the whole sweep, sequential engine
+#   AVB_ENGINE=smpi experiments/moshpit_table/run_sweep.sh       # the same under SMPI (hours)
 #   JOBS=2 TRIALS=20 PEERS=512 RESULTS=/tmp/t experiments/moshpit_table/run_sweep.sh
 #   PROTOCOLS="gossip sgp-paper pushsum" TRIALS=20 experiments/moshpit_table/run_sweep.sh
 #   AVB_ENGINE=openmpi SLURM=1 SLURM_ARGS="--time 02:00:00" experiments/moshpit_table/run_sweep.sh

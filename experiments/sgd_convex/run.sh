@@ -39,6 +39,8 @@
 # normally appends "cell seconds" to $RESULTS/walltime.tsv.
 set -euo pipefail
 
+# sgd_bench runs on MPI engines only.
+avb_default_engine=smpi
 source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 read -r -a peers <<<"${PEERS:-64 1024}"
 read -r -a objectives <<<"${OBJECTIVES:-quadratic logistic}"

@@ -49,6 +49,8 @@
 # redone), and each cell that ends normally appends "cell seconds" to walltime.tsv.
 set -euo pipefail
 
+# swarm has no sequential form, and sgd_bench runs on MPI engines only.
+avb_default_engine=smpi
 source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 
 ALL_CELLS="avg_swarm avg_swarm-fp16 avg_swarm-uniform8 avg_swarm-lattice16 avg_swarm-lattice10

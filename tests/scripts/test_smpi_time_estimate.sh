@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The sequential engine's time estimate against SMPI's simulated time, and its
+# values against SMPI's, on the default homogeneous cluster at 64 and 1024 peers.
+#
+#   tests/scripts/test_smpi_time_estimate.sh SEQUENTIAL_BINARY SMPI_BINARY
+#
+# SEQUENTIAL_BINARY is build/apps/averaging_bench (run with --engine sequential),
+# SMPI_BINARY build-smpi/apps/averaging_bench under scripts/smpirun.sh. For each
+# configuration both run the same trials; compare_sequential.py requires the same
+# counters and targets, the same metric bits (all-reduce: within 1e-12 of the
+# initial variance), and each trial's estimated time within 10% of the simulated
+# time. Vectors of 1000 and 100000 values cover latency- and bandwidth-bound rounds
+# (the backbone included), failures change the groups.
+source "$(dirname "$0")/common.sh"
+
+need_args 2 $# SEQUENTIAL_BINARY SMPI_BINARY
+program_arg SEQ "$1" "Open MPI build's averaging_bench" "build the default preset: cmake --build build --target averaging_bench"
+program_arg BIN "$2" "SMPI program"
+
+configs=(
+  "64 100000 moshpit --grid 8x8"
+  "64 100000 allreduce --collective ring"
+  "64 100000 gossip --topology torus --fail-rate 0.05"
+  "64 1000 pushsum --fail-rate 0.05"
+  "1024 1000 moshpit --grid 32x32 --fail-rate 0.01"
+  "1024 1000 pairwise"
+  "1024 1000 sgp-paper --fail-rate 0.01"
+  "1024 1 random-groups"
+)
+for config in "${configs[@]}"; do
+  read -r peers dim protocol rest <<<"$config"
+  read -r -a extra <<<"$rest"
+  args=(--protocol "$protocol" "${extra[@]}" --dim "$dim" --rounds 4 --trials 2 --seed 31 --quiet)
+  tag=$(printf '%s' "$config" | tr -c 'a-z0-9\n' '_')
+  started=$(now)
+  rc=0
+  timeout -k 10 300 "$AVB_SMPIRUN" -n "$peers" "$BIN" "${args[@]}" --out "$SCRATCH/smpi-$tag.h5" \
+    >"$SCRATCH/$tag.log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bad_with_report "$config: SMPI exited $rc:" "$(tail -5 "$SCRATCH/$tag.log")"
+    continue
+  fi
+  if ! timeout 120 "$SEQ" --engine sequential --peers "$peers" "${args[@]}" --out "$SCRATCH/seq-$tag.h5" \
+      >"$SCRATCH/$tag.seq.log" 2>&1 </dev/null; then
+    bad_with_report "$config: the sequential engine failed:" "$(tail -5 "$SCRATCH/$tag.seq.log")"
+    continue
+  fi
+  tolerance=()
+  [ "$protocol" != allreduce ] || tolerance=(--tolerance 1e-12)
+  if report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/seq-$tag.h5" \
+                "$SCRATCH/smpi-$tag.h5" "${tolerance[@]}" --time-within 0.10 2>&1); then
+    ok "$config: $report ($(elapsed "$started") s)"
+  else
+    bad_with_report "$config: the sequential engine disagrees with SMPI:" "$report"
+  fi
+done
+finish
