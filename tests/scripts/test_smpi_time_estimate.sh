@@ -30,7 +30,7 @@ configs=(
 for config in "${configs[@]}"; do
   read -r peers dim protocol rest <<<"$config"
   read -r -a extra <<<"$rest"
-  args=(--protocol "$protocol" "${extra[@]}" --dim "$dim" --rounds 4 --trials 2 --seed 31 --quiet)
+  args=(--protocol "$protocol" "${extra[@]}" --dim "$dim" --rounds 4 --trials 1 --seed 31 --quiet)
   tag=$(printf '%s' "$config" | tr -c 'a-z0-9\n' '_')
   started=$(now)
   rc=0
