@@ -137,7 +137,7 @@ for line in open(path):
     elif kind == "sequential":
         rows.append((f"4 {kv['method']} numpy / sequential", f"n={kv['n']}", f"{kv['trials']}x{kv['rounds']}",
                      value, 5.0 if kv["method"] == "moshpit" else None,
-                     f"numpy {float(kv['numpy_s']):.4g} s vs sequential {float(kv['ours_s']):.4g} s"))
+                     f"numpy {float(kv['numpy_s']):.4g} s vs sequential {float(kv['ours_s']):.4g} s ({float(kv['traced_s']):.4g} s with a trace)"))
 expected = ({"allreduce", "kernel", "quantizer", "sequential"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
 for k in sorted(expected - kinds):
     bad += 1

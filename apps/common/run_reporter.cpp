@@ -87,6 +87,8 @@ void RunReporter::close(std::size_t recorded, std::size_t cut_short, bool comple
   else if (!complete)
     std::printf("# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
                 recorded, cut_short);
+  std::printf("# wall time: %.4g s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count());
   std::fflush(stdout);
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
 }

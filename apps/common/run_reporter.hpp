@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <chrono>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -131,6 +132,7 @@ class RunReporter {
   // std::chrono's clocks) returns simulated time, which says nothing about how
   // long the user has been waiting.
   std::time_t started_ = std::time(nullptr);
+  std::chrono::steady_clock::time_point run_start_ = std::chrono::steady_clock::now();  // for the wall-time line
   std::time_t last_progress_ = started_;
 };
 
