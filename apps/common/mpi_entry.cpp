@@ -22,14 +22,40 @@ volatile std::sig_atomic_t g_stop_signal = 0;  // see install_stop_handlers()
 extern "C" void on_stop_signal(int signo) { g_stop_signal = signo; }
 }  // namespace
 
+bool mpi_running() {
+  int started = 0, ended = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&ended);
+  return started != 0 && ended == 0;
+}
+
+namespace {
+// A sequential run started on its own (no MPI launcher in the environment) needs
+// no MPI at all: starting a singleton MPI costs a sweep of small runs more than
+// the runs themselves. Under a launcher MPI starts, so that run_peers can refuse
+// a sequential run spread over several processes.
+bool runs_alone(int argc, char** argv) {
+  if (engine_name() == "smpi") return false;
+  for (const char* launched : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(launched) != nullptr) return false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--engine=sequential" || (arg == "--engine" && i + 1 < argc && std::string(argv[i + 1]) == "sequential"))
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
 int world_rank() {
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (mpi_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
 
 World world() {
   World w;
+  if (!mpi_running()) return w;  // one process, no simulated hosts
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
   const double mine = host_speed();
@@ -38,8 +64,9 @@ World world() {
 }
 
 bool options_agreed(const std::string& program, const std::string& problem) {
-  int parsed = problem.empty() ? 1 : 0, everywhere = 0;
-  check_mpi(MPI_Allreduce(&parsed, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  int parsed = problem.empty() ? 1 : 0, everywhere = parsed;
+  if (mpi_running())
+    check_mpi(MPI_Allreduce(&parsed, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
   if (everywhere) return true;
   report_error(program, problem.empty() ? "the options could not be read on every rank (is the --config file on a "
                                           "file system all nodes see?)"
@@ -48,16 +75,18 @@ bool options_agreed(const std::string& program, const std::string& problem) {
 }
 
 int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**)) {
-  MPI_Init(&argc, &argv);
+  const bool alone = runs_alone(argc, argv);
+  if (!alone) MPI_Init(&argc, &argv);
   int rc = 1;
   try {
     rc = run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error on rank %d: %s\n", program, world_rank(), e.what());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    if (!alone) MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
   }
-  MPI_Finalize();
+  if (!alone) MPI_Finalize();
   return rc;
 }
 
@@ -86,7 +115,7 @@ void report_warning(const std::string& program, const std::string& message) {
 
 int exit_code(const std::string& program, const std::string& trace_error, bool stopped) {
   int failed = trace_error.empty() ? 0 : 1;
-  check_mpi(MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (mpi_running()) check_mpi(MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   if (failed) {
     report_error(program, trace_error);
     return 1;
@@ -103,8 +132,8 @@ void abort_run(const std::string& program, const std::string& message) {
   if (stop_signal() != 0) std::_Exit(128 + stop_signal());
   std::fprintf(stderr, "%s: error: %s\n", program.c_str(), printable(message).c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, kExitStalled);
-  std::_Exit(kExitStalled);  // MPI_Abort does not return; this is for the compiler
+  if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, kExitStalled);
+  std::_Exit(kExitStalled);  // MPI_Abort does not return
 }
 
 struct DeadlockGuard::State {

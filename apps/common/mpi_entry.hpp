@@ -19,7 +19,8 @@ namespace avb::app {
 void install_stop_handlers();
 int stop_signal();  // 0 when no stop was requested, else the signal number
 
-// A program's main(): MPI_Init, run(argc, argv), MPI_Finalize, and its exit code.
+// A program's main(): MPI_Init, run(argc, argv), MPI_Finalize, and its exit code
+// (no MPI at all for a sequential run started on its own).
 // An exception on one rank mid-run takes the whole job down with MPI_Abort (the
 // other ranks may be waiting in a collective), after one line naming the rank.
 int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**));
@@ -37,8 +38,13 @@ World world();
 // Prints "<program>: error: <message>" on stderr, once (rank 0 only).
 void report_error(const std::string& program, const std::string& message);
 
-// This process's rank in MPI_COMM_WORLD.
+// This process's rank in MPI_COMM_WORLD (0 without MPI).
 int world_rank();
+
+// Whether MPI is running in this process. A sequential run started without a
+// launcher (--engine sequential) runs without MPI: the programs' collective steps
+// are then those of a world of one.
+bool mpi_running();
 
 // Prints "<program>: warning: <message>" on stderr, once (rank 0 only).
 void report_warning(const std::string& program, const std::string& message);

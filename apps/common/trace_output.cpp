@@ -19,7 +19,7 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
   info.time_model = engine_name() == "smpi" ? "simulated" : "wall clock";
   info.mpi_library = mpi_library_version();
   int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (mpi_running()) MPI_Comm_size(MPI_COMM_WORLD, &size);
   info.n_peers = size;
   info.run_kind = run_kind;
   return info;
@@ -45,7 +45,7 @@ bool open_trace(const std::string& program, const OutputFlags& output, const Run
       ok = 0;
     }
   }
-  check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (mpi_running()) check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   if (!ok) trace.reset();
   return ok != 0;
 }

@@ -168,7 +168,11 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n,
     lock.unlock();
     for (const RoundRow& row : record.rows) observer.on_row(record, row);
     observer.on_trial(record);
+    const bool whole = record.complete;
     result.trials.push_back(std::move(record));
+    // As on the MPI engines only the last trial reported may be cut short: trials
+    // after it, finished or not, are left out.
+    if (!whole) break;
     if (!stop && observer.stop_requested()) stop = true;
   }
   pool.clear();  // joins the workers

@@ -16,7 +16,8 @@ namespace avb {
 // (at least 1); the results do not depend on the thread count. On the calling
 // thread, the observer receives each trial's rows and then the trial, in trial
 // order. When it asks to stop, every trial in flight ends after its current
-// round, marked incomplete, and no new trial starts.
+// round, marked incomplete, and no new trial starts; the first trial cut short is
+// the last one reported.
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n_peers, AveragingObserver& observer,
                                          int threads);
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# averaging_bench --engine sequential as a user meets it: a run with no MPI
+# launcher; refusals that are one line and exit 2 with nothing
+# written; the same trace whatever --threads; SIGTERM mid-run (exit 143, a valid
+# trace marked incomplete whose only cut-short trial is the last); a run of
+# 2^20 peers.
+#
+#   tests/scripts/test_sequential_cli.sh BINARY      (build/apps/averaging_bench)
+source "$(dirname "$0")/common.sh"
+
+need_args 1 $# BINARY
+program_arg BIN "$1" "Open MPI build's averaging_bench"
+
+# One line on stderr naming FLAG, exit 2, no trace.
+refused() {
+  local flag=$1 rc=0
+  shift
+  timeout 60 "$BIN" --out "$SCRATCH/refused.h5" "$@" >"$SCRATCH/out" 2>"$SCRATCH/err" || rc=$?
+  local lines
+  lines=$(grep -c . "$SCRATCH/err" || true)
+  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "error: $flag" "$SCRATCH/err" && [ ! -e "$SCRATCH/refused.h5" ]; then
+    ok "refused $*: $(cat "$SCRATCH/err")"
+  else
+    bad_with_report "$* should be refused with one line naming $flag and exit 2 (exit $rc, $lines lines):" \
+      "$(cat "$SCRATCH/err")"
+  fi
+}
+
+refused "--engine sequential: protocol swarm" --engine sequential --peers 16 --protocol swarm
+refused "--peers: required" --engine sequential
+refused "--stragglers" --engine sequential --peers 16 --stragglers 0.1
+refused "--detection-timeout" --engine sequential --peers 16 --detection-timeout 1
+refused "--peers: applies" --peers 16
+refused "--engine: 'serial'" --engine serial --peers 16
+refused "--peers" --engine sequential --peers 0
+
+# No launcher: the run starts no MPI and writes a valid trace.
+common=(--engine sequential --peers 300 --protocol moshpit --fail-rate 0.05 --dim 3 --rounds 12 --trials 7 --seed 5)
+if timeout 60 "$BIN" "${common[@]}" --threads 1 --out "$SCRATCH/one.h5" --quiet >"$SCRATCH/one.log" 2>&1; then
+  check_trace "$SCRATCH/one.h5" --peers 300 --trials 7 --complete 1 --rounds 12
+else
+  bad_with_report "a sequential run failed:" "$(cat "$SCRATCH/one.log")"
+fi
+timeout 60 "$BIN" "${common[@]}" --threads 3 --out "$SCRATCH/three.h5" --quiet >/dev/null 2>&1 ||
+  bad "the run on 3 threads failed"
+if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/one.h5" "$SCRATCH/three.h5" "$AVB_TESTS_DIR" 2>&1 <<'PY'
+import sys
+import h5py
+sys.path.insert(0, sys.argv[3])
+from bitwise import same
+with h5py.File(sys.argv[1]) as a, h5py.File(sys.argv[2]) as b:
+    diff = [f"{k}/{c}" for k in a["trials"] for c in a["trials"][k] if not same(a["trials"][k][c][()], b["trials"][k][c][()])]
+    assert a.attrs["engine"] == "sequential" and a.attrs["time_model"] == "alpha-beta estimate", dict(a.attrs)
+print("differ: " + ", ".join(diff) if diff else "every column of 7 trials has the same bits")
+sys.exit(1 if diff else 0)
+PY
+); then ok "--threads 1 and 3: $report"; else bad_with_report "--threads 1 and 3 differ:" "$report"; fi
+
+# SIGTERM mid-run: trials run two at a time, the first one cut is the last written.
+timeout 120 "$BIN" --engine sequential --peers 4096 --protocol gossip --rounds 100000 --trials 20 --threads 2 \
+  --out "$SCRATCH/term.h5" --quiet >"$SCRATCH/term.log" 2>&1 &
+pid=$!
+sleep 2
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+if [ "$rc" -eq 143 ]; then ok "SIGTERM: exit 143"; else bad_with_report "SIGTERM: exit $rc, expected 143:" "$(cat "$SCRATCH/term.log")"; fi
+check_trace "$SCRATCH/term.h5" --peers 4096 --complete 0
+
+# 2^20 peers, a few rounds: a million peers in one process.
+if timeout 120 "$BIN" --engine sequential --peers 1048576 --protocol moshpit --rounds 3 --trials 1 \
+    --out "$SCRATCH/million.h5" --quiet >"$SCRATCH/million.log" 2>&1; then
+  check_trace "$SCRATCH/million.h5" --peers 1048576 --trials 1 --complete 1 --rounds 3
+else
+  bad_with_report "2^20 peers failed:" "$(cat "$SCRATCH/million.log")"
+fi
+finish
