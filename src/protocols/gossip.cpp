@@ -177,8 +177,13 @@ class GossipPopulation final : public SequentialProtocol {
     value_.resize(d);
     RoundEffect effect;
     std::size_t busiest = 0;
+    cache(g, round.seed);
+    MixingRow changed;
     for (int i = 0; i < x.n; ++i) {
-      const MixingRow row = alive_mixing_row(g, weights_, alive_weights_, round.failures, t, i);
+      if (!round.alive[static_cast<std::size_t>(i)]) continue;
+      const MixingRow* cached = cached_row(i, round.alive);
+      if (cached == nullptr) changed = alive_mixing_row(g, weights_, alive_weights_, round.failures, t, i);
+      const MixingRow& row = cached != nullptr ? *cached : changed;
       if (row.peers.empty()) continue;
       mixed_.assign(d, 0.0);
       for (std::size_t k = 0; k < row.peers.size(); ++k) {
@@ -192,7 +197,8 @@ class GossipPopulation final : public SequentialProtocol {
       }
       std::copy(mixed_.begin(), mixed_.end(), x.peer(i).begin());
       std::size_t sent = 0;
-      for (int j : g.out_neighbours(t, i))
+      const std::vector<int>& outs = rows_.empty() ? (outs_scratch_ = g.out_neighbours(t, i)) : outs_[static_cast<std::size_t>(i)];
+      for (int j : outs)
         if (round.alive[static_cast<std::size_t>(j)]) sent += message;
       effect.bytes += sent;
       busiest = std::max(busiest, sent);
@@ -202,12 +208,47 @@ class GossipPopulation final : public SequentialProtocol {
   }
 
  private:
+  // A static graph's rows and out-lists, once per trial, when they fit in memory:
+  // a row whose peers are all alive is used as is (alive_mixing_row's rule).
+  void cache(const Topology& g, std::uint64_t seed) {
+    if (cached_ && cached_seed_ == seed) return;
+    rows_.clear();
+    outs_.clear();
+    cached_ = true;
+    cached_seed_ = seed;
+    if (g.time_varying() || alive_weights_ != AliveWeights::renormalize) return;
+    std::size_t entries = 0;
+    for (int i = 0; i < g.peers() && entries <= kMaxCachedEntries; ++i) {
+      rows_.push_back(g.mixing_row(weights_, 1, i));
+      outs_.push_back(g.out_neighbours(1, i));
+      entries += rows_.back().peers.size() + outs_.back().size();
+    }
+    if (entries > kMaxCachedEntries) {
+      rows_.clear();
+      outs_.clear();
+    }
+  }
+
+  const MixingRow* cached_row(int i, std::span<const std::uint8_t> alive) const {
+    if (rows_.empty()) return nullptr;
+    const MixingRow& row = rows_[static_cast<std::size_t>(i)];
+    for (int j : row.peers)
+      if (!alive[static_cast<std::size_t>(j)]) return nullptr;
+    return &row;
+  }
+
+  static constexpr std::size_t kMaxCachedEntries = std::size_t{1} << 24;
   TrialTopology topology_;
   Weights weights_;
   AliveWeights alive_weights_;
   ReceivedValue received_;
   bool quantized_;
   std::vector<double> old_, mixed_, value_;
+  std::vector<MixingRow> rows_;
+  std::vector<std::vector<int>> outs_;
+  std::vector<int> outs_scratch_;
+  bool cached_ = false;  // rows_ and outs_ are this trial's (empty: not cached)
+  std::uint64_t cached_seed_ = 0;
 };
 
 }  // namespace

@@ -57,11 +57,17 @@ class SgpPaperPopulation final : public SequentialProtocol {
     sum_.resize(d);
     RoundEffect effect;
     std::size_t busiest = 0;
+    int period = 0;
+    while ((1 << period) < n) ++period;
     for (int i = 0; i < n; ++i) {
       if (n < 2 || !round.alive[static_cast<std::size_t>(i)]) continue;
+      // sgp_paper_neighbours(n, t, i), without its allocation: i +- 2^k, distinct.
       members_.assign(1, i);
-      for (int j : sgp_paper_neighbours(n, round.t, i))
-        if (round.alive[static_cast<std::size_t>(j)]) members_.push_back(j);
+      const int step = 1 << ((round.t - 1) % period);
+      for (int j : {(i + step) % n, ((i - step) % n + n) % n})
+        if (j != i && round.alive[static_cast<std::size_t>(j)] &&
+            std::find(members_.begin(), members_.end(), j) == members_.end())
+          members_.push_back(j);
       std::sort(members_.begin(), members_.end());
       std::fill(sum_.begin(), sum_.end(), 0.0);
       for (int j : members_)
