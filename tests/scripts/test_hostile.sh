@@ -122,6 +122,8 @@ if want flags || want blankflags; then
     int_flag --group-size 2 1073741824 1073741825 --protocol random-groups
     int_flag --min-group-size 2 1073741824 1073741825 --protocol moshpit
     int_flag --lattice-q 2 4294967295 4294967296 --protocol gossip --quantizer lattice
+    int_flag --peers 1 16777216 16777217 --engine sequential
+    int_flag --threads 0 1024 1025 --engine sequential --peers 4
     real_flag --fail-rate '[0, 1]' 1.01
     real_flag --join-rate '[0, 1]' -0.1 --failure churn --fail-rate 0.1
     real_flag --stragglers '[0, 1]' 2
@@ -133,6 +135,7 @@ if want flags || want blankflags; then
     hcase target.inf --target '> 0' -- --target inf "${keep[@]}"
     hcase target.underflow --target '> 0' -- --target 1e-400 "${keep[@]}"
     word_flag --protocol 'allreduce|moshpit|gossip'
+    word_flag --engine 'mpi|sequential'
     word_flag --failure 'transient|permanent|churn'
     word_flag --on-failure 'survivors|abort|partial'
     word_flag --collective 'ring|doubling|tree' --protocol allreduce
