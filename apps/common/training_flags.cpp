@@ -105,6 +105,7 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
   TypedOptions add(app, cli.changed);
   define_problem_flags(add, cli);
   define_schedule_flags(add, cli);
+  add_engine_flags(add, cli.engine);
 }
 
 TrainingOptions training_options(const TrainingCli& cli, int n_peers) {

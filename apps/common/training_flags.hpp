@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/engine_flags.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/run_flags.hpp"
 #include "sgd/trainer.hpp"
@@ -18,6 +19,7 @@ struct TrainingCli {
   ProtocolFlags protocol;
   TrainingOptions options;  // unresolved
   OutputFlags output;
+  EngineFlags engine;
   ChangedFlags changed;  // the flags above given a value other than their default
 };
 
