@@ -111,7 +111,7 @@ int run(int argc, char** argv) {
   bool sequential = false;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
     sequential = cli.engine.engine == avb::app::Engine::sequential;
-    peers = avb::app::run_peers(cli.engine, cli.changed, size);
+    peers = avb::app::run_peers(cli.engine, avb::app::changed_flags(cli), size);
     options = avb::app::training_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);

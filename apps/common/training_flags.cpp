@@ -108,6 +108,12 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
   add_engine_flags(add, cli.engine);
 }
 
+ChangedFlags changed_flags(const TrainingCli& cli) {
+  ChangedFlags all = cli.changed;
+  all.insert(cli.protocol.changed.begin(), cli.protocol.changed.end());
+  return all;
+}
+
 TrainingOptions training_options(const TrainingCli& cli, int n_peers) {
   TrainingOptions o = cli.options;
   set_protocol_options(cli.protocol, o);

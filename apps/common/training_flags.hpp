@@ -26,6 +26,9 @@ struct TrainingCli {
 // Every flag, --config included (as define_averaging_flags).
 void define_training_flags(CLI::App& app, TrainingCli& cli);
 
+// Every flag given a value other than its default, the protocol's included.
+ChangedFlags changed_flags(const TrainingCli& cli);
+
 // The resolved options for n_peers; throws ConfigError naming the flag. An
 // objective's or schedule's flag is refused where it does not apply.
 TrainingOptions training_options(const TrainingCli& cli, int n_peers);
