@@ -1,4 +1,5 @@
-// sgd_bench: local SGD on N peers (one per MPI rank) with any averaging protocol,
+// sgd_bench: local SGD on N peers (one per MPI rank, or all in this process with
+// --engine sequential --peers N) with any averaging protocol,
 // on a quadratic or logistic problem, under simulated failures; a table on stdout
 // and an HDF5 trace.
 //
@@ -25,6 +26,7 @@
 #include "common/training_reporter.hpp"
 #include "core/error.hpp"
 #include "sim/compute.hpp"
+#include "sgd/sequential_trainer.hpp"
 #include "sgd/trainer.hpp"
 #include "trace/trace.hpp"
 
@@ -39,26 +41,38 @@ void define_flags(CLI::App& app, avb::app::TrainingCli& cli) {
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
 }
 
-// What the problem takes per peer, which holds the pooled problem of all N peers
-// to compute the optimum: a quadratic's two dim x N matrices; a synthetic logistic
-// problem's samples and Newton's dim x dim Hessian (twice, with its LDLT).
+// What the problem takes per peer. Under MPI a peer may hold the pooled problem
+// of all N peers to compute the optimum: a quadratic's two dim x N matrices; a
+// synthetic logistic problem's samples and Newton's dim x dim Hessian (twice,
+// with its LDLT). The sequential engine (sequential_threads > 0) holds every
+// f_i and the pooled problem once, and for each trial run at once sixteen
+// vectors per peer (model, momentum, the measurement's two rows and the
+// protocol's state: averaging_bench's twelve bound the last).
 // A --data file's size is known only once read: see the std::bad_alloc below.
-void check_problem_memory(const avb::TrainingOptions& o, int n_peers) {
+void check_problem_memory(const avb::TrainingOptions& o, int n_peers, int sequential_threads) {
   const double d = o.objective.dim, n = n_peers, word = sizeof(double);
+  const bool sequential = sequential_threads > 0;
+  const int here = sequential ? n_peers : 0;
+  const double trials = sequential ? 16.0 * word * d * sequential_threads : 0.0;
+  const std::string dim = std::to_string(o.objective.dim);
   if (o.objective.kind == avb::ObjectiveKind::quadratic) {
-    avb::app::check_memory("--dim", std::to_string(o.objective.dim), word * d * (2 * n + 16), n_peers);
+    avb::app::check_memory("--dim", dim, sequential ? 4 * word * d + trials : word * d * (2 * n + 16), n_peers, here);
   } else if (o.objective.data_path.empty()) {
-    avb::app::check_memory("--dim", std::to_string(o.objective.dim), word * (2 * d * d + 16 * d), n_peers);
+    const double newton = word * (2 * d * d + 16 * d) / (sequential ? n : 1.0);
+    const double samples = 2 * word * o.objective.samples_per_peer * (d + 1) * (sequential ? 1.0 : n);
+    avb::app::check_memory("--dim", dim, newton + trials, n_peers, here);
     avb::app::check_memory("--samples-per-peer", std::to_string(o.objective.samples_per_peer),
-                           word * (2 * d * d + 16 * d + 2 * n * o.objective.samples_per_peer * (d + 1)), n_peers);
+                           newton + samples + trials, n_peers, here);
   }
 }
 
-// The problem on every rank; a bad --data file or a problem too large for memory
+// The problem on every rank (or of every peer, on the sequential engine:
+// sequential_peers > 0); a bad --data file or a problem too large for memory
 // gives one line (empty when it was built).
-std::string build_setup(const avb::TrainingOptions& options, avb::Problem& setup) {
+std::string build_setup(const avb::TrainingOptions& options, int sequential_peers, avb::Problem& setup) {
   try {
-    setup = avb::build_problem(options, MPI_COMM_WORLD);
+    setup = sequential_peers > 0 ? avb::build_problem_sequential(options, sequential_peers)
+                                 : avb::build_problem(options, MPI_COMM_WORLD);
   } catch (const avb::ConfigError& e) {
     return e.what();
   } catch (const std::bad_alloc&) {
@@ -93,26 +107,36 @@ int run(int argc, char** argv) {
   avb::app::TrainingCli cli;
   define_flags(app, cli);
   avb::TrainingOptions options;
+  int peers = size, threads = 1;
+  bool sequential = false;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
-    options = avb::app::training_options(cli, size);
-    avb::check_simulated_time(options, world.slowest_speed);
-    check_problem_memory(options, size);
+    sequential = cli.engine.engine == avb::app::Engine::sequential;
+    peers = avb::app::run_peers(cli.engine, avb::app::changed_flags(cli), size);
+    options = avb::app::training_options(cli, peers);
+    threads = avb::app::run_threads(cli.engine, options.trials);
+    if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
+    check_problem_memory(options, peers, sequential ? threads : 0);
+    if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
   });
   if (done) return *done;
 
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
-  const std::string setup_problem = build_setup(options, setup);
+  const std::string setup_problem = build_setup(options, sequential ? peers : 0, setup);
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
   avb::app::RunStart start{avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA), avb::describe(options),
                            nullptr};
-  const auto warnings = avb::app::training_warnings(options, cli.protocol, size, avb::time_is_simulated());
+  avb::app::describe_engine(cli.engine, peers, start);
+  const auto warnings =
+      avb::app::training_warnings(options, cli.protocol, peers, !sequential && avb::time_is_simulated());
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
-  avb::app::TrainingReporter reporter(options, size, std::move(start.trace), cli.output.quiet);
+  avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output.quiet);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));
-  return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations",
-                                     [&] { return avb::run_training(options, setup, MPI_COMM_WORLD, reporter); });
+  return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations", [&] {
+    return sequential ? avb::run_training_sequential(options, setup, peers, reporter, threads)
+                      : avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
+  });
 }
 
 }  // namespace

@@ -20,7 +20,10 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
   add.word("--engine", flags.engine, kEngineNames,
            "mpi: one peer per MPI rank (mpirun, srun, smpirun); sequential: every peer in this process, "
            "the same values, time an alpha-beta estimate");
-  add.integer("--peers", flags.peers, 1, 1 << 24, "sequential engine: the number of peers, an integer in [1, 2^24]");
+  // 0 is accepted as "not given": a trace's /config text lists every flag, defaults
+  // included, and must replay under --engine mpi.
+  add.integer("--peers", flags.peers, 0, 1 << 24,
+              "sequential engine: the number of peers, an integer in [1, 2^24] (0, the default: none given)");
   add.integer("--threads", flags.threads, 0, 1024,
               "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
               "depend on it");

@@ -105,6 +105,13 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
   TypedOptions add(app, cli.changed);
   define_problem_flags(add, cli);
   define_schedule_flags(add, cli);
+  add_engine_flags(add, cli.engine);
+}
+
+ChangedFlags changed_flags(const TrainingCli& cli) {
+  ChangedFlags all = cli.changed;
+  all.insert(cli.protocol.changed.begin(), cli.protocol.changed.end());
+  return all;
 }
 
 TrainingOptions training_options(const TrainingCli& cli, int n_peers) {

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/engine_flags.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/run_flags.hpp"
 #include "sgd/trainer.hpp"
@@ -18,11 +19,15 @@ struct TrainingCli {
   ProtocolFlags protocol;
   TrainingOptions options;  // unresolved
   OutputFlags output;
+  EngineFlags engine;
   ChangedFlags changed;  // the flags above given a value other than their default
 };
 
 // Every flag, --config included (as define_averaging_flags).
 void define_training_flags(CLI::App& app, TrainingCli& cli);
+
+// Every flag given a value other than its default, the protocol's included.
+ChangedFlags changed_flags(const TrainingCli& cli);
 
 // The resolved options for n_peers; throws ConfigError naming the flag. An
 // objective's or schedule's flag is refused where it does not apply.

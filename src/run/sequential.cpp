@@ -2,29 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <exception>
-#include <mutex>
-#include <optional>
-#include <thread>
 #include <vector>
 
 #include "protocols/sequential.hpp"
+#include "run/trial_pool.hpp"
+#include "run/tree_sum.hpp"
 
 namespace avb {
 
 namespace {
-
-// Sums `rows` rows of `width` values into row 0 in the order of the MPI engines'
-// binomial tree (core/reduce.hpp, tree_reduce_to_root): row r adds rows r + 1,
-// r + 2, r + 4, ... below its lowest set bit, so the sums have the same bits.
-void tree_sum(std::span<double> rows, std::size_t width) {
-  const std::size_t n = rows.size() / width;
-  for (std::size_t mask = 1; mask < n; mask <<= 1)
-    for (std::size_t r = 0; r + mask < n; r += 2 * mask)
-      for (std::size_t k = 0; k < width; ++k) rows[r * width + k] += rows[(r + mask) * width + k];
-}
 
 // The trace's metrics (docs/trace-format.md) as run_averaging measures them: one
 // tree of every peer's x_i - m0 and ||x_i - m0||^2, m0 the initial mean, and
@@ -125,59 +111,11 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
                                          int threads) {
   require_resolved(options, n, "run_averaging_sequential");
-  const int trials = options.trials;
-  const int workers = std::clamp(threads, 1, std::max(trials, 1));
-  std::vector<std::optional<TrialRecord>> done(static_cast<std::size_t>(trials));
-  std::exception_ptr failure;
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::atomic<int> next{0};
-  std::atomic<bool> stop{false};
-  int active = workers;
-  auto work = [&] {
-    for (int k = next++; k < trials && !stop; k = next++) {
-      try {
-        TrialRecord record = run_sequential_trial(options, n, k, &stop);
-        const std::lock_guard lock(mutex);
-        done[static_cast<std::size_t>(k)] = std::move(record);
-      } catch (...) {
-        const std::lock_guard lock(mutex);
-        if (!failure) failure = std::current_exception();
-        stop = true;
-      }
-      ready.notify_all();
-    }
-    const std::lock_guard lock(mutex);
-    --active;
-    ready.notify_all();
-  };
-  std::vector<std::jthread> pool;
-  for (int w = 0; w < workers; ++w) pool.emplace_back(work);
-
-  // Trials reach the observer in order, on this thread, which also asks it now
-  // and then whether to stop.
   AveragingResult result;
-  for (int k = 0; k < trials; ++k) {
-    std::unique_lock lock(mutex);
-    while (!done[static_cast<std::size_t>(k)] && active > 0) {
-      ready.wait_for(lock, std::chrono::milliseconds(20));
-      if (!stop && observer.stop_requested()) stop = true;
-    }
-    if (!done[static_cast<std::size_t>(k)]) break;  // never started: the run was stopped
-    TrialRecord record = std::move(*done[static_cast<std::size_t>(k)]);
-    lock.unlock();
-    for (const RoundRow& row : record.rows) observer.on_row(record, row);
-    observer.on_trial(record);
-    const bool whole = record.complete;
-    result.trials.push_back(std::move(record));
-    // As on the MPI engines only the last trial reported may be cut short: trials
-    // after it, finished or not, are left out.
-    if (!whole) break;
-    if (!stop && observer.stop_requested()) stop = true;
-  }
-  pool.clear();  // joins the workers
-  if (failure) std::rethrow_exception(failure);
-  result.stopped = stop;
+  result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
+                                         [&](int k, const std::atomic<bool>* stop) {
+                                           return run_sequential_trial(options, n, k, stop);
+                                         });
   return result;
 }
 

@@ -133,6 +133,27 @@ std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options
 
 namespace {
 
+// Reads the --data file (and --test-data) and checks that every peer gets
+// samples. Without --test-data, accuracy is measured on the training set.
+Dataset read_data(const TrainingOptions& options, int n, Problem& p) {
+  const ObjectiveOptions& o = options.objective;
+  Dataset data = read_libsvm(o.data_path, o.data_dim);
+  shard_rows(data, o.split, 0, n, options.seed, o.data_path);  // enough samples for every peer?
+  if (!options.test_data.empty()) {
+    p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
+    p.test_set_kind = "file";
+  } else {
+    p.test_set_kind = "train";
+  }
+  return data;
+}
+
+// The pooled problem of a --data file; without a test file, `data` becomes the test set.
+void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p) {
+  p.pooled = make_objective(options.objective, pooled, n, options.seed, &data);
+  if (!p.test) p.test = std::move(data);
+}
+
 // Rank 0 reads the --data file and deals the shards; the others wait for theirs.
 // Rank 0 keeps the whole set as the pooled problem (and, without --test-data,
 // as the test set).
@@ -140,16 +161,7 @@ void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, 
   const ObjectiveOptions& o = options.objective;
   const std::uint64_t seed = options.seed;
   Dataset data;
-  on_root_or_throw_everywhere(world, rank, [&] {
-    data = read_libsvm(o.data_path, o.data_dim);
-    shard_rows(data, o.split, 0, n, seed, o.data_path);  // enough samples for every peer?
-    if (!options.test_data.empty()) {
-      p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
-      p.test_set_kind = "file";
-    } else {
-      p.test_set_kind = "train";
-    }
-  });
+  on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p); });
   // Every rank needs the dimension and, for the l2 weight 1/m, the total count.
   std::int64_t shape[2] = {rank == 0 ? data.dim() : 0, rank == 0 ? data.samples() : 0};
   check_mpi(MPI_Bcast(shape, 2, MPI_INT64_T, 0, world), "MPI_Bcast");
@@ -163,15 +175,11 @@ void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, 
               "MPI_Send");
   }
   p.local = logistic_peer(o, data, 0, n, seed);
-  p.pooled = make_objective(o, pooled, n, seed, &data);
-  if (!p.test) p.test = std::move(data);  // no test file: accuracy on the training set
+  pool_data(options, n, std::move(data), p);
 }
 
-// Synthetic data, generated where it is needed: each rank its shard, rank 0 the
-// pooled set and, for logistic, a held-out set.
-void generate(const ObjectiveOptions& o, std::uint64_t seed, int rank, int n, Problem& p) {
-  p.local = make_objective(o, rank, n, seed);
-  if (rank != 0) return;
+// Synthetic data's pooled problem and, for logistic, a held-out set.
+void generate_pooled(const ObjectiveOptions& o, std::uint64_t seed, int n, Problem& p) {
   p.pooled = make_objective(o, pooled, n, seed);
   if (o.kind == ObjectiveKind::logistic) {
     // A peer no one has (peer N of N + 1): same classes, fresh samples, balanced.
@@ -181,6 +189,20 @@ void generate(const ObjectiveOptions& o, std::uint64_t seed, int rank, int n, Pr
     p.test = synthetic_shard(held_out, n, n + 1, seed);
     p.test_set_kind = "synthetic-held-out";
   }
+}
+
+// Synthetic data, generated where it is needed: each rank its shard, rank 0 the
+// pooled set and the held-out set.
+void generate(const ObjectiveOptions& o, std::uint64_t seed, int rank, int n, Problem& p) {
+  p.local = make_objective(o, rank, n, seed);
+  if (rank == 0) generate_pooled(o, seed, n, p);
+}
+
+// x*, f* and f(x_0) of the pooled problem (rank 0's part of build_problem).
+void find_reference(const ObjectiveOptions& o, Problem& p) {
+  p.optimum = find_optimum(*p.pooled);
+  p.initial_loss = p.pooled->loss(Eigen::VectorXd::Zero(p.pooled->dim()));
+  check_optimum(o, p.optimum, p.initial_loss);
 }
 
 }  // namespace
@@ -198,14 +220,27 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
     generate(o, options.seed, rank, n, p);
 
   // The optimum on rank 0; every rank gets x* (the measurements' reference).
-  on_root_or_throw_everywhere(world, rank, [&] {
-    p.optimum = find_optimum(*p.pooled);
-    p.initial_loss = p.pooled->loss(Eigen::VectorXd::Zero(p.pooled->dim()));
-    check_optimum(o, p.optimum, p.initial_loss);
-  });
+  on_root_or_throw_everywhere(world, rank, [&] { find_reference(o, p); });
   const int d = p.local->dim();
   if (rank != 0) p.optimum.x = Eigen::VectorXd::Zero(d);
   check_mpi(MPI_Bcast(p.optimum.x.data(), d, MPI_DOUBLE, 0, world), "MPI_Bcast");
+  return p;
+}
+
+Problem build_problem_sequential(const TrainingOptions& options, int n) {
+  require_resolved(options, n, "build_problem_sequential");
+  const ObjectiveOptions& o = options.objective;
+  Problem p;
+  p.peers.reserve(static_cast<std::size_t>(n));
+  if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
+    Dataset data = read_data(options, n, p);
+    for (int i = 0; i < n; ++i) p.peers.push_back(logistic_peer(o, data, i, n, options.seed));
+    pool_data(options, n, std::move(data), p);
+  } else {
+    for (int i = 0; i < n; ++i) p.peers.push_back(make_objective(o, i, n, options.seed));
+    generate_pooled(o, options.seed, n, p);
+  }
+  find_reference(o, p);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 
@@ -17,8 +18,9 @@ namespace avb {
 
 // What one peer trains on, and on rank 0 what the measurements need.
 struct Problem {
-  std::unique_ptr<Objective> local;   // f_i of this rank
-  // Rank 0 only:
+  std::unique_ptr<Objective> local;   // f_i of this rank (MPI engines)
+  std::vector<std::unique_ptr<Objective>> peers;  // the sequential engine: every f_i, in peer order
+  // Rank 0 (and the sequential engine) only:
   std::unique_ptr<Objective> pooled;  // f = (1/N) sum_i f_i
   std::optional<Dataset> test;        // logistic: held-out samples (see test_set_kind)
   std::string test_set_kind;          // "synthetic-held-out", "file" or "train"
@@ -33,6 +35,11 @@ struct Problem {
 // x* and f* are computed on rank 0 and x* is broadcast. A bad file or option
 // throws the same ConfigError on every rank.
 Problem build_problem(const TrainingOptions& options, MPI_Comm world);
+
+// The sequential engine's problem: every peer's f_i in `peers` (local stays
+// empty), and what rank 0 holds under MPI, built from the same data in the same
+// way, so both engines train on the same bits. Throws as build_problem.
+Problem build_problem_sequential(const TrainingOptions& options, int n_peers);
 
 // The peer's shard as make_objective builds it from the whole data set, for the
 // rank that holds the file (exposed for tests).

@@ -12,6 +12,7 @@
 #include "core/watch.hpp"
 #include "run/skeleton.hpp"
 #include "run/stats.hpp"
+#include "sgd/metrics.hpp"
 #include "sim/churn.hpp"
 #include "sim/compute.hpp"
 
@@ -35,42 +36,12 @@ TargetResult steps_to_target(const std::vector<TrainingRow>& rows, double target
 
 namespace {
 
-// f(x) - f* for the pooled problem. For a quadratic the exact form
-// 1/2 (x - x*)^T H (x - x*) keeps the gap accurate far below f*'s rounding
-// (the difference of two losses bottoms out near 1e-16 * f*).
-class GapEvaluator {
- public:
-  GapEvaluator(const Objective& pooled, const Optimum& optimum, double initial_loss)
-      : pooled_(pooled), optimum_(optimum), initial_gap_(initial_loss - optimum.loss) {
-    if (const auto* q = dynamic_cast<const QuadraticObjective*>(&pooled)) {
-      hessian_diagonal_ = q->diagonals().array().square().rowwise().mean();
-    }
-    // x_0 = 0: the initial gap by the same formula as every later one.
-    if (hessian_diagonal_.size() > 0) initial_gap_ = gap(Eigen::VectorXd::Zero(pooled.dim()), -optimum.x);
-  }
-
-  double loss(const Eigen::VectorXd& x) const { return pooled_.loss(x); }
-  // `offset` = x - x*.
-  double gap(const Eigen::VectorXd& x, const Eigen::VectorXd& offset) const {
-    if (hessian_diagonal_.size() > 0) return 0.5 * (hessian_diagonal_.array() * offset.array().square()).sum();
-    return pooled_.loss(x) - optimum_.loss;
-  }
-  double initial_gap() const { return initial_gap_; }
-
- private:
-  const Objective& pooled_;
-  const Optimum& optimum_;
-  Eigen::VectorXd hessian_diagonal_;
-  double initial_gap_;
-};
-
 // One StatsReduction per evaluation (see trainer.hpp): each peer's x - x* and x.
 class TrainingMeter {
  public:
   TrainingMeter(MPI_Comm world, const Problem& problem)
       : problem_(problem), dim_(static_cast<std::size_t>(problem.local->dim())), stats_(world, 2 * dim_) {
-    if (stats_.comm().rank() == 0)
-      gaps_ = std::make_unique<GapEvaluator>(*problem.pooled, problem.optimum, problem.initial_loss);
+    if (stats_.comm().rank() == 0) metrics_ = std::make_unique<TrainingMetrics>(problem);
   }
 
   void set_watch(Watch* watch) { stats_.set_watch(watch); }
@@ -94,12 +65,11 @@ class TrainingMeter {
     }
     Outputs out;
     const auto verdict = stats_.measure(tally, [&](const Totals& totals) {
-      out.row = row(sums, totals);
+      out.row = metrics_->row(sums, totals.squares, n_peers_);
+      totals.copy_counters_to(out.row);
       out.seconds = totals.seconds;
-      // A peer's NaN or infinity reaches the sums, and so the measures, of everyone.
       const TrainingRow& r = out.row;
-      const bool finite = std::isfinite(totals.squares) && std::isfinite(r.distance) && std::isfinite(r.loss) &&
-                          std::isfinite(r.gap);
+      const bool finite = TrainingMetrics::finite(r, totals.squares);
       return std::array<double, 3>{r.relative_gap, totals.stop_requested ? 1.0 : 0.0, finite ? 0.0 : 1.0};
     });
     out.relative_gap = verdict[0];
@@ -109,34 +79,11 @@ class TrainingMeter {
   }
 
  private:
-  // Rank 0. Two sums: sum_i (x_i - x*) gives distance, gap and consensus to
-  // rounding of the distance to x*; sum_i x_i gives the model itself, which must
-  // be exactly 0 when every x_i is (accuracy takes signs of a^T x).
-  TrainingRow row(std::span<const double> sums, const Totals& totals) const {
-    const double n = static_cast<double>(n_peers_);
-    const auto d = static_cast<Eigen::Index>(dim_);
-    Eigen::VectorXd offset(d), mean(d);
-    for (std::size_t k = 0; k < dim_; ++k) {
-      offset[static_cast<Eigen::Index>(k)] = sums[k] / n;
-      mean[static_cast<Eigen::Index>(k)] = sums[dim_ + k] / n;
-    }
-    TrainingRow row;
-    row.distance = offset.squaredNorm();
-    // Rounding can take the difference below 0; a diverged run's NaN must stay NaN.
-    const double consensus = totals.squares / n - row.distance;
-    row.consensus = consensus < 0.0 ? 0.0 : consensus;
-    row.loss = gaps_->loss(mean);
-    row.gap = gaps_->gap(mean, offset);
-    row.relative_gap = gaps_->initial_gap() > 0 ? row.gap / gaps_->initial_gap() : 0.0;
-    row.accuracy = problem_.test ? accuracy(*problem_.test, mean) : std::numeric_limits<double>::quiet_NaN();
-    totals.copy_counters_to(row);
-    return row;
-  }
   const Problem& problem_;
   std::size_t dim_;
   StatsReduction stats_;
   const int n_peers_ = stats_.comm().size();
-  std::unique_ptr<GapEvaluator> gaps_;  // rank 0 only
+  std::unique_ptr<TrainingMetrics> metrics_;  // rank 0 only
 };
 
 // One trial of local SGD (the loop of trainer.hpp) on a Trial of the skeleton.

@@ -3,11 +3,16 @@
 
     compare_sequential.py SEQUENTIAL.h5 OTHER.h5 [--tolerance T] [--time-within F]
 
-Every trial's counters (round, alive, groups, failed_groups, decode_failures,
-bytes_sent) and rounds to each target must be identical. The metrics (variance,
-error, mean_drift) must have the same bits, or, with --tolerance T, differ by at
-most T times the trial's initial variance (all-reduce: the MPI engines sum along a
-ring or a tree, the sequential engine in peer order). With --time-within F, each
+Works on averaging and training (sgd_bench) traces alike, told apart by the root
+attribute run_kind. Every trial's counters (averaging: round, alive, groups,
+failed_groups, decode_failures, bytes_sent; training: also step and
+detection_time) and rounds or steps to each target (and a training trial's
+`diverged`) must be identical. The metrics (variance, error, mean_drift; or loss,
+gap, relative_gap, distance, consensus, accuracy) must have the same bits, or,
+with --tolerance T, differ by at most T times the scale (averaging: the trial's
+initial variance; training: the column's largest magnitude in OTHER), NaN only
+where OTHER has NaN (all-reduce: the MPI engines sum along a ring or a tree, the
+sequential engine in peer order). With --time-within F, each
 trial's final `time` (the sequential engine's alpha-beta estimate) must be within
 F (relative) of the other trace's (SMPI's simulated time). Prints one line;
 exits 1 with the problems when there are any.
@@ -20,25 +25,49 @@ import numpy as np
 
 from bitwise import same
 
-COUNTERS = ["round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent"]
-METRICS = ["variance", "error", "mean_drift"]
+# What each run kind's trials hold: exact columns, exact attributes (by prefix), metrics.
+KINDS = {
+    "averaging": (["round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent"],
+                  ("rounds_to_", "reached_"), ["variance", "error", "mean_drift"]),
+    "sgd": (["step", "round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent", "detection_time"],
+            ("steps_to_", "reached_", "diverged"), ["loss", "gap", "relative_gap", "distance", "consensus", "accuracy"]),
+}
 
 
-def compare_trial(name, a, b, tolerance, time_within, problems, ratios):
-    for column in COUNTERS + ["targets"]:
+def metric_scale(kind, b, column):
+    if kind == "averaging":
+        return float(b["variance"][0])
+    y = np.abs(b[column][()])
+    y = y[np.isfinite(y)]
+    return float(y.max()) if y.size else 0.0
+
+
+def within(x, y, bound):
+    """x and y agree to `bound`, NaN and infinities only where both have the same."""
+    if x.shape != y.shape:
+        return False
+    finite = np.isfinite(y)
+    if not same(x[~finite], y[~finite]):
+        return False
+    return np.max(np.abs(x[finite] - y[finite]), initial=0.0) <= bound
+
+
+def compare_trial(kind, name, a, b, tolerance, time_within, problems, ratios):
+    counters, attributes, metrics = KINDS[kind]
+    for column in counters + ["targets"]:
         if not same(a[column][()], b[column][()]):
             problems.append(f"/trials/{name}/{column}: {a[column][()][:6]} vs {b[column][()][:6]}")
     for attribute in a.attrs:
-        if attribute.startswith(("rounds_to_", "reached_")) and not same(a.attrs[attribute], b.attrs[attribute]):
+        if attribute.startswith(attributes) and not same(a.attrs[attribute], b.attrs[attribute]):
             problems.append(f"/trials/{name} {attribute}: {a.attrs[attribute]} vs {b.attrs[attribute]}")
-    scale = float(b["variance"][0])
-    for column in METRICS:
+    for column in metrics:
         x, y = a[column][()], b[column][()]
         if tolerance is None:
             if not same(x, y):
                 problems.append(f"/trials/{name}/{column} differs in its bits")
-        elif x.shape != y.shape or np.max(np.abs(x - y), initial=0.0) > tolerance * scale:
-            problems.append(f"/trials/{name}/{column} differs by more than {tolerance} x {scale:.3g}")
+        elif not within(x, y, tolerance * metric_scale(kind, b, column)):
+            problems.append(f"/trials/{name}/{column} differs by more than {tolerance} x "
+                            f"{metric_scale(kind, b, column):.3g}")
     if time_within is not None:
         ratio = float(a["time"][-1]) / float(b["time"][-1])
         ratios.append(ratio)
@@ -58,18 +87,23 @@ def main():
     with h5py.File(a.sequential, "r") as s, h5py.File(a.other, "r") as o:
         if s.attrs["engine"] != "sequential" or s.attrs["time_model"] != "alpha-beta estimate":
             problems.append(f"engine {s.attrs['engine']!r}, time_model {s.attrs.get('time_model')!r}")
+        kind = o.attrs.get("run_kind", "averaging")
+        if s.attrs.get("run_kind", "averaging") != kind:
+            problems.append(f"run_kind {s.attrs.get('run_kind')!r} vs {kind!r}")
         if int(s.attrs["n_peers"]) != int(o.attrs["n_peers"]):
             problems.append(f"n_peers {s.attrs['n_peers']} vs {o.attrs['n_peers']}")
         if list(s["trials"]) != list(o["trials"]):
             problems.append(f"trials {list(s['trials'])} vs {list(o['trials'])}")
         for name in s["trials"]:
             if name in o["trials"]:
-                compare_trial(name, s["trials"][name], o["trials"][name], a.tolerance, a.time_within, problems, ratios)
+                compare_trial(kind, name, s["trials"][name], o["trials"][name], a.tolerance, a.time_within, problems,
+                              ratios)
                 rows += len(s["trials"][name]["round"])
     if problems:
         print("\n".join(problems[:8]))
         sys.exit(1)
-    how = "same bits" if a.tolerance is None else f"within {a.tolerance} x the initial variance"
+    scale = "the initial variance" if kind == "averaging" else "each column's largest value"
+    how = "same bits" if a.tolerance is None else f"within {a.tolerance} x {scale}"
     time = f"; time estimate / other: {min(ratios):.3f} .. {max(ratios):.3f}" if ratios else ""
     print(f"sequential engine agrees on {rows} rows ({how}){time}")
 

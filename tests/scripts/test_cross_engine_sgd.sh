@@ -7,8 +7,13 @@
 #
 # Minibatches, gradient noise, failures and the data are keyed draws, and the
 # collectives fix their order of summation, so nothing may depend on the engine.
-# The cases cover both objectives, a LIBSVM file dealt by rank 0, failures, local
-# steps, momentum and the three schedules.
+# The cases cover both objectives, a LIBSVM file dealt by rank 0, failures, churn,
+# local steps, momentum and the three schedules.
+#
+# The sequential engine (MPI_BINARY --engine sequential --peers 8) must write the
+# Open MPI trace's bits too, time excepted (compare_sequential.py); all-reduce's
+# metrics to 1e-12 of each column's largest value, since Open MPI sums along a
+# ring or a tree and the sequential engine in peer order.
 source "$(dirname "$0")/common.sh"
 
 need_args 2 $# MPI_BINARY SMPI_BINARY
@@ -27,12 +32,31 @@ configs=(
   "--protocol gossip --topology exp --local-steps 3 --objective quadratic --preset conditioned --condition 10 --lr 0.1 --lr-schedule step --lr-decay-steps 20"
   "--protocol allreduce --fail-rate 0.1 --objective logistic --data $SCRATCH/data.svm --split label-sorted --batch 2 --lr 1"
   "--protocol random-groups --group-size 3 --fail-rate 0.2 --failure permanent --objective quadratic --lr 0.05"
+  "--protocol moshpit --fail-rate 0.2 --failure churn --join-rate 0.5 --local-steps 2 --objective quadratic --momentum 0.5 --lr 0.05"
 )
+
+# The sequential engine on TAG's arguments, its trace compared with Open MPI's.
+run_sequential() {
+  local tag=$1 report rc=0 seq=$SCRATCH/seq-$1.h5 tolerance=()
+  shift
+  [ "$2" != allreduce ] || tolerance=(--tolerance 1e-12)
+  timeout 120 "$MPI_BIN" --engine sequential --peers "$NP" "$@" --out "$seq" --quiet >"$seq.log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bad_with_report "$tag: the sequential engine failed (exit code $rc):" "$(cat "$seq.log")"
+  elif report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$seq" "$SCRATCH/mpi-$tag.h5" \
+                 "${tolerance[@]}" 2>&1); then
+    ok "$tag sequential: $report"
+  else
+    bad_with_report "$tag: the sequential engine's trace differs from Open MPI's:" "$report"
+  fi
+}
 for config in "${configs[@]}"; do
   read -r -a args <<<"$config"
   args+=(--steps 60 --eval-every 7 --trials 2 --seed 4242)
   tag=$(printf '%s' "${args[1]}")
+  [[ "$config" != *churn* ]] || tag=$tag-churn
   run_both_engines "$tag" "${args[@]}"
+  run_sequential "$tag" "${args[@]}"
   for engine in mpi smpi; do
     check_trace "$SCRATCH/$engine-$tag.h5" --kind sgd --peers "$NP" --trials 2 --complete 1 --steps 60
   done

@@ -1,0 +1,83 @@
+// The sequential engine's trials on threads, shared by averaging
+// (run/sequential.hpp) and training (sgd/sequential_trainer.hpp): each trial is a
+// pure function of its index, so the records do not depend on the thread count.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "run/observer.hpp"
+
+namespace avb {
+
+// Runs `run_trial(k, &stop)` (returning trial k's record) for k in [0, trials) on
+// up to `threads` threads (at least 1). On the calling thread, the observer
+// receives each trial's rows and then the trial, in trial order, and the records
+// are appended to `records`. When the observer asks to stop, `stop` is set: trials
+// in flight end early (marked incomplete by run_trial) and no new trial starts.
+// The first exception of a trial is re-thrown here once the workers are joined.
+// Returns whether the run was stopped.
+template <class Record, class Row, class RunTrial>
+bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& observer, std::vector<Record>& records,
+                           RunTrial&& run_trial) {
+  const int workers = std::clamp(threads, 1, std::max(trials, 1));
+  std::vector<std::optional<Record>> done(static_cast<std::size_t>(std::max(trials, 0)));
+  std::exception_ptr failure;
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<int> next{0};
+  std::atomic<bool> stop{false};
+  int active = workers;
+  auto work = [&] {
+    for (int k = next++; k < trials && !stop; k = next++) {
+      try {
+        Record record = run_trial(k, static_cast<const std::atomic<bool>*>(&stop));
+        const std::lock_guard lock(mutex);
+        done[static_cast<std::size_t>(k)] = std::move(record);
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+        stop = true;
+      }
+      ready.notify_all();
+    }
+    const std::lock_guard lock(mutex);
+    --active;
+    ready.notify_all();
+  };
+  std::vector<std::jthread> pool;
+  for (int w = 0; w < workers; ++w) pool.emplace_back(work);
+
+  // Polling the observer now and then while waiting lets a stop request end a
+  // long trial in flight.
+  for (int k = 0; k < trials; ++k) {
+    std::unique_lock lock(mutex);
+    while (!done[static_cast<std::size_t>(k)] && active > 0) {
+      ready.wait_for(lock, std::chrono::milliseconds(20));
+      if (!stop && observer.stop_requested()) stop = true;
+    }
+    if (!done[static_cast<std::size_t>(k)]) break;  // never started: the run was stopped
+    Record record = std::move(*done[static_cast<std::size_t>(k)]);
+    lock.unlock();
+    for (const Row& row : record.rows) observer.on_row(record, row);
+    observer.on_trial(record);
+    const bool whole = record.complete;
+    records.push_back(std::move(record));
+    // As on the MPI engines only the last trial reported may be cut short: trials
+    // after it, finished or not, are left out.
+    if (!whole) break;
+    if (!stop && observer.stop_requested()) stop = true;
+  }
+  pool.clear();  // joins the workers
+  if (failure) std::rethrow_exception(failure);
+  return stop;
+}
+
+}  // namespace avb

@@ -1,0 +1,178 @@
+#include "sgd/sequential_trainer.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "run/sequential.hpp"
+#include "run/trial_pool.hpp"
+#include "run/tree_sum.hpp"
+#include "sgd/metrics.hpp"
+
+namespace avb {
+
+namespace {
+
+using PeerVector = Eigen::Map<Eigen::VectorXd>;
+
+// One trial of the trainer's loop (trainer.hpp) on the whole population: step s
+// of every peer, then, after H steps, round s / H + 1 of every peer, which is the
+// order of the MPI trainer up to the steps of different peers, which are
+// independent.
+class PopulationSgd {
+ public:
+  PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop)
+      : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
+        n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
+        failures_(seed_, options.fail_rate, options.failure, n, options.join_rate),
+        protocol_(make_sequential_protocol(options.protocol, n)), x_(n, d_), velocity_(n, d_), g_(d_),
+        partial_(static_cast<std::size_t>(n) * width()) {
+    record_.index = trial;
+    record_.seed = seed_;
+  }
+
+  PopulationTrial run() && {
+    protocol_->begin_trial(x_, seed_);
+    evaluate(0);
+    int done = 0;  // steps run
+    for (int s = 0; s < o_.steps && !stop_ && !reached_ && !diverged_; ++s) {
+      const int r = s / o_.local_steps + 1;  // the round these steps lead to
+      if (s % o_.local_steps == 0) start_round(r);
+      local_step(s);
+      done = s + 1;
+      if ((s + 1) % o_.local_steps == 0) round(r);
+      if ((s + 1) % o_.eval_every == 0 || s + 1 == o_.steps) evaluate(s + 1);
+    }
+    // A stop seen at the last evaluation cuts nothing short.
+    record_.complete = !stop_ || done == o_.steps;
+    record_.diverged = diverged_;
+    for (double target : o_.targets) record_.targets.push_back(steps_to_target(record_.rows, target));
+    return {std::move(record_), std::move(x_)};
+  }
+
+ private:
+  std::size_t width() const { return 2 * static_cast<std::size_t>(d_) + 1; }
+  PeerVector peer(Population& p, int i) { return {p.peer(i).data(), d_}; }
+
+  // Churn: a joiner takes its donor's model at the start of the steps that lead
+  // to its first round, and no momentum. Then who is up in round r.
+  void start_round(int r) {
+    bytes_ += load_population_joiners(failures_, r, x_);
+    if (failures_.kind() == FailureKind::churn)
+      for (int i = 0; i < n_; ++i)
+        if (failures_.joined(r, i) && failures_.donor(r, i) >= 0) peer(velocity_, i).setZero();
+    failures_.alive_mask(r, alive_);
+  }
+
+  // Step s (0-based) of every peer up in its round, as SgdTrial::local_step.
+  void local_step(int s) {
+    const double lr = o_.lr.at(s);
+    for (int i = 0; i < n_; ++i) {
+      if (!alive_[static_cast<std::size_t>(i)]) continue;  // down in round r: sits out the steps before it
+      PeerVector x = peer(x_, i), velocity = peer(velocity_, i);
+      peers_[static_cast<std::size_t>(i)]->stochastic_gradient(x, o_.batch, seed_, static_cast<std::uint64_t>(s), g_);
+      velocity = o_.momentum * velocity + g_;
+      x -= lr * velocity;
+    }
+  }
+
+  void round(int r) {
+    const RoundEffect effect = protocol_->step(x_, PopulationRound{r, seed_, failures_, alive_});
+    groups_ += effect.groups;
+    failed_groups_ += effect.failed_groups;
+    decode_failures_ += effect.decode_failures;
+    bytes_ += effect.bytes;
+    time_ += round_seconds(effect.pattern, effect.bytes);
+    rounds_done_ = r;
+  }
+
+  // The trainer's measurement: each peer's x - x*, x and ||x - x*||^2, summed in
+  // the MPI engines' tree order, then the row's metrics from the sums.
+  void evaluate(int step) {
+    const std::size_t d = static_cast<std::size_t>(d_), w = width();
+    for (int i = 0; i < n_; ++i) {
+      const std::span<const double> x = x_.peer(i);
+      double* out = partial_.data() + static_cast<std::size_t>(i) * w;
+      double squares = 0.0;
+      for (std::size_t k = 0; k < d; ++k) {
+        out[k] = x[k] - reference_[static_cast<Eigen::Index>(k)];
+        out[d + k] = x[k];
+        squares += out[k] * out[k];
+      }
+      out[2 * d] = squares;
+    }
+    tree_sum(partial_, w);
+    const double squares = partial_[2 * d];
+    TrainingRow row = metrics_.row(std::span<const double>(partial_.data(), 2 * d), squares, n_);
+    row.step = step;
+    row.round = rounds_done_;
+    row.alive = rounds_done_ == 0 ? n_ : failures_.count_alive(rounds_done_);
+    row.groups = groups_;
+    row.failed_groups = failed_groups_;
+    row.decode_failures = decode_failures_;
+    row.bytes_sent = bytes_;
+    row.time = time_;
+    row.detection_time = 0.0;
+    groups_ = failed_groups_ = decode_failures_ = 0;
+    record_.rows.push_back(row);
+    stop_ = stop_flag_ != nullptr && *stop_flag_;
+    reached_ = o_.stop_at_target && row.relative_gap <= o_.targets.back();
+    // As the trainer: x_0 = 0 is where the problem's f(x_0) was measured.
+    diverged_ = step > 0 && !TrainingMetrics::finite(row, squares);
+  }
+
+  const TrainingOptions& o_;
+  const std::vector<std::unique_ptr<Objective>>& peers_;
+  const Eigen::VectorXd& reference_;  // x*
+  const TrainingMetrics metrics_;
+  const std::atomic<bool>* stop_flag_;
+  const int n_;
+  const Eigen::Index d_;
+  const std::uint64_t seed_;
+  const FailureModel failures_;
+  const std::unique_ptr<SequentialProtocol> protocol_;
+  Population x_, velocity_;
+  Eigen::VectorXd g_;
+  std::vector<std::uint8_t> alive_;
+  std::vector<double> partial_;  // the measurement's per-peer rows, then their sums
+  TrainingTrial record_;
+  int groups_ = 0, failed_groups_ = 0, decode_failures_ = 0;  // since the last evaluation
+  std::uint64_t bytes_ = 0;                                   // since step 0
+  double time_ = 0.0;                                         // the rounds' α–β estimate, since step 0
+  int rounds_done_ = 0;
+  bool stop_ = false, reached_ = false, diverged_ = false;
+};
+
+}  // namespace
+
+PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n,
+                                              int trial, const std::atomic<bool>* stop) {
+  require_resolved(options, n, "run_training_sequential");
+  if (static_cast<int>(problem.peers.size()) != n || !problem.pooled)
+    throw std::invalid_argument("run_training_sequential: the problem is not build_problem_sequential's for " +
+                                std::to_string(n) + " peers");
+  return PopulationSgd(options, problem, n, trial, stop).run();
+}
+
+TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n,
+                                       TrainingObserver& observer, int threads) {
+  // Peer 0's final model of each trial, each written by the one thread that runs it.
+  std::vector<std::vector<double>> models(static_cast<std::size_t>(std::max(options.trials, 0)));
+  TrainingResult result;
+  result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
+                                         [&](int k, const std::atomic<bool>* stop) {
+                                           PopulationTrial t = run_training_sequential_trial(options, problem, n, k, stop);
+                                           const std::span<const double> first = t.models.peer(0);
+                                           models[static_cast<std::size_t>(k)].assign(first.begin(), first.end());
+                                           return std::move(t.record);
+                                         });
+  if (!result.trials.empty()) result.model = std::move(models[static_cast<std::size_t>(result.trials.back().index)]);
+  return result;
+}
+
+}  // namespace avb
