@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/cli_checks.hpp"
+#include "core/error.hpp"
 
 namespace avb::oracle {
 
@@ -17,11 +18,17 @@ namespace avb::oracle {
 // PRINT_ROWS(peers) to print the oracle's CSV; returns the exit code.
 template <class PrintRows>
 int run_command(CLI::App& app, int argc, char** argv, PrintRows print_rows) {
+  // The apps declare --peers themselves (for --engine sequential): then it is theirs.
   int peers = 0;
-  app.add_option("--peers", peers, "peers, an integer >= 1")->required()->check(CLI::Range(1, 1 << 24))->group("Oracle");
+  CLI::Option* option = app.get_option_no_throw("--peers");
+  if (option == nullptr)
+    option = app.add_option("--peers", peers, "peers, an integer >= 1")->check(CLI::Range(1, 1 << 24))->group("Oracle");
+  option->required();
   try {
     app.parse(argc, argv);
     avb::app::refuse_extras(app.remaining());
+    if (peers == 0) peers = option->as<int>();
+    if (peers < 1) throw avb::ConfigError("--peers: required, an integer in [1, 2^24]");
     print_rows(peers);
   } catch (const CLI::CallForHelp&) {
     std::printf("%s", app.help().c_str());

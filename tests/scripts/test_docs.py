@@ -59,7 +59,7 @@ from pathlib import Path
 
 SHELL_INFO = {"sh", "bash", "shell", "console"}
 MARKER = re.compile(r"^\s*<!--\s*test:(.*?)-->\s*$")
-LINKED = ("scripts", "python", "tests")  # from the source tree; build dirs from the arguments
+LINKED = ("scripts", "python", "tests", "bench")  # from the source tree; build dirs from the arguments
 
 
 @dataclass
