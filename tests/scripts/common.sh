@@ -118,3 +118,23 @@ compare_engines() {
     bad_with_report "$tag: Open MPI and SMPI traces differ:" "$report"
   fi
 }
+
+# Runs MPI_BIN (a variable of the calling script) on the sequential engine with
+# ARGS and NP peers, and compares its trace with $SCRATCH/mpi-TAG.h5
+# (compare_sequential.py): the same bits, or for the all-reduce, which the MPI
+# engines sum along a ring or a tree, within 1e-12.
+#   run_sequential TAG ARGS...
+run_sequential() {
+  local tag=$1 report rc=0 seq=$SCRATCH/seq-$1.h5 tolerance=() a
+  shift
+  for a in "$@"; do [ "$a" != allreduce ] || tolerance=(--tolerance 1e-12); done
+  timeout 120 "$MPI_BIN" --engine sequential --peers "$NP" "$@" --out "$seq" --quiet >"$seq.log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bad_with_report "$tag: the sequential engine failed (exit code $rc):" "$(cat "$seq.log")"
+  elif report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$seq" "$SCRATCH/mpi-$tag.h5" \
+                 "${tolerance[@]}" 2>&1); then
+    ok "$tag sequential: $report"
+  else
+    bad_with_report "$tag: the sequential engine's trace differs from Open MPI's:" "$report"
+  fi
+}

@@ -23,30 +23,16 @@ program_arg MPI_BIN "$1" "Open MPI program" "build the default preset first: cma
 program_arg SMPI_BIN "$2" "SMPI program"
 NP=8
 
-# The third engine: every peer in one process (MPI_BIN --engine sequential). It
-# has the Open MPI trace's bits, but for the all-reduce, which the MPI engines
-# sum along a ring or a tree and it sums in peer order. --detection-timeout shapes
-# time only, which it estimates: it is left out.
-run_sequential() {
-  local tag=$1 report rc=0 seq=$SCRATCH/seq-$1.h5
-  shift
-  local args=() tolerance=()
-  while [ $# -gt 0 ]; do
-    case "$1" in
-      --detection-timeout) shift 2 ;;
-      allreduce) args+=("$1"); tolerance=(--tolerance 1e-12); shift ;;
-      *) args+=("$1"); shift ;;
-    esac
+# The third engine: every peer in one process (MPI_BIN --engine sequential,
+# common.sh's run_sequential). --detection-timeout shapes time only, which it
+# estimates: it is left out.
+without_detection_timeout() {
+  local skip=0 a
+  for a in "$@"; do
+    if [ "$skip" = 1 ]; then skip=0; continue; fi
+    if [ "$a" = --detection-timeout ]; then skip=1; continue; fi
+    printf '%s\n' "$a"
   done
-  timeout 120 "$MPI_BIN" --engine sequential --peers "$NP" "${args[@]}" --out "$seq" --quiet >"$seq.log" 2>&1 || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    bad_with_report "$tag: the sequential engine failed (exit code $rc):" "$(cat "$seq.log")"
-  elif report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$seq" "$SCRATCH/mpi-$tag.h5" \
-                 "${tolerance[@]}" 2>&1); then
-    ok "$tag: $report"
-  else
-    bad_with_report "$tag: the sequential engine's trace differs from Open MPI's:" "$report"
-  fi
 }
 
 # Every all-reduce algorithm the program accepts (a singleton run of 0 rounds
@@ -96,7 +82,8 @@ for config in "${configs[@]}"; do
     for engine in mpi smpi; do
       check_trace "$SCRATCH/$engine-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
     done
-    run_sequential "$tag" "${args[@]}"
+    mapfile -t seq_args < <(without_detection_timeout "${args[@]}")
+    run_sequential "$tag" "${seq_args[@]}"
     compare_engines "$tag" <<'EOF'
 import sys
 import h5py

@@ -35,21 +35,6 @@ configs=(
   "--protocol moshpit --fail-rate 0.2 --failure churn --join-rate 0.5 --local-steps 2 --objective quadratic --momentum 0.5 --lr 0.05"
 )
 
-# The sequential engine on TAG's arguments, its trace compared with Open MPI's.
-run_sequential() {
-  local tag=$1 report rc=0 seq=$SCRATCH/seq-$1.h5 tolerance=()
-  shift
-  [ "$2" != allreduce ] || tolerance=(--tolerance 1e-12)
-  timeout 120 "$MPI_BIN" --engine sequential --peers "$NP" "$@" --out "$seq" --quiet >"$seq.log" 2>&1 </dev/null || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    bad_with_report "$tag: the sequential engine failed (exit code $rc):" "$(cat "$seq.log")"
-  elif report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$seq" "$SCRATCH/mpi-$tag.h5" \
-                 "${tolerance[@]}" 2>&1); then
-    ok "$tag sequential: $report"
-  else
-    bad_with_report "$tag: the sequential engine's trace differs from Open MPI's:" "$report"
-  fi
-}
 for config in "${configs[@]}"; do
   read -r -a args <<<"$config"
   args+=(--steps 60 --eval-every 7 --trials 2 --seed 4242)
