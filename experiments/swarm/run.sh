@@ -49,7 +49,7 @@
 # redone), and each cell that ends normally appends "cell seconds" to walltime.tsv.
 set -euo pipefail
 
-# swarm has no sequential form, and sgd_bench runs on MPI engines only.
+# swarm has no sequential form (its interactions depend on message timing).
 avb_default_engine=smpi
 source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 
