@@ -8,7 +8,8 @@
 # build-smpi/  SMPI build (preset smpi): MPI tests on simulated peers, 1024-peer run,
 #              app script tests, and the cross-engine comparison, which also
 #              uses build/ (hence the order)
-# build-asan/  the build/ suite again under ASan + UBSan (preset asan)
+# build-asan/  the build/ suite again under ASan + UBSan (preset asan), less the tests
+#              whose work is Python's (notebooks, summaries, Slurm, docs)
 # build-fuzz/  libFuzzer on the config, topology and LIBSVM readers, 60 s each,
 #              two at a time (preset fuzz, clang; docs/reliability.md)
 set -euo pipefail
