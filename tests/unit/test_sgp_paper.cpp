@@ -42,7 +42,7 @@ TEST(SgpPaperGraph, PeriodIsFloorLog2OfNMinusOne) {
 TEST(SgpPaperGraph, MatchesNumpyAtFivePeers) {
   std::vector<int> got;
   sgp_paper_sources(5, 2, 0, got);  // round 2: h = 0, k = 1 and 2
-  EXPECT_EQ(got, (std::vector<int>{0, 0, 0, 1, 1, 2}));
+  EXPECT_EQ(got, (std::vector<int>{0, 0, 1, 1, 2}));  // self; k = 1: 0, 1; k = 2: 1, 2
   sgp_paper_sources(5, 2, 3, got);
   EXPECT_EQ(got, (std::vector<int>{3, 4}));
   sgp_paper_sources(5, 2, 4, got);
