@@ -68,7 +68,7 @@ const std::vector<ProtocolInfo> kCatalog = {
      .make = make_pushsum,
      .sequential = make_sequential_pushsum},
     {.name = "sgp-paper",
-     .summary = "the Moshpit authors' simulated SGP: row-normalised pull average over i +- 2^k",
+     .summary = "the Moshpit authors' simulated SGP: plain pull mean over their rolled-identity graphs (N >= 3)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
      .make = make_sgp_paper,

@@ -31,9 +31,17 @@ MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeigh
 std::vector<int> random_matching(const Topology& topology, std::uint64_t seed, const FailureModel& failures, int t,
                                  const std::vector<std::pair<int, int>>* edges = nullptr);
 
-// The Moshpit authors' "SGP" neighbours of peer i in round t: i + 2^k and i - 2^k
-// (mod n, k = (t-1) mod ceil(log2 n)), without i and duplicates, ascending.
-std::vector<int> sgp_paper_neighbours(int n, int t, int i);
+// The Moshpit authors' "SGP" graphs (docs/protocols.md): H = floor(log2(n - 1)) of
+// them, round t using graph t mod H. Graph h is a multiset of edges (i, j), "i pulls
+// from j": every self loop, plus for k = 2^h and 2^(h+1) the ones of the n x n
+// identity rolled by k in flattened order. Throws ConfigError when n < 3 (H = 0).
+int sgp_paper_period(int n);
+
+// Whom peer i pulls from in round t, with multiplicity, ascending (i among them).
+void sgp_paper_sources(int n, int t, int i, std::vector<int>& out);
+
+// Who pulls from peer j in round t, with multiplicity, ascending (j among them).
+void sgp_paper_sinks(int n, int t, int j, std::vector<int>& out);
 
 // Averages x with `partner` (a rank of comm): both end with the same bits.
 void average_with(Comm& comm, int partner, std::span<double> x, std::vector<double>& scratch);

@@ -107,6 +107,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
     check_grid(resolved.grid, n_peers);
   }
   check_min_group_size(resolved, n_peers);
+  if (resolved.name == "sgp-paper") sgp_paper_period(n_peers);  // refuses N < 3 (no graph)
   validate(resolved.quantizer);
   resolve_topology(info, resolved, n_peers);
   return resolved;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "protocols/butterfly_allreduce.hpp"
@@ -185,17 +186,23 @@ void graph_step(const ProtocolOptions& protocol, const FailureModel& failures, s
         if (failures.alive(t, j)) effect.bytes += quantizer.encoded_bytes(d);
     }
   } else if (protocol.name == "sgp-paper") {
+    // The plain mean over i's alive sources, each edge counted (the graph's
+    // multiplicities), in ascending order; one message per distinct other source.
+    std::vector<int> sources;
     for (int i = 0; i < n; ++i) {
-      if (n < 2 || !failures.alive(t, i)) continue;
-      std::vector<int> members{i};
-      for (int j : sgp_paper_neighbours(n, t, i))
-        if (failures.alive(t, j)) members.push_back(j);
-      std::sort(members.begin(), members.end());
+      if (!failures.alive(t, i)) continue;
+      sgp_paper_sources(n, t, i, sources);
       std::vector<double> sum(d, 0.0);
-      for (int j : members)
+      std::set<int> others;
+      int count = 0;
+      for (int j : sources) {
+        if (!failures.alive(t, j)) continue;
+        ++count;
+        if (j != i) others.insert(j);
         for (std::size_t c = 0; c < d; ++c) sum[c] += old[j][c];
-      for (std::size_t c = 0; c < d; ++c) x[i][c] = sum[c] / static_cast<double>(members.size());
-      effect.bytes += 8 * d * (members.size() - 1);
+      }
+      for (std::size_t c = 0; c < d; ++c) x[i][c] = sum[c] / static_cast<double>(count);
+      effect.bytes += 8 * d * others.size();
     }
   } else if (protocol.name == "pushsum") {
     if (state.mass.empty()) {

@@ -166,6 +166,8 @@ if want flags || want blankflags; then
     hcase min-group-size.peers --min-group-size '2 peers|[2, 2]' -- --protocol random-groups --min-group-size 3 \
       "${keep[@]}"
     hcase min-group-size.grid --min-group-size 'grid 2x2|[2, 2]' -- --protocol moshpit --min-group-size 3 "${keep[@]}"
+    # sgp-paper's graphs number floor(log2(N - 1)): none on the 2 peers cases run on.
+    hcase sgp-paper.peers --protocol 'sgp-paper: 2 peers|>= 3' -- --protocol sgp-paper "${keep[@]}"
     hcase lattice-eps.huge --lattice-eps 'same lattice point|(0, 16)' -- --protocol gossip --quantizer lattice \
       --lattice-eps 16 "${keep[@]}"
   else
