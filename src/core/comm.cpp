@@ -157,6 +157,14 @@ int Comm::wait_any(std::span<MPI_Request> requests, MPI_Status* status, const ch
   return index;
 }
 
+bool Comm::test(MPI_Request& request, MPI_Status* status) const {
+  const auto handles = staged(std::span<const MPI_Request>(&request, 1));
+  int done = 0;
+  check_mpi(MPI_Test(&request, &done, status), "MPI_Test");
+  if (done) finish_staged(handles);
+  return done != 0;
+}
+
 void Comm::post_send(const void* data, int n, MPI_Datatype type, int dest, int tag, bool sync,
                      std::vector<MPI_Request>& requests, std::size_t pad) {
   std::byte* staging = nullptr;

@@ -133,6 +133,8 @@ class Comm {
   void wait(MPI_Request& request, const char* what) const;
   // Completes one of `requests` (its index; MPI_UNDEFINED when all are null).
   int wait_any(std::span<MPI_Request> requests, MPI_Status* status, const char* what) const;
+  // Whether `request` has completed (MPI_Test); never blocks.
+  bool test(MPI_Request& request, MPI_Status* status) const;
 
   // Every wait on this Comm and on views made of it afterwards reports to `watch`
   // (which must outlive them): --round-timeout, and what was in flight when a run
