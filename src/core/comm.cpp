@@ -70,6 +70,7 @@ Comm::Comm(Comm&& other) noexcept
       owned_(std::exchange(other.owned_, true)),
       parent_rank_(std::move(other.parent_rank_)),
       traffic_(other.traffic_),
+      padding_(other.padding_),
       watch_(other.watch_) {}
 
 Comm& Comm::operator=(Comm&& other) noexcept {
@@ -81,9 +82,18 @@ Comm& Comm::operator=(Comm&& other) noexcept {
     owned_ = std::exchange(other.owned_, true);
     parent_rank_ = std::move(other.parent_rank_);
     traffic_ = other.traffic_;
+    padding_ = other.padding_;
     watch_ = other.watch_;
   }
   return *this;
+}
+
+void Comm::set_model_length(ModelLength length) {
+  padding_ = length.model > length.dim ? std::make_shared<Padding>(length) : nullptr;
+}
+
+std::size_t Comm::model_length(std::size_t length) const {
+  return padding_ && length == padding_->length().dim ? padding_->length().model : length;
 }
 
 Comm Comm::subgroup(std::span<const int> members) const {
@@ -91,6 +101,7 @@ Comm Comm::subgroup(std::span<const int> members) const {
   view.comm_ = comm_;
   view.owned_ = false;
   view.traffic_ = traffic_;
+  view.padding_ = padding_;
   view.watch_ = watch_;
   view.size_ = static_cast<int>(members.size());
   auto ranks = std::make_shared<std::vector<int>>();
@@ -104,46 +115,98 @@ Comm Comm::subgroup(std::span<const int> members) const {
   return view;
 }
 
+std::vector<MPI_Request> Comm::staged(std::span<const MPI_Request> requests) const {
+  if (!padding_ || !padding_->tracking()) return {};
+  return {requests.begin(), requests.end()};
+}
+
+void Comm::finish_staged(std::span<const MPI_Request> handles) const {
+  for (MPI_Request handle : handles) padding_->finish(handle);
+}
+
 void Comm::wait_all(std::vector<MPI_Request>& requests, const char* what) const {
+  const auto handles = staged(requests);
   if (watch_) {
     watch_->wait_all(requests, what);
   } else {
     check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
+  finish_staged(handles);
   requests.clear();
 }
 
 void Comm::wait(MPI_Request& request, const char* what) const {
+  const auto handles = staged(std::span<const MPI_Request>(&request, 1));
   if (polls()) {
     watch_->wait_all(std::span<MPI_Request>(&request, 1), what);
-    return;
+  } else {
+    Watch::Waiting waiting(watch_, what, -1);
+    check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
   }
-  Watch::Waiting waiting(watch_, what, -1);
-  check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+  finish_staged(handles);
 }
 
 int Comm::wait_any(std::span<MPI_Request> requests, MPI_Status* status, const char* what) const {
-  if (watch_) return watch_->wait_any(requests, status, what);
+  const auto handles = staged(requests);
   int index = MPI_UNDEFINED;
-  check_mpi(MPI_Waitany(static_cast<int>(requests.size()), requests.data(), &index, status), "MPI_Waitany");
+  if (watch_)
+    index = watch_->wait_any(requests, status, what);
+  else
+    check_mpi(MPI_Waitany(static_cast<int>(requests.size()), requests.data(), &index, status), "MPI_Waitany");
+  if (index != MPI_UNDEFINED && !handles.empty()) finish_staged(std::span(handles).subspan(static_cast<std::size_t>(index), 1));
   return index;
 }
 
+bool Comm::test(MPI_Request& request, MPI_Status* status) const {
+  const auto handles = staged(std::span<const MPI_Request>(&request, 1));
+  int done = 0;
+  check_mpi(MPI_Test(&request, &done, status), "MPI_Test");
+  if (done) finish_staged(handles);
+  return done != 0;
+}
+
 void Comm::post_send(const void* data, int n, MPI_Datatype type, int dest, int tag, bool sync,
-                     std::vector<MPI_Request>& requests) {
+                     std::vector<MPI_Request>& requests, std::size_t pad) {
+  std::byte* staging = nullptr;
+  if (pad > 0) {
+    int element = 0;
+    check_mpi(MPI_Type_size(type, &element), "MPI_Type_size");
+    const std::size_t bytes = static_cast<std::size_t>(element) * static_cast<std::size_t>(n);
+    staging = padding_->stage(data, bytes);
+    data = staging;
+    n = static_cast<int>(bytes + pad);
+    type = MPI_BYTE;
+  }
   requests.emplace_back();
   if (sync)
     check_mpi(MPI_Issend(data, n, type, to_parent(dest), tag, comm_, &requests.back()), "MPI_Issend");
   else
     check_mpi(MPI_Isend(data, n, type, to_parent(dest), tag, comm_, &requests.back()), "MPI_Isend");
+  if (staging) padding_->track(requests.back(), staging, nullptr, 0);
   if (watch_) watch_->note(requests.back(), to_parent(dest));
 }
 
+void Comm::post_recv(void* data, int n, MPI_Datatype type, std::size_t bytes, int source, int tag,
+                     std::vector<MPI_Request>& requests, std::size_t pad) {
+  requests.emplace_back();
+  if (pad == 0) {
+    check_mpi(MPI_Irecv(data, n, type, to_parent(source), tag, comm_, &requests.back()), "MPI_Irecv");
+  } else {
+    std::byte* staging = padding_->stage(nullptr, bytes);
+    check_mpi(MPI_Irecv(staging, static_cast<int>(bytes + pad), MPI_BYTE, to_parent(source), tag, comm_,
+                        &requests.back()),
+              "MPI_Irecv");
+    padding_->track(requests.back(), staging, data, bytes);
+  }
+  if (watch_) watch_->note(requests.back(), to_parent(source));
+}
+
 void Comm::blocking_send(const void* data, int n, MPI_Datatype type, std::size_t bytes, int dest, int tag, bool sync) {
-  count(bytes);
-  if (polls()) {
+  const std::size_t pad = pad_bytes(type, static_cast<std::size_t>(n), kByRule);
+  count(bytes + pad);
+  if (polls() || pad > 0) {
     std::vector<MPI_Request> one;
-    post_send(data, n, type, dest, tag, sync, one);
+    post_send(data, n, type, dest, tag, sync, one, pad);
     wait_all(one, sync ? "MPI_Ssend" : "MPI_Send");
     return;
   }
@@ -155,10 +218,12 @@ void Comm::blocking_send(const void* data, int n, MPI_Datatype type, std::size_t
 }
 
 void Comm::blocking_recv(void* data, int n, MPI_Datatype type, int source, int tag) {
-  if (polls()) {
-    std::vector<MPI_Request> one(1);
-    check_mpi(MPI_Irecv(data, n, type, to_parent(source), tag, comm_, &one[0]), "MPI_Irecv");
-    watch_->note(one[0], to_parent(source));
+  const std::size_t pad = pad_bytes(type, static_cast<std::size_t>(n), kByRule);
+  if (polls() || pad > 0) {
+    int element = 0;
+    check_mpi(MPI_Type_size(type, &element), "MPI_Type_size");
+    std::vector<MPI_Request> one;
+    post_recv(data, n, type, static_cast<std::size_t>(element) * static_cast<std::size_t>(n), source, tag, one, pad);
     wait_all(one, "MPI_Recv");
     return;
   }

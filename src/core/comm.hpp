@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/padding.hpp"
 #include "core/watch.hpp"
 
 namespace avb {
@@ -64,6 +65,14 @@ class Comm {
   Traffic& traffic() { return *traffic_; }
   const Traffic& traffic() const { return *traffic_; }
 
+  // --model-dim: from now on, messages on this Comm and its views are charged as
+  // if vectors had length.model coordinates (core/padding.hpp); model <= dim: not.
+  void set_model_length(ModelLength length);
+  // The length a vector of `length` coordinates stands for: the model's for the
+  // run's vectors, its own otherwise. Protocols that cut the vector into parts cut
+  // this length alike and pass each part's model size with its message.
+  std::size_t model_length(std::size_t length) const;
+
   template <class T>
   void send(std::span<const T> data, int dest, int tag) {
     blocking_send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), data.size_bytes(), dest, tag, false);
@@ -85,11 +94,12 @@ class Comm {
   // Sends `out` to dest while receiving `in` from source; deadlock-free in rings.
   template <class T>
   void sendrecv(std::span<const T> out, int dest, std::span<T> in, int source, int tag) {
-    count(out.size_bytes());
-    if (polls()) {
+    const std::size_t pad = pad_bytes(mpi_datatype<T>(), out.size(), kByRule);
+    count(out.size_bytes() + pad);
+    if (polls() || pad > 0) {
       std::vector<MPI_Request> both;
       irecv(in, source, tag, both);
-      post_send(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), dest, tag, false, both);
+      post_send(out.data(), static_cast<int>(out.size()), mpi_datatype<T>(), dest, tag, false, both, pad);
       wait_all(both, "MPI_Sendrecv");
       return;
     }
@@ -101,18 +111,20 @@ class Comm {
 
   // Non-blocking pairs for patterns where one rank talks to many (butterfly):
   // post every receive, then every send, then wait_all. Sends are counted when posted.
+  // model_count: the elements a part of the vector stands for under --model-dim
+  // (sender and receiver pass the same); kByRule: Padding::pad_bytes decides.
   template <class T>
-  void isend(std::span<const T> data, int dest, int tag, std::vector<MPI_Request>& requests) {
-    count(data.size_bytes());
-    post_send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, false, requests);
+  void isend(std::span<const T> data, int dest, int tag, std::vector<MPI_Request>& requests,
+             std::size_t model_count = kByRule) {
+    const std::size_t pad = pad_bytes(mpi_datatype<T>(), data.size(), model_count);
+    count(data.size_bytes() + pad);
+    post_send(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), dest, tag, false, requests, pad);
   }
   template <class T>
-  void irecv(std::span<T> data, int source, int tag, std::vector<MPI_Request>& requests) {
-    requests.emplace_back();
-    check_mpi(MPI_Irecv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), to_parent(source), tag, comm_,
-                        &requests.back()),
-              "MPI_Irecv");
-    if (watch_) watch_->note(requests.back(), to_parent(source));
+  void irecv(std::span<T> data, int source, int tag, std::vector<MPI_Request>& requests,
+             std::size_t model_count = kByRule) {
+    post_recv(data.data(), static_cast<int>(data.size()), mpi_datatype<T>(), data.size_bytes(), source, tag, requests,
+              pad_bytes(mpi_datatype<T>(), data.size(), model_count));
   }
   // Completes and clears `requests` (posted on this Comm or one it was made
   // from). `what` names the wait when a stall is reported. Throws Stalled.
@@ -121,6 +133,8 @@ class Comm {
   void wait(MPI_Request& request, const char* what) const;
   // Completes one of `requests` (its index; MPI_UNDEFINED when all are null).
   int wait_any(std::span<MPI_Request> requests, MPI_Status* status, const char* what) const;
+  // Whether `request` has completed (MPI_Test); never blocks.
+  bool test(MPI_Request& request, MPI_Status* status) const;
 
   // Every wait on this Comm and on views made of it afterwards reports to `watch`
   // (which must outlive them): --round-timeout, and what was in flight when a run
@@ -146,8 +160,17 @@ class Comm {
   Comm(MPI_Comm comm, std::shared_ptr<Traffic> traffic);
   int to_parent(int rank) const { return parent_rank_ ? (*parent_rank_)[static_cast<std::size_t>(rank)] : rank; }
   bool polls() const { return watch_ && watch_->polls(); }
+  // pad > 0: the message goes as [data | pad bytes] from a staging buffer.
   void post_send(const void* data, int n, MPI_Datatype type, int dest, int tag, bool sync,
-                 std::vector<MPI_Request>& requests);
+                 std::vector<MPI_Request>& requests, std::size_t pad = 0);
+  void post_recv(void* data, int n, MPI_Datatype type, std::size_t bytes, int source, int tag,
+                 std::vector<MPI_Request>& requests, std::size_t pad);
+  std::size_t pad_bytes(MPI_Datatype type, std::size_t count, std::size_t model_count) const {
+    return padding_ ? padding_->pad_bytes(type, count, model_count) : 0;
+  }
+  // The staged requests among `requests`, before a wait completes (and nulls) them.
+  std::vector<MPI_Request> staged(std::span<const MPI_Request> requests) const;
+  void finish_staged(std::span<const MPI_Request> handles) const;
   void blocking_send(const void* data, int n, MPI_Datatype type, std::size_t bytes, int dest, int tag, bool sync);
   void blocking_recv(void* data, int n, MPI_Datatype type, int source, int tag);
   void count(std::size_t bytes) {
@@ -162,6 +185,7 @@ class Comm {
   // A subgroup view's rank -> rank in comm_ (null: the identity).
   std::shared_ptr<const std::vector<int>> parent_rank_;
   std::shared_ptr<Traffic> traffic_ = std::make_shared<Traffic>();
+  std::shared_ptr<Padding> padding_;  // null: messages go as they are
   Watch* watch_ = nullptr;
 };
 

@@ -89,8 +89,8 @@ class AllreducePopulation final : public SequentialProtocol {
       for (std::size_t k = 0; k < dim; ++k) mean_[k] += x.peer(p)[k];
     for (double& m : mean_) m /= static_cast<double>(alive);
     for (int p : members_) std::copy(mean_.begin(), mean_.end(), x.peer(p).begin());
-    effect.bytes = collective_bytes(collective_, alive, dim);
-    effect.pattern = collective_pattern(collective_, alive, dim);
+    effect.bytes = collective_bytes(collective_, alive, x.model_dim);
+    effect.pattern = collective_pattern(collective_, alive, x.model_dim);
     return effect;
   }
 

@@ -29,13 +29,16 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
   auto fate = [&](int i) -> const MemberFate& { return fates.empty() ? kAlive : fates[static_cast<std::size_t>(i)]; };
   auto part_of = [&](int p) { return butterfly_part(x.size(), n, p); };
   auto slice = [&](Part p) { return x.subspan(p.begin, p.size()); };
+  // Under --model-dim, part p travels charged as the model's part p: it is sent
+  // whenever that is non-empty, even if the vector's part p is empty.
+  const std::size_t model = comm.model_length(x.size());
+  auto charged = [&](int p) { return butterfly_part(model, n, p).size(); };
 
   if (fate(me).failed) {
     // Deliver the parts sent before failing, to reducers that are still there.
     for (int s = 1; s <= fate(me).parts_delivered; ++s) {
       const int k = (me + s) % n;
-      const Part p = part_of(k);
-      if (!fate(k).failed && p.size() > 0) comm.isend<double>(slice(p), k, kScatterTag, requests_);
+      if (!fate(k).failed && charged(k) > 0) comm.isend<double>(slice(part_of(k)), k, kScatterTag, requests_, charged(k));
     }
     comm.wait_all(requests_, "butterfly all-reduce");
     return;
@@ -46,13 +49,12 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
   const Part own = part_of(me);
   incoming_.resize(static_cast<std::size_t>(n) * own.size());
   auto slot = [&](int i) { return std::span<double>(incoming_.data() + static_cast<std::size_t>(i) * own.size(), own.size()); };
-  if (own.size() > 0)
+  if (charged(me) > 0)
     for (int i = 0; i < n; ++i)
-      if (i != me && delivers(fate(i), i, me, n)) comm.irecv<double>(slot(i), i, kScatterTag, requests_);
+      if (i != me && delivers(fate(i), i, me, n)) comm.irecv<double>(slot(i), i, kScatterTag, requests_, charged(me));
   for (int s = 1; s < n; ++s) {
     const int k = (me + s) % n;
-    const Part p = part_of(k);
-    if (!fate(k).failed && p.size() > 0) comm.isend<double>(slice(p), k, kScatterTag, requests_);
+    if (!fate(k).failed && charged(k) > 0) comm.isend<double>(slice(part_of(k)), k, kScatterTag, requests_, charged(k));
   }
   comm.wait_all(requests_, "butterfly all-reduce");
 
@@ -70,13 +72,12 @@ void ButterflyAllreduce::average(Comm& comm, std::span<double> x, std::span<cons
 
   // Gather: the averaged parts of alive reducers go to every alive member. A failed
   // reducer's part is not received: the local values stay.
-  for (int k = 0; k < n; ++k) {
-    const Part p = part_of(k);
-    if (k != me && !fate(k).failed && p.size() > 0) comm.irecv<double>(slice(p), k, kGatherTag, requests_);
-  }
-  if (own.size() > 0)
+  for (int k = 0; k < n; ++k)
+    if (k != me && !fate(k).failed && charged(k) > 0)
+      comm.irecv<double>(slice(part_of(k)), k, kGatherTag, requests_, charged(k));
+  if (charged(me) > 0)
     for (int i = 0; i < n; ++i)
-      if (i != me && !fate(i).failed) comm.isend<double>(slice(own), i, kGatherTag, requests_);
+      if (i != me && !fate(i).failed) comm.isend<double>(slice(own), i, kGatherTag, requests_, charged(me));
   comm.wait_all(requests_, "butterfly all-reduce");
 }
 

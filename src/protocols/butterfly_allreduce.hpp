@@ -4,7 +4,8 @@
 // member sends part j to member j, member j averages what it received and sends the
 // average back to every member. Each member sends 2(n-1) messages of S/n bytes, in
 // two steps; since one member computes each part, all members end with identical
-// bits. Empty parts (a vector shorter than the group) cost no message at all.
+// bits. Empty parts (a vector shorter than the group) cost no message at all
+// (under --model-dim: parts empty in the model; Comm::model_length).
 //
 // It also models a failure in the middle of the all-reduce (the `partial`
 // semantics, as in hivemind since Dec 2021). A failed member delivers its first k

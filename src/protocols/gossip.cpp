@@ -171,7 +171,7 @@ class GossipPopulation final : public SequentialProtocol {
     const Topology& g = topology_.get(round.seed);
     const int t = round.t;
     const auto d = static_cast<std::size_t>(x.dim);
-    const std::size_t message = received_.quantizer().encoded_bytes(d);
+    const std::size_t message = received_.quantizer().encoded_bytes(x.model_dim);
     old_ = x.values;
     auto old = [&](int j) { return std::span<const double>(old_.data() + static_cast<std::size_t>(j) * d, d); };
     value_.resize(d);

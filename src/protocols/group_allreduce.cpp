@@ -41,7 +41,9 @@ std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
 }
 
 void GroupAllreduce::average(Comm& comm, std::span<double> x) {
-  const Collective c = choice_ == Collective::automatic ? choose_collective(comm.size(), x.size()) : choice_;
+  // Chosen for the length the messages stand for (--model-dim), as the model would.
+  const Collective c =
+      choice_ == Collective::automatic ? choose_collective(comm.size(), comm.model_length(x.size())) : choice_;
   if (c == Collective::ring) ring_.average(comm, x);
   else if (c == Collective::doubling) doubling_.average(comm, x);
   else tree_average(comm, x);

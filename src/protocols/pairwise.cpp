@@ -161,7 +161,7 @@ class PairwisePopulation final : public SequentialProtocol {
     }
     const std::vector<int> partner = random_matching(g, round.seed, round.failures, round.t, &edges_);
     const auto d = static_cast<std::size_t>(x.dim);
-    const std::size_t message = received_.quantizer().encoded_bytes(d);
+    const std::size_t message = received_.quantizer().encoded_bytes(x.model_dim);
     old_ = x.values;
     value_.resize(d);
     RoundEffect effect;

@@ -21,9 +21,9 @@ void PopulationGroups::average(std::span<const int> members, Population& x, cons
     average_parts(members, x, round, effect);
   } else {
     average_all(members, x);
-    effect.bytes += 16ull * static_cast<std::uint64_t>(x.dim) * static_cast<std::uint64_t>(n - 1);
+    effect.bytes += 16ull * x.model_dim * static_cast<std::uint64_t>(n - 1);
   }
-  effect.pattern.merge(butterfly_pattern(n, x.dim));
+  effect.pattern.merge(butterfly_pattern(n, x.model_dim));
 }
 
 // Nobody failed: every coordinate becomes the members' mean, summed in member order
@@ -67,7 +67,8 @@ void PopulationGroups::average_parts(std::span<const int> members, Population& x
   }
   for (int p = 0; p < n; ++p) {
     const Part part = butterfly_part(dim, n, p);
-    if (part.size() == 0 || fates_[static_cast<std::size_t>(p)].failed) continue;
+    const std::size_t charged = butterfly_part(x.model_dim, n, p).size();  // as ButterflyAllreduce sends it
+    if (charged == 0 || fates_[static_cast<std::size_t>(p)].failed) continue;
     contributors_.clear();
     for (int i = 0; i < n; ++i)
       if (i == p || delivers(fates_[static_cast<std::size_t>(i)], i, p, n)) contributors_.push_back(i);
@@ -78,7 +79,7 @@ void PopulationGroups::average_parts(std::span<const int> members, Population& x
       for (int i = 0; i < n; ++i)
         if (!fates_[static_cast<std::size_t>(i)].failed) x.peer(members[static_cast<std::size_t>(i)])[k] = mean;
     }
-    effect.bytes += 8ull * part.size() * (contributors_.size() - 1 + static_cast<std::size_t>(alive_count - 1));
+    effect.bytes += 8ull * charged * (contributors_.size() - 1 + static_cast<std::size_t>(alive_count - 1));
   }
 }
 

@@ -102,7 +102,7 @@ class PushSumPopulation final : public SequentialProtocol {
       for (int j : g.out_neighbours(t, i)) outs += round.alive[static_cast<std::size_t>(j)];
       const double share = 1.0 / static_cast<double>(outs + 1);
       for (double& v : row(sent_, i, d)) v *= share;
-      effect.bytes += 8 * (d + 1) * static_cast<std::uint64_t>(outs);
+      effect.bytes += 8 * (z.model_dim + 1) * static_cast<std::uint64_t>(outs);
       busiest = std::max(busiest, outs);
     }
     for (int i = 0; i < n; ++i) {
@@ -120,7 +120,7 @@ class PushSumPopulation final : public SequentialProtocol {
     for (int i = 0; i < n; ++i)
       for (std::size_t c = 0; c < d; ++c) z.peer(i)[c] = row(mass_, i, d)[c] / row(mass_, i, d)[d];
     last_ = z.values;
-    const double message = 8.0 * static_cast<double>(d + 1);
+    const double message = 8.0 * static_cast<double>(z.model_dim + 1);
     effect.pattern = {1, message, message * busiest};
     return effect;
   }

@@ -32,25 +32,28 @@ void RingAllreduce::sum(Comm& comm, std::span<double> x) { run(comm, x, false); 
 void RingAllreduce::average(Comm& comm, std::span<double> x) { run(comm, x, true); }
 
 // This rank's view of the ring: its neighbours and how the vector is cut, the same
-// cut on every rank.
+// cut on every rank. Under --model-dim the messages are those of the model's
+// length (Comm::model_length): its chunks set the number of segments, and the
+// vector's segment j travels charged as the model's segment j, even when empty.
 struct RingAllreduce::Plan {
-  Plan(int size, int rank, std::size_t length_, std::size_t segment_doubles)
-      : n(size), r(rank), length(length_), right(mod(rank + 1, size)), left(mod(rank - 1, size)) {
-    const std::size_t largest = (length + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  Plan(int size, int rank, std::size_t length_, std::size_t model_, std::size_t segment_doubles)
+      : n(size), r(rank), length(length_), model(model_), right(mod(rank + 1, size)), left(mod(rank - 1, size)) {
+    const auto un = static_cast<std::size_t>(n);
+    const std::size_t largest = (model + un - 1) / un;
     parts = segment_doubles == 0 || largest <= segment_doubles ? 1 : (largest + segment_doubles - 1) / segment_doubles;
-    slot = (largest + parts - 1) / parts + 1;  // >= every segment of every chunk
+    slot = ((length + un - 1) / un + parts - 1) / parts + 1;  // >= every segment of every chunk
   }
   int stages() const { return 2 * (n - 1); }
   bool reducing(int t) const { return t < n - 1; }
-  Chunk in_chunk(int t) const {
-    return reducing(t) ? chunk(length, n, mod(r - t - 1, n)) : chunk(length, n, mod(r - (t - (n - 1)), n));
-  }
-  Chunk out_chunk(int t) const {
-    return reducing(t) ? chunk(length, n, mod(r - t, n)) : chunk(length, n, mod(r + 1 - (t - (n - 1)), n));
-  }
+  int in_index(int t) const { return reducing(t) ? mod(r - t - 1, n) : mod(r - (t - (n - 1)), n); }
+  int out_index(int t) const { return reducing(t) ? mod(r - t, n) : mod(r + 1 - (t - (n - 1)), n); }
+  Chunk in_chunk(int t) const { return chunk(length, n, in_index(t)); }
+  Chunk out_chunk(int t) const { return chunk(length, n, out_index(t)); }
+  // Model elements of segment j of chunk c (its real size when there is no model).
+  std::size_t charged(int c, std::size_t j) const { return segment(chunk(model, n, c), parts, j).size(); }
 
   int n, r;
-  std::size_t length;
+  std::size_t length, model;
   int right, left;
   std::size_t parts = 1, slot = 1;
 };
@@ -67,14 +70,14 @@ void RingAllreduce::run(Comm& comm, std::span<double> x, bool divide) {
   // forwarded as soon as it has been received and reduced, while segment j+1 is
   // still on the wire. The additions per element are those of the plain ring
   // (own value + what came from the left), so segmenting changes no bit.
-  const Plan plan(comm.size(), comm.rank(), x.size(), segment_);
+  const Plan plan(comm.size(), comm.rank(), x.size(), comm.model_length(x.size()), segment_);
   incoming_.resize(plan.parts * plan.slot);
   sends_.clear();
   next_sends_.clear();
   // Stage 0 sends this rank's own values of chunk r.
   for (std::size_t j = 0; j < plan.parts; ++j) {
     const Chunk seg = segment(plan.out_chunk(0), plan.parts, j);
-    comm.isend<double>(x.subspan(seg.begin, seg.size()), plan.right, kRingTag, sends_);
+    comm.isend<double>(x.subspan(seg.begin, seg.size()), plan.right, kRingTag, sends_, plan.charged(plan.out_index(0), j));
   }
   for (int t = 0; t < plan.stages(); ++t) run_stage(comm, x, plan, t, divide);
   comm.wait_all(sends_, "ring all-reduce");
@@ -92,7 +95,7 @@ void RingAllreduce::run_stage(Comm& comm, std::span<double> x, const Plan& plan,
     const Chunk seg = segment(in, parts, j);
     std::span<double> into = reducing ? std::span<double>(incoming_.data() + j * slot, seg.size())
                                       : x.subspan(seg.begin, seg.size());
-    comm.irecv<double>(into, plan.left, kRingTag, recvs_);  // recvs_[j]
+    comm.irecv<double>(into, plan.left, kRingTag, recvs_, plan.charged(plan.in_index(t), j));  // recvs_[j]
   }
   for (std::size_t j = 0; j < parts; ++j) {
     comm.wait(recvs_[j], "ring all-reduce");
@@ -104,7 +107,9 @@ void RingAllreduce::run_stage(Comm& comm, std::span<double> x, const Plan& plan,
       // the sum, which multiplying by a rounded 1/n is not.
       if (divide && t == plan.n - 2) divide_by(mine, static_cast<double>(plan.n));
     }
-    if (t + 1 < plan.stages()) comm.isend<double>(mine, plan.right, kRingTag, next_sends_);
+    // What stage t received is what stage t + 1 sends: the same chunk, the same charge.
+    if (t + 1 < plan.stages())
+      comm.isend<double>(mine, plan.right, kRingTag, next_sends_, plan.charged(plan.in_index(t), j));
   }
   comm.wait_all(sends_, "ring all-reduce");
   std::swap(sends_, next_sends_);

@@ -25,9 +25,15 @@ struct ProtocolOptions;
 // Every peer's vector: peer i's is values[i * dim, (i + 1) * dim).
 struct Population {
   Population(int n_peers, int dimension)
-      : n(n_peers), dim(dimension), values(static_cast<std::size_t>(n_peers) * static_cast<std::size_t>(dimension)) {}
+      : n(n_peers),
+        dim(dimension),
+        model_dim(static_cast<std::size_t>(dimension)),
+        values(static_cast<std::size_t>(n_peers) * static_cast<std::size_t>(dimension)) {}
   int n;
   int dim;
+  // --model-dim: the length a round's bytes and time estimate are charged for;
+  // values always have dim coordinates (core/padding.hpp).
+  std::size_t model_dim;
   std::vector<double> values;
   std::span<double> peer(int i) { return {values.data() + offset(i), static_cast<std::size_t>(dim)}; }
   std::span<const double> peer(int i) const { return {values.data() + offset(i), static_cast<std::size_t>(dim)}; }

@@ -40,6 +40,7 @@ void SwarmProtocol::begin_trial(std::span<const double> x, std::uint64_t seed) {
   published_.assign(x.begin(), x.end());
   replies_.clear();
   inbox_.resize(2 * sizeof(std::uint32_t) + payload_capacity(x.size()));
+  model_extra_ = sizeof(double) * (comm_.model_length(x.size()) - x.size());
   listen();
 }
 
@@ -191,8 +192,8 @@ std::byte SwarmProtocol::exchange(std::span<double> x, int partner, std::vector<
   if (!request.empty()) request_ = std::move(request);
   reply_.resize(1 + payload_capacity(x.size()));
   std::vector<MPI_Request> mine;
-  comm_.irecv(as_bytes(reply_), partner, kReplyTag, mine);
-  comm_.isend(as_const_bytes(request_), partner, kRequestTag, mine);
+  comm_.irecv(as_bytes(reply_), partner, kReplyTag, mine, reply_.size() + model_extra_);
+  comm_.isend(as_const_bytes(request_), partner, kRequestTag, mine, charged(request_.size(), 2 * sizeof(std::uint32_t)));
   waiting_ = true;
   wait_serving(mine[0], x, "swarm: a partner's reply");
   waiting_ = false;

@@ -160,6 +160,12 @@ class SwarmProtocol final : public Protocol {
   std::deque<PendingReply> replies_;
   std::deque<Deferred> deferred_;
   bool waiting_ = false;  // blocking: this peer's request is out; its model must not change
+  // --model-dim: the bytes a message carrying a model gains (Comm pads it), 0 without.
+  std::size_t model_extra_ = 0;
+  // A message's charged size: `bytes`, plus model_extra_ if it carries more than its header.
+  std::size_t charged(std::size_t bytes, std::size_t header) const {
+    return bytes > header ? bytes + model_extra_ : bytes;
+  }
 };
 
 }  // namespace avb::swarm

@@ -33,6 +33,12 @@ void SwarmProtocol::settle(std::span<double> x, GroupCounters& counters) {
 // one's own request (MPI_Waitany) serves partners without polling, which under
 // SMPI would cost wall time on every simulated peer.
 void SwarmProtocol::listen() {
+  if (model_extra_ > 0) {  // received through Comm, which strips the padding
+    std::vector<MPI_Request> one;
+    comm_.irecv(as_bytes(inbox_), MPI_ANY_SOURCE, kRequestTag, one, inbox_.size() + model_extra_);
+    listen_ = one[0];
+    return;
+  }
   check_mpi(MPI_Irecv(inbox_.data(), static_cast<int>(inbox_.size()), MPI_BYTE, MPI_ANY_SOURCE, kRequestTag,
                       comm_.raw(), &listen_),
             "MPI_Irecv");
@@ -55,10 +61,8 @@ void SwarmProtocol::wait_serving(MPI_Request& other, std::span<double> x, const 
 // Serves the requests that have arrived; never blocks.
 void SwarmProtocol::serve(std::span<double> x) {
   for (;;) {
-    int arrived = 0;
     MPI_Status status;
-    check_mpi(MPI_Test(&listen_, &arrived, &status), "MPI_Test");
-    if (!arrived) break;
+    if (!comm_.test(listen_, &status)) break;
     handle(status, x);
   }
   reap_replies();
@@ -68,6 +72,7 @@ void SwarmProtocol::serve(std::span<double> x) {
 void SwarmProtocol::handle(const MPI_Status& status, std::span<double> x) {
   int bytes = 0;
   check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+  if (static_cast<std::size_t>(bytes) > 2 * sizeof(std::uint32_t)) bytes -= static_cast<int>(model_extra_);
   incoming_.assign(inbox_.begin(), inbox_.begin() + bytes);
   const int initiator = status.MPI_SOURCE;
   listen();
@@ -91,9 +96,7 @@ void SwarmProtocol::handle(const MPI_Status& status, std::span<double> x) {
 // Frees the replies already delivered (their buffers must live until then).
 void SwarmProtocol::reap_replies() {
   while (!replies_.empty()) {
-    int done = 0;
-    check_mpi(MPI_Test(&replies_.front().request[0], &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (!done) break;
+    if (!comm_.test(replies_.front().request[0], MPI_STATUS_IGNORE)) break;
     replies_.pop_front();
   }
 }
@@ -151,7 +154,7 @@ void SwarmProtocol::answer(int initiator, std::span<double> x) {
   }
   r.bytes.push_back(status);
   r.bytes.insert(r.bytes.end(), encoded_.begin(), encoded_.end());
-  comm_.isend(as_const_bytes(r.bytes), initiator, kReplyTag, r.request);
+  comm_.isend(as_const_bytes(r.bytes), initiator, kReplyTag, r.request, charged(r.bytes.size(), 1));
 }
 
 // A reply of its status byte alone.

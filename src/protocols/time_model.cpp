@@ -49,7 +49,7 @@ void MessagePattern::merge(const MessagePattern& other) {
   busiest = std::max(busiest, other.busiest);
 }
 
-MessagePattern butterfly_pattern(int n, int dim) {
+MessagePattern butterfly_pattern(int n, std::size_t dim) {
   if (n < 2) return {};
   // The largest part: its reducer receives it from the n - 1 others, then sends it back.
   const double part = 8.0 * std::ceil(static_cast<double>(dim) / n);

@@ -37,7 +37,7 @@ struct MessagePattern {
 
 // The pattern of a butterfly all-reduce among n members of a dim-double vector
 // (reduce-scatter, all-gather) and of an all-reduce by `collective`.
-MessagePattern butterfly_pattern(int n, int dim);
+MessagePattern butterfly_pattern(int n, std::size_t dim);
 MessagePattern collective_pattern(Collective collective, int n, std::size_t dim);
 
 // The round's estimated duration; `bytes`: what all peers sent in it.

@@ -28,6 +28,13 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   require(r.compute_flops >= 0.0 && std::isfinite(r.compute_flops), "--compute-flops", r.compute_flops,
           "a number >= 0");
   require(r.dim >= 1, "--dim", r.dim, "an integer >= 1");
+  if (r.model_dim == 0) r.model_dim = r.dim;
+  require(r.model_dim >= r.dim && r.model_dim <= kMaxModelDim, "--model-dim", static_cast<double>(r.model_dim),
+          "an integer from --dim (" + std::to_string(r.dim) + ") to " + std::to_string(kMaxModelDim));
+  if (r.model_dim > r.dim && r.protocol.quantizer.kind != QuantizerKind::none)
+    throw ConfigError("--model-dim: cannot be combined with --quantizer " + to_string(r.protocol.quantizer) +
+                      " (encoded messages are not scaled to the model); accepted: --quantizer none or --model-dim " +
+                      std::to_string(r.dim));
   require(r.rounds >= 0, "--rounds", r.rounds, "an integer >= 0");
   return r;
 }
@@ -38,6 +45,8 @@ std::vector<std::pair<std::string, std::string>> describe(const AveragingOptions
   out.emplace_back("compute-flops", format_number(o.compute_flops));
   out.emplace_back("detection-timeout", format_number(o.detection_timeout));
   out.emplace_back("dim", std::to_string(o.dim));
+  // Only when it differs from dim, so that traces of runs without it stay as they were.
+  if (o.model_dim > o.dim) out.emplace_back("model-dim", std::to_string(o.model_dim));
   out.emplace_back("rounds", std::to_string(o.rounds));
   describe_trials(o, out);
   return out;
@@ -147,6 +156,7 @@ bool run_averaging_trial(const AveragingOptions& options, AveragingMeter& meter,
   std::vector<double> x(static_cast<std::size_t>(options.dim));
   for (int d = 0; d < options.dim; ++d) x[static_cast<std::size_t>(d)] = initial_value(trial.seed, trial.me, d);
   meter.set_reference(x);
+  trial.comm.set_model_length({x.size(), static_cast<std::size_t>(options.model_dim)});
   trial.protocol->begin_trial(x, trial.seed);
   const Stragglers& stragglers = trial.stragglers;
 

@@ -31,8 +31,14 @@ struct AveragingOptions : RunOptions {
   // each round at the host's speed times the peer's straggler factor under SMPI.
   double compute_flops = 0.0;
   int dim = 1;
+  // --model-dim: messages are charged (simulated time, bytes_sent) as if vectors
+  // had this many coordinates; values keep dim (core/padding.hpp). 0: dim.
+  std::int64_t model_dim = 0;
   int rounds = 50;
 };
+
+// The largest --model-dim: a padded message's MPI count is an int of bytes.
+inline constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 27;
 
 // The initial values are N(0, 1) (initial_value): a lattice step this large
 // rounds every one of them to the lattice point 0 (|x| >= eps / 2 = 8 has

@@ -62,7 +62,7 @@ std::uint64_t load_population_joiners(const FailureModel& failures, int t, Popul
     const int donor = failures.joined(t, p) ? failures.donor(t, p) : -1;
     if (donor < 0) continue;  // donors never join, so the order of the copies does not matter
     std::copy(x.peer(donor).begin(), x.peer(donor).end(), x.peer(p).begin());
-    bytes += sizeof(double) * static_cast<std::uint64_t>(x.dim);
+    bytes += sizeof(double) * x.model_dim;
   }
   return bytes;
 }
@@ -74,6 +74,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   const std::uint64_t seed = record.seed;
   const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
   Population x(n, options.dim);
+  x.model_dim = static_cast<std::size_t>(options.model_dim);
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < options.dim; ++k) x.peer(i)[static_cast<std::size_t>(k)] = initial_value(seed, i, k);
   PopulationMeter meter(x);

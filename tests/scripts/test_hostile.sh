@@ -122,6 +122,7 @@ if want flags || want blankflags; then
     int_flag --group-size 2 1073741824 1073741825 --protocol random-groups
     int_flag --min-group-size 2 1073741824 1073741825 --protocol moshpit
     int_flag --lattice-q 2 4294967295 4294967296 --protocol gossip --quantizer lattice
+    int_flag --model-dim 1 134217728 134217729
     int_flag --peers 0 16777216 16777217 --engine sequential
     int_flag --threads 0 1024 1025 --engine sequential --peers 4
     real_flag --fail-rate '[0, 1]' 1.01
@@ -170,6 +171,12 @@ if want flags || want blankflags; then
     hcase sgp-paper.peers --protocol 'sgp-paper: 2 peers|>= 3' -- --protocol sgp-paper "${keep[@]}"
     hcase lattice-eps.huge --lattice-eps 'same lattice point|(0, 16)' -- --protocol gossip --quantizer lattice \
       --lattice-eps 16 "${keep[@]}"
+    # --model-dim: below --dim; with a quantizer; on a protocol that cannot pad.
+    hcase model-dim.dim --model-dim 'from --dim (4)' -- --dim 4 --model-dim 3 "${keep[@]}"
+    hcase model-dim.quantizer --model-dim 'quantizer none' -- --protocol gossip --quantizer fp16 --model-dim 100 \
+      "${keep[@]}"
+    hcase model-dim.protocol --model-dim 'does not apply to --protocol choco' -- --protocol choco --model-dim 100 \
+      "${keep[@]}"
   else
     int_flag --dim 1 16777216 16777217
     int_flag --data-dim 0 16777216 16777217 --objective logistic --data "$conf/good.svm"
