@@ -168,6 +168,11 @@ if want flags || want blankflags; then
     hcase min-group-size.grid --min-group-size 'grid 2x2|[2, 2]' -- --protocol moshpit --min-group-size 3 "${keep[@]}"
     hcase lattice-eps.huge --lattice-eps 'same lattice point|(0, 16)' -- --protocol gossip --quantizer lattice \
       --lattice-eps 16 "${keep[@]}"
+    # The all-reduces have no reference to decode a lattice against.
+    for p in allreduce random-groups moshpit; do
+      hcase "quantizer.lattice.$p" --quantizer 'fp16|uniform8' -- --protocol "$p" --quantizer lattice "${keep[@]}"
+    done
+    word_flag --quantizer 'none|fp16|stochastic:B' --protocol moshpit
   else
     int_flag --dim 1 16777216 16777217
     int_flag --data-dim 0 16777216 16777217 --objective logistic --data "$conf/good.svm"
