@@ -125,7 +125,7 @@ struct ProtocolOptions {
   // swarm: who is written in an interaction (docs/protocols.md).
   SwarmMode swarm_mode = SwarmMode::blocking;
   SwarmClock swarm_clock = SwarmClock::round;
-  // swarm, gossip, pairwise, choco, random-groups, moshpit: how vectors travel on the wire.
+  // swarm, gossip, pairwise, choco, allreduce, random-groups, moshpit: how vectors travel on the wire.
   QuantizerSpec quantizer;
   // choco: the consensus step size gamma in (0, 1].
   double consensus_step = 1.0;
