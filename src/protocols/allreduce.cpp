@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "protocols/coded_allreduce.hpp"
 #include "protocols/group_allreduce.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
@@ -18,8 +19,8 @@ namespace {
 
 class AllreduceProtocol final : public Protocol {
  public:
-  AllreduceProtocol(FailureSemantics semantics, Collective collective)
-      : semantics_(semantics), allreduce_(collective) {}
+  AllreduceProtocol(FailureSemantics semantics, Collective collective, const QuantizerSpec& quantizer)
+      : semantics_(semantics), allreduce_(collective), coded_(collective), quantizer_(quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
     Comm& world = round.world;
@@ -38,7 +39,7 @@ class AllreduceProtocol final : public Protocol {
         round.counters.groups = 1;
         round.counters.failed_groups = everyone ? 0 : 1;
       }
-      if (everyone) allreduce_.average(world, x);
+      if (everyone) average(world, x, round, {});
       return;
     }
 
@@ -46,27 +47,36 @@ class AllreduceProtocol final : public Protocol {
     if (everyone) {
       if (n < 2) return;  // nobody to average with: not a group
       if (world.rank() == 0) round.counters.groups = 1;
-      allreduce_.average(world, x);
+      average(world, x, round, {});
       return;
     }
     if (alive.size() < 2) return;  // nobody to average with: not a group
     if (world.rank() == alive.front()) round.counters.groups = 1;
     if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
     Comm group = world.subgroup(alive);
-    allreduce_.average(group, x);
+    average(group, x, round, alive);
   }
 
  private:
+  // `peers`: the group's peer id by rank (empty: the world, rank = peer).
+  void average(Comm& comm, std::span<double> x, const Round& round, std::span<const int> peers) {
+    // Unquantized: the plain all-reduce, as before quantizers (bit-identical traces).
+    if (quantizer_.spec().kind == QuantizerKind::none) return allreduce_.average(comm, x);
+    coded_.average(comm, x, CodedRun{&quantizer_, round.seed, static_cast<std::uint64_t>(round.t), peers});
+  }
+
   FailureSemantics semantics_;
   GroupAllreduce allreduce_;
+  CodedAllreduce coded_;
+  Quantizer quantizer_;
 };
 
 
 // The sequential form: the mean of the averaging peers, summed in peer order.
 class AllreducePopulation final : public SequentialProtocol {
  public:
-  AllreducePopulation(FailureSemantics semantics, Collective collective)
-      : semantics_(semantics), collective_(collective) {}
+  AllreducePopulation(FailureSemantics semantics, Collective collective, const QuantizerSpec& quantizer)
+      : semantics_(semantics), collective_(collective), quantizer_(quantizer) {}
 
   RoundEffect step(Population& x, const PopulationRound& round) override {
     members_.clear();
@@ -84,6 +94,7 @@ class AllreducePopulation final : public SequentialProtocol {
       effect.groups = 1;
     }
     const auto dim = static_cast<std::size_t>(x.dim);
+    if (quantizer_.spec().kind != QuantizerKind::none) return coded_step(x, round, effect);
     mean_.assign(dim, 0.0);
     for (int p : members_)
       for (std::size_t k = 0; k < dim; ++k) mean_[k] += x.peer(p)[k];
@@ -95,20 +106,36 @@ class AllreducePopulation final : public SequentialProtocol {
   }
 
  private:
+  // The quantized all-reduce, rank by rank, on the averaging peers' rows.
+  RoundEffect coded_step(Population& x, const PopulationRound& round, RoundEffect effect) {
+    const auto dim = static_cast<std::size_t>(x.dim);
+    rows_.resize(members_.size() * dim);
+    for (std::size_t r = 0; r < members_.size(); ++r)
+      std::copy(x.peer(members_[r]).begin(), x.peer(members_[r]).end(), rows_.begin() + static_cast<std::ptrdiff_t>(r * dim));
+    const CodedRun run{&quantizer_, round.seed, static_cast<std::uint64_t>(round.t), members_};
+    effect.bytes = coded_average_rows(rows_, dim, collective_, run);
+    for (std::size_t r = 0; r < members_.size(); ++r)
+      std::copy(rows_.begin() + static_cast<std::ptrdiff_t>(r * dim),
+                rows_.begin() + static_cast<std::ptrdiff_t>((r + 1) * dim), x.peer(members_[r]).begin());
+    effect.pattern = collective_pattern(collective_, static_cast<int>(members_.size()), dim, &quantizer_);
+    return effect;
+  }
+
   FailureSemantics semantics_;
   Collective collective_;
+  Quantizer quantizer_;
   std::vector<int> members_;
-  std::vector<double> mean_;
+  std::vector<double> mean_, rows_;
 };
 
 }  // namespace
 
 std::unique_ptr<SequentialProtocol> make_sequential_allreduce(const ProtocolOptions& options, int /*n_peers*/) {
-  return std::make_unique<AllreducePopulation>(*options.on_failure, options.collective);
+  return std::make_unique<AllreducePopulation>(*options.on_failure, options.collective, options.quantizer);
 }
 
 std::unique_ptr<Protocol> make_allreduce(const ProtocolOptions& options, Comm& /*world*/) {
-  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective);
+  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective, options.quantizer);
 }
 
 }  // namespace avb

@@ -15,14 +15,23 @@
 //   - a failed member's own part is never returned, so every alive member keeps its
 //     local values there;
 //   - a failed member's vector stays as it was.
+//
+// Under a quantizer every part travels encoded (docs/protocols.md, "Quantizers"):
+// a member sends Q(its copy of part p) to reducer p, which averages the decoded
+// copies with its own exact one; the reducer encodes the average once and every
+// alive member, the reducer included, takes the decoded average, so all hold
+// identical bits. Failures and `partial` work as above.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
 #include <mpi.h>
 
 #include "core/comm.hpp"
+#include "protocols/compress.hpp"
 
 namespace avb {
 
@@ -41,6 +50,20 @@ Part butterfly_part(std::size_t length, int n, int p);
 // Does `sender` deliver its copy of part `reducer` (both ranks of an n-member group)?
 bool delivers(const MemberFate& sender_fate, int sender, int reducer, int n);
 
+// What keys a quantized butterfly's encodings: the trial's seed, the round, and the
+// members' peer ids in member order (the dither follows the peer, not its rank).
+struct ButterflyCoding {
+  const Quantizer* quantizer = nullptr;  // nullptr or kind none: the doubles themselves
+  std::uint64_t seed = 0;
+  std::uint64_t round = 0;
+  std::span<const int> peers;
+  bool quantized() const { return quantizer != nullptr && quantizer->spec().kind != QuantizerKind::none; }
+};
+// Member `position`'s encoding of its copy of part p, sent to reducer p (message
+// 2p), and reducer p's encoding of the average (message 2p + 1).
+EncodeContext scatter_context(const ButterflyCoding& coding, int position, int p);
+EncodeContext gather_context(const ButterflyCoding& coding, int p);
+
 class ButterflyAllreduce {
  public:
   // The mean over comm's ranks, in place; nobody fails.
@@ -49,11 +72,20 @@ class ButterflyAllreduce {
   // the same fates. Collective over comm, failed members included: they still run
   // (the failure is simulated) and send what they delivered.
   void average(Comm& comm, std::span<double> x, std::span<const MemberFate> fates);
+  // The same with every part encoded by coding.quantizer (unquantized: as above).
+  void average(Comm& comm, std::span<double> x, std::span<const MemberFate> fates, const ButterflyCoding& coding);
 
  private:
+  void coded_scatter(Comm& comm, std::span<double> x, std::span<const MemberFate> fates, const ButterflyCoding& coding);
+  void coded_gather(Comm& comm, std::span<double> x, std::span<const MemberFate> fates, const ButterflyCoding& coding);
+
   std::vector<double> incoming_;  // one slot of part size per member, reused
   std::vector<const double*> inputs_;  // the contributors' copies of my part, in member order
   std::vector<MPI_Request> requests_;
+  // Quantized: one encoding per destination part, what arrives, and their offsets.
+  std::vector<std::vector<std::byte>> encoded_;
+  std::vector<std::uint8_t> arrived_;
+  std::vector<std::size_t> offsets_;
 };
 
 }  // namespace avb

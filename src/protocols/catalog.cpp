@@ -24,27 +24,42 @@ std::vector<std::string_view> with_quantizer(std::vector<std::string_view> own) 
   return own;
 }
 
+// A butterfly part decoded near the receiver's own copy would fail whenever the
+// members still disagree by more than the lattice's range, and a butterfly has no
+// second message to repair it with (gossip resends the doubles).
+constexpr std::string_view kButterflyLattice =
+    "a butterfly part has no fallback when a lattice decode fails; docs/protocols.md, \"Quantizers\"";
+
+// The all-reduces take --quantizer without the lattice's own flags (no lattice).
+std::vector<std::string_view> with_quantizer_no_lattice(std::vector<std::string_view> own) {
+  own.push_back("--quantizer");
+  return own;
+}
+
 // Immutable once built, so SMPI ranks sharing it is harmless.
 const std::vector<ProtocolInfo> kCatalog = {
     {.name = "allreduce",
      .summary = "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
      .default_semantics = FS::abort,
      .semantics = {FS::abort, FS::survivors},
-     .flags = {"--collective", "--model-dim"},
+     .flags = with_quantizer_no_lattice({"--collective", "--model-dim"}),
+     .lattice_refusal = "a partial sum has no value near it at the receiver to decode against",
      .make = make_allreduce,
      .sequential = make_sequential_allreduce},
     {.name = "random-groups",
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = {"--group-size", "--min-group-size", "--model-dim"},
+     .flags = with_quantizer_no_lattice({"--group-size", "--min-group-size", "--model-dim"}),
+     .lattice_refusal = kButterflyLattice,
      .make = make_random_groups,
      .sequential = make_sequential_random_groups},
     {.name = "moshpit",
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = {"--grid", "--placement", "--key-update", "--min-group-size", "--model-dim"},
+     .flags = with_quantizer_no_lattice({"--grid", "--placement", "--key-update", "--min-group-size", "--model-dim"}),
+     .lattice_refusal = kButterflyLattice,
      .make = make_moshpit,
      .sequential = make_sequential_moshpit},
     // gossip and pairwise send Q(x) under --quantizer. Not pushsum: its shares

@@ -26,10 +26,9 @@ using codec::put_double;
 
 namespace {
 
-constexpr std::string_view kAccepted = "none, fp16, uniform8, stochastic:B (B in 1..16), lattice";
-
 [[noreturn]] void bad_quantizer(std::string_view text) {
-  throw ConfigError("--quantizer: '" + std::string(text) + "' is not one of " + std::string(kAccepted));
+  throw ConfigError("--quantizer: '" + std::string(text) + "' is not one of " + std::string(kReferenceFreeQuantizers) +
+                    ", lattice");
 }
 
 std::string shortest(double v) {

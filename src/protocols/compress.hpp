@@ -35,6 +35,9 @@ enum class QuantizerKind {
 inline constexpr std::uint32_t kDefaultLatticeQ = 65536;
 inline constexpr double kDefaultLatticeEps = 0x1.0p-11;
 
+// The --quantizer values that need no reference at the receiver (all but lattice).
+inline constexpr std::string_view kReferenceFreeQuantizers = "none, fp16, uniform8, stochastic:B (B in 1..16)";
+
 struct QuantizerSpec {
   QuantizerKind kind = QuantizerKind::none;
   int bits = 0;                                 // stochastic: B in 1..16

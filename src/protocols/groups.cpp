@@ -70,6 +70,11 @@ void GroupAverager::run(std::span<const int> members, std::span<double> x, Round
   if (any_failed && semantics_ == FailureSemantics::abort) return;  // everyone keeps its values
 
   Comm group = round.world.subgroup(members);
+  if (quantizer_.spec().kind != QuantizerKind::none) {
+    const ButterflyCoding coding{&quantizer_, round.seed, static_cast<std::uint64_t>(round.t), members};
+    butterfly_.average(group, x, any_failed ? std::span<const MemberFate>(fates_) : std::span<const MemberFate>(), coding);
+    return;
+  }
   if (any_failed) butterfly_.average(group, x, fates_);
   else butterfly_.average(group, x);
 }

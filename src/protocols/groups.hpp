@@ -39,16 +39,18 @@ int parts_delivered(std::uint64_t seed, int t, int peer, int n);
 //   survivors: the members (all alive) average;
 //   abort:     a group with a failed member keeps every value;
 //   partial:   the butterfly runs with each failed member's fate (see butterfly_allreduce.hpp).
-// Groups smaller than min_group_size do not run and are not counted.
+// Groups smaller than min_group_size do not run and are not counted. Parts travel
+// encoded by `quantizer` (butterfly_allreduce.hpp).
 class GroupAverager {
  public:
-  GroupAverager(FailureSemantics semantics, int min_group_size)
-      : semantics_(semantics), min_group_size_(min_group_size) {}
+  GroupAverager(FailureSemantics semantics, int min_group_size, const QuantizerSpec& quantizer = {})
+      : semantics_(semantics), min_group_size_(min_group_size), quantizer_(quantizer) {}
   void run(std::span<const int> members, std::span<double> x, Round& round);
 
  private:
   FailureSemantics semantics_;
   int min_group_size_;
+  Quantizer quantizer_;
   ButterflyAllreduce butterfly_;
   std::vector<MemberFate> fates_;
 };

@@ -42,7 +42,7 @@ class MoshpitProtocol final : public Protocol {
         key_update_(options.key_update),
         n_(n_peers),
         me_(-1),
-        averager_(*options.on_failure, options.min_group_size) {}
+        averager_(*options.on_failure, options.min_group_size, options.quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
     if (!placed_ || seed_ != round.seed) {
@@ -167,7 +167,7 @@ class MoshpitPopulation final : public SequentialProtocol {
         placement_(options.placement),
         key_update_(options.key_update),
         n_(n_peers),
-        groups_(*options.on_failure, options.min_group_size) {}
+        groups_(*options.on_failure, options.min_group_size, options.quantizer) {}
 
   void begin_trial(const Population& /*x*/, std::uint64_t seed) override {
     const std::vector<std::int64_t> cell_of = place_peers(seed, sides_, n_, placement_);

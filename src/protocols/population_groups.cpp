@@ -18,6 +18,13 @@ void PopulationGroups::average(std::span<const int> members, Population& x, cons
   if (any_failed) {
     ++effect.failed_groups;
     if (semantics_ == FailureSemantics::abort) return;
+  }
+  if (quantizer_.spec().kind != QuantizerKind::none) {
+    average_coded(members, x, round, effect);
+    effect.pattern.merge(butterfly_pattern(n, x.dim, &quantizer_));
+    return;
+  }
+  if (any_failed) {
     average_parts(members, x, round, effect);
   } else {
     average_all(members, x);
@@ -53,18 +60,7 @@ void PopulationGroups::average_parts(std::span<const int> members, Population& x
                                      RoundEffect& effect) {
   const int n = static_cast<int>(members.size());
   const auto dim = static_cast<std::size_t>(x.dim);
-  fates_.assign(members.size(), MemberFate{});
-  int alive_count = 0;
-  for (int i = 0; i < n; ++i) {
-    const int peer = members[static_cast<std::size_t>(i)];
-    if (round.alive[static_cast<std::size_t>(peer)]) ++alive_count;
-    else fates_[static_cast<std::size_t>(i)] = {true, parts_delivered(round.seed, round.t, peer, n)};
-  }
-  before_.resize(members.size() * dim);
-  for (int i = 0; i < n; ++i) {
-    const std::span<const double> row = x.peer(members[static_cast<std::size_t>(i)]);
-    std::copy(row.begin(), row.end(), before_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(i) * dim));
-  }
+  const int alive_count = note_fates(members, x, round);
   for (int p = 0; p < n; ++p) {
     const Part part = butterfly_part(dim, n, p);
     const std::size_t charged = butterfly_part(x.model_dim, n, p).size();  // as ButterflyAllreduce sends it
@@ -81,6 +77,71 @@ void PopulationGroups::average_parts(std::span<const int> members, Population& x
     }
     effect.bytes += 8ull * charged * (contributors_.size() - 1 + static_cast<std::size_t>(alive_count - 1));
   }
+}
+
+// Fills fates_ and before_ (the members' vectors before the round); returns the
+// number of alive members.
+int PopulationGroups::note_fates(std::span<const int> members, const Population& x, const PopulationRound& round) {
+  const int n = static_cast<int>(members.size());
+  const auto dim = static_cast<std::size_t>(x.dim);
+  fates_.assign(members.size(), MemberFate{});
+  int alive_count = 0;
+  for (int i = 0; i < n; ++i) {
+    const int peer = members[static_cast<std::size_t>(i)];
+    if (round.alive[static_cast<std::size_t>(peer)]) ++alive_count;
+    else fates_[static_cast<std::size_t>(i)] = {true, parts_delivered(round.seed, round.t, peer, n)};
+  }
+  before_.resize(members.size() * dim);
+  for (int i = 0; i < n; ++i) {
+    const std::span<const double> row = x.peer(members[static_cast<std::size_t>(i)]);
+    std::copy(row.begin(), row.end(), before_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(i) * dim));
+  }
+  return alive_count;
+}
+
+// The quantized butterfly (butterfly_allreduce.hpp), with or without failures: the
+// same encodings, decoded and summed in the same order as ButterflyAllreduce.
+void PopulationGroups::average_coded(std::span<const int> members, Population& x, const PopulationRound& round,
+                                     RoundEffect& effect) {
+  const int n = static_cast<int>(members.size());
+  const auto dim = static_cast<std::size_t>(x.dim);
+  const int alive_count = note_fates(members, x, round);
+  const ButterflyCoding coding{&quantizer_, round.seed, static_cast<std::uint64_t>(round.t), members};
+  for (int p = 0; p < n; ++p) {
+    const Part part = butterfly_part(dim, n, p);
+    if (part.size() == 0 || fates_[static_cast<std::size_t>(p)].failed) continue;
+    reduce_coded(members, p, part, coding);  // sum_ = the decoded average
+    for (int i = 0; i < n; ++i)
+      if (!fates_[static_cast<std::size_t>(i)].failed)
+        std::copy(sum_.begin(), sum_.end(), x.peer(members[static_cast<std::size_t>(i)]).begin() +
+                                                static_cast<std::ptrdiff_t>(part.begin));
+    effect.bytes += quantizer_.encoded_bytes(part.size()) *
+                    (contributors_.size() - 1 + static_cast<std::size_t>(alive_count - 1));
+  }
+}
+
+// Reducer p's work on `part`: its own copy exact, the others' decoded, summed in
+// member order, divided, then encoded once and decoded into sum_.
+void PopulationGroups::reduce_coded(std::span<const int> members, int p, Part part, const ButterflyCoding& coding) {
+  const int n = static_cast<int>(members.size());
+  const std::size_t dim = before_.size() / members.size();
+  contributors_.clear();
+  for (int i = 0; i < n; ++i)
+    if (i == p || delivers(fates_[static_cast<std::size_t>(i)], i, p, n)) contributors_.push_back(i);
+  sum_.assign(part.size(), 0.0);
+  decoded_.resize(part.size());
+  for (int i : contributors_) {
+    const double* copy = before_.data() + static_cast<std::size_t>(i) * dim + part.begin;
+    if (i != p) {
+      quantizer_.encode({copy, part.size()}, scatter_context(coding, i, p), encoded_);
+      quantizer_.decode(encoded_, {}, decoded_);
+      copy = decoded_.data();
+    }
+    for (std::size_t k = 0; k < part.size(); ++k) sum_[k] += copy[k];
+  }
+  for (double& s : sum_) s /= static_cast<double>(contributors_.size());
+  quantizer_.encode(sum_, gather_context(coding, p), encoded_);
+  quantizer_.decode(encoded_, {}, sum_);
 }
 
 void BucketShuffle::make_keys(int n_peers, std::uint64_t seed, int t) {

@@ -15,8 +15,8 @@ namespace avb {
 
 class PopulationGroups {
  public:
-  PopulationGroups(FailureSemantics semantics, int min_group_size)
-      : semantics_(semantics), min_group_size_(min_group_size) {}
+  PopulationGroups(FailureSemantics semantics, int min_group_size, const QuantizerSpec& quantizer = {})
+      : semantics_(semantics), min_group_size_(min_group_size), quantizer_(quantizer) {}
 
   // One group's butterfly all-reduce; `members` in the round's shuffled order (a
   // member's position is the part it reduces). Counts the group, its bytes and its
@@ -26,9 +26,15 @@ class PopulationGroups {
  private:
   void average_all(std::span<const int> members, Population& x);
   void average_parts(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
+  void average_coded(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
+  int note_fates(std::span<const int> members, const Population& x, const PopulationRound& round);
+  void reduce_coded(std::span<const int> members, int p, Part part, const ButterflyCoding& coding);
 
   FailureSemantics semantics_;
   int min_group_size_;
+  Quantizer quantizer_;
+  std::vector<std::byte> encoded_;
+  std::vector<double> decoded_;
   std::vector<double> sum_, before_;
   std::vector<MemberFate> fates_;
   std::vector<int> contributors_;

@@ -125,7 +125,7 @@ struct ProtocolOptions {
   // swarm: who is written in an interaction (docs/protocols.md).
   SwarmMode swarm_mode = SwarmMode::blocking;
   SwarmClock swarm_clock = SwarmClock::round;
-  // swarm, gossip, pairwise, choco: how vectors travel on the wire.
+  // swarm, gossip, pairwise, choco, allreduce, random-groups, moshpit: how vectors travel on the wire.
   QuantizerSpec quantizer;
   // choco: the consensus step size gamma in (0, 1].
   double consensus_step = 1.0;
@@ -157,6 +157,8 @@ struct ProtocolInfo {
   std::optional<TopologyKind> default_topology;
   ChurnSupport churn = ChurnSupport::yes;
   std::string_view churn_refusal;  // why, when churn is not ChurnSupport::yes
+  // Why it refuses --quantizer lattice (empty: it takes lattice when it takes --quantizer).
+  std::string_view lattice_refusal;
   // Peers step at their own pace (rounds are not collective), so SGD peers may
   // take different numbers of local steps between rounds.
   bool asynchronous = false;

@@ -30,7 +30,7 @@ class RandomGroupsProtocol final : public Protocol {
   explicit RandomGroupsProtocol(const ProtocolOptions& options)
       : semantics_(*options.on_failure),
         group_size_(options.group_size),
-        averager_(*options.on_failure, options.min_group_size) {}
+        averager_(*options.on_failure, options.min_group_size, options.quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
     const int me = round.world.rank();
@@ -61,7 +61,7 @@ class RandomGroupsPopulation final : public SequentialProtocol {
  public:
   explicit RandomGroupsPopulation(const ProtocolOptions& options)
       : semantics_(*options.on_failure), group_size_(options.group_size),
-        groups_(*options.on_failure, options.min_group_size) {}
+        groups_(*options.on_failure, options.min_group_size, options.quantizer) {}
 
   RoundEffect step(Population& x, const PopulationRound& round) override {
     order_.clear();

@@ -109,6 +109,9 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   check_min_group_size(resolved, n_peers);
   if (resolved.name == "sgp-paper") sgp_paper_period(n_peers);  // refuses N < 3 (no graph)
   validate(resolved.quantizer);
+  if (resolved.quantizer.kind == QuantizerKind::lattice && !info.lattice_refusal.empty())
+    throw ConfigError("--quantizer: lattice is not accepted by " + std::string(info.name) + " (" +
+                      std::string(info.lattice_refusal) + "); accepted: " + std::string(kReferenceFreeQuantizers));
   resolve_topology(info, resolved, n_peers);
   return resolved;
 }

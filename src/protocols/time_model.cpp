@@ -49,20 +49,26 @@ void MessagePattern::merge(const MessagePattern& other) {
   busiest = std::max(busiest, other.busiest);
 }
 
-MessagePattern butterfly_pattern(int n, std::size_t dim) {
+MessagePattern butterfly_pattern(int n, std::size_t dim, const Quantizer* quantizer) {
   if (n < 2) return {};
   // The largest part: its reducer receives it from the n - 1 others, then sends it back.
-  const double part = 8.0 * std::ceil(static_cast<double>(dim) / n);
+  const double doubles = std::ceil(static_cast<double>(dim) / n);
+  const double part =
+      quantizer ? static_cast<double>(quantizer->encoded_bytes(static_cast<std::size_t>(doubles))) : 8.0 * doubles;
   return {2, part, (n - 1) * part};
 }
 
-MessagePattern collective_pattern(Collective c, int n, std::size_t dim) {
+MessagePattern collective_pattern(Collective c, int n, std::size_t dim, const Quantizer* quantizer) {
   if (n < 2) return {};
   if (c == Collective::automatic) c = choose_collective(n, dim);
-  const double vector = 8.0 * static_cast<double>(dim);
+  const double vector = quantizer ? static_cast<double>(quantizer->encoded_bytes(dim)) : 8.0 * static_cast<double>(dim);
+  // The quantized ring sends whole chunks, each with its own header.
+  const double chunk =
+      quantizer ? static_cast<double>(quantizer->encoded_bytes((dim + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n)))
+                : vector / n;
   switch (c) {
     case Collective::ring:
-      return {2 * (n - 1), vector / n, vector / n};
+      return {2 * (n - 1), chunk, chunk};
     case Collective::tree:
       return {2 * ceil_log2(n), vector, vector};
     default: {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "protocols/compress.hpp"
 #include "protocols/group_allreduce.hpp"
 
 namespace avb {
@@ -36,9 +37,10 @@ struct MessagePattern {
 };
 
 // The pattern of a butterfly all-reduce among n members of a dim-double vector
-// (reduce-scatter, all-gather) and of an all-reduce by `collective`.
-MessagePattern butterfly_pattern(int n, std::size_t dim);
-MessagePattern collective_pattern(Collective collective, int n, std::size_t dim);
+// (reduce-scatter, all-gather), its parts encoded by `quantizer` when given, and
+// of an all-reduce by `collective`.
+MessagePattern butterfly_pattern(int n, std::size_t dim, const Quantizer* quantizer = nullptr);
+MessagePattern collective_pattern(Collective collective, int n, std::size_t dim, const Quantizer* quantizer = nullptr);
 
 // The round's estimated duration; `bytes`: what all peers sent in it.
 double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link = {});

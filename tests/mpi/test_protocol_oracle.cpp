@@ -34,7 +34,7 @@ struct Case {
   const char* topology = "default";  // graph protocols
   const char* weights = "uniform";
   const char* alive_weights = "renormalize";
-  const char* quantizer = "none";  // gossip, pairwise: what travels on the wire
+  const char* quantizer = "none";  // gossip, pairwise, choco, random-groups, moshpit: what travels on the wire
   std::int64_t lattice_q = 65536;
   double lattice_eps = 1e-4;
   int min_decode_failures = 0;  // the case exists to exercise failures: at least this many per run
@@ -347,6 +347,33 @@ INSTANTIATE_TEST_SUITE_P(
                       quantized("gossip", "exp", 0.0, 2, "lattice", 4, 1e-3, 2, "metropolis", "metropolis"),
                       quantized("pairwise", "ring", 0.1, 4, "lattice", 4, 1e-3, 2),
                       quantized("pairwise", "complete", 0.0, 3, "lattice", 2, 1e-2, 2)));
+
+// Quantized butterflies (docs/protocols.md, "Quantizers"): every part travels
+// encoded both ways, with failures mid-all-reduce under partial. Values, bytes at
+// the encoded size and counts as the oracle.
+// allreduce: every message of the ring, doubling or tree encoded.
+Case coded_groups(const char* protocol, const char* semantics, double rate, int dim, const char* quantizer,
+                  const char* grid = "default", const char* collective = "auto") {
+  Case c{protocol, semantics, "transient", rate, dim};
+  c.grid = grid;
+  c.quantizer = quantizer;
+  c.collective = collective;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    QuantizedGroups, ProtocolOracle,
+    ::testing::Values(coded_groups("random-groups", "survivors", 0.1, 5, "fp16"),
+                      coded_groups("random-groups", "partial", 0.25, 7, "uniform8"),
+                      coded_groups("random-groups", "abort", 0.15, 3, "stochastic:4"),
+                      coded_groups("moshpit", "survivors", 0.2, 4, "uniform8"),
+                      coded_groups("moshpit", "partial", 0.2, 6, "stochastic:3"),
+                      coded_groups("moshpit", "survivors", 0.0, 9, "fp16", "cube"),
+                      coded_groups("allreduce", "survivors", 0.2, 5, "uniform8", "default", "ring"),
+                      coded_groups("allreduce", "abort", 0.05, 3, "fp16", "default", "ring"),
+                      coded_groups("allreduce", "survivors", 0.2, 4, "stochastic:4", "default", "doubling"),
+                      coded_groups("allreduce", "survivors", 0.1, 3, "fp16", "default", "tree"),
+                      coded_groups("allreduce", "survivors", 0.0, 2, "uniform8")));
 
 // CHOCO-Gossip (docs/protocols.md, "choco"): compressed differences on any graph
 // and quantizer. Failures make receivers miss updates, which then travel whole;

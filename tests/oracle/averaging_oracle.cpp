@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "protocols/butterfly_allreduce.hpp"
+#include "protocols/coded_allreduce.hpp"
 #include "protocols/compress.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
@@ -48,6 +49,35 @@ std::vector<int> shuffled(std::vector<int> peers, std::uint64_t seed, int t) {
   return peers;
 }
 
+// Encodes `values` with dither key (seed, t, peer, message) and decodes them.
+std::vector<double> through_wire(const Quantizer& q, std::vector<double> values, std::uint64_t seed, int t, int peer,
+                                 std::uint64_t message) {
+  std::vector<std::byte> bytes;
+  q.encode(values, EncodeContext{seed, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(peer), message}, bytes);
+  q.decode(bytes, {}, values);
+  return values;
+}
+
+// Part p of a quantized butterfly (docs/protocols.md, "Quantizers"): reducer p adds
+// its own exact copy and the decoded copies of the other contributors (member i's
+// copy keyed by message 2p), in member order, divides, and every alive member
+// takes the decoded average (keyed by reducer p's peer and message 2p + 1).
+void quantized_part(Matrix& x, const std::vector<int>& members, const Matrix& before,
+                    const std::vector<int>& contributors, const std::vector<bool>& failed, int p, Part part,
+                    const Quantizer& q, std::uint64_t seed, int t) {
+  const auto begin = static_cast<std::ptrdiff_t>(part.begin), end = static_cast<std::ptrdiff_t>(part.end);
+  std::vector<double> sum(part.size(), 0.0);
+  for (int i : contributors) {
+    std::vector<double> copy(before[i].begin() + begin, before[i].begin() + end);
+    if (i != p) copy = through_wire(q, copy, seed, t, members[i], 2 * static_cast<std::uint64_t>(p));
+    for (std::size_t k = 0; k < copy.size(); ++k) sum[k] += copy[k];
+  }
+  for (double& v : sum) v /= static_cast<double>(contributors.size());
+  sum = through_wire(q, sum, seed, t, members[p], 2 * static_cast<std::uint64_t>(p) + 1);
+  for (std::size_t i = 0; i < members.size(); ++i)
+    if (!failed[i]) std::copy(sum.begin(), sum.end(), x[members[i]].begin() + begin);
+}
+
 // One group's butterfly all-reduce under `semantics`, written per part: part p is
 // reduced by the member at position p, from the members that delivered it.
 void butterfly_group(Matrix& x, const std::vector<int>& members, const ProtocolOptions& protocol,
@@ -70,6 +100,7 @@ void butterfly_group(Matrix& x, const std::vector<int>& members, const ProtocolO
   }
   Matrix before;
   for (int i : members) before.push_back(x[i]);
+  const Quantizer quantizer(protocol.quantizer);
   for (int p = 0; p < n; ++p) {
     const Part part = butterfly_part(dim, n, p);
     if (part.size() == 0 || failed[p]) continue;  // a failed reducer's part stays local
@@ -77,6 +108,12 @@ void butterfly_group(Matrix& x, const std::vector<int>& members, const ProtocolO
     for (int i = 0; i < n; ++i) {
       const int distance = ((p - i) % n + n) % n;  // i's parts go to i+1, i+2, ...
       if (i == p || !failed[i] || (distance >= 1 && distance <= sent[i])) contributors.push_back(i);
+    }
+    if (protocol.quantizer.kind != QuantizerKind::none) {
+      quantized_part(x, members, before, contributors, failed, p, part, quantizer, seed, t);
+      effect.bytes += quantizer.encoded_bytes(part.size()) *
+                      (contributors.size() - 1 + static_cast<std::size_t>(alive_count - 1));
+      continue;
     }
     for (std::size_t k = part.begin; k < part.end; ++k) {
       double sum = 0.0;
@@ -87,6 +124,23 @@ void butterfly_group(Matrix& x, const std::vector<int>& members, const ProtocolO
     }
     effect.bytes += 8ull * part.size() * (contributors.size() - 1 + static_cast<std::size_t>(alive_count - 1));
   }
+}
+
+// The quantized all-reduce over `members` (peer ids by rank) replaces the plain
+// mean: the algorithm's own encodings and sums, rank by rank (coded_allreduce.hpp,
+// whose MPI form tests/mpi checks against this). Returns the bytes sent.
+std::uint64_t coded_allreduce(Matrix& x, const std::vector<int>& members, const ProtocolOptions& protocol,
+                              std::uint64_t seed, int t, const Matrix& before) {
+  const std::size_t dim = x.front().size();
+  std::vector<double> rows;
+  for (int p : members) rows.insert(rows.end(), before[p].begin(), before[p].end());
+  const Quantizer quantizer(protocol.quantizer);
+  const CodedRun run{&quantizer, seed, static_cast<std::uint64_t>(t), members};
+  const std::uint64_t bytes = coded_average_rows(rows, dim, protocol.collective, run);
+  for (std::size_t r = 0; r < members.size(); ++r)
+    std::copy(rows.begin() + static_cast<std::ptrdiff_t>(r * dim), rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * dim),
+              x[members[r]].begin());
+  return bytes;
 }
 
 bool takes_part_in(const ProtocolOptions& protocol, const FailureModel& failures, int t, int peer) {
@@ -343,12 +397,15 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
   RoundEffect effect;
   if (protocol.name == "allreduce") {
     const std::vector<int> alive = failures.alive_peers(t);
+    const bool quantized = protocol.quantizer.kind != QuantizerKind::none;
+    const Matrix before = quantized ? x : Matrix{};
     if (*protocol.on_failure == FailureSemantics::abort) {
       effect.groups = 1;
       if (static_cast<int>(alive.size()) == n) {
         std::vector<int> all(alive);
         average_group(x, all);
         effect.bytes = collective_bytes(protocol.collective, static_cast<int>(alive.size()), dim);
+        if (quantized) effect.bytes = coded_allreduce(x, all, protocol, seed, t, before);
       } else {
         effect.failed_groups = 1;
       }
@@ -357,6 +414,7 @@ RoundEffect step(const ProtocolOptions& protocol, const FailureModel& failures, 
         effect.groups = 1;
         average_group(x, alive);
         effect.bytes = collective_bytes(protocol.collective, static_cast<int>(alive.size()), dim);
+        if (quantized) effect.bytes = coded_allreduce(x, alive, protocol, seed, t, before);
       }
     }
     return effect;

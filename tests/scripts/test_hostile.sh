@@ -177,6 +177,11 @@ if want flags || want blankflags; then
       "${keep[@]}"
     hcase model-dim.protocol --model-dim 'does not apply to --protocol choco' -- --protocol choco --model-dim 100 \
       "${keep[@]}"
+    # The all-reduces have no reference to decode a lattice against.
+    for p in allreduce random-groups moshpit; do
+      hcase "quantizer.lattice.$p" --quantizer 'fp16|uniform8' -- --protocol "$p" --quantizer lattice "${keep[@]}"
+    done
+    word_flag --quantizer 'none|fp16|stochastic:B' --protocol moshpit
   else
     int_flag --dim 1 16777216 16777217
     int_flag --data-dim 0 16777216 16777217 --objective logistic --data "$conf/good.svm"

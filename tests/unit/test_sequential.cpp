@@ -6,6 +6,7 @@
 // oracle, and the sequential engine alongside them.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <string>
@@ -130,6 +131,68 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"moshpit", "survivors", "transient", 0.1, 1, "grid=100x100"},
                       Case{"moshpit", "survivors", "transient", 0.25, 3, "churn"}));
 
+// Quantized butterflies: every part encoded both ways, failures mid-all-reduce
+// under partial (docs/protocols.md, "Quantizers").
+INSTANTIATE_TEST_SUITE_P(
+    QuantizedGroups, SequentialForm,
+    ::testing::Values(Case{"random-groups", "survivors", "transient", 0.1, 3, "group=3 quantizer=fp16"},
+                      Case{"random-groups", "partial", "transient", 0.25, 7, "group=3 quantizer=uniform8"},
+                      Case{"random-groups", "abort", "transient", 0.15, 5, "group=4 quantizer=stochastic:4"},
+                      Case{"moshpit", "survivors", "transient", 0.2, 4, "quantizer=uniform8"},
+                      Case{"moshpit", "partial", "transient", 0.2, 6, "quantizer=stochastic:3"},
+                      Case{"moshpit", "survivors", "transient", 0.0, 1, "quantizer=fp16"},
+                      Case{"moshpit", "partial", "transient", 0.15, 5, "grid=4x4x4 chunk quantizer=fp16"},
+                      Case{"moshpit", "survivors", "transient", 0.25, 3, "churn quantizer=uniform8"},
+                      Case{"allreduce", "abort", "transient", 0.05, 3, "collective=ring quantizer=fp16"},
+                      Case{"allreduce", "survivors", "transient", 0.3, 5, "collective=ring quantizer=uniform8"},
+                      Case{"allreduce", "survivors", "transient", 0.2, 2, "collective=doubling quantizer=uniform8"},
+                      Case{"allreduce", "survivors", "permanent", 0.1, 4, "collective=tree quantizer=stochastic:4"},
+                      Case{"allreduce", "survivors", "transient", 0.2, 1, "quantizer=fp16"}));
+
+// fp16 carries 2 bytes a coordinate and no header: a quantized moshpit round sends
+// exactly a quarter of the plain one's bytes and lands within fp16's rounding of it.
+TEST(QuantizedButterfly, Fp16SendsAQuarterOfTheBytesAndRoundsTheValues) {
+  const int n = 16, dim = 8;
+  AveragingOptions plain = options_for(Case{"moshpit", "survivors", "transient", 0.0, dim}, n);
+  AveragingOptions coded = options_for(Case{"moshpit", "survivors", "transient", 0.0, dim, "quantizer=fp16"}, n);
+  const FailureModel failures(7, 0.0, FailureKind::transient, n, 0.0);
+  const oracle::Matrix start = oracle::initial_state(7, n, dim);
+  Population a(n, dim), b(n, dim);
+  for (int i = 0; i < n; ++i) std::copy(start[i].begin(), start[i].end(), a.peer(i).begin());
+  b.values = a.values;
+  std::vector<std::uint8_t> alive;
+  failures.alive_mask(1, alive);
+  const auto pa = make_sequential_protocol(plain.protocol, n), pb = make_sequential_protocol(coded.protocol, n);
+  pa->begin_trial(a, 7);
+  pb->begin_trial(b, 7);
+  const RoundEffect ea = pa->step(a, PopulationRound{1, 7, failures, alive});
+  const RoundEffect eb = pb->step(b, PopulationRound{1, 7, failures, alive});
+  EXPECT_EQ(ea.bytes, 4 * eb.bytes);
+  EXPECT_LT(eb.pattern.message, ea.pattern.message);
+  int differ = 0;
+  for (std::size_t k = 0; k < a.values.size(); ++k) {
+    differ += same_bits(a.values[k], b.values[k]) ? 0 : 1;
+    EXPECT_NEAR(b.values[k], a.values[k], 2e-3 * (1.0 + std::abs(a.values[k])));
+  }
+  EXPECT_GT(differ, 0) << "fp16 must change some values";
+}
+
+TEST(QuantizedButterfly, LatticeIsRefusedNamingTheFlag) {
+  for (const char* name : {"moshpit", "random-groups", "allreduce"}) {
+    ProtocolOptions o;
+    o.name = name;
+    o.quantizer = parse_quantizer("lattice");
+    try {
+      resolve(o, 16);
+      ADD_FAILURE() << name << " accepted --quantizer lattice";
+    } catch (const ConfigError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind("--quantizer: lattice", 0), 0u) << message;
+      EXPECT_NE(message.find("uniform8"), std::string::npos) << message;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Graphs, SequentialForm,
     ::testing::Values(Case{"gossip", "survivors", "transient", 0.2, 3, "topology=torus"},
@@ -198,7 +261,9 @@ TEST(SequentialRun, StopRequestEndsTheRunAndMarksTrialsInFlightIncomplete) {
   EXPECT_TRUE(result.trials.front().complete);
   for (std::size_t k = 0; k < result.trials.size(); ++k) {
     EXPECT_EQ(result.trials[k].index, static_cast<int>(k));
-    if (k + 1 < result.trials.size()) EXPECT_TRUE(result.trials[k].complete) << "only the last may be cut short";
+    if (k + 1 < result.trials.size()) {
+      EXPECT_TRUE(result.trials[k].complete) << "only the last may be cut short";
+    }
   }
 }
 
