@@ -18,8 +18,8 @@ namespace {
 
 class AllreduceProtocol final : public Protocol {
  public:
-  AllreduceProtocol(FailureSemantics semantics, Collective collective)
-      : semantics_(semantics), allreduce_(collective) {}
+  AllreduceProtocol(FailureSemantics semantics, Collective collective, GroupForm form)
+      : semantics_(semantics), form_(form), allreduce_(collective) {}
 
   void step(std::span<double> x, Round& round) override {
     Comm& world = round.world;
@@ -52,12 +52,13 @@ class AllreduceProtocol final : public Protocol {
     if (alive.size() < 2) return;  // nobody to average with: not a group
     if (world.rank() == alive.front()) round.counters.groups = 1;
     if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
-    Comm group = world.subgroup(alive);
+    Comm group = form_group(world, alive, form_);
     allreduce_.average(group, x);
   }
 
  private:
   FailureSemantics semantics_;
+  GroupForm form_;  // of the survivors' group; everyone averages on the trial's own communicator
   GroupAllreduce allreduce_;
 };
 
@@ -108,7 +109,7 @@ std::unique_ptr<SequentialProtocol> make_sequential_allreduce(const ProtocolOpti
 }
 
 std::unique_ptr<Protocol> make_allreduce(const ProtocolOptions& options, Comm& /*world*/) {
-  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective);
+  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective, options.groups);
 }
 
 }  // namespace avb

@@ -61,7 +61,10 @@ MessagePattern collective_pattern(Collective c, int n, std::size_t dim) {
   if (c == Collective::automatic) c = choose_collective(n, dim);
   const double vector = 8.0 * static_cast<double>(dim);
   switch (c) {
+    case Collective::butterfly:
+      return butterfly_pattern(n, static_cast<int>(dim));
     case Collective::ring:
+    case Collective::mpi:  // estimated as the ring, as its bytes are
       return {2 * (n - 1), vector / n, vector / n};
     case Collective::tree:
       return {2 * ceil_log2(n), vector, vector};

@@ -138,7 +138,8 @@ if want flags || want blankflags; then
     word_flag --engine 'mpi|sequential'
     word_flag --failure 'transient|permanent|churn'
     word_flag --on-failure 'survivors|abort|partial'
-    word_flag --collective 'ring|doubling|tree' --protocol allreduce
+    word_flag --collective 'ring|doubling|tree|butterfly|mpi' --protocol allreduce
+    word_flag --groups 'view|comm' --protocol moshpit
     word_flag --placement 'random|rank' --protocol moshpit
     word_flag --key-update 'axis|chunk' --protocol moshpit
     word_flag --weights 'uniform|metropolis' --protocol gossip
@@ -166,6 +167,7 @@ if want flags || want blankflags; then
     hcase min-group-size.peers --min-group-size '2 peers|[2, 2]' -- --protocol random-groups --min-group-size 3 \
       "${keep[@]}"
     hcase min-group-size.grid --min-group-size 'grid 2x2|[2, 2]' -- --protocol moshpit --min-group-size 3 "${keep[@]}"
+    hcase collective.mpi-view --collective '--groups comm' -- --protocol moshpit --collective mpi "${keep[@]}"
     hcase lattice-eps.huge --lattice-eps 'same lattice point|(0, 16)' -- --protocol gossip --quantizer lattice \
       --lattice-eps 16 "${keep[@]}"
   else
