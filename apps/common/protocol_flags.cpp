@@ -54,8 +54,13 @@ void add_failure_flags(TypedOptions& add, ProtocolFlags& f) {
 
 void add_group_flags(TypedOptions& add, ProtocolFlags& f) {
   add.word("--collective", f.collective, kCollectiveNames,
-           own("--collective", "all-reduce inside groups: auto, ring (bandwidth-optimal), doubling "
-                               "(latency-optimal), tree (fewest messages: cheapest to simulate)"));
+           own("--collective", "all-reduce inside groups: auto (allreduce: ring or doubling by cost; group "
+                               "protocols: butterfly), ring (bandwidth-optimal), doubling (latency-optimal), tree "
+                               "(fewest messages: cheapest to simulate), butterfly, mpi (the MPI library's "
+                               "MPI_Allreduce; needs --groups comm)"));
+  add.word("--groups", f.groups, kGroupFormNames,
+           own("--groups", "how a round's groups are made: view (rank-translating view of the trial's "
+                           "communicator, free) or comm (an MPI communicator per group, made in the round)"));
   add.custom("--grid", "default", "AxB[xC...]",
              own("--grid", "virtual grid, sides joined by 'x' such as 32x32 or 8x8x8 (default: MxM, M = "
                            "ceil(sqrt(N)))"),
@@ -121,6 +126,7 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
   o.name = f.protocol;
   o.on_failure = f.on_failure;
   o.collective = f.collective;
+  o.groups = f.groups;
   o.grid = f.grid;
   o.placement = f.placement;
   o.key_update = f.key_update;

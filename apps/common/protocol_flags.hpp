@@ -31,6 +31,7 @@ struct ProtocolFlags {
   double round_timeout = 300;
   std::optional<FailureSemantics> on_failure;  // unset: the protocol's own
   Collective collective = Collective::automatic;
+  GroupForm groups = GroupForm::view;
   std::vector<int> grid;  // empty: the default grid
   Placement placement = Placement::random;
   KeyUpdate key_update = KeyUpdate::axis;

@@ -8,6 +8,9 @@ namespace {
 // Tag of the MPI_Comm_create_group in Comm::duplicate (any fixed value: callers
 // never duplicate the same parent concurrently).
 constexpr int kDuplicateTag = 7001;
+// Tag of the MPI_Comm_create_group in Comm::create_group: distinct from the
+// duplicate's, and shared by a round's groups, which are disjoint.
+constexpr int kGroupTag = 7002;
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -122,6 +125,35 @@ std::vector<MPI_Request> Comm::staged(std::span<const MPI_Request> requests) con
 
 void Comm::finish_staged(std::span<const MPI_Request> handles) const {
   for (MPI_Request handle : handles) padding_->finish(handle);
+}
+
+Comm Comm::create_group(std::span<const int> members) const {
+  std::vector<int> ranks;
+  ranks.reserve(members.size());
+  bool member = false;
+  for (int m : members) {
+    member = member || m == rank_;
+    ranks.push_back(to_parent(m));
+  }
+  if (!member) throw Error("Comm::create_group: rank " + std::to_string(rank_) + " is not a member");
+  MPI_Group whole = MPI_GROUP_NULL, part = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm_, &whole), "MPI_Comm_group");
+  const int included = MPI_Group_incl(whole, static_cast<int>(ranks.size()), ranks.data(), &part);
+  MPI_Group_free(&whole);
+  check_mpi(included, "MPI_Group_incl");
+  MPI_Comm made = MPI_COMM_NULL;
+  int rc = MPI_SUCCESS;
+  {
+    // No non-blocking form exists: a stall here is named, not timed out.
+    Watch::Waiting waiting(watch_, "MPI_Comm_create_group", -1);
+    rc = MPI_Comm_create_group(comm_, part, kGroupTag, &made);
+  }
+  MPI_Group_free(&part);
+  check_mpi(rc, "MPI_Comm_create_group");
+  Comm group(made, traffic_);
+  group.padding_ = padding_;
+  group.watch_ = watch_;
+  return group;
 }
 
 void Comm::wait_all(std::vector<MPI_Request>& requests, const char* what) const {

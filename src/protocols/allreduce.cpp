@@ -19,8 +19,8 @@ namespace {
 
 class AllreduceProtocol final : public Protocol {
  public:
-  AllreduceProtocol(FailureSemantics semantics, Collective collective, const QuantizerSpec& quantizer)
-      : semantics_(semantics), allreduce_(collective), coded_(collective), quantizer_(quantizer) {}
+  AllreduceProtocol(FailureSemantics semantics, Collective collective, GroupForm form, const QuantizerSpec& quantizer)
+      : semantics_(semantics), form_(form), allreduce_(collective), coded_(collective), quantizer_(quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
     Comm& world = round.world;
@@ -53,7 +53,7 @@ class AllreduceProtocol final : public Protocol {
     if (alive.size() < 2) return;  // nobody to average with: not a group
     if (world.rank() == alive.front()) round.counters.groups = 1;
     if (!round.failures.alive(round.t, world.rank())) return;  // a failed peer skips the round
-    Comm group = world.subgroup(alive);
+    Comm group = form_group(world, alive, form_);
     average(group, x, round, alive);
   }
 
@@ -66,6 +66,7 @@ class AllreduceProtocol final : public Protocol {
   }
 
   FailureSemantics semantics_;
+  GroupForm form_;  // of the survivors' group; everyone averages on the trial's own communicator
   GroupAllreduce allreduce_;
   CodedAllreduce coded_;
   Quantizer quantizer_;
@@ -135,7 +136,8 @@ std::unique_ptr<SequentialProtocol> make_sequential_allreduce(const ProtocolOpti
 }
 
 std::unique_ptr<Protocol> make_allreduce(const ProtocolOptions& options, Comm& /*world*/) {
-  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective, options.quantizer);
+  return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective, options.groups,
+                                             options.quantizer);
 }
 
 }  // namespace avb

@@ -11,6 +11,12 @@ Collective parse_collective(std::string_view name) { return kCollectiveNames.par
 
 std::string_view to_string(Collective c) { return kCollectiveNames.name(c); }
 
+std::string_view to_string(GroupForm form) { return kGroupFormNames.name(form); }
+
+Comm form_group(const Comm& world, std::span<const int> members, GroupForm form) {
+  return form == GroupForm::comm ? world.create_group(members) : world.subgroup(members);
+}
+
 namespace {
 int log2_exact(int p) {
   int k = 0;
@@ -34,7 +40,9 @@ std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
   if (n < 2) return 0;
   if (c == Collective::automatic) c = choose_collective(n, length);
   const std::uint64_t vector = 8ull * length;
-  if (c == Collective::ring || c == Collective::tree) return 2ull * static_cast<std::uint64_t>(n - 1) * vector;
+  // The butterfly moves each part to its reducer and back, as the ring does; mpi
+  // is charged the ring's bytes (its own traffic is not observable).
+  if (c != Collective::doubling) return 2ull * static_cast<std::uint64_t>(n - 1) * vector;
   const int p2 = floor_power_of_two(n);
   const std::uint64_t extra = static_cast<std::uint64_t>(n - p2);
   return (2 * extra + static_cast<std::uint64_t>(p2) * static_cast<std::uint64_t>(log2_exact(p2))) * vector;
@@ -46,7 +54,33 @@ void GroupAllreduce::average(Comm& comm, std::span<double> x) {
       choice_ == Collective::automatic ? choose_collective(comm.size(), comm.model_length(x.size())) : choice_;
   if (c == Collective::ring) ring_.average(comm, x);
   else if (c == Collective::doubling) doubling_.average(comm, x);
+  else if (c == Collective::butterfly) butterfly_.average(comm, x);
+  else if (c == Collective::mpi) mpi_average(comm, x);
   else tree_average(comm, x);
+}
+
+void GroupAllreduce::mpi_average(Comm& comm, std::span<double> x) {
+  const int n = comm.size();
+  if (n == 1) return;
+  if (!comm.is_communicator())
+    throw Error("GroupAllreduce: --collective mpi on a group view (resolve() requires --groups comm)");
+  const int count = static_cast<int>(x.size());
+  if (comm.watch() && comm.watch()->polls()) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, x.data(), count, MPI_DOUBLE, MPI_SUM, comm.raw(), &request),
+              "MPI_Iallreduce");
+    comm.wait(request, "MPI_Iallreduce");
+  } else {
+    Watch::Waiting waiting(comm.watch(), "MPI_Allreduce", -1);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, x.data(), count, MPI_DOUBLE, MPI_SUM, comm.raw()), "MPI_Allreduce");
+  }
+  for (double& v : x) v /= static_cast<double>(n);
+  // Charge this member its share of the ring's traffic, so that the members' sum
+  // is collective_bytes(mpi) and the messages are the ring's 2(n-1) each.
+  const std::uint64_t total = collective_bytes(Collective::mpi, n, x.size());
+  const auto members = static_cast<std::uint64_t>(n), me = static_cast<std::uint64_t>(comm.rank());
+  comm.traffic().bytes_sent += total / members + (me < total % members ? 1 : 0);
+  comm.traffic().messages_sent += 2ull * (members - 1);
 }
 
 void GroupAllreduce::tree_average(Comm& comm, std::span<double> x) {

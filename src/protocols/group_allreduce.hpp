@@ -1,4 +1,5 @@
-// All-reduce within a group, by the algorithm that suits the vector and group size.
+// All-reduce within a group, by the algorithm that suits the vector and group size,
+// and how a group's communicator is made.
 #pragma once
 
 #include <cstdint>
@@ -8,26 +9,48 @@
 
 #include "core/comm.hpp"
 #include "core/enum_names.hpp"
+#include "protocols/butterfly_allreduce.hpp"
 #include "protocols/doubling_allreduce.hpp"
 #include "protocols/ring_allreduce.hpp"
 
 namespace avb {
 
 enum class Collective {
-  automatic,  // the cheaper of the two under the alpha-beta model below
+  automatic,  // allreduce: the cheaper of ring and doubling under the alpha-beta model
+              // below; moshpit, random-groups: the butterfly
   ring,       // bandwidth-optimal: 2(n-1) messages of S/n bytes
   doubling,   // latency-optimal: about log2(n) messages of S bytes
   tree,       // binomial reduce to rank 0, then binomial broadcast: 2(n-1) messages
               // of S bytes in all, the fewest of the three, in 2 log2(n) steps. Never
               // the fastest under the alpha-beta model, but the cheapest to
               // simulate: under SMPI wall time grows with the message count.
+  butterfly,  // reduce-scatter then all-gather, every member to every other in one
+              // step each: the only one that models a failed member's partial delivery
+  mpi,        // the MPI library's own MPI_Allreduce(MPI_SUM) on the group's
+              // communicator (needs --groups comm); its traffic is invisible to the
+              // counter, so it is charged the ring's bytes (collective_bytes)
 };
-inline constexpr EnumNames<Collective, 4> kCollectiveNames{
+inline constexpr EnumNames<Collective, 6> kCollectiveNames{
     "--collective",
     {{{Collective::automatic, "auto"},
      {Collective::ring, "ring"},
      {Collective::doubling, "doubling"},
-     {Collective::tree, "tree"}}}};
+     {Collective::tree, "tree"},
+     {Collective::butterfly, "butterfly"},
+     {Collective::mpi, "mpi"}}}};
+
+// How a round's groups are made (--groups).
+enum class GroupForm {
+  view,  // a rank-translating view of the trial's communicator (Comm::subgroup): free
+  comm,  // an MPI communicator per group (Comm::create_group), made inside the round
+};
+inline constexpr EnumNames<GroupForm, 2> kGroupFormNames{
+    "--groups", {{{GroupForm::view, "view"}, {GroupForm::comm, "comm"}}}};
+std::string_view to_string(GroupForm form);
+
+// The group `members` (ranks of `world`, in the order that becomes the group's) in
+// the form asked for. Called by the members only.
+Comm form_group(const Comm& world, std::span<const int> members, GroupForm form);
 
 Collective parse_collective(std::string_view name);  // throws ConfigError (--collective)
 std::string_view to_string(Collective c);
@@ -48,10 +71,12 @@ class GroupAllreduce {
 
  private:
   void tree_average(Comm& comm, std::span<double> x);
+  void mpi_average(Comm& comm, std::span<double> x);
 
   Collective choice_;
   RingAllreduce ring_;
   DoublingAllreduce doubling_;
+  ButterflyAllreduce butterfly_;
   std::vector<double> incoming_;
 };
 

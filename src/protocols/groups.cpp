@@ -51,6 +51,13 @@ int parts_delivered(std::uint64_t seed, int t, int peer, int n) {
                                      static_cast<std::uint64_t>(peer), 0));
 }
 
+GroupAverager::GroupAverager(const ProtocolOptions& options)
+    : semantics_(*options.on_failure),
+      min_group_size_(options.min_group_size),
+      form_(options.groups),
+      allreduce_(options.collective == Collective::automatic ? Collective::butterfly : options.collective),
+      quantizer_(options.quantizer) {}
+
 void GroupAverager::run(std::span<const int> members, std::span<double> x, Round& round) {
   const int n = static_cast<int>(members.size());
   if (n < 2 || n < min_group_size_) return;  // a lone peer has nobody to average with
@@ -69,14 +76,14 @@ void GroupAverager::run(std::span<const int> members, std::span<double> x, Round
   if (any_failed && round.failures.alive(round.t, round.world.rank())) round.counters.waited_on_failure = 1;
   if (any_failed && semantics_ == FailureSemantics::abort) return;  // everyone keeps its values
 
-  Comm group = round.world.subgroup(members);
+  Comm group = form_group(round.world, members, form_);
   if (quantizer_.spec().kind != QuantizerKind::none) {
     const ButterflyCoding coding{&quantizer_, round.seed, static_cast<std::uint64_t>(round.t), members};
     butterfly_.average(group, x, any_failed ? std::span<const MemberFate>(fates_) : std::span<const MemberFate>(), coding);
     return;
   }
   if (any_failed) butterfly_.average(group, x, fates_);
-  else butterfly_.average(group, x);
+  else allreduce_.average(group, x);
 }
 
 }  // namespace avb

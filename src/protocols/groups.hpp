@@ -38,18 +38,22 @@ int parts_delivered(std::uint64_t seed, int t, int peer, int n);
 // from peers that take part. Collective over the members only.
 //   survivors: the members (all alive) average;
 //   abort:     a group with a failed member keeps every value;
-//   partial:   the butterfly runs with each failed member's fate (see butterfly_allreduce.hpp).
-// Groups smaller than min_group_size do not run and are not counted. Parts travel
-// encoded by `quantizer` (butterfly_allreduce.hpp).
+//   partial:   the butterfly runs with each failed member's fate (see butterfly_allreduce.hpp),
+//              whatever --collective says: only the butterfly models partial delivery.
+// Groups smaller than min_group_size do not run and are not counted. The group is
+// made as options.groups says, inside the round; its all-reduce is options.collective
+// (auto: the butterfly). Parts travel
+// encoded by options.quantizer, through the butterfly (butterfly_allreduce.hpp).
 class GroupAverager {
  public:
-  GroupAverager(FailureSemantics semantics, int min_group_size, const QuantizerSpec& quantizer = {})
-      : semantics_(semantics), min_group_size_(min_group_size), quantizer_(quantizer) {}
+  explicit GroupAverager(const ProtocolOptions& options);
   void run(std::span<const int> members, std::span<double> x, Round& round);
 
  private:
   FailureSemantics semantics_;
   int min_group_size_;
+  GroupForm form_;
+  GroupAllreduce allreduce_;
   Quantizer quantizer_;
   ButterflyAllreduce butterfly_;
   std::vector<MemberFate> fates_;

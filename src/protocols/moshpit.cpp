@@ -42,7 +42,7 @@ class MoshpitProtocol final : public Protocol {
         key_update_(options.key_update),
         n_(n_peers),
         me_(-1),
-        averager_(*options.on_failure, options.min_group_size, options.quantizer) {}
+        averager_(options) {}
 
   void step(std::span<double> x, Round& round) override {
     if (!placed_ || seed_ != round.seed) {

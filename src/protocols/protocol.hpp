@@ -106,8 +106,10 @@ struct ProtocolOptions {
   std::string name = "allreduce";
   // Unset means the protocol's own default (ProtocolInfo::default_semantics).
   std::optional<FailureSemantics> on_failure;
-  // allreduce: the all-reduce algorithm.
+  // allreduce, moshpit, random-groups: the all-reduce algorithm (auto: see
+  // Collective) and how groups are made.
   Collective collective = Collective::automatic;
+  GroupForm groups = GroupForm::view;
   // moshpit: grid sides (empty: resolve() sets d = 2, M = ceil(sqrt(N))), where
   // peers sit, and how group keys advance.
   std::vector<int> grid;

@@ -30,7 +30,7 @@ class RandomGroupsProtocol final : public Protocol {
   explicit RandomGroupsProtocol(const ProtocolOptions& options)
       : semantics_(*options.on_failure),
         group_size_(options.group_size),
-        averager_(*options.on_failure, options.min_group_size, options.quantizer) {}
+        averager_(options) {}
 
   void step(std::span<double> x, Round& round) override {
     const int me = round.world.rank();

@@ -89,6 +89,33 @@ void resolve_topology(const ProtocolInfo& info, ProtocolOptions& o, int n_peers)
   if (takes(info.name, "--weights") && n_peers > 0) check.mixing_row(o.weights, 1, 0);
 }
 
+// MPI_Allreduce needs a communicator, which only --groups comm gives a group.
+void check_groups(const ProtocolOptions& o) {
+  if (o.collective == Collective::mpi && o.groups != GroupForm::comm)
+    throw ConfigError("--collective mpi: needs --groups comm (MPI_Allreduce runs on a group's own communicator; "
+                      "--groups " + std::string(to_string(o.groups)) + " makes none)");
+  if (o.quantizer.kind == QuantizerKind::none || !takes(o.name, "--collective")) return;
+  // Quantized all-reduces exist for the butterfly (groups) and ring, doubling, tree (allreduce).
+  const bool groups = takes(o.name, "--min-group-size");
+  const bool coded = groups ? o.collective == Collective::automatic || o.collective == Collective::butterfly
+                            : o.collective != Collective::butterfly && o.collective != Collective::mpi;
+  if (!coded)
+    throw ConfigError("--collective " + std::string(to_string(o.collective)) + ": " + o.name +
+                      " has no quantized form of it (--quantizer " + to_string(o.quantizer) + "); accepted: " +
+                      (groups ? "auto, butterfly" : "auto, ring, doubling, tree"));
+}
+
+// The sequential engine runs every peer in one process: no communicators, and the
+// group protocols' sequential forms sum in the butterfly's order.
+void check_sequential_groups(const ProtocolOptions& o) {
+  if (o.groups == GroupForm::comm)
+    throw ConfigError("--groups comm: --engine sequential has no MPI communicators; accepted: view");
+  const bool group_protocol = takes(o.name, "--min-group-size");
+  if (group_protocol && o.collective != Collective::automatic && o.collective != Collective::butterfly)
+    throw ConfigError("--collective " + std::string(to_string(o.collective)) + ": --engine sequential models " +
+                      o.name + "'s groups by the butterfly only; accepted: auto, butterfly");
+}
+
 }  // namespace
 
 ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
@@ -108,6 +135,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   }
   check_min_group_size(resolved, n_peers);
   if (resolved.name == "sgp-paper") sgp_paper_period(n_peers);  // refuses N < 3 (no graph)
+  check_groups(resolved);
   validate(resolved.quantizer);
   if (resolved.quantizer.kind == QuantizerKind::lattice && !info.lattice_refusal.empty())
     throw ConfigError("--quantizer: lattice is not accepted by " + std::string(info.name) + " (" +
@@ -125,6 +153,7 @@ std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptio
     throw ConfigError("--engine sequential: protocol " + std::string(info.name) +
                       " has no sequential form (it needs a network simulation); accepted protocols: " + accepted);
   }
+  check_sequential_groups(options);
   return info.sequential(options, n_peers);
 }
 
@@ -139,6 +168,7 @@ void describe_flag(std::string_view flag, const ProtocolOptions& o,
                    std::vector<std::pair<std::string, std::string>>& out) {
   auto add = [&](std::string value) { out.emplace_back(std::string(flag.substr(2)), std::move(value)); };
   if (flag == "--collective") add(std::string(to_string(o.collective)));
+  if (flag == "--groups") add(std::string(to_string(o.groups)));
   if (flag == "--grid") add(o.grid.empty() ? "default" : grid_to_string(o.grid));
   if (flag == "--placement") add(std::string(to_string(o.placement)));
   if (flag == "--key-update") add(std::string(to_string(o.key_update)));

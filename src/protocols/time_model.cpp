@@ -67,7 +67,10 @@ MessagePattern collective_pattern(Collective c, int n, std::size_t dim, const Qu
       quantizer ? static_cast<double>(quantizer->encoded_bytes((dim + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n)))
                 : vector / n;
   switch (c) {
+    case Collective::butterfly:
+      return butterfly_pattern(n, dim, quantizer);
     case Collective::ring:
+    case Collective::mpi:  // estimated as the ring, as its bytes are
       return {2 * (n - 1), chunk, chunk};
     case Collective::tree:
       return {2 * ceil_log2(n), vector, vector};

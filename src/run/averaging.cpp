@@ -35,6 +35,9 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
     throw ConfigError("--model-dim: cannot be combined with --quantizer " + to_string(r.protocol.quantizer) +
                       " (encoded messages are not scaled to the model); accepted: --quantizer none or --model-dim " +
                       std::to_string(r.dim));
+  if (r.model_dim > r.dim && r.protocol.collective == Collective::mpi)
+    throw ConfigError("--model-dim: cannot be combined with --collective mpi (the library's all-reduce sends the "
+                      "values as they are); accepted: another --collective or --model-dim " + std::to_string(r.dim));
   require(r.rounds >= 0, "--rounds", r.rounds, "an integer >= 0");
   return r;
 }

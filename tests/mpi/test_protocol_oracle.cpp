@@ -40,6 +40,7 @@ struct Case {
   int min_decode_failures = 0;  // the case exists to exercise failures: at least this many per run
   double join_rate = 0.0;       // --failure churn: new peers take departed peers' slots
   double gamma = 1.0;           // choco: the consensus step
+  const char* groups = "view";  // allreduce, moshpit, random-groups: how groups are made
 };
 
 // True on every rank if `local` is true on any: lets all ranks stop a test together.
@@ -55,7 +56,7 @@ std::ostream& operator<<(std::ostream& os, const Case& c) {
   return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"
             << c.collective << "/" << c.grid << "/" << c.placement << "/" << c.key_update << "/g=" << c.group_size << "/"
             << c.topology << "/" << c.weights << "/" << c.alive_weights << "/" << c.quantizer << "/q=" << c.lattice_q
-            << "/eps=" << c.lattice_eps << "/gamma=" << c.gamma;
+            << "/eps=" << c.lattice_eps << "/gamma=" << c.gamma << "/groups=" << c.groups;
 }
 
 std::vector<int> grid_for(const char* spec, int n) {
@@ -81,6 +82,7 @@ AveragingOptions options_for(const Case& c) {
   o.join_rate = c.join_rate;
   o.dim = c.dim;
   o.protocol.collective = parse_collective(c.collective);
+  o.protocol.groups = kGroupFormNames.parse(c.groups);
   o.protocol.grid = grid_for(c.grid, world_size());
   o.protocol.placement = parse_placement(c.placement);
   o.protocol.key_update = parse_key_update(c.key_update);
@@ -113,6 +115,16 @@ void expect_close(double got, double want, const char* what, int round) {
   EXPECT_LE(std::fabs(got - want), 1e-12 * std::max(1.0, std::fabs(want))) << what << " at round " << round;
 }
 
+// The sequential engine has no communicators and models groups by the butterfly
+// only: the values of every group all-reduce within rounding, and the bytes of the
+// ring and of mpi (charged the ring's). allreduce's mpi is the ring for it.
+ProtocolOptions sequential_form(ProtocolOptions o) {
+  o.groups = GroupForm::view;
+  if (takes(o.name, "--min-group-size")) o.collective = Collective::butterfly;
+  else if (o.collective == Collective::mpi) o.collective = Collective::ring;
+  return o;
+}
+
 TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
   if (!buildable(GetParam())) GTEST_SKIP() << "no such graph on " << world_size() << " peers";
   const AveragingOptions options = options_for(GetParam());
@@ -130,7 +142,7 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
     // The third engine alongside: the whole population on every rank.
     Population population(n, options.dim);
     for (int i = 0; i < n; ++i) std::copy(expected[i].begin(), expected[i].end(), population.peer(i).begin());
-    const auto sequential = make_sequential_protocol(options.protocol, n);
+    const auto sequential = make_sequential_protocol(sequential_form(options.protocol), n);
     sequential->begin_trial(population, seed);
     std::vector<std::uint8_t> alive;
     int decode_failures = 0;  // over the trial, all peers
@@ -252,6 +264,29 @@ INSTANTIATE_TEST_SUITE_P(
                       churn("random-groups", "survivors", 0.2, 0.5, 4), churn("gossip", "survivors", 0.2, 0.5, 3, "ring"),
                       churn("pairwise", "survivors", 0.3, 0.6, 2, "complete"),
                       churn("sgp-paper", "survivors", 0.2, 0.5, 2)));
+
+// --groups comm and the all-reduces group protocols may now use (--collective): the
+// same values as the oracle's (the library's MPI_Allreduce within 1e-12) and the same
+// bytes (mpi is charged the ring's, and the ring moves the butterfly's).
+Case grouped(const char* protocol, const char* semantics, double rate, int dim, const char* collective,
+             const char* groups) {
+  Case c{protocol, semantics, "transient", rate, dim, collective};
+  c.groups = groups;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Groups, ProtocolOracle,
+    ::testing::Values(grouped("allreduce", "survivors", 0.2, 5, "mpi", "comm"),
+                      grouped("allreduce", "abort", 0.05, 3, "mpi", "comm"),
+                      grouped("allreduce", "survivors", 0.3, 4, "ring", "comm"),
+                      grouped("random-groups", "survivors", 0.2, 5, "mpi", "comm"),
+                      grouped("random-groups", "partial", 0.25, 7, "mpi", "comm"),
+                      grouped("random-groups", "abort", 0.15, 3, "butterfly", "comm"),
+                      grouped("moshpit", "survivors", 0.2, 3, "mpi", "comm"),
+                      grouped("moshpit", "partial", 0.2, 6, "mpi", "comm"),
+                      grouped("moshpit", "survivors", 0.1, 5, "ring", "comm"),
+                      grouped("moshpit", "survivors", 0.1, 5, "ring", "view")));
 
 INSTANTIATE_TEST_SUITE_P(
     Allreduce, ProtocolOracle,

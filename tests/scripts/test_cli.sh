@@ -73,7 +73,7 @@ bad_case weights '--weights' 'max|uniform|metropolis' -- --protocol gossip --wei
 bad_case alive_weights '--alive-weights' '--weights metropolis' -- --protocol gossip --alive-weights metropolis "${keep[@]}"
 bad_case directed_metropolis '--weights' 'undirected' -- --protocol gossip --topology exp --weights metropolis "${keep[@]}"
 bad_case foreign_topology '--topology' 'moshpit' -- --protocol moshpit --topology ring "${keep[@]}"
-bad_case foreign_collective '--collective' 'moshpit|--grid' -- --protocol moshpit --collective ring "${keep[@]}"
+bad_case foreign_collective '--collective' 'gossip|--topology' -- --protocol gossip --collective ring "${keep[@]}"
 bad_case unknown_flag '--bogus' '--help' -- --bogus 3 "${keep[@]}"
 bad_case out_missing_dir '--out' 'no-such-dir' -- --out no-such-dir/run.h5
 bad_case out_exists '--out' 'existing.h5|--overwrite' -- --out existing.h5

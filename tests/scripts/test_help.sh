@@ -27,7 +27,8 @@ has_line '--failure \{transient,permanent,churn\}' "--failure lists its names"
 has_line '--fail-rate FLOAT' "--fail-rate is a FLOAT"
 has_line '--dim INT' "--dim is an INT"
 has_line '--seed INT' "--seed is an INT"
-has_line '--collective \{auto,ring,doubling,tree\}' "--collective lists its names"
+has_line '--collective \{auto,ring,doubling,tree,butterfly,mpi\}' "--collective lists its names"
+has_line '--groups \{view,comm\}' "--groups lists its names"
 has_line '--topology \{ring,[^ ]*file:PATH\}' "--topology lists its forms"
 # The catalog gives --topology to every protocol that takes it, swarm included.
 if tr -s ' \n' ' ' <"$OUT" | grep -Eq -- '--topology [^]]*\[--protocol [a-z, -]*swarm'; then

@@ -139,7 +139,8 @@ if want flags || want blankflags; then
     word_flag --engine 'mpi|sequential'
     word_flag --failure 'transient|permanent|churn'
     word_flag --on-failure 'survivors|abort|partial'
-    word_flag --collective 'ring|doubling|tree' --protocol allreduce
+    word_flag --collective 'ring|doubling|tree|butterfly|mpi' --protocol allreduce
+    word_flag --groups 'view|comm' --protocol moshpit
     word_flag --placement 'random|rank' --protocol moshpit
     word_flag --key-update 'axis|chunk' --protocol moshpit
     word_flag --weights 'uniform|metropolis' --protocol gossip
@@ -169,6 +170,7 @@ if want flags || want blankflags; then
     hcase min-group-size.grid --min-group-size 'grid 2x2|[2, 2]' -- --protocol moshpit --min-group-size 3 "${keep[@]}"
     # sgp-paper's graphs number floor(log2(N - 1)): none on the 2 peers cases run on.
     hcase sgp-paper.peers --protocol 'sgp-paper: 2 peers|>= 3' -- --protocol sgp-paper "${keep[@]}"
+    hcase collective.mpi-view --collective '--groups comm' -- --protocol moshpit --collective mpi "${keep[@]}"
     hcase lattice-eps.huge --lattice-eps 'same lattice point|(0, 16)' -- --protocol gossip --quantizer lattice \
       --lattice-eps 16 "${keep[@]}"
     # --model-dim: below --dim; with a quantizer; on a protocol that cannot pad.
@@ -182,6 +184,13 @@ if want flags || want blankflags; then
       hcase "quantizer.lattice.$p" --quantizer 'fp16|uniform8' -- --protocol "$p" --quantizer lattice "${keep[@]}"
     done
     word_flag --quantizer 'none|fp16|stochastic:B' --protocol moshpit
+    # Quantized all-reduces exist for some collectives only; the library's one carries doubles.
+    hcase collective.quantized-groups --collective 'auto, butterfly' -- --protocol moshpit --quantizer fp16 \
+      --collective ring "${keep[@]}"
+    hcase collective.quantized-allreduce --collective 'auto, ring, doubling, tree' -- --protocol allreduce \
+      --quantizer fp16 --collective butterfly "${keep[@]}"
+    hcase model-dim.collective-mpi --model-dim 'collective mpi' -- --protocol moshpit --groups comm \
+      --collective mpi --model-dim 100 "${keep[@]}"
   else
     int_flag --dim 1 16777216 16777217
     int_flag --data-dim 0 16777216 16777217 --objective logistic --data "$conf/good.svm"

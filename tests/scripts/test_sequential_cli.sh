@@ -33,6 +33,12 @@ refused "--detection-timeout" --engine sequential --peers 16 --detection-timeout
 refused "--peers: applies" --peers 16
 refused "--engine: 'serial'" --engine serial --peers 16
 refused "--peers" --engine sequential --peers 0
+# No communicators in one process; the group protocols' sequential forms sum as the butterfly does.
+refused "--groups comm: --engine sequential" --engine sequential --peers 16 --protocol moshpit --groups comm
+refused "--groups comm: --engine sequential" --engine sequential --peers 16 --protocol allreduce --groups comm \
+  --collective mpi
+refused "--collective ring: --engine sequential" --engine sequential --peers 16 --protocol random-groups \
+  --collective ring
 
 # No launcher: the run starts no MPI and writes a valid trace.
 common=(--engine sequential --peers 300 --protocol moshpit --fail-rate 0.05 --dim 3 --rounds 12 --trials 7 --seed 5)

@@ -67,7 +67,7 @@ TEST(EnumNames, ErrorTextIsTheOneUsersKnow) {
     parse_collective("x");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "--collective: 'x' is not one of {auto, ring, doubling, tree}");
+    EXPECT_STREQ(e.what(), "--collective: 'x' is not one of {auto, ring, doubling, tree, butterfly, mpi}");
   }
   EXPECT_EQ(kDataSplitNames.list(","), "random,label-sorted");
   EXPECT_EQ(kCollectiveNames.name(static_cast<Collective>(99)), "?");
