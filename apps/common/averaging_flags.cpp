@@ -19,9 +19,9 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
   TypedOptions add(app, changed);
   add.group("Problem");
   add.integer("--dim", cli.options.dim, 1, 1 << 30, "vector length per peer, an integer >= 1");
-  add.integer("--model-dim", cli.options.model_dim, 1, kMaxModelDim,
+  add.integer("--model-dim", cli.options.model_dim, 0, kMaxModelDim,
               "charge messages (simulated time, bytes_sent) as if vectors had this many coordinates, an integer "
-              "from --dim to " + std::to_string(kMaxModelDim) + "; values keep --dim (default: --dim)");
+              "from --dim to " + std::to_string(kMaxModelDim) + "; values keep --dim (default 0: --dim)");
   add.real("--compute-flops", cli.options.compute_flops, "a number >= 0",
            "simulated work before each round in flops, >= 0: charged at the host's speed (times a straggler's "
            "slowdown) under SMPI, ignored on real MPI");

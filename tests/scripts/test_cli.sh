@@ -129,7 +129,7 @@ bad_case quantizer_value '--quantizer' 'int4|none|fp16|uniform8|stochastic:B|lat
 bad_case quantizer_bits '--quantizer' 'stochastic:17|1..16' -- --protocol pairwise --quantizer stochastic:17 "${keep[@]}"
 bad_case lattice_q '--lattice-q' '[2, 4294967295]' -- --protocol gossip --quantizer lattice --lattice-q 1 "${keep[@]}"
 bad_case lattice_eps '--lattice-eps' '> 0' -- --protocol pairwise --quantizer lattice --lattice-eps -1 "${keep[@]}"
-bad_case foreign_quantizer '--quantizer' 'allreduce|--collective' -- --protocol allreduce --quantizer fp16 "${keep[@]}"
+bad_case foreign_quantizer '--quantizer' 'pushsum|--topology' -- --protocol pushsum --quantizer fp16 "${keep[@]}"
 bad_case pushsum_quantizer '--quantizer' 'pushsum|--topology' -- --protocol pushsum --quantizer fp16 "${keep[@]}"
 bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit --lattice-q 16 "${keep[@]}"
 

@@ -122,7 +122,7 @@ if want flags || want blankflags; then
     int_flag --group-size 2 1073741824 1073741825 --protocol random-groups
     int_flag --min-group-size 2 1073741824 1073741825 --protocol moshpit
     int_flag --lattice-q 2 4294967295 4294967296 --protocol gossip --quantizer lattice
-    int_flag --model-dim 1 134217728 134217729
+    int_flag --model-dim 0 134217728 134217729
     int_flag --peers 0 16777216 16777217 --engine sequential
     int_flag --threads 0 1024 1025 --engine sequential --peers 4
     real_flag --fail-rate '[0, 1]' 1.01
