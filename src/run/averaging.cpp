@@ -29,7 +29,8 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
           "a number >= 0");
   require(r.dim >= 1, "--dim", r.dim, "an integer >= 1");
   if (r.model_dim == 0) r.model_dim = r.dim;
-  require(r.model_dim >= r.dim && r.model_dim <= kMaxModelDim, "--model-dim", static_cast<double>(r.model_dim),
+  // Only a --model-dim above --dim is bounded: without one, --dim's own limits apply.
+  require(r.model_dim == r.dim || (r.model_dim > r.dim && r.model_dim <= kMaxModelDim), "--model-dim", static_cast<double>(r.model_dim),
           "an integer from --dim (" + std::to_string(r.dim) + ") to " + std::to_string(kMaxModelDim));
   if (r.model_dim > r.dim && r.protocol.quantizer.kind != QuantizerKind::none)
     throw ConfigError("--model-dim: cannot be combined with --quantizer " + to_string(r.protocol.quantizer) +
