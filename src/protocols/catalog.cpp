@@ -1,6 +1,12 @@
 // The protocol catalog: one row per protocol. Adding a protocol is its source file
-// (which defines its factory), its row here and its line in src/CMakeLists.txt.
+// (which defines its factory), its row here and its line in src/CMakeLists.txt;
+// a program of its own adds one at run time with register_protocol().
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
 #include "protocols/protocol.hpp"
+#include "protocols/registration.hpp"
 
 // A row names only the fields that differ from ProtocolInfo's defaults.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -36,8 +42,9 @@ std::vector<std::string_view> with_quantizer_no_lattice(std::vector<std::string_
   return own;
 }
 
-// Immutable once built, so SMPI ranks sharing it is harmless.
-const std::vector<ProtocolInfo> kCatalog = {
+// The built-in rows. The catalog starts as these and grows only by
+// register_protocol(), before any run.
+const std::vector<ProtocolInfo> kBuiltIn = {
     {.name = "allreduce",
      .summary = "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
      .default_semantics = FS::abort,
@@ -118,8 +125,52 @@ const std::vector<ProtocolInfo> kCatalog = {
      .sequential = make_sequential_choco},
 };
 
+std::vector<ProtocolInfo>& catalog() {
+  static std::vector<ProtocolInfo> rows = kBuiltIn;
+  return rows;
+}
+
+// The protocol flags the programs declare: those some built-in protocol takes.
+// describe() and the programs know no others.
+void check_flags(const ProtocolInfo& info) {
+  std::set<std::string_view> known;
+  for (const ProtocolInfo& row : kBuiltIn) known.insert(row.flags.begin(), row.flags.end());
+  for (std::string_view flag : info.flags)
+    if (!known.contains(flag))
+      throw Error("register_protocol: " + std::string(info.name) + " takes " + std::string(flag) +
+                  ", which is not a protocol flag of avbench");
+  const bool graph = std::find(info.flags.begin(), info.flags.end(), "--topology") != info.flags.end();
+  if (graph != info.default_topology.has_value())
+    throw Error("register_protocol: " + std::string(info.name) +
+                " must set default_topology exactly when it takes --topology");
+}
+
+void check_row(const ProtocolInfo& info) {
+  const std::string name(info.name);
+  if (name.empty() || info.make == nullptr || info.summary.empty())
+    throw Error("register_protocol: a protocol needs a name, a summary and a factory (make)");
+  const auto& s = info.semantics;
+  if (std::find(s.begin(), s.end(), info.default_semantics) == s.end())
+    throw Error("register_protocol: " + name + "'s default_semantics is not among its semantics");
+  if (info.churn != ChurnSupport::yes && info.churn_refusal.empty())
+    throw Error("register_protocol: " + name + " refuses churn without saying why (churn_refusal)");
+  check_flags(info);
+}
+
 }  // namespace
 
-const std::vector<ProtocolInfo>& protocol_catalog() { return kCatalog; }
+const std::vector<ProtocolInfo>& protocol_catalog() { return catalog(); }
+
+void register_protocol(const ProtocolInfo& info) {
+  check_row(info);
+  for (const ProtocolInfo& row : catalog()) {
+    if (row.name != info.name) continue;
+    // Under SMPI every simulated rank runs main() in one process and shares the
+    // catalog (globals are not privatized), so each registers the same row.
+    if (row.make == info.make && row.sequential == info.sequential) return;
+    throw Error("register_protocol: a protocol named " + std::string(info.name) + " is already registered");
+  }
+  catalog().push_back(info);
+}
 
 }  // namespace avb
