@@ -35,17 +35,30 @@ bool same_rows(const avb::TrialRecord& a, const avb::TrialRecord& b) {
   return true;
 }
 
+// register_protocol must refuse `row` with an Error saying `why`.
+void refused(const avb::ProtocolInfo& row, const std::string& why) {
+  try {
+    avb::register_protocol(row);
+  } catch (const avb::Error& e) {
+    if (std::string(e.what()).find(why) != std::string::npos) return;
+    throw;
+  }
+  throw avb::Error("register_protocol accepted a row it should refuse (" + why + ")");
+}
+
 // Throws what is wrong with the registry's answers to a protocol of one's own.
 void check_registration() {
+  const std::size_t rows = avb::protocol_catalog().size();
   avb::register_protocol(external::dimension_exchange_info());  // again: harmless
-  avb::ProtocolInfo clash = external::dimension_exchange_info();
-  clash.name = "gossip";
-  try {
-    avb::register_protocol(clash);
-    throw avb::Error("a second protocol named gossip was accepted");
-  } catch (const avb::Error& e) {
-    if (std::string(e.what()).find("already registered") == std::string::npos) throw;
-  }
+  if (avb::protocol_catalog().size() != rows) throw avb::Error("registering a row twice added it twice");
+  avb::ProtocolInfo row = external::dimension_exchange_info();
+  row.name = "gossip";
+  refused(row, "already registered");
+  row.name = "other";
+  row.flags = {"--bogus"};
+  refused(row, "not a protocol flag");
+  row.flags = {"--topology"};
+  refused(row, "default_topology");
   if (avb::protocol_info("dimension-exchange").make == nullptr) throw avb::Error("the row has no factory");
 }
 
