@@ -5,7 +5,8 @@ scripts/slurm/aggregate.py's statistics, on real runs.
     test_summary.py AVERAGING_BENCH SGD_BENCH MODE
 
 MODE `mpi` runs the programs on 4 Open MPI ranks (mpirun from PATH) and on the
-sequential engine; `smpi` runs them under scripts/smpirun.sh on 4 simulated peers.
+sequential engine; `smpi` runs them under scripts/smpirun.sh on 4 simulated peers
+(the summaries and refusals only).
 Checks: every summary row equals its trial in the trace's /summary (read with h5py),
 the run's identity equals /config; CSV and JSON agree; pandas.read_csv gives
 numeric columns, NaN for a target not reached; a run stopped by SIGTERM marks its
@@ -34,6 +35,9 @@ import pandas as pd
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 AVERAGING, SGD, MODE = sys.argv[1:4]
 FAILURES: list[str] = []
+# The SMPI build's programs run under smpirun only; the sequential engine and the
+# checks that use it (SIGTERM, progress, aggregate.py) run in the Open MPI build's test.
+ENGINES = ("sequential", "mpi") if MODE == "mpi" else ("smpi",)
 
 
 def check(ok: bool, what: str) -> None:
@@ -185,7 +189,7 @@ def refusals(work: str) -> None:
     if ro:
         cases.append(("read-only folder", ["--summary", "ro/s.csv"], "not writable"))
     try:
-        for engine in ("sequential", MODE):
+        for engine in ENGINES:
             for what, args, text in cases:
                 p = run(launch(engine, AVERAGING, [*short, "--out", "r.h5", *args]), work)
                 lines = [line for line in p.stderr.splitlines() if "error" in line]
@@ -258,11 +262,11 @@ def aggregate(work: str) -> None:
 def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="avb-summary-") as work:
-        summaries(work, "sequential")
-        summaries(work, MODE)
+        for engine in ENGINES:
+            summaries(work, engine)
         refusals(work)
-        stopped_run(work)
         if MODE == "mpi":
+            stopped_run(work)
             progress(work)
             aggregate(work)
     print(f"{len(FAILURES)} failure(s) in {time.monotonic() - started:.0f} s")
