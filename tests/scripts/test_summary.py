@@ -198,7 +198,7 @@ def refusals(work: str) -> None:
                 check(not os.path.exists(os.path.join(work, "r.h5")), f"{engine} {what}: no trace written")
         with open(os.path.join(work, "kept.csv")) as fh:
             check(fh.read() == "earlier\n", "the existing file is kept")
-        p = run(launch("sequential", AVERAGING, [*short, "--summary", "kept.csv", "--overwrite"]), work)
+        p = run(launch(ENGINES[0], AVERAGING, [*short, "--summary", "kept.csv", "--overwrite"]), work)
         check(p.returncode == 0 and csv_rows(os.path.join(work, "kept.csv"))[0]["trial"] == 0,
               "--overwrite replaces it")
         check(not [f for f in os.listdir(work) if ".tmp." in f], "no temporary file is left")
