@@ -11,7 +11,7 @@ Checks: every summary row equals its trial in the trace's /summary (read with h5
 the run's identity equals /config; CSV and JSON agree; pandas.read_csv gives
 numeric columns, NaN for a target not reached; a run stopped by SIGTERM marks its
 rows run_complete = 0; refusals (exit 2, one line naming --summary, nothing
-written); progress lines climb to 100%; aggregate.py's mean, standard error and n
+written); progress lines climb to 100%, rewritten in place on a terminal; aggregate.py's mean, standard error and n
 against an independent computation.
 """
 
@@ -211,14 +211,22 @@ def progress(work: str) -> None:
     """Non-terminal stderr: plain lines every 3 s, their percentage climbing to 100."""
     cmd = launch("sequential", AVERAGING, ["--dim", "64", "--protocol", "gossip", "--rounds", "300", "--trials", "6",
                                            "--threads", "1"], peers=4096)
-    p = run(cmd, work, timeout=180)
-    shares = [float(m.group(1)) for m in re.finditer(r"^\[\d+s\] +([0-9.]+)% .*ETA \d+s$", p.stderr, re.M)]
-    check(p.returncode == 0 and len(shares) >= 2 and "\r" not in p.stderr,
+    p = subprocess.run(cmd, cwd=work, capture_output=True, timeout=180)
+    err = p.stderr.decode("utf-8", "replace")  # bytes: text mode would turn \r into \n
+    shares = [float(m.group(1)) for m in re.finditer(r"^\[\d+s\] +([0-9.]+)% .*ETA (?:\d+s|\?)$", err, re.M)]
+    check(p.returncode == 0 and len(shares) >= 2 and "\r" not in err and "\x1b" not in err,
           f"progress: {len(shares)} plain lines with a percentage and an ETA")
     check(shares == sorted(shares) and shares[-1] == 100.0 and shares[0] < 100.0,
           f"progress: the percentage climbs to 100 ({shares})")
     q = run(cmd + ["--quiet"], work, timeout=180)
     check(q.stderr == "", "--quiet: no progress line")
+    # On a terminal (script(1) gives the program one): one line rewritten in place.
+    shell = " ".join(cmd) + " >/dev/null"
+    t = subprocess.run(["script", "-qefc", shell, "/dev/null"], cwd=work, capture_output=True, timeout=180)
+    screen = t.stdout.decode("utf-8", "replace")  # bytes: text mode would turn \r into \n
+    updates = re.findall(r"\r\[\d+s\] +([0-9.]+)% [^\r\n]*ETA (?:\d+s|\?)\x1b\[K", screen)
+    check(t.returncode == 0 and len(updates) >= 2 and updates[-1] == "100.0" and screen.count("\n") == 1,
+          f"progress on a terminal: {len(updates)} in-place updates ending at {updates[-1:]}, one line")
 
 
 def aggregate(work: str) -> None:
