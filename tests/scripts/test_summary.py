@@ -9,7 +9,8 @@ sequential engine; `smpi` runs them under scripts/smpirun.sh on 4 simulated peer
 (the summaries and refusals only).
 Checks: every summary row equals its trial in the trace's /summary (read with h5py),
 the run's identity equals /config; CSV and JSON agree; pandas.read_csv gives
-numeric columns, NaN for a target not reached; a run stopped by SIGTERM marks its
+numeric columns, NaN for a target not reached; a diverged sgd trial has diverged = 1
+and empty values where they are not finite; a run stopped by SIGTERM marks its
 rows run_complete = 0; refusals (exit 2, one line naming --summary, nothing
 written); progress lines climb to 100%, rewritten in place on a terminal; aggregate.py's mean, standard error and n
 against an independent computation.
@@ -155,6 +156,17 @@ def summaries(work: str, engine: str) -> None:
               f"{name}: a target not reached is NaN in pandas")
 
 
+def diverged_run(work: str) -> None:
+    """A diverged sgd trial: diverged = 1, its values that are not finite empty."""
+    p = run(launch("sequential", SGD, ["--trials", "2", "--steps", "200", "--lr", "1e3", "--quiet", "--out", "div.h5",
+                                       "--summary", "div.csv"]), work)
+    want, identity = expected_rows(os.path.join(work, "div.h5"))
+    check(p.returncode == 0 and all(r["diverged"] == 1 and r["final_relative_gap"] is None for r in want),
+          f"diverged run: exit {p.returncode}, every trial diverged")
+    agree(csv_rows(os.path.join(work, "div.csv")), want, dict(identity, out="div.h5", summary="div.csv"),
+          "diverged run")
+
+
 def stopped_run(work: str) -> None:
     """SIGTERM mid-run: the summary holds the trials recorded, run_complete = 0."""
     cmd = launch("sequential", AVERAGING, ["--dim", "64", "--protocol", "gossip", "--rounds", "400", "--trials", "50",
@@ -274,6 +286,7 @@ def main() -> int:
             summaries(work, engine)
         refusals(work)
         if MODE == "mpi":
+            diverged_run(work)
             stopped_run(work)
             progress(work)
             aggregate(work)
