@@ -12,8 +12,8 @@ the run's identity equals /config; CSV and JSON agree; pandas.read_csv gives
 numeric columns, NaN for a target not reached; a diverged sgd trial has diverged = 1
 and empty values where they are not finite; a run stopped by SIGTERM marks its
 rows run_complete = 0; refusals (exit 2, one line naming --summary, nothing
-written); progress lines climb to 100%, rewritten in place on a terminal; aggregate.py's mean, standard error and n
-against an independent computation.
+written); progress lines climb to 100%, rewritten in place on a terminal;
+aggregate.py's mean, standard error and n against an independent computation.
 """
 
 from __future__ import annotations
