@@ -40,7 +40,6 @@ class SummaryTable {
     columns_.push_back(name);
     for (auto& row : rows_) row.push_back(cell);
   }
-  bool empty_columns() const { return columns_.empty(); }
 
   std::string csv() const;
   std::string json() const;
