@@ -131,7 +131,7 @@ int run(int argc, char** argv) {
   const auto warnings =
       avb::app::training_warnings(options, cli.protocol, peers, !sequential && avb::time_is_simulated());
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
-  avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output.quiet);
+  avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));
   return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations", [&] {
     return sequential ? avb::run_training_sequential(options, setup, peers, reporter, threads)

@@ -5,22 +5,25 @@
 namespace avb::app {
 
 AveragingReporter::AveragingReporter(const AveragingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
-                                     bool quiet)
-    : ReporterOf(options.targets, peers, std::move(trace), quiet), trials_(options.trials), rounds_(options.rounds) {}
+                                     const OutputFlags& output)
+    : ReporterOf(options.targets, peers, std::move(trace), output), trials_(options.trials), rounds_(options.rounds) {}
 
-void AveragingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options) const {
-  print_run(program, info, options);
+void AveragingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options) {
+  auto columns = target_columns("rounds_to_");
+  for (const char* c : {"final_variance", "bytes_per_peer", "time_s", "rounds", "complete"}) columns.emplace_back(c);
+  print_run(program, info, options, std::move(columns));
   char own[64];
   std::snprintf(own, sizeof own, " %14s %14s %12s", "final var", "bytes/peer", "time [s]");
   print_heads(own);
 }
 
 void AveragingReporter::on_row(const TrialRecord& trial, const RoundRow& row) {
-  const double wall = progress_due();
-  if (wall < 0) return;
-  std::fprintf(stderr, "[%.0fs] trial %d/%d, round %d/%d, variance %.3e\n", wall, trial.index + 1, trials_,
-               row.round, rounds_, row.variance);
-  std::fflush(stderr);
+  if (!progress_due()) return;
+  char detail[96];
+  std::snprintf(detail, sizeof detail, "trial %d/%d, round %d/%d, variance %.3e", trial.index + 1, trials_, row.round,
+                rounds_, row.variance);
+  const double work = static_cast<double>(trials_) * rounds_;
+  print_progress(work > 0 ? (static_cast<double>(trial.index) * rounds_ + row.round) / work : 0.0, detail);
 }
 
 void AveragingReporter::on_trial(const TrialRecord& trial) {
@@ -35,6 +38,9 @@ void AveragingReporter::finish(const std::vector<TrialRecord>& trials, bool comp
   std::vector<SummaryColumn> columns{{" %14.3e", {}}, {" %14.1f", {}}, {" %12.4e", {}}};
   std::size_t cut_short = 0;
   for (const auto& trial : trials) {
+    const RoundRow& end = trial.rows.back();
+    summary_row(trial, {summary_number(end.variance), summary_number(per_peer(end.bytes_sent)),
+                        summary_number(end.time), summary_integer(end.round), summary_integer(trial.complete)});
     if (!trial.complete) {  // a cut-short trial would bias the means (trace-format.md)
       ++cut_short;
       continue;

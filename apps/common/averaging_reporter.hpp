@@ -13,12 +13,14 @@ namespace avb::app {
 
 class AveragingReporter final : public ReporterOf<TrialRecord, RoundRow> {
  public:
-  AveragingReporter(const AveragingOptions& options, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
+  AveragingReporter(const AveragingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
+                    const OutputFlags& output);
 
-  void print_header(const std::string& program, const RunInfo& info, const KeyValues& options) const;
+  void print_header(const std::string& program, const RunInfo& info, const KeyValues& options);
   void on_row(const TrialRecord& trial, const RoundRow& row) override;
   void on_trial(const TrialRecord& trial) override;
-  // Mean +- standard error over the complete trials, then the trace is finished.
+  // Mean +- standard error over the complete trials, then the trace is finished;
+  // every trial is a row of the --summary file.
   void finish(const std::vector<TrialRecord>& trials, bool complete);
 
  private:

@@ -9,7 +9,10 @@ void add_run_flags(TypedOptions& add, RunOptions& o, OutputFlags& output, const 
   add.flag("--stop-at-target", o.stop_at_target, "end a trial once every target is reached");
   add.group("Output");
   add.text("--out", output.out, "FILE", "HDF5 trace to write (refused if it exists, unless --overwrite)");
-  add.flag("--overwrite", output.overwrite, "replace an existing --out file when the run ends");
+  add.text("--summary", output.summary, "FILE",
+           "one row per trial as CSV, or JSON if FILE ends in .json, written at the end (refused if it exists, "
+           "unless --overwrite)");
+  add.flag("--overwrite", output.overwrite, "replace an existing --out or --summary file when the run ends");
   add.flag("--quiet", output.quiet, "no progress lines on stderr");
 }
 

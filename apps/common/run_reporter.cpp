@@ -1,5 +1,8 @@
 #include "common/run_reporter.hpp"
 
+#include <unistd.h>  // isatty
+
+#include <algorithm>
 #include <cmath>
 
 namespace avb::app {
@@ -41,15 +44,40 @@ void warn_persistent_decode_failures(const std::string& program, const std::vect
 }
 
 RunReporter::RunReporter(const std::vector<double>& targets, int peers, std::unique_ptr<TraceWriter> trace,
-                         bool quiet)
-    : trace_(std::move(trace)), targets_(targets), peers_(peers), quiet_(quiet), to_target_(targets.size()) {}
+                         const OutputFlags& output)
+    : trace_(std::move(trace)),
+      targets_(targets),
+      peers_(peers),
+      output_(output),
+      terminal_(::isatty(STDERR_FILENO) == 1),
+      to_target_(targets.size()) {}
 
-void RunReporter::print_run(const std::string& program, const RunInfo& info, const KeyValues& options) {
+void RunReporter::print_run(const std::string& program, const RunInfo& info, const KeyValues& options,
+                            std::vector<std::string> columns) {
   std::printf("# %s %s (git %s)\n", program.c_str(), info.avbench_version.c_str(), info.git_sha.c_str());
   std::printf("# engine: %s (%s), peers: %d\n", info.engine.c_str(), info.mpi_library.c_str(), info.n_peers);
   std::string line;
   for (const auto& [k, v] : options) line += " " + k + "=" + v;
   std::printf("# options:%s\n", line.c_str());
+  // The identity of a --summary row: the same options as the trace's /config.
+  std::vector<std::pair<std::string, SummaryCell>> identity{{"program", summary_text(program)},
+                                                            {"engine", summary_text(info.engine)},
+                                                            {"peers", summary_integer(info.n_peers)}};
+  // An option named like a per-trial column (seed, rounds) gets a config_ prefix,
+  // as in python/avbench's tables: the run's --seed is config_seed.
+  for (const auto& [k, v] : options) {
+    if (k == "engine" || k == "peers") continue;
+    const bool clash = std::find(columns.begin(), columns.end(), k) != columns.end() || k == "run_complete";
+    identity.emplace_back(clash ? "config_" + k : k, summary_option(v));
+  }
+  summary_.set_identity(std::move(identity));
+  summary_.set_columns(std::move(columns));
+}
+
+std::vector<std::string> RunReporter::target_columns(const char* to_prefix) const {
+  std::vector<std::string> names{"trial", "seed"};
+  for (double t : targets_) names.push_back(to_prefix + target_attribute_name(t).substr(10));  // after "rounds_to_"
+  return names;
 }
 
 void RunReporter::print_heads(const std::string& own) const {
@@ -60,12 +88,23 @@ void RunReporter::print_heads(const std::string& own) const {
   std::fflush(stdout);
 }
 
-double RunReporter::progress_due() {
-  if (quiet_) return -1;
+bool RunReporter::progress_due() {
+  if (output_.quiet) return false;
   const std::time_t now = std::time(nullptr);
-  if (now - last_progress_ < 3) return -1;
+  if (now - last_progress_ < (terminal_ ? 1 : 3)) return false;
   last_progress_ = now;
-  return std::difftime(now, started_);
+  return true;
+}
+
+void RunReporter::print_progress(double done, const std::string& detail) {
+  const double elapsed = std::difftime(std::time(nullptr), started_);
+  char eta[32] = "?";
+  if (done > 0) std::snprintf(eta, sizeof eta, "%.0fs", elapsed * (1 - done) / done);
+  // On a terminal: back to the line's start, and clear what a longer line left.
+  std::fprintf(stderr, "%s[%.0fs] %5.1f%% %s, ETA %s%s", terminal_ ? "\r" : "", elapsed, 100 * done,
+               detail.c_str(), eta, terminal_ ? "\033[K" : "\n");
+  std::fflush(stderr);
+  ++progress_lines_;
 }
 
 void RunReporter::print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
@@ -91,6 +130,17 @@ void RunReporter::close(std::size_t recorded, std::size_t cut_short, bool comple
               std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count());
   std::fflush(stdout);
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
+  // A run that showed progress ends it at 100% (and, on a terminal, ends its line).
+  if (progress_lines_ > 0 && complete) print_progress(1.0, "done");
+  if (progress_lines_ > 0 && terminal_) std::fputc('\n', stderr);
+  write_summary(complete && trace_error_.empty());
+}
+
+void RunReporter::write_summary(bool complete) {
+  if (output_.summary.empty()) return;
+  summary_.append_constant("run_complete", summary_integer(complete ? 1 : 0));
+  const std::string text = summary_is_json(output_.summary) ? summary_.json() : summary_.csv();
+  summary_error_ = write_summary_file(output_.summary, output_.overwrite, text);
 }
 
 }  // namespace avb::app

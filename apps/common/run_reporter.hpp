@@ -1,7 +1,8 @@
 // What the rank-0 reporters of both apps share (averaging_reporter.hpp,
 // training_reporter.hpp): the trace, written until a write fails and the run is
 // asked to stop; the table's leading columns (trial, seed, one per target); the
-// progress line; the summary's mean and standard-error lines and its closing notes.
+// progress line; the summary's mean and standard-error lines and its closing notes;
+// the --summary file (summary_output.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/mpi_entry.hpp"
+#include "common/summary_output.hpp"
 #include "common/trace_output.hpp"
 #include "run/observer.hpp"
 #include "trace/trace.hpp"
@@ -65,7 +67,7 @@ int run_and_summarize(const std::string& program, int rank, Reporter& reporter, 
     reporter.finish(result.trials, !result.stopped);
     warn_persistent_decode_failures(program, result.trials, rows);
   }
-  return exit_code(program, reporter.trace_error(), result.stopped);
+  return exit_code(program, reporter.output_error(), result.stopped);
 }
 
 class RunReporter {
@@ -77,12 +79,17 @@ class RunReporter {
   }
   // Why the trace could not be written (rank 0; empty when it was): see write_guarded().
   const std::string& trace_error() const { return trace_error_; }
+  // The trace's error, else the --summary file's (rank 0; empty when both were written).
+  const std::string& output_error() const { return trace_error_.empty() ? summary_error_ : trace_error_; }
 
  protected:
-  RunReporter(const std::vector<double>& targets, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
+  RunReporter(const std::vector<double>& targets, int peers, std::unique_ptr<TraceWriter> trace,
+              const OutputFlags& output);
 
-  // The program, engine and options lines of the header.
-  static void print_run(const std::string& program, const RunInfo& info, const KeyValues& options);
+  // The program, engine and options lines of the header; they are also the identity
+  // columns of the --summary file, which then has `columns` per trial.
+  void print_run(const std::string& program, const RunInfo& info, const KeyValues& options,
+                 std::vector<std::string> columns);
   // The trace line, then the column heads: trial, seed, one per target, then `own`.
   void print_heads(const std::string& own) const;
 
@@ -99,9 +106,24 @@ class RunReporter {
   }
   double per_peer(std::int64_t bytes) const { return peers_ > 0 ? static_cast<double>(bytes) / peers_ : 0.0; }
 
-  // Wall-clock seconds since the start when a progress line is due (at most one
-  // every 3 s, never when quiet), a negative number otherwise.
-  double progress_due();
+  // Whether a progress line is due: never when quiet; at most one a second on a
+  // terminal, where the line rewrites itself, one every 3 s otherwise.
+  bool progress_due();
+  // The progress line: the share `done` of the run's trial x round (step) work, the
+  // elapsed wall-clock time, `detail`, and the time left at the rate so far.
+  void print_progress(double done, const std::string& detail);
+
+  // A --summary row: the per-target cells (rounds or steps to each, empty when not
+  // reached), then `cells`, in the order of print_run's `columns`.
+  template <class Trial>
+  void summary_row(const Trial& trial, std::vector<SummaryCell> cells) {
+    std::vector<SummaryCell> row{summary_integer(trial.index), summary_unsigned(trial.seed)};
+    for (const auto& t : trial.targets) row.push_back(t.reached ? summary_integer(t.rounds) : summary_empty());
+    row.insert(row.end(), cells.begin(), cells.end());
+    summary_.add_row(std::move(row));
+  }
+  // The --summary column names of trial, seed and the targets: `to_prefix` + target.
+  std::vector<std::string> target_columns(const char* to_prefix) const;
 
   // Counts a trial kept in the summary's means: its rounds (steps) to each target.
   template <class Trial>
@@ -116,16 +138,23 @@ class RunReporter {
   void print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
                    const char* capped_note) const;
   // The summary's last line (why the run stopped early, if it did), then the trace
-  // is finished: complete = 1 only when `complete` and every write worked.
+  // is finished: complete = 1 only when `complete` and every write worked; then the
+  // --summary file, its run_complete column the same.
   void close(std::size_t recorded, std::size_t cut_short, bool complete);
 
   std::unique_ptr<TraceWriter> trace_;
   std::string trace_error_;
 
  private:
+  void write_summary(bool complete);
+
   std::vector<double> targets_;
   int peers_;
-  bool quiet_;
+  OutputFlags output_;
+  SummaryTable summary_;
+  std::string summary_error_;
+  bool terminal_;  // stderr is a terminal: the progress line rewrites itself
+  int progress_lines_ = 0;
   std::vector<std::vector<double>> to_target_;
   bool capped_ = false;
   // Wall-clock seconds from std::time(): under SMPI, clock_gettime (and so

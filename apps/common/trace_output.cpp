@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include "common/mpi_entry.hpp"
+#include "common/summary_output.hpp"
 #include "common/text.hpp"
 #include "core/comm.hpp"
 #include "sim/compute.hpp"
@@ -29,8 +30,16 @@ bool open_trace(const std::string& program, const OutputFlags& output, const Run
                 const std::string& config_text, std::unique_ptr<TraceWriter>& trace) {
   install_stop_handlers();
   if (!output.out.empty()) described.emplace_back("out", output.out);
+  if (!output.summary.empty()) described.emplace_back("summary", output.summary);
   int ok = 1;
-  if (world_rank() == 0 && !output.out.empty()) {
+  if (world_rank() == 0) {
+    const std::string problem = summary_destination_problem(output.summary, output.out, output.overwrite);
+    if (!problem.empty()) {
+      report_error(program, problem);
+      ok = 0;
+    }
+  }
+  if (ok && world_rank() == 0 && !output.out.empty()) {
     try {
       trace = std::make_unique<TraceWriter>(output.out, output.overwrite, info);  // checks the destination first
       trace->write_config(described, config_text);

@@ -17,6 +17,7 @@ using KeyValues = std::vector<std::pair<std::string, std::string>>;
 // The output flags both programs take (run_flags.hpp adds them).
 struct OutputFlags {
   std::string out;
+  std::string summary;  // --summary: the per-trial table as CSV or JSON (summary_output.hpp)
   bool overwrite = false;
   bool quiet = false;
 };
@@ -25,11 +26,12 @@ struct OutputFlags {
 RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
                  const std::string& git_sha);
 
-// Collective. Rank 0 alone touches the file system: it checks --out (the one
+// Collective. Rank 0 alone touches the file system: it checks --summary's
+// destination (summary_destination_problem) and --out (the one
 // check, avb::check_trace_destination: a new file in an existing writable folder,
 // or with --overwrite an existing regular file, never a FIFO, device or socket),
 // creates the trace and writes /config (`described`, to which "out" is added
-// when a trace is asked for, and `config_text`); the others learn whether that worked. Returns false
+// when a trace is asked for, and "summary" when a summary is, and `config_text`); the others learn whether that worked. Returns false
 // (after rank 0 reported why) when it did not; `trace` stays empty on other ranks
 // and when out is empty. Installs the stop handlers first, so that a signal
 // cannot leave the temporary file behind.

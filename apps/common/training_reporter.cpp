@@ -5,14 +5,18 @@
 namespace avb::app {
 
 TrainingReporter::TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
-                                   bool quiet)
-    : ReporterOf(options.targets, peers, std::move(trace), quiet), trials_(options.trials), steps_(options.steps) {}
+                                   const OutputFlags& output)
+    : ReporterOf(options.targets, peers, std::move(trace), output), trials_(options.trials), steps_(options.steps) {}
 
 void TrainingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
                                     const OptimumRecord& optimum) {
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_optimum(optimum); });
   program_ = program;
-  print_run(program, info, options);
+  auto columns = target_columns("steps_to_");
+  for (const char* c : {"final_relative_gap", "final_consensus", "final_accuracy", "bytes_per_peer", "time_s",
+                        "steps", "rounds", "complete", "diverged"})
+    columns.emplace_back(c);
+  print_run(program, info, options, std::move(columns));
   std::printf("# optimum (%s): f* = %.17g, f(x0) = %.17g, |grad f(x*)| = %.3e\n", optimum.method.c_str(),
               optimum.loss, optimum.initial_loss, optimum.gradient_norm);
   if (!optimum.test_set.empty()) std::printf("# accuracy measured on: %s\n", optimum.test_set.c_str());
@@ -23,11 +27,12 @@ void TrainingReporter::print_header(const std::string& program, const RunInfo& i
 }
 
 void TrainingReporter::on_row(const TrainingTrial& trial, const TrainingRow& row) {
-  const double wall = progress_due();
-  if (wall < 0) return;
-  std::fprintf(stderr, "[%.0fs] trial %d/%d, step %d/%d, relative gap %.3e, consensus %.3e\n", wall,
-               trial.index + 1, trials_, row.step, steps_, row.relative_gap, row.consensus);
-  std::fflush(stderr);
+  if (!progress_due()) return;
+  char detail[128];
+  std::snprintf(detail, sizeof detail, "trial %d/%d, step %d/%d, relative gap %.3e, consensus %.3e",
+                trial.index + 1, trials_, row.step, steps_, row.relative_gap, row.consensus);
+  const double work = static_cast<double>(trials_) * steps_;
+  print_progress(work > 0 ? (static_cast<double>(trial.index) * steps_ + row.step) / work : 0.0, detail);
 }
 
 void TrainingReporter::on_trial(const TrainingTrial& trial) {
@@ -57,6 +62,10 @@ void TrainingReporter::finish(const std::vector<TrainingTrial>& trials, bool com
   std::vector<SummaryColumn> columns{{" %12.3e", {}}, {" %12.3e", {}}, {" %9.4f", {}}, {" %14.1f", {}}, {" %12.4e", {}}};
   std::size_t cut_short = 0, diverged = 0;
   for (const auto& trial : trials) {
+    const TrainingRow& end = trial.rows.back();
+    summary_row(trial, {summary_number(end.relative_gap), summary_number(end.consensus), summary_number(end.accuracy),
+                        summary_number(per_peer(end.bytes_sent)), summary_number(end.time), summary_integer(end.step),
+                        summary_integer(end.round), summary_integer(trial.complete), summary_integer(trial.diverged)});
     if (!trial.complete) {
       ++cut_short;
       continue;

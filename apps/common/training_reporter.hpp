@@ -13,7 +13,8 @@ namespace avb::app {
 
 class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
  public:
-  TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace, bool quiet);
+  TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
+                   const OutputFlags& output);
 
   // Also writes /optimum to the trace.
   void print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
@@ -21,7 +22,7 @@ class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
   void on_row(const TrainingTrial& trial, const TrainingRow& row) override;
   void on_trial(const TrainingTrial& trial) override;
   // Mean +- standard error over the complete trials that did not diverge, then the
-  // trace is finished.
+  // trace is finished; every trial is a row of the --summary file.
   void finish(const std::vector<TrainingTrial>& trials, bool complete);
 
  private:

@@ -12,15 +12,22 @@ OUT/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
   the number of trials in its /summary;
 - `config.<option>`: every resolved option the program recorded in /config, so
   defaults the table did not spell out are there too;
-- `<column>_mean`: the mean over trials of every /summary column except trial,
-  seed and complete: final_variance, final_error, bytes_sent, time, rounds,
-  rounds_to_<t> and reached_<t> (the share of trials that reached t) for
-  averaging runs; final_gap, final_relative_gap, final_consensus, final_accuracy,
-  bytes_sent, time, steps, rounds, steps_to_<t>, reached_<t> for sgd runs.
+- `<metric>_mean`, `<metric>_se`, `<metric>_n`: the mean over trials, its standard
+  error (sample standard deviation / sqrt(n); empty for n < 2) and the number n of
+  trials it is over, for every /summary column except trial, seed and complete,
+  with the unit in the name where the trace's has none: bytes_per_peer (the
+  trace's bytes_sent, a total over all peers, divided by n_peers, as the programs'
+  table prints it), time_s, and as stored final_variance, final_error, rounds,
+  rounds_to_<t> (capped, as in the trace) and reached_<t> (the share of trials that
+  reached t) for averaging runs; final_gap, final_relative_gap, final_consensus,
+  final_accuracy, steps, steps_to_<t>, diverged (the share of trials that
+  diverged) for sgd runs. A trial that diverged is left out of every metric but
+  `diverged`, and values that are not finite (a quadratic run's accuracy) are left
+  out, so n can differ between metrics; a metric with n = 0 has empty cells.
 
 Floats are written in Python's shortest round-trip form, so a value read back with
-float() is the trace's mean to the last bit. Runs of both kinds can share a table;
-columns a run does not have are left empty.
+float() is the statistic computed from the trace in float64, to the last bit. Runs
+of both kinds can share a table; columns a run does not have are left empty.
 
 It fails (exit 1, one line per problem on stderr, no CSV written) when a trace is
 missing, unreadable or incomplete (root `complete` != 1, or a trial with
@@ -45,6 +52,9 @@ import sweep_table  # noqa: E402  (scripts/sweep_table.py: the format every mode
 
 # /summary columns that identify a trial rather than measure it.
 NOT_METRICS = ("trial", "seed", "complete")
+# /summary columns renamed with their unit (bytes_sent also becomes per peer).
+UNIT_NAMES = {"bytes_sent": "bytes_per_peer", "time": "time_s"}
+STATISTICS = ("_mean", "_se", "_n")
 KIND_OF_PROGRAM = {"averaging_bench": "averaging", "sgd_bench": "sgd"}
 
 
@@ -101,13 +111,35 @@ def read_trace(path: str, row: sweep_table.Row) -> tuple[dict, list[str]]:
                 problems.append(f"{where}: {path} holds no trial")
             if "complete" in columns and trials and not np.all(columns["complete"] == 1):
                 problems.append(f"{where}: {path} has trials cut short (summary/complete = 0)")
-            for name, values in columns.items():
-                if name in NOT_METRICS or not trials:
-                    continue
-                fields[f"{name}_mean"] = float(np.mean(values.astype(np.float64)))
+            if trials:
+                fields.update(statistics(columns, n_peers))
     except OSError as e:
         problems.append(f"{where}: cannot read {path}: {e}")
     return fields, problems
+
+
+def statistics(columns: dict, n_peers: int) -> dict:
+    """<metric>_mean, _se and _n of every metric column of a /summary, over the
+    trials that did not diverge (all of them for `diverged`) with finite values."""
+    import numpy as np
+
+    kept = np.ones(len(columns["trial"]), dtype=bool)
+    if "diverged" in columns:
+        kept = columns["diverged"] == 0
+    out: dict = {}
+    for name, values in columns.items():
+        if name in NOT_METRICS:
+            continue
+        v = values.astype(np.float64)
+        if name == "bytes_sent":
+            v = v / n_peers
+        v = v[(kept | (name == "diverged")) & np.isfinite(v)]
+        metric = UNIT_NAMES.get(name, name)
+        n = len(v)
+        out[f"{metric}_mean"] = float(np.mean(v)) if n else ""
+        out[f"{metric}_se"] = float(np.std(v, ddof=1) / np.sqrt(n)) if n > 1 else ""
+        out[f"{metric}_n"] = n
+    return out
 
 
 def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
@@ -131,7 +163,7 @@ def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
     for r in records:
         rest += [k for k in r if k not in head and k not in rest]
     config = [k for k in rest if k.startswith("config.")]
-    metrics = [k for k in rest if k.endswith("_mean")]
+    metrics = [k for k in rest if k.endswith(STATISTICS)]
     other = [k for k in rest if k not in config and k not in metrics]
     header = head + other + config + metrics
 

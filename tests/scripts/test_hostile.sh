@@ -389,6 +389,10 @@ if want out; then
   hcase out.file_as_folder --out 'existing.h5|not a folder' -- --out existing.h5/run.h5 "${short[@]}"
   hcase out.long_name --out 'too long' -- --out "$(printf 'n%.0s' $(seq 300)).h5" "${short[@]}"
   hcase out.exists --out 'existing.h5|--overwrite' -- --out existing.h5 "${short[@]}"
+  # --summary FILE: the same destination check, and never the --out path.
+  hcase summary.exists --summary "already exists|--overwrite" -- --summary existing.h5 "${short[@]}"
+  hcase summary.no_folder --summary "does not exist" -- --summary nope/s.csv "${short[@]}"
+  hcase summary.is_out --summary "--out" -- --summary run.h5 --out run.h5 "${short[@]}"
 
   # What is not a regular file: a FIFO, a socket, a link to a character device.
   # Refused with and without --overwrite (before, --overwrite replaced any of
@@ -426,6 +430,7 @@ if want out; then
   if [ "$ro_ready" = 1 ]; then
     hcase out.read_only --out 'not writable' -- --out ro/run.h5 "${short[@]}"
     hcase out.read_only_overwrite --out 'not writable' -- --out ro/existing.h5 --overwrite "${short[@]}"
+    hcase summary.read_only --summary 'not writable' -- --summary ro/s.csv "${short[@]}"
   fi
   [ "$(id -u)" -ne 0 ] && chmod 755 "$ro"
   unmount_all

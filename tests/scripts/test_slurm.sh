@@ -360,12 +360,21 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
         s = f["summary"]
         if rec["trials"] != str(len(s["trial"])):
             problems.append(f"{cells['name']}: trials {rec['trials']}")
-        metrics = [c for c in s if c not in ("trial", "seed", "complete")]
+        metrics = [c for c in s if c not in ("trial", "seed", "complete", "diverged")]
         for c in metrics:
-            want = float(np.mean(s[c][()].astype(np.float64)))
-            have = float(rec[f"{c}_mean"])
-            if not (have == want or (math.isnan(have) and math.isnan(want))):
-                problems.append(f"{cells['name']}: {c}_mean = {have!r}, trace gives {want!r}")
+            v = s[c][()].astype(np.float64)
+            if c == "bytes_sent":  # the CSV's bytes are per peer, as the programs print them
+                v = v / f.attrs["n_peers"]
+            v = v[np.isfinite(v)]  # no trial diverges here
+            name = {"bytes_sent": "bytes_per_peer", "time": "time_s"}.get(c, c)
+            if rec[f"{name}_n"] != str(len(v)):
+                problems.append(f"{cells['name']}: {name}_n = {rec[f'{name}_n']}, trace has {len(v)} values")
+            if not len(v):
+                continue
+            want = float(np.mean(v))
+            have = float(rec[f"{name}_mean"])
+            if have != want:
+                problems.append(f"{cells['name']}: {name}_mean = {have!r}, trace gives {want!r}")
         if not metrics:
             problems.append(f"{cells['name']}: no metric columns")
 # One config under both launchers: the results must be the same bits (not time).
@@ -373,7 +382,7 @@ by_name = {r["name"]: r for r in got}
 for a, b in [("moshpit-srun", "moshpit-mpirun"), ("gossip-srun", "gossip-mpirun"), ("sgd-srun", "sgd-mpirun")]:
     if a in by_name:
         for c in by_name[a]:
-            if c.endswith("_mean") and c != "time_mean" and by_name[a][c] != by_name[b][c]:
+            if c.endswith(("_mean", "_se", "_n")) and not c.startswith("time_s_") and by_name[a][c] != by_name[b][c]:
                 problems.append(f"{a} and {b} differ in {c}: {by_name[a][c]} vs {by_name[b][c]}")
 print("\n".join(problems) if problems else f"{len(got)} rows match their traces")
 sys.exit(1 if problems else 0)

@@ -1,0 +1,171 @@
+#include "common/summary_output.hpp"
+
+#include <fcntl.h>  // AT_FDCWD, open
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>  // renameat2, RENAME_NOREPLACE
+#include <cstring>
+#include <system_error>
+
+#include "common/text.hpp"
+#include "common/typed_options.hpp"  // default_text: the shortest text that reads back
+#include "trace/trace.hpp"           // check_trace_destination
+
+namespace avb::app {
+
+SummaryCell summary_empty() { return {}; }
+SummaryCell summary_number(double value) {
+  return std::isfinite(value) ? SummaryCell{SummaryCell::Kind::number, default_text(value)} : summary_empty();
+}
+SummaryCell summary_integer(long long value) { return {SummaryCell::Kind::number, std::to_string(value)}; }
+SummaryCell summary_unsigned(unsigned long long value) { return {SummaryCell::Kind::number, std::to_string(value)}; }
+// printable(): one line of valid UTF-8, whatever the bytes given on the command line.
+SummaryCell summary_text(std::string value) { return {SummaryCell::Kind::text, printable(value)}; }
+
+SummaryCell summary_option(const std::string& value) {
+  if (value == "true" || value == "false") return {SummaryCell::Kind::boolean, value};
+  const char* first = value.data();
+  const char* last = first + value.size();
+  long long i = 0;
+  if (!value.empty() && std::from_chars(first, last, i).ptr == last) return summary_integer(i);
+  double d = 0;
+  const auto parsed = std::from_chars(first, last, d);
+  if (!value.empty() && parsed.ec == std::errc() && parsed.ptr == last && std::isfinite(d)) return summary_number(d);
+  return summary_text(value);
+}
+
+namespace {
+
+std::string csv_cell(const SummaryCell& c) {
+  if (c.kind != SummaryCell::Kind::text) return c.value;
+  const bool quote = c.value.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!c.value.empty() && (std::isspace(static_cast<unsigned char>(c.value.front())) ||
+                                           std::isspace(static_cast<unsigned char>(c.value.back()))));
+  if (!quote) return c.value;
+  std::string out = "\"";
+  for (char ch : c.value) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", ch);
+      out += esc;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_cell(const SummaryCell& c) {
+  switch (c.kind) {
+    case SummaryCell::Kind::empty: return "null";
+    case SummaryCell::Kind::text: return json_string(c.value);
+    default: return c.value;
+  }
+}
+
+}  // namespace
+
+std::string SummaryTable::csv() const {
+  std::string out;
+  auto head = [&](const std::string& name) { out += (out.empty() ? "" : ",") + csv_cell(summary_text(name)); };
+  for (const auto& [name, cell] : identity_) head(name);
+  for (const auto& name : columns_) head(name);
+  out += "\n";
+  for (const auto& row : rows_) {
+    std::string line;
+    for (const auto& [name, cell] : identity_) line += (line.empty() ? "" : ",") + csv_cell(cell);
+    for (const auto& cell : row) line += "," + csv_cell(cell);
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string SummaryTable::json() const {
+  std::string out = "[";
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    out += r == 0 ? "\n  {" : ",\n  {";
+    std::string fields;
+    auto add = [&](const std::string& name, const SummaryCell& cell) {
+      fields += (fields.empty() ? "" : ", ") + json_string(printable(name)) + ": " + json_cell(cell);
+    };
+    for (const auto& [name, cell] : identity_) add(name, cell);
+    for (std::size_t c = 0; c < columns_.size() && c < rows_[r].size(); ++c) add(columns_[c], rows_[r][c]);
+    out += fields + "}";
+  }
+  return out + (rows_.empty() ? "]\n" : "\n]\n");
+}
+
+bool summary_is_json(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return ext == ".json";
+}
+
+std::string summary_destination_problem(const std::string& summary, const std::string& out, bool overwrite) {
+  namespace fs = std::filesystem;
+  if (summary.empty()) return "";
+  std::error_code ec;
+  if (!out.empty() && (fs::absolute(summary, ec).lexically_normal() == fs::absolute(out, ec).lexically_normal()))
+    return "--summary: '" + summary + "' is the --out trace's path; give the summary a name of its own";
+  try {
+    check_trace_destination(summary, overwrite);
+  } catch (const DestinationError& e) {
+    using Reason = DestinationError::Reason;
+    if (e.reason() == Reason::exists)
+      return "--summary: '" + summary + "' already exists (pass --overwrite to replace it, or choose another name)";
+    if (e.reason() == Reason::not_writable)
+      return "--summary: the folder of '" + summary + "' is not writable";
+    return std::string("--summary: ") + e.what();
+  }
+  return "";
+}
+
+std::string write_summary_file(const std::filesystem::path& path, bool overwrite, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  auto fail = [&](const std::string& why) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    return "--summary: cannot write " + path.string() + ": " + why;
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return "--summary: cannot create " + tmp.string() + ": " + std::strerror(errno);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail(std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) return fail(std::strerror(errno));
+  if (!overwrite) {
+    // As the trace: a file that appeared at the name meanwhile is never replaced.
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return "";
+    std::error_code ec;
+    if (errno == EEXIST || fs::exists(fs::symlink_status(path, ec)))
+      return fail("it appeared while the run was writing (pass --overwrite to replace it)");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  return ec ? fail(ec.message()) : "";
+}
+
+}  // namespace avb::app
