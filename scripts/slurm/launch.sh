@@ -46,6 +46,8 @@ case "$AVB_ENGINE" in
   smpi) AVB_BIN_DIR=${AVB_BIN_DIR:-$AVB_ROOT/build-smpi/apps} ;;
   *) avb_die "AVB_ENGINE '$AVB_ENGINE' must be openmpi, smpi or sequential" ;;
 esac
+[ "$AVB_ENGINE" = openmpi ] || [ -n "${AVB_PEERS:-}" ] ||
+  avb_die "AVB_ENGINE=$AVB_ENGINE runs every peer in one process: set AVB_PEERS to their number"
 AVB_PYTHON=${AVB_PYTHON:-/usr/bin/python3}
 AVB_LAUNCHER=${AVB_LAUNCHER:-srun}
 [ -n "${SLURM_JOB_ID:-}" ] || avb_die "not inside a Slurm job: submit this file with sbatch"

@@ -22,7 +22,7 @@
 #      cancelled by Slurm (afterok never satisfied) instead of pending forever;
 #   5. aggregate.py refuses a missing and an incomplete trace, and the scripts
 #      refuse bad arguments, each with one line naming it.
-# 20-40 s. Every Slurm command and every wait has a timeout. On exit the jobs
+# 30-100 s. Every Slurm command and every wait has a timeout. On exit the jobs
 # still known to this cluster are cancelled, and the three daemons are stopped by
 # the PIDs this script started (never by name).
 #
@@ -291,7 +291,8 @@ if ! sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00
   die "sweep.py submit failed"
 fi
 # Two arrays: the Open MPI rows on 2 tasks each, the single-process rows on 1.
-read -r ARRAY ARRAY1 < <(sed -n 's/^array_job=//p' <<<"$sub" | tr '\n' ' ')
+mapfile -t ids < <(sed -n 's/^array_job=//p' <<<"$sub")
+ARRAY=${ids[0]:-} ARRAY1=${ids[1]:-}
 AGG=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
 [ -n "$ARRAY" ] && [ -n "$ARRAY1" ] && [ -n "$AGG" ] || die "sweep.py submit printed not two arrays and an aggregation: $sub"
 ok "sweep.py submit: array jobs $ARRAY and $ARRAY1 ($ROWS rows), aggregation job $AGG"
@@ -459,7 +460,8 @@ PY
 mv "$OUT/aggregate.csv" "$SCRATCH/aggregate.first.csv"
 sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
   --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>/dev/null) || die "sweep.py submit (again) failed"
-read -r ARRAY2 ARRAY21 < <(sed -n 's/^array_job=//p' <<<"$sub" | tr '\n' ' ')
+mapfile -t ids < <(sed -n 's/^array_job=//p' <<<"$sub")
+ARRAY2=${ids[0]:-} ARRAY21=${ids[1]:-}
 AGG2=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
 wait_job "$ARRAY2" 60 && wait_job "$ARRAY21" 60 && wait_job "$AGG2" 30 || true
 expect_state "$ARRAY2" COMPLETED "resubmitted array job $ARRAY2"
@@ -518,6 +520,18 @@ printf 'name out\na b.h5\n' >"$SCRATCH/out.tsv"
 refuses 2 "column 'out' is not allowed" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/out.tsv" "$SCRATCH/x"
 printf 'name launcher\na ssh\n' >"$SCRATCH/launcher.tsv"
 refuses 2 "launcher 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/launcher.tsv" "$SCRATCH/x"
+printf 'name engine\na smpy\n' >"$SCRATCH/engine.tsv"
+refuses 2 "engine 'smpy' must be one of openmpi, smpi, sequential" \
+  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/engine.tsv" "$SCRATCH/x"
+printf 'name engine launcher peers\na smpi srun 4\n' >"$SCRATCH/mismatch.tsv"
+refuses 2 "launcher 'srun' does not start engine smpi" \
+  "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/mismatch.tsv" "$SCRATCH/x"
+printf 'name engine peers\na sequential -\n' >"$SCRATCH/nopeers.tsv"
+refuses 2 "engine sequential runs every peer in one task, so the row needs a peers cell" \
+  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/nopeers.tsv" "$SCRATCH/x"
+refuses 2 "AVB_PEERS" env SLURM_JOB_ID=1 AVB_ENGINE=smpi AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
+refuses 2 "AVB_ENGINE 'mpich' must be openmpi, smpi or sequential" \
+  env SLURM_JOB_ID=1 AVB_ENGINE=mpich AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
 refuses 2 "--launcher: invalid choice: 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --launcher ssh "$TABLE" "$SCRATCH/x"
 refuses 2 "--ntasks-per-node missing" "$SWEEP" submit --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/x"
 refuses 2 "$SCRATCH/nope.tsv: cannot read the table" "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/nope.tsv" "$SCRATCH/x"
