@@ -21,8 +21,9 @@
 #
 #   scripts/demo.sh            (from any folder; as root, or with sudo for apt-get)
 #
-# Writes results/demo-<protocol>.h5 (and the run's output, .log) for each protocol, results/demo.h5, a copy of the
-# allreduce trace (the reference every other protocol is compared with), and
+# Writes results/demo-<protocol>.h5 (and the run's own output, .log) for each
+# protocol, results/demo.h5, a copy of the allreduce trace (the reference every
+# other protocol is compared with), and
 # results/demo.png, the variance against rounds per protocol (geometric mean over the
 # trials, ±1 standard error band; a trial that stopped holds its last value; drawn
 # with python/avbench, docs/analysis.md). Existing files of those names are replaced.
@@ -36,8 +37,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 # protocol engine trials cap [flags of that protocol]: every family avbench has.
-# swarm's asynchronous interactions make each of its rounds cost SMPI seconds of
-# wall time: it runs one trial (its rounds to 1e-9 vary little between trials).
+# swarm's asynchronous interactions are far costlier for SMPI to simulate than a
+# synchronous round: it runs one trial (the seed of the others' first).
 runs=(
   "allreduce sequential 20 60"
   "random-groups sequential 20 60"
