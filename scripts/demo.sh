@@ -1,70 +1,105 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian 12 machine: installs the dependencies, builds
-# the SMPI engine, averages on 1024 simulated peers with every protocol listed
-# below (1 value per peer, failure rate 0.001 per peer and round, 20 trials, each
-# stopped once the variance is below the last target, 1e-9, at most 50 rounds),
-# and prints one comparison line per protocol. Every protocol gets the same seeds,
-# failures, targets and cap, so the table compares what it takes to reach the
-# targets: rounds, bytes sent per peer and simulated time, mean ± standard error.
-# Only the first run installs and builds: once the packages are present and
-# build-smpi/ is up to date, those two steps are no-ops (a second or two).
+# both engines' averaging_bench, averages on 1024 simulated peers with every
+# protocol family (the list below), and prints one comparison line per protocol.
+# Every protocol gets the same seeds, failures (rate 0.001 per peer and round),
+# targets (variance 1e-4 and 1e-9) and cap (60 rounds, enough for the graph
+# protocols to reach 1e-9); each trial stops once the variance is below 1e-9. So
+# the table compares what it takes to reach the targets: rounds, bytes sent per
+# peer and time, mean ± standard error over the trials.
+#
+# Engines: the synchronous protocols run on the sequential engine (build/,
+# --engine sequential), which gives SMPI's values bit for bit and an α–β estimate
+# of its simulated time (docs/architecture.md, Engines) in a fraction of a second,
+# where SMPI (build-smpi/), simulating every message of 1024 peers, would take
+# minutes for the 20 trials of all six (the graph protocols need tens of rounds in
+# which every peer sends). swarm has no sequential form (its interactions depend
+# on message timing): it runs on SMPI, one trial. The table names each row's
+# engine, and says what a round is for swarm.
+# Only the first run installs and builds: once the packages are present and the
+# builds are up to date, those two steps are no-ops (a second or two).
 #
 #   scripts/demo.sh            (from any folder; as root, or with sudo for apt-get)
 #
-# Writes results/demo-<protocol>.h5 for each protocol, results/demo.h5, a copy of the
-# allreduce trace (the reference every other protocol is compared with), and
+# Writes results/demo-<protocol>.h5 (and the run's own output, .log) for each
+# protocol, results/demo.h5, a copy of the allreduce trace (the reference every
+# other protocol is compared with), and
 # results/demo.png, the variance against rounds per protocol (geometric mean over the
 # trials, ±1 standard error band; a trial that stopped holds its last value; drawn
 # with python/avbench, docs/analysis.md). Existing files of those names are replaced.
+# The README gives its wall time.
 #
-# Wall time measured here (2 cores, dependencies installed, build-smpi/ built, other
-# jobs keeping the load average near 5 to 6): 44 s in all: allreduce 8 s, random-groups
-# 22 s, moshpit 12 s; install check, build check, table and figure ~2 s together.
-# Before --stop-at-target, every trial ran all 50 rounds: 465 s under the same load
-# (allreduce 111 s, random-groups 190 s, moshpit 151 s), although every trial had
-# reached 1e-9 by round 7, and the first run adds ~145 s of compiling. random-groups
-# was the slowest: it needs the most rounds to 1e-9 (~6, moshpit ~3.5, allreduce ~2),
-# and each of its rounds cost the most wall time (0.19 s against moshpit's 0.15 and
-# allreduce's 0.11): every simulated peer reshuffles all 1024 peers each round to
-# find its group, N^2 log N work per round in the one simulating process.
+# For tests, the environment may change: AVB_DEMO_PEERS (1024), AVB_DEMO_OUT (the
+# folder, results), AVB_DEMO_SETUP (1; 0 skips installing and building) and
+# AVB_DEMO_BIN, AVB_DEMO_SMPI_BIN (build/apps, build-smpi/apps).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
-# Protocols to compare; add a name here when its implementation lands.
-protocols=(allreduce random-groups moshpit)
-peers=1024
+# protocol engine trials cap [flags of that protocol]: every family avbench has.
+# swarm's asynchronous interactions are far costlier for SMPI to simulate than a
+# synchronous round: it runs one trial (the seed of the others' first).
+runs=(
+  "allreduce sequential 20 60"
+  "random-groups sequential 20 60"
+  "moshpit sequential 20 60"
+  "gossip sequential 20 60 --topology exp"
+  "pushsum sequential 20 60"
+  "pairwise sequential 20 60"
+  "swarm smpi 1 60"
+)
+peers=${AVB_DEMO_PEERS:-1024}
+out=${AVB_DEMO_OUT:-results}
+bin=${AVB_DEMO_BIN:-build/apps}
+smpi_bin=${AVB_DEMO_SMPI_BIN:-build-smpi/apps}
+case "$peers" in '' | *[!0-9]* | 0 | 1) echo "demo.sh: error: AVB_DEMO_PEERS '$peers' must be a whole number >= 2" >&2; exit 2 ;; esac
 # --stop-at-target ends a trial once the variance is below 1e-9 (the last target);
-# --rounds 50 is only the cap (no trial has come near it).
-run_args=(--fail-rate 0.001 --trials 20 --rounds 50 --stop-at-target --seed 0)
+# --rounds is only the cap.
+run_args=(--fail-rate 0.001 --stop-at-target --seed 0)
 
 started=$SECONDS
-echo "== demo: installing dependencies"
-scripts/install-deps.sh
-echo "== demo: building the SMPI engine (build-smpi/)"
-cmake --preset smpi >/dev/null
-cmake --build build-smpi -j"$(nproc)" --target averaging_bench >/dev/null
+if [ "${AVB_DEMO_SETUP:-1}" != 0 ]; then
+  echo "== demo: installing dependencies"
+  scripts/install-deps.sh
+  echo "== demo: building averaging_bench on SMPI (build-smpi/) and Open MPI (build/, for the sequential engine)"
+  cmake --preset smpi >/dev/null
+  cmake --build build-smpi -j"$(nproc)" --target averaging_bench >/dev/null
+  cmake --preset default >/dev/null
+  cmake --build build -j"$(nproc)" --target averaging_bench >/dev/null
+fi
 
-mkdir -p results
+mkdir -p "$out"
 traces=()
-for p in "${protocols[@]}"; do
-  out=results/demo-$p.h5
-  echo "== demo: $p on $peers simulated peers -> $out"
+for run in "${runs[@]}"; do
+  read -r p engine trials cap flags <<<"$run"
+  read -r -a flags <<<"${flags:-}"
+  trace=$out/demo-$p.h5
+  echo "== demo: $p on $peers simulated peers ($engine) -> $trace"
   t0=$SECONDS
-  scripts/smpirun.sh -n "$peers" build-smpi/apps/averaging_bench --protocol "$p" "${run_args[@]}" \
-    --out "$out" --overwrite --quiet
+  if [ "$engine" = smpi ]; then
+    launch=(scripts/smpirun.sh -n "$peers" "$smpi_bin/averaging_bench")
+  else
+    launch=("$bin/averaging_bench" --engine sequential --peers "$peers")
+  fi
+  # Its own table goes to a log; the comparison below has the numbers.
+  if ! "${launch[@]}" --protocol "$p" "${flags[@]}" "${run_args[@]}" --trials "$trials" --rounds "$cap" \
+    --out "$trace" --overwrite --quiet >"$out/demo-$p.log" 2>&1; then
+    tail -n 5 "$out/demo-$p.log" >&2
+    echo "demo.sh: error: the $p run failed (its output: $out/demo-$p.log)" >&2
+    exit 1
+  fi
   echo "   ($((SECONDS - t0)) s)"
-  traces+=("$out")
+  traces+=("$trace")
 done
-cp results/demo-allreduce.h5 results/demo.h5
+cp "$out/demo-allreduce.h5" "$out/demo.h5"
 
 echo
 echo "== demo: comparison ($peers peers, ${run_args[*]}; mean ± standard error over trials)"
 /usr/bin/python3 scripts/python/compare_traces.py "${traces[@]}"
 
 echo
-echo "== demo: figure -> results/demo.png"
-/usr/bin/python3 - "${traces[@]}" <<'EOF'
+echo "== demo: figure -> $out/demo.png"
+/usr/bin/python3 - "$out/demo.png" "${traces[@]}" <<'EOF'
 import sys
 
 import matplotlib
@@ -75,16 +110,17 @@ import matplotlib.pyplot as plt
 sys.path.insert(0, "python")
 import avbench
 
-df = avbench.load_sweep(sys.argv[1:], columns=["variance"])
-fig, ax = plt.subplots(figsize=(7, 4.5))
+df = avbench.load_sweep(sys.argv[2:], columns=["variance"])
+fig, ax = plt.subplots(figsize=(7.5, 4.8))
 avbench.plot_metric(df, x="round", y="variance", by="protocol", ax=ax, lw=1.6)
 for target in (1e-4, 1e-9):
     ax.axhline(target, color="0.5", lw=0.8, ls=":")
 n = int(df["peers"].iat[0])
 ax.set_title(f"{n} simulated peers, failure rate {df['fail-rate'].iat[0]:g}: variance across peers\n"
-             "(geometric mean over trials, band ±1 standard error; exact averages drawn at 1e-30)", fontsize=9)
+             "(geometric mean over trials, band ±1 standard error; exact averages drawn at 1e-30;\n"
+             "swarm's round: one asynchronous interaction started by every peer)", fontsize=9)
 fig.tight_layout()
-fig.savefig("results/demo.png", dpi=110)
+fig.savefig(sys.argv[1], dpi=110)
 EOF
 echo
-echo "demo: done; total wall time $((SECONDS - started)) s; traces and demo.png in results/ (read them with python/avbench, see docs/analysis.md)"
+echo "demo: done; total wall time $((SECONDS - started)) s; traces and demo.png in $out/ (read them with python/avbench, see docs/analysis.md)"

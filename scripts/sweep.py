@@ -2,8 +2,8 @@
 """Runs a sweep: a table of runs, one per row (docs/sweeps.md; the format is in
 scripts/sweep_table.py), here with a pool of jobs or on Slurm as a job array.
 
-    sweep.py run [--jobs N] [--launcher L] [--peers N] [--bin-dir D] TABLE OUT
-    sweep.py submit [--nodes N] [--ntasks-per-node K] [--time T] [--throttle M]
+    sweep.py run [--jobs N] [--engine E] [--launcher L] [--peers N] [--bin-dir D] TABLE OUT
+    sweep.py submit [--nodes N] [--ntasks-per-node K] [--time T] [--throttle M] [--engine E]
                     [--launcher srun|mpirun] [--bin-dir D] [--dry-run] TABLE OUT [-- SBATCH_FLAGS]
     sweep.py task TABLE OUT          (inside a Slurm array task: runs row $SLURM_ARRAY_TASK_ID)
     sweep.py table ROWS > TABLE      (rows written as column=value ... -> a table)
@@ -21,15 +21,18 @@ more. Exit status: 0 when every row has a complete trace; 1 when some failed, wi
 one last line naming each and its log; 2 for bad arguments or a bad table.
 
 `submit`: copies TABLE to OUT/table.tsv, submits scripts/slurm/sweep.sbatch as an
-array with one task per row (logs OUT/logs/sweep_<A>_<a>.out), then
-scripts/slurm/aggregate.sbatch behind it (afterok), which writes OUT/aggregate.csv.
-Prints array_job=<id> and aggregate_job=<id>. Submitting again into the same OUT
-reruns only what is missing or incomplete.
+array with one task per Open MPI row (logs OUT/logs/sweep_<A>_<a>.out) and another
+of one-task jobs for the SMPI and sequential rows, then
+scripts/slurm/aggregate.sbatch behind them (afterok), which writes OUT/aggregate.csv.
+Prints array_job=<id> (once per array) and aggregate_job=<id>. Submitting again
+into the same OUT reruns only what is missing or incomplete.
 
-Launchers (--launcher, or a row's launcher cell): mpirun (Open MPI, build/apps),
-srun (srun --mpi=pmix inside an allocation, build/apps), smpi
-(scripts/smpirun.sh, build-smpi/apps), sequential (build/apps/PROGRAM --engine
-sequential --peers N: every peer in one process, no MPI launcher). Run with /usr/bin/python3 (h5py).
+Engines (--engine, or a row's engine cell; default openmpi, or the launcher's) and
+their launchers (--launcher, or a row's launcher cell): openmpi by mpirun (build/apps)
+or srun (srun --mpi=pmix inside an allocation, build/apps); smpi by smpi
+(scripts/smpirun.sh, build-smpi/apps); sequential by sequential (build/apps/PROGRAM
+--engine sequential --peers N: every peer in one process, no MPI launcher).
+Run with /usr/bin/python3 (h5py).
 """
 
 from __future__ import annotations
@@ -124,9 +127,25 @@ assert set(LAUNCH) == set(sweep_table.LAUNCHERS)
 
 @dataclass
 class Settings:
-    launcher: str  # for rows without a launcher cell
+    launcher: str  # for Open MPI rows without a launcher cell
     peers: int | None  # for rows without a peers cell
     bin_dir: str | None  # None: each launcher's own
+    engine: str = ""  # for rows without an engine or launcher cell ("": the launcher's)
+
+
+def engine_and_launcher(row: sweep_table.Row, s: Settings) -> tuple[str, str]:
+    """The row's engine (its cell, its launcher's, the sweep's, the sweep launcher's)
+    and the launcher that starts it (its cell, the sweep's if it starts that engine,
+    else the engine's first)."""
+    engine = (row.engine or sweep_table.engine_of_launcher(row.launcher) or s.engine
+              or sweep_table.engine_of_launcher(s.launcher) or sweep_table.DEFAULT_ENGINE)
+    launchers = sweep_table.ENGINES[engine]
+    return engine, row.launcher or (s.launcher if s.launcher in launchers else launchers[0])
+
+
+def single_process(row: sweep_table.Row, s: Settings) -> bool:
+    """Whether the row runs in one process (SMPI, sequential), not one per peer."""
+    return engine_and_launcher(row, s)[0] != "openmpi"
 
 
 def program_of(row: sweep_table.Row, launcher: str, s: Settings) -> str:
@@ -141,7 +160,7 @@ def program_of(row: sweep_table.Row, launcher: str, s: Settings) -> str:
 
 def command_of(row: sweep_table.Row, s: Settings, trace: Path, overwrite: bool) -> list[str]:
     """The whole command line that runs `row` into `trace`."""
-    launcher = row.launcher or s.launcher
+    launcher = engine_and_launcher(row, s)[1]
     np = row.peers or s.peers
     if np is None:
         raise SweepError(f"row {row.index} ({row.name}): no peers cell and no --peers")
@@ -281,7 +300,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     table = sweep_table.parse(a.table)
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(a.launcher, a.peers, a.bin_dir)
+    settings = Settings(a.launcher, a.peers, a.bin_dir, a.engine or "")
     todo = todo_of(table, out)
     for row, overwrite in todo:  # bad rows before anything starts
         command_of(row, settings, out / f"{row.name}.h5", overwrite)
@@ -302,13 +321,13 @@ def cmd_run(a: argparse.Namespace) -> int:
 # --- Slurm -------------------------------------------------------------------------------------
 
 
-def job_size(a: argparse.Namespace, table: sweep_table.Table) -> list[str]:
-    """--nodes and --ntasks-per-node of every array task: as given, or the table's
-    largest peers spread over the nodes. Always both: sweep.sbatch sets a default
-    --ntasks-per-node, which would otherwise still apply beside an --ntasks."""
+def job_size(a: argparse.Namespace, rows: list[sweep_table.Row]) -> list[str]:
+    """--nodes and --ntasks-per-node of every array task of Open MPI rows: as given,
+    or the rows' largest peers spread over the nodes. Always both: sweep.sbatch sets
+    a default --ntasks-per-node, which would otherwise still apply beside an --ntasks."""
     if a.ntasks_per_node:
         return [f"--nodes={a.nodes}", f"--ntasks-per-node={a.ntasks_per_node}"]
-    peers = [r.peers for r in table.rows if r.peers is not None]
+    peers = [r.peers for r in rows if r.peers is not None]
     if not peers:
         raise SweepError("--ntasks-per-node missing: the table has no peers column to size the jobs by")
     if max(peers) < a.nodes:
@@ -324,42 +343,86 @@ def _sbatch(cmd: list[str], what: str) -> str:
     return done.stdout.strip().split(";")[0]
 
 
+def check_programs(a: argparse.Namespace, table: sweep_table.Table, s: Settings) -> None:
+    """Every engine the table uses by program name has its programs built (or --bin-dir has them)."""
+    for launcher in dict.fromkeys(engine_and_launcher(r, s)[1] for r in table.rows if "/" not in r.program_name):
+        bin_dir = Path(a.bin_dir or ROOT / LAUNCH[launcher].bin_dir)
+        if not any(os.access(bin_dir / p, os.X_OK) for p in sweep_table.PROGRAMS):
+            raise SweepError(f"{'--bin-dir ' if a.bin_dir else ''}{bin_dir} holds neither averaging_bench nor "
+                             f"sgd_bench, which the {launcher} rows need (build them, or pass --bin-dir)")
+
+
+def arrays_of(a: argparse.Namespace, table: sweep_table.Table, s: Settings) -> list[tuple[list[int], list[str]]]:
+    """(row indices, job size) per array: Open MPI rows on the ranks they need, SMPI
+    and sequential rows (one process whatever the peers) on one task each."""
+    single = [r for r in table.rows if single_process(r, s)]
+    multi = [r for r in table.rows if not single_process(r, s)]
+    for r in single:
+        if r.peers is None and s.peers is None:
+            raise SweepError(f"row {r.index} ({r.name}): engine {engine_and_launcher(r, s)[0]} runs every peer in "
+                             "one task, so the row needs a peers cell")
+    arrays = [([r.index for r in multi], job_size(a, multi))] if multi else []
+    return arrays + ([([r.index for r in single], ["--nodes=1", "--ntasks-per-node=1"])] if single else [])
+
+
+def _ranges(indices: list[int]) -> str:
+    """Sorted row indices as an --array list: [0, 1, 2, 5] -> "0-2,5"."""
+    spans: list[list[int]] = []
+    for i in indices:
+        if spans and spans[-1][1] == i - 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ",".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in spans)
+
+
 def cmd_submit(a: argparse.Namespace) -> int:
     table = sweep_table.parse(a.table)
-    bin_dir = Path(a.bin_dir or ROOT / "build/apps")
-    if not any(os.access(bin_dir / p, os.X_OK) for p in sweep_table.PROGRAMS):
-        raise SweepError(f"--bin-dir {bin_dir} holds neither averaging_bench nor sgd_bench (build them, or pass --bin-dir)")
-    size = job_size(a, table)
+    settings = Settings(a.launcher, None, a.bin_dir, a.engine or "")
+    check_programs(a, table, settings)
+    arrays = arrays_of(a, table, settings)
     out = Path(os.path.abspath(a.out))  # absolute: the jobs may not start where we are
     copy = out / "table.tsv"
     if copy.exists() and copy.read_bytes() != Path(a.table).read_bytes():
         raise SweepError(f"OUT {out} already holds a different sweep ({copy}): choose another OUT")
-    array = f"0-{len(table.rows) - 1}" + (f"%{a.throttle}" if a.throttle else "")
-    sweep_cmd = ["sbatch", "--parsable", f"--array={array}", *size, f"--time={a.time}",
-                 f"--output={out}/logs/sweep_%A_%a.out", *a.sbatch, str(HERE / "slurm/sweep.sbatch"), str(copy), str(out)]
+    throttle = f"%{a.throttle}" if a.throttle else ""
+    sweep_cmds = [["sbatch", "--parsable", f"--array={_ranges(rows)}{throttle}", *size, f"--time={a.time}",
+                   f"--output={out}/logs/sweep_%A_%a.out", *a.sbatch, str(HERE / "slurm/sweep.sbatch"), str(copy),
+                   str(out)] for rows, size in arrays]
     # afterok on an array waits for all its tasks; --kill-on-invalid-dep cancels the
     # aggregation when one fails, instead of leaving it pending forever.
     agg_cmd = ["sbatch", "--parsable", "--kill-on-invalid-dep=yes", f"--output={out}/logs/aggregate_%j.out",
                *a.sbatch, str(HERE / "slurm/aggregate.sbatch"), str(copy), str(out)]
     if a.dry_run:  # nothing created, nothing submitted
-        print(shlex.join(sweep_cmd))
-        print(shlex.join(agg_cmd[:2] + ["--dependency=afterok:<array job>"] + agg_cmd[2:]))
+        for cmd in sweep_cmds:
+            print(shlex.join(cmd))
+        print(shlex.join(agg_cmd[:2] + ["--dependency=afterok:<array jobs>"] + agg_cmd[2:]))
         return 0
     (out / "logs").mkdir(parents=True, exist_ok=True)
     if not copy.exists():
         copy.write_bytes(Path(a.table).read_bytes())
-    os.environ.update(AVB_ROOT=str(ROOT), AVB_BIN_DIR=str(bin_dir), AVB_LAUNCHER=a.launcher)
+    os.environ.update(AVB_ROOT=str(ROOT), AVB_LAUNCHER=a.launcher, AVB_ENGINE=a.engine or "")
+    if a.bin_dir:
+        os.environ["AVB_BIN_DIR"] = str(Path(a.bin_dir).resolve())
+    else:  # each engine's own folder (sweep.py task)
+        os.environ.pop("AVB_BIN_DIR", None)
+    return _submit_all(sweep_cmds, agg_cmd, len(table.rows), copy, out)
+
+
+def _submit_all(sweep_cmds: list[list[str]], agg_cmd: list[str], rows: int, copy: Path, out: Path) -> int:
+    ids = []
     try:
-        array_id = _sbatch(sweep_cmd, "sbatch refused the array job")
-        agg_id = _sbatch(agg_cmd[:2] + [f"--dependency=afterok:{array_id}"] + agg_cmd[2:],
-                         f"array job {array_id} is queued, but sbatch refused the aggregation job: run "
-                         f"scripts/slurm/aggregate.sbatch {copy} {out} once it is done")
+        for cmd in sweep_cmds:
+            ids.append(_sbatch(cmd, "sbatch refused the array job" + (f" (array job(s) {', '.join(ids)} queued)" if ids else "")))
+        agg_id = _sbatch(agg_cmd[:2] + [f"--dependency=afterok:{':'.join(ids)}"] + agg_cmd[2:],
+                         f"array job(s) {', '.join(ids)} queued, but sbatch refused the aggregation job: run "
+                         f"scripts/slurm/aggregate.sbatch {copy} {out} once they are done")
     except RuntimeError as e:
         print(f"{SELF}: {e}", file=sys.stderr)
         return 1
-    print(f"{SELF}: {len(table.rows)} row(s) as array job {array_id} (logs {out}/logs/sweep_{array_id}_<row>.out), "
+    print(f"{SELF}: {rows} row(s) as array job(s) {', '.join(ids)} (logs {out}/logs/sweep_<array>_<row>.out), "
           f"then aggregation job {agg_id} -> {out}/aggregate.csv", file=sys.stderr)
-    print(f"array_job={array_id}\naggregate_job={agg_id}")
+    print("".join(f"array_job={i}\n" for i in ids) + f"aggregate_job={agg_id}")
     return 0
 
 
@@ -373,18 +436,24 @@ def cmd_task(a: argparse.Namespace) -> int:
     if int(i) >= len(table.rows):
         raise SweepError(f"task {i}, but {table.path} has rows 0-{len(table.rows) - 1}")
     row = table.rows[int(i)]
-    if row.peers is not None and ntasks.isdigit() and row.peers > int(ntasks):
-        raise SweepError(f"peers={row.peers}, but the job has only {ntasks} tasks "
-                         "(sbatch --ntasks, or --nodes x --ntasks-per-node)")
     settings = Settings(os.environ.get("AVB_LAUNCHER", "srun"), int(ntasks) if ntasks.isdigit() else None,
-                        os.environ.get("AVB_BIN_DIR"))
+                        os.environ.get("AVB_BIN_DIR"), os.environ.get("AVB_ENGINE", ""))
     if settings.launcher not in LAUNCH:
         raise SweepError(f"AVB_LAUNCHER '{settings.launcher}' must be one of {', '.join(LAUNCH)}")
+    if settings.engine and settings.engine not in sweep_table.ENGINES:
+        raise SweepError(f"AVB_ENGINE '{settings.engine}' must be one of {', '.join(sweep_table.ENGINES)}")
+    engine = engine_and_launcher(row, settings)[0]
+    if single_process(row, settings):
+        settings.peers = None  # one task simulates them all: the row's peers cell says how many
+    elif row.peers is not None and ntasks.isdigit() and row.peers > int(ntasks):
+        raise SweepError(f"peers={row.peers}, but the job has only {ntasks} tasks "
+                         "(sbatch --ntasks, or --nodes x --ntasks-per-node)")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     trace = out / f"{row.name}.h5"
     print(f"{SELF}: task {i} of array job {os.environ.get('SLURM_ARRAY_JOB_ID', '?')} on "
-          f"{os.environ.get('SLURM_JOB_NODELIST', '?')}: row '{row.name}'", flush=True)
+          f"{os.environ.get('SLURM_JOB_NODELIST', '?')} ({ntasks or '?'} task(s)): row '{row.name}', "
+          f"engine {engine}", flush=True)
     state = trace_state(trace)
     if state == "complete":
         print(f"{SELF}: {trace} is already complete: nothing to do", flush=True)
@@ -422,6 +491,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     run = sub.add_parser("run", help="run the table here, --jobs rows at a time")
     run.add_argument("--jobs", type=_count, default=1, help="rows run at the same time (default 1)")
+    run.add_argument("--engine", choices=list(sweep_table.ENGINES),
+                     help="for rows without an engine or launcher cell (default: the launcher's)")
     run.add_argument("--launcher", choices=sorted(LAUNCH), default="mpirun",
                      help="for rows without a launcher cell (default mpirun)")
     run.add_argument("--peers", type=_count, help="ranks for rows without a peers cell")
@@ -431,9 +502,13 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--ntasks-per-node", type=_count, help="ranks per node (default: the largest peers / nodes)")
     submit.add_argument("--time", type=_slurm_time, default="01:00:00", help="limit per task (default 01:00:00)")
     submit.add_argument("--throttle", type=_count, help="at most M tasks at once")
-    submit.add_argument("--launcher", choices=["srun", "mpirun"], default=os.environ.get("AVB_LAUNCHER", "srun"),
-                        help="for rows without a launcher cell (default srun)")
-    submit.add_argument("--bin-dir", default=os.environ.get("AVB_BIN_DIR"), help="default: build/apps")
+    submit.add_argument("--engine", choices=list(sweep_table.ENGINES), default=os.environ.get("AVB_ENGINE") or None,
+                        help="for rows without an engine or launcher cell (default openmpi)")
+    submit.add_argument("--launcher", choices=list(sweep_table.ENGINES["openmpi"]),
+                        default=os.environ.get("AVB_LAUNCHER", "srun"),
+                        help="for Open MPI rows without a launcher cell (default srun)")
+    submit.add_argument("--bin-dir", default=os.environ.get("AVB_BIN_DIR"),
+                        help="default: build/apps, build-smpi/apps for smpi rows")
     submit.add_argument("--dry-run", action="store_true", help="print the two sbatch commands only")
     sub.add_parser("task", help="inside an array task: run row $SLURM_ARRAY_TASK_ID")
     for s in sub.choices.values():

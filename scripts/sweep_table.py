@@ -2,7 +2,7 @@
 """The table of a sweep, one run per row: its reader, shared by scripts/sweep.py
 (every mode) and scripts/slurm/aggregate.py. The format is documented once, in
 docs/sweeps.md ("The table"): a header of flag names, one row per run, `-` for
-"leave the flag out", the reserved columns name, program, launcher and peers, and
+"leave the flag out", the reserved columns name, program, engine, launcher and peers, and
 `launcher.<flag>` columns. A bad table raises TableError: one line naming the
 file, line and column.
 """
@@ -13,9 +13,19 @@ import re
 from dataclasses import dataclass, field
 
 # Columns that say how to run a row rather than naming a flag of the program.
-RESERVED = ("name", "program", "launcher", "peers")
+RESERVED = ("name", "program", "engine", "launcher", "peers")
 PROGRAMS = ("averaging_bench", "sgd_bench")
-LAUNCHERS = ("mpirun", "srun", "smpi", "sequential")  # scripts/sweep.py LAUNCH says how each starts a run
+# The engines and the launchers that start each (scripts/sweep.py LAUNCH says how):
+# Open MPI's N processes by mpirun or srun; SMPI's one simulating process by
+# scripts/smpirun.sh; the sequential engine by nothing (the program itself).
+ENGINES = {"openmpi": ("mpirun", "srun"), "smpi": ("smpi",), "sequential": ("sequential",)}
+DEFAULT_ENGINE = "openmpi"  # of a row without an engine cell (tables older than the column)
+LAUNCHERS = tuple(launcher for launchers in ENGINES.values() for launcher in launchers)
+
+
+def engine_of_launcher(launcher: str) -> str:
+    """The engine a launcher starts ("" for "")."""
+    return next((e for e, launchers in ENGINES.items() if launcher in launchers), "")
 OMIT = "-"  # a cell that leaves its flag out (or, in a reserved column, means "default")
 
 FLAG_RE = re.compile(r"^(launcher\.)?[A-Za-z][A-Za-z0-9_-]*$")
@@ -34,6 +44,7 @@ class Row:
     line: int  # 1-based line number in the file, for messages
     name: str
     program: str  # "" = averaging_bench
+    engine: str  # "" = the launcher's, else the sweep's default
     launcher: str  # "" = the job's default
     peers: int | None  # None = every task of the job
     cells: dict[str, str] = field(default_factory=dict)  # every column as written
@@ -116,9 +127,15 @@ def _row(index: int, lineno: int, where: str, pairs: list[tuple[str, str]]) -> R
     program = reserved("program")
     if program and program not in PROGRAMS and "/" not in program:
         raise TableError(f"{where}: program '{program}' must be one of {', '.join(PROGRAMS)} or a path")
+    engine = reserved("engine")
+    if engine and engine not in ENGINES:
+        raise TableError(f"{where}: engine '{engine}' must be one of {', '.join(ENGINES)} (or '-' for the sweep's default)")
     launcher = reserved("launcher")
     if launcher and launcher not in LAUNCHERS:
         raise TableError(f"{where}: launcher '{launcher}' must be one of {', '.join(LAUNCHERS)} (or '-' for the sweep's default)")
+    if engine and launcher and launcher not in ENGINES[engine]:
+        raise TableError(f"{where}: launcher '{launcher}' does not start engine {engine}, which takes "
+                         f"{' or '.join(ENGINES[engine])} (or '-')")
     peers_text = reserved("peers")
     peers = None
     if peers_text:
@@ -129,7 +146,7 @@ def _row(index: int, lineno: int, where: str, pairs: list[tuple[str, str]]) -> R
     args = [f"--{col}={v}" for col, v in given if not col.startswith(LAUNCHER_FLAG)]
     launcher_args = [a for col, v in given if col.startswith(LAUNCHER_FLAG)
                      for a in (f"--{col[len(LAUNCHER_FLAG):]}", v)]
-    return Row(index, lineno, name, program, launcher, peers, cells, args, launcher_args)
+    return Row(index, lineno, name, program, engine, launcher, peers, cells, args, launcher_args)
 
 
 def from_pairs(lines: list[str]) -> str:

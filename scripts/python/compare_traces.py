@@ -4,11 +4,14 @@
     compare_traces.py TRACE.h5 [TRACE.h5 ...]
 
 Reads /summary of each trace (docs/trace-format.md) and prints, per trace, the
-protocol and the mean ± standard error over trials of the rounds to each target,
-the bytes each peer sent, and the time per trial (simulated seconds under SMPI,
-wall seconds under Open MPI). A '*' marks a mean that includes trials which never
-reached the target (counted at the cap: the rounds run). Only trials that ran to
-the end are used; a run cut short says so.
+protocol (with its graph, for the protocols that take --topology), the engine, and
+the mean ± standard error over trials of the rounds to each target, the bytes each
+peer sent, and the time per trial: simulated seconds under SMPI, the α–β estimate of
+them on the sequential engine, wall seconds under Open MPI. A '*' marks a mean that
+includes trials which never reached the target (counted at the rounds they ran);
+"none by round R" says that no trial reached it within the cap R (--rounds). Only
+trials that ran to the end are used; a run cut short says so. Notes under the table
+say what the time of each engine present is, and what a round is for swarm.
 
 Run it with Debian's /usr/bin/python3, which sees python3-h5py.
 """
@@ -21,12 +24,26 @@ import sys
 import h5py
 import numpy as np
 
+# What the time column holds, per trace engine attribute.
+TIME_OF_ENGINE = {
+    "smpi": "simulated seconds (SimGrid)",
+    "sequential": "alpha-beta estimate of SMPI's simulated seconds (docs/architecture.md, Engines)",
+    "openmpi": "wall-clock seconds",
+    "mpich": "wall-clock seconds",
+}
+# Protocols whose round is not a synchronous round of the others, and what it is.
+ROUND_NOTES = {
+    "swarm": "swarm's round (--clock round): every alive peer starts one asynchronous interaction "
+             "with a random neighbour, then all settle before the measurement; "
+             "about N pairwise averages, against N/2 in pairwise's matching",
+}
+
 
 def mean_se(values) -> tuple[float, float]:
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return math.nan, math.nan
-    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0
+    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else math.nan  # printed "nan": one trial has none
     return float(v.mean()), float(se)
 
 
@@ -36,6 +53,13 @@ def targets_of(summary) -> list[str]:
     return sorted(names, key=float, reverse=True)
 
 
+def label_of(config) -> str:
+    """The protocol, with its graph when it takes one ("gossip (exp)")."""
+    protocol = str(config.attrs.get("protocol", "?"))
+    topology = config.attrs.get("topology")
+    return f"{protocol} ({topology})" if topology is not None else protocol
+
+
 def row(path: str) -> dict:
     with h5py.File(path, "r") as f:
         s = f["summary"]
@@ -43,9 +67,11 @@ def row(path: str) -> dict:
         peers = int(f.attrs["n_peers"])
         r = {
             "protocol": str(f["config"].attrs.get("protocol", "?")),
+            "label": label_of(f["config"]),
             "engine": str(f.attrs["engine"]),
             "peers": peers,
             "trials": int(done.sum()),
+            "cap": int(f["config"].attrs.get("rounds", -1)),
             "complete": int(f.attrs["complete"]),
             "targets": {},
             "bytes": mean_se(s["bytes_sent"][()][done] / peers),
@@ -54,8 +80,49 @@ def row(path: str) -> dict:
         for t in targets_of(s):
             rounds = s[f"rounds_to_{t}"][()][done]
             reached = s[f"reached_{t}"][()][done]
-            r["targets"][t] = (*mean_se(rounds), bool((reached == 0).any()))
+            r["targets"][t] = (*mean_se(rounds), int((reached != 0).sum()))
         return r
+
+
+def rounds_cell(r: dict, t: str) -> str:
+    if t not in r["targets"]:
+        return "-"
+    m, se, reached = r["targets"][t]
+    if reached == 0 and r["trials"] > 0:
+        return f"none by round {r['cap']}"
+    return f"{m:.2f} ± {se:.2f}" + ("*" if reached < r["trials"] else " ")
+
+
+def print_table(rows: list[dict]) -> None:
+    targets = []
+    for r in rows:
+        targets += [t for t in r["targets"] if t not in targets]
+    engines = list(dict.fromkeys(r["engine"] for r in rows))
+    time_kind = "simulated" if engines == ["smpi"] else "time"
+    width = max([len("protocol")] + [len(r["label"]) for r in rows])
+    header = f"{'protocol':<{width}} {'engine':<10} {'peers':>6} {'trials':>6}"
+    for t in targets:
+        header += f" {'rounds to ' + t:>20}"
+    header += f" {'bytes/peer':>12} {time_kind + ' s/trial':>20}"
+    print(header)
+    for r in rows:
+        line = f"{r['label']:<{width}} {r['engine']:<10} {r['peers']:>6} {r['trials']:>6}"
+        for t in targets:
+            line += f" {rounds_cell(r, t):>20}"
+        bm, _ = r["bytes"]
+        tm, tse = r["time"]
+        line += f" {bm:>12.1f} {f'{tm:.4f} ± {tse:.4f}':>20}"
+        if not r["complete"]:
+            line += "  (run cut short)"
+        print(line)
+    if any(0 < reached < r["trials"] for r in rows for (_, _, reached) in r["targets"].values()):
+        print("* some trials never reached the target; they count as the rounds they ran (the cap)")
+    if engines != ["smpi"]:
+        for e in engines:
+            print(f"time on {e}: {TIME_OF_ENGINE.get(e, 'as the engine measures it')}")
+    for p in dict.fromkeys(r["protocol"] for r in rows):
+        if p in ROUND_NOTES:
+            print(ROUND_NOTES[p])
 
 
 def main(argv: list[str]) -> int:
@@ -69,32 +136,7 @@ def main(argv: list[str]) -> int:
         except (OSError, KeyError) as e:
             print(f"compare_traces.py: error: {path}: {e}", file=sys.stderr)
             return 1
-    targets = []
-    for r in rows:
-        targets += [t for t in r["targets"] if t not in targets]
-    time_kind = "simulated" if all(r["engine"] == "smpi" for r in rows) else "time"
-
-    header = f"{'protocol':<14} {'peers':>6} {'trials':>6}"
-    for t in targets:
-        header += f" {'rounds to ' + t:>17}"
-    header += f" {'bytes/peer':>12} {time_kind + ' s/trial':>20}"
-    print(header)
-    for r in rows:
-        line = f"{r['protocol']:<14} {r['peers']:>6} {r['trials']:>6}"
-        for t in targets:
-            if t in r["targets"]:
-                m, se, capped = r["targets"][t]
-                line += f" {f'{m:.2f} ± {se:.2f}' + ('*' if capped else ' '):>17}"
-            else:
-                line += f" {'-':>17}"
-        bm, _ = r["bytes"]
-        tm, tse = r["time"]
-        line += f" {bm:>12.1f} {f'{tm:.4f} ± {tse:.4f}':>20}"
-        if not r["complete"]:
-            line += "  (run cut short)"
-        print(line)
-    if any(capped for r in rows for (_, _, capped) in r["targets"].values()):
-        print("* some trials never reached the target; they count as the rounds run (the cap)")
+    print_table(rows)
     return 0
 
 

@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # The Slurm templates of scripts/slurm/ on a real, private, single-node Slurm.
 #
-#   tests/scripts/test_slurm.sh AVERAGING_BENCH [SGD_BENCH]
+#   tests/scripts/test_slurm.sh AVERAGING_BENCH [SGD_BENCH [SMPI_AVERAGING_BENCH]]
 #
 # Starts munged, slurmctld and slurmd by hand (there is no systemd here), with
 # every file -- config, key, state, sockets, logs -- in the test's scratch folder
 # and free ports, so it touches no system Slurm and runs beside another copy of
 # itself. Then, all with the programs given:
 #   1. scripts/sweep.py submit: a job array over a 2-peer table whose rows use both
-#      launchers (srun --mpi=pmix and mpirun), and the dependent aggregation job;
-#      waits for both, checks every trace with check_trace.py, the %A_%a logs, and
-#      that the CSV has a row per table row whose values are the traces' own (and
-#      that the same row under srun and under mpirun gave the same bits);
-#   2. run.sbatch once with each launcher;
+#      launchers (srun --mpi=pmix and mpirun), a one-task array for its rows on the
+#      sequential engine and, given SMPI_AVERAGING_BENCH, on SMPI, and the dependent
+#      aggregation job; waits for them, checks every trace with check_trace.py, the
+#      %A_%a logs (each row on its engine, with the tasks it needs), and that the
+#      CSV has a row per table row whose values are the traces' own (and that the
+#      same row under srun, mpirun, SMPI and the sequential engine gave the same
+#      bits, time aside);
+#   2. run.sbatch once with each launcher, and once on each single-process engine;
 #   3. the same sweep submitted again: every task finds its trace complete and
 #      does nothing, the aggregate is written again;
 #   4. a sweep with a failing row: that task fails, and the aggregation job is
 #      cancelled by Slurm (afterok never satisfied) instead of pending forever;
 #   5. aggregate.py refuses a missing and an incomplete trace, and the scripts
 #      refuse bad arguments, each with one line naming it.
-# 20-40 s. Every Slurm command and every wait has a timeout. On exit the jobs
+# 30-100 s. Every Slurm command and every wait has a timeout. On exit the jobs
 # still known to this cluster are cancelled, and the three daemons are stopped by
 # the PIDs this script started (never by name).
 #
@@ -27,13 +30,18 @@
 # required: without them the test fails, it does not skip.
 source "$(dirname "$0")/common.sh"
 
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: test_slurm.sh AVERAGING_BENCH [SGD_BENCH]"
+[ $# -ge 1 ] && [ $# -le 3 ] || die "usage: test_slurm.sh AVERAGING_BENCH [SGD_BENCH [SMPI_AVERAGING_BENCH]]"
 [ -x "$1" ] || die "AVERAGING_BENCH: no program at $1 (build it first)"
 AVG_BIN=$(realpath "$1")
 SGD_BIN=""
-if [ $# -eq 2 ]; then
+if [ $# -ge 2 ]; then
   [ -x "$2" ] || die "SGD_BENCH: no program at $2 (build it first)"
   SGD_BIN=$(realpath "$2")
+fi
+SMPI_BIN=""
+if [ $# -eq 3 ]; then
+  [ -x "$3" ] || die "SMPI_AVERAGING_BENCH: no program at $3 (build the smpi preset: cmake --preset smpi && cmake --build build-smpi)"
+  SMPI_BIN=$(realpath "$3")
 fi
 SLURM_DIR=$AVB_REPO/scripts/slurm
 SWEEP=$AVB_REPO/scripts/sweep.py   # the sweep driver, for submit
@@ -254,18 +262,23 @@ ROUNDS=6
 TRIALS=2
 TABLE=$SCRATCH/table.tsv
 {
-  echo "# 2 peers; each pair of rows is one config under both launchers"
-  echo "name            launcher  peers  program   protocol   fail-rate  rounds   trials   seed  quiet"
-  echo "moshpit-srun    srun      2      $AVG_BIN  moshpit    0          $ROUNDS  $TRIALS  3     true"
-  echo "moshpit-mpirun  mpirun    2      $AVG_BIN  moshpit    0          $ROUNDS  $TRIALS  3     true"
-  echo "gossip-srun     srun      2      $AVG_BIN  gossip     0.1        $ROUNDS  $TRIALS  5     true"
-  # '-': the job's defaults (launcher from --launcher mpirun, peers = its tasks,
-  # program = averaging_bench from --bin-dir).
-  echo "gossip-mpirun   -         -      -         gossip     0.1        $ROUNDS  $TRIALS  5     true"
+  echo "# 2 peers; each config runs under both launchers (and gossip on every engine)"
+  echo "name               engine      launcher  peers  program    protocol   fail-rate  rounds   trials   seed  quiet"
+  echo "moshpit-srun       openmpi     srun      2      $AVG_BIN   moshpit    0          $ROUNDS  $TRIALS  3     true"
+  echo "moshpit-mpirun     -           mpirun    2      $AVG_BIN   moshpit    0          $ROUNDS  $TRIALS  3     true"
+  echo "gossip-srun        -           srun      2      $AVG_BIN   gossip     0.1        $ROUNDS  $TRIALS  5     true"
+  # '-': the job's defaults (engine openmpi, launcher from --launcher mpirun, peers
+  # = its tasks, program = averaging_bench from --bin-dir).
+  echo "gossip-mpirun      -           -         -      -          gossip     0.1        $ROUNDS  $TRIALS  5     true"
+  # One process for both peers, in a one-task job of its own array.
+  echo "gossip-sequential  sequential  -         2      $AVG_BIN   gossip     0.1        $ROUNDS  $TRIALS  5     true"
+  if [ -n "$SMPI_BIN" ]; then
+    echo "gossip-smpi        smpi        -         2      $SMPI_BIN  gossip     0.1        $ROUNDS  $TRIALS  5     true"
+  fi
   if [ -n "$SGD_BIN" ]; then
     # sgd_bench has no --rounds: '-' leaves it out (its default 1000 steps take a second).
-    echo "sgd-srun        srun      2      $SGD_BIN  moshpit    0          -        $TRIALS  7     true"
-    echo "sgd-mpirun      mpirun    2      $SGD_BIN  moshpit    0          -        $TRIALS  7     true"
+    echo "sgd-srun           -           srun      2      $SGD_BIN   moshpit    0          -        $TRIALS  7     true"
+    echo "sgd-mpirun         -           mpirun    2      $SGD_BIN   moshpit    0          -        $TRIALS  7     true"
   fi
 } >"$TABLE"
 ROWS=$(grep -cvE '^\s*(#|$)' "$TABLE")
@@ -277,10 +290,12 @@ if ! sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00
   cat "$SCRATCH/submit.err" >&2
   die "sweep.py submit failed"
 fi
-ARRAY=$(sed -n 's/^array_job=//p' <<<"$sub")
+# Two arrays: the Open MPI rows on 2 tasks each, the single-process rows on 1.
+mapfile -t ids < <(sed -n 's/^array_job=//p' <<<"$sub")
+ARRAY=${ids[0]:-} ARRAY1=${ids[1]:-}
 AGG=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
-[ -n "$ARRAY" ] && [ -n "$AGG" ] || die "sweep.py submit printed no job ids: $sub"
-ok "sweep.py submit: array job $ARRAY ($ROWS rows), aggregation job $AGG"
+[ -n "$ARRAY" ] && [ -n "$ARRAY1" ] && [ -n "$AGG" ] || die "sweep.py submit printed not two arrays and an aggregation: $sub"
+ok "sweep.py submit: array jobs $ARRAY and $ARRAY1 ($ROWS rows), aggregation job $AGG"
 
 # 2. meanwhile, one single run per launcher (the node has CPUs for all of them).
 RUN_IDS=()
@@ -293,10 +308,22 @@ for launcher in srun mpirun; do
     die "sbatch run.sbatch ($launcher) refused"
   RUN_IDS+=("${id%%;*}")
 done
+# And one per single-process engine: one task runs both peers.
+SINGLE=(sequential:"$AVG_BIN")
+[ -z "$SMPI_BIN" ] || SINGLE+=(smpi:"$SMPI_BIN")
+for engine_bin in "${SINGLE[@]}"; do
+  engine=${engine_bin%%:*}
+  id=$(AVB_ROOT=$AVB_REPO AVB_ENGINE=$engine AVB_PEERS=2 AVB_OUT=$SCRATCH/single tagged timeout 30 sbatch --parsable \
+    --ntasks-per-node=1 --time=00:05:00 --output="$SCRATCH/single-$engine.out" --chdir="$SCRATCH" \
+    "$SLURM_DIR/run.sbatch" "${engine_bin#*:}" --protocol moshpit --rounds "$ROUNDS" --trials "$TRIALS" --seed 3 --quiet) ||
+    die "sbatch run.sbatch ($engine) refused"
+  RUN_IDS+=("${id%%;*}")
+done
 
-wait_job "$ARRAY" 90 && wait_job "$AGG" 30 || true
+wait_job "$ARRAY" 90 && wait_job "$ARRAY1" 60 && wait_job "$AGG" 30 || true
 say "sweep and aggregation done in $(elapsed "$t0") s"
 expect_state "$ARRAY" COMPLETED "array job $ARRAY"
+expect_state "$ARRAY1" COMPLETED "array job $ARRAY1 (one task each)"
 expect_state "$AGG" COMPLETED "aggregation job $AGG"
 if ! grep -q ' COMPLETED$' <<<"$(job_states "$AGG")"; then
   for f in "$OUT"/logs/*; do
@@ -305,25 +332,30 @@ if ! grep -q ' COMPLETED$' <<<"$(job_states "$AGG")"; then
   done
 fi
 
-# Logs: one per task, named by %A_%a, each showing the launcher its row asked for
-# (the rows' names end in it).
+# Logs: one per task, named by %A_%a, each showing the launcher or engine its row
+# asked for (the rows' names end in it) and the tasks of its job.
 names=$(awk '!/^[[:space:]]*(#|$)/ && n++ { print $1 }' "$TABLE")
 i=0
 for name in $names; do
-  log=$OUT/logs/sweep_${ARRAY}_$i.out
-  launcher=${name##*-}
+  how=${name##*-}
+  case "$how" in
+    srun | mpirun) array=$ARRAY tasks=2 engine=openmpi cmd="^sweep.py: $how " ;;
+    sequential) array=$ARRAY1 tasks=1 engine=$how cmd="averaging_bench --engine sequential --peers 2 " ;;
+    smpi) array=$ARRAY1 tasks=1 engine=$how cmd="smpirun.sh -n 2 " ;;
+  esac
+  log=$OUT/logs/sweep_${array}_$i.out
   if [ ! -f "$log" ]; then
     bad "no log $log for row $i"
-  elif grep -q "^sweep.py: $launcher " "$log" && grep -q "row '$name'" "$log"; then
-    ok "log sweep_${ARRAY}_$i.out: row $i ($name) ran under $launcher"
+  elif grep -q -- "$cmd" "$log" && grep -qF "($tasks task(s)): row '$name', engine $engine" "$log"; then
+    ok "log sweep_${array}_$i.out: row $i ($name) ran on $engine via $how in a $tasks-task job"
   else
-    bad "log sweep_${ARRAY}_$i.out: row $i ($name) does not show its launcher $launcher"
+    bad "log sweep_${array}_$i.out: row $i ($name) does not show '$cmd' and $tasks task(s) on $engine"
   fi
   i=$((i + 1))
 done
 
 # Traces: valid and complete.
-for name in moshpit-srun moshpit-mpirun gossip-srun gossip-mpirun; do
+for name in moshpit-srun moshpit-mpirun gossip-srun gossip-mpirun gossip-sequential ${SMPI_BIN:+gossip-smpi}; do
   check_trace "$OUT/$name.h5" --kind averaging --peers 2 --trials "$TRIALS" --complete 1 --rounds "$ROUNDS"
 done
 if [ -n "$SGD_BIN" ]; then
@@ -350,6 +382,8 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
     if rec["row"] != str(i) or rec["name"] != cells["name"]:
         problems.append(f"CSV row {i} is {rec['row']}/{rec['name']}, expected {i}/{cells['name']}")
     for k, v in cells.items():
+        if k == "engine" and v == "-":
+            v = "openmpi"  # the CSV's engine is the trace's
         if rec.get(k) != v:
             problems.append(f"{cells['name']}: column {k} = {rec.get(k)!r}, table says {v!r}")
     with h5py.File(f"{out}/{cells['name']}.h5", "r") as f:
@@ -377,10 +411,12 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
                 problems.append(f"{cells['name']}: {name}_mean = {have!r}, trace gives {want!r}")
         if not metrics:
             problems.append(f"{cells['name']}: no metric columns")
-# One config under both launchers: the results must be the same bits (not time).
+# One config under both launchers and on every engine: the results must be the
+# same bits (not time).
 by_name = {r["name"]: r for r in got}
-for a, b in [("moshpit-srun", "moshpit-mpirun"), ("gossip-srun", "gossip-mpirun"), ("sgd-srun", "sgd-mpirun")]:
-    if a in by_name:
+for a, b in [("moshpit-srun", "moshpit-mpirun"), ("gossip-srun", "gossip-mpirun"), ("sgd-srun", "sgd-mpirun"),
+             ("gossip-srun", "gossip-sequential"), ("gossip-srun", "gossip-smpi")]:
+    if a in by_name and b in by_name:
         for c in by_name[a]:
             if c.endswith(("_mean", "_se", "_n")) and not c.startswith("time_s_") and by_name[a][c] != by_name[b][c]:
                 problems.append(f"{a} and {b} differ in {c}: {by_name[a][c]} vs {by_name[b][c]}")
@@ -396,9 +432,8 @@ PY
 }
 if [ -f "$OUT/aggregate.csv" ]; then check_aggregate "$OUT/aggregate.csv"; else bad "no $OUT/aggregate.csv"; fi
 
-# The single runs.
-for ((k = 0; k < 2; k++)); do
-  id=${RUN_IDS[k]}
+# The single runs: the same values on every engine and launcher.
+for id in "${RUN_IDS[@]}"; do
   wait_job "$id" 30 || true
   expect_state "$id" COMPLETED "run.sbatch job $id"
   check_trace "$SCRATCH/single/run_$id.h5" --kind averaging --peers 2 --trials "$TRIALS" --complete 1 --rounds "$ROUNDS"
@@ -407,17 +442,42 @@ for launcher in srun mpirun; do
   grep -q "^run.sbatch: $launcher " "$SCRATCH/single-$launcher.out" && ok "run.sbatch log shows $launcher" ||
     bad "run.sbatch log $SCRATCH/single-$launcher.out does not show $launcher"
 done
+grep -q "^run.sbatch: $AVG_BIN --engine sequential --peers 2 " "$SCRATCH/single-sequential.out" &&
+  ok "run.sbatch log shows the sequential engine" || bad "run.sbatch log single-sequential.out does not show --engine sequential"
+[ -z "$SMPI_BIN" ] || { grep -q "^run.sbatch: .*smpirun.sh -n 2 $SMPI_BIN " "$SCRATCH/single-smpi.out" &&
+  ok "run.sbatch log shows smpirun.sh" || bad "run.sbatch log single-smpi.out does not show smpirun.sh -n 2"; }
+same=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/single" "${RUN_IDS[@]}" 2>&1 <<'PY'
+import sys
+import h5py, numpy as np
+folder, ids = sys.argv[1], sys.argv[2:]
+def values(i):
+    with h5py.File(f"{folder}/run_{i}.h5", "r") as f:
+        s = f["summary"]
+        return f.attrs["engine"], {c: s[c][()] for c in s if c != "time"}
+ref_engine, ref = values(ids[0])
+for i in ids[1:]:
+    engine, got = values(i)
+    diff = [c for c in ref if not np.array_equal(ref[c], got[c])]
+    if diff:
+        print(f"run_{i} ({engine}) differs from run_{ids[0]} ({ref_engine}) in {', '.join(diff)}")
+        sys.exit(1)
+print(f"{len(ids)} runs on {', '.join(sorted({values(i)[0] for i in ids}))}: the same /summary bits, time aside")
+PY
+) && ok "run.sbatch: $same" || bad "run.sbatch: $same"
 
 # --- 3. the same sweep again: nothing to redo -----------------------------------------
 mv "$OUT/aggregate.csv" "$SCRATCH/aggregate.first.csv"
 sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
   --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>/dev/null) || die "sweep.py submit (again) failed"
-ARRAY2=$(sed -n 's/^array_job=//p' <<<"$sub")
+mapfile -t ids < <(sed -n 's/^array_job=//p' <<<"$sub")
+ARRAY2=${ids[0]:-} ARRAY21=${ids[1]:-}
 AGG2=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
-wait_job "$ARRAY2" 60 && wait_job "$AGG2" 30 || true
+wait_job "$ARRAY2" 60 && wait_job "$ARRAY21" 60 && wait_job "$AGG2" 30 || true
 expect_state "$ARRAY2" COMPLETED "resubmitted array job $ARRAY2"
+expect_state "$ARRAY21" COMPLETED "resubmitted array job $ARRAY21"
 expect_state "$AGG2" COMPLETED "resubmitted aggregation job $AGG2"
-skipped=$(grep -l 'is already complete: nothing to do' "$OUT"/logs/sweep_"${ARRAY2}"_*.out 2>/dev/null | wc -l)
+skipped=$(grep -l 'is already complete: nothing to do' "$OUT"/logs/sweep_"${ARRAY2}"_*.out \
+  "$OUT"/logs/sweep_"${ARRAY21}"_*.out 2>/dev/null | wc -l)
 [ "$skipped" -eq "$ROWS" ] && ok "resubmission: all $ROWS tasks found their trace complete" ||
   bad "resubmission: $skipped of $ROWS tasks skipped their complete trace"
 cmp -s "$OUT/aggregate.csv" "$SCRATCH/aggregate.first.csv" && ok "resubmission: the same aggregate.csv" ||
@@ -469,6 +529,18 @@ printf 'name out\na b.h5\n' >"$SCRATCH/out.tsv"
 refuses 2 "column 'out' is not allowed" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/out.tsv" "$SCRATCH/x"
 printf 'name launcher\na ssh\n' >"$SCRATCH/launcher.tsv"
 refuses 2 "launcher 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/launcher.tsv" "$SCRATCH/x"
+printf 'name engine\na smpy\n' >"$SCRATCH/engine.tsv"
+refuses 2 "engine 'smpy' must be one of openmpi, smpi, sequential" \
+  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/engine.tsv" "$SCRATCH/x"
+printf 'name engine launcher peers\na smpi srun 4\n' >"$SCRATCH/mismatch.tsv"
+refuses 2 "launcher 'srun' does not start engine smpi" \
+  "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/mismatch.tsv" "$SCRATCH/x"
+printf 'name engine peers\na sequential -\n' >"$SCRATCH/nopeers.tsv"
+refuses 2 "engine sequential runs every peer in one task, so the row needs a peers cell" \
+  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/nopeers.tsv" "$SCRATCH/x"
+refuses 2 "AVB_PEERS" env SLURM_JOB_ID=1 AVB_ENGINE=smpi AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
+refuses 2 "AVB_ENGINE 'mpich' must be openmpi, smpi or sequential" \
+  env SLURM_JOB_ID=1 AVB_ENGINE=mpich AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
 refuses 2 "--launcher: invalid choice: 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --launcher ssh "$TABLE" "$SCRATCH/x"
 refuses 2 "--ntasks-per-node missing" "$SWEEP" submit --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/x"
 refuses 2 "$SCRATCH/nope.tsv: cannot read the table" "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/nope.tsv" "$SCRATCH/x"
