@@ -45,15 +45,18 @@ TARGET = "1e-4"
 AVG = re.compile(r"^avg_([a-z-]+)_(fp32|fp16)_n(\d+)_(cluster|fat|cloud|geo)_f([0-9.eE+-]+)$")
 SGD = re.compile(r"^sgd_([a-z-]+)_n(\d+)_(cluster|fat|cloud|geo)$")
 
-# The cluster platform (scripts/platform.py defaults): private links of 125 MB/s and
-# 50 us to a backbone of 500 us; a message crosses two private links and the backbone.
-LINK_BW = 125e6
-ALPHA = 2 * 50e-6 + 500e-6
+# The cluster platform (scripts/platform.py defaults) as SMPI's network model sees a
+# large message (docs/performance.md, "the bounds"): private links of 125 MB/s times
+# smpi/bw-factor 0.940694, and a latency of 2 x 50 us + 500 us times smpi/lat-factor
+# 11.6436.
+LINK_BW = 125e6 * 0.940694
+ALPHA = (2 * 50e-6 + 500e-6) * 11.6436
 
 
 def ring_allreduce_seconds(n: int, vector_bytes: float, bw: float = LINK_BW, alpha: float = ALPHA) -> float:
-    """The alpha-beta time of a ring all-reduce of `vector_bytes` on n peers whose
-    links are the bottleneck: 2 (n - 1) steps, each one latency and one chunk."""
+    """The alpha-beta bound of a ring all-reduce of `vector_bytes` on n peers whose
+    links are the bottleneck: 2 (n - 1) steps, each one latency and one chunk (the
+    pipelined segments of a chunk add latencies the bound leaves out)."""
     return 2 * (n - 1) * (alpha + vector_bytes / n / bw)
 
 

@@ -4,9 +4,10 @@
 # slice of both), summarize.py on it, then the notebook executed headless.
 # Checks real outcomes, not only that files exist:
 #   - allreduce's simulated seconds per round, at fp32 (25.6M x 4 bytes) and fp16
-#     (x 2 bytes), within 3% of the alpha-beta time of a ring all-reduce on the
-#     cluster's 125 MB/s links (summarize.ring_allreduce_seconds), and fp32 / fp16
-#     between 1.9 and 2 (bytes halve, latencies stay);
+#     (x 2 bytes), at or above the alpha-beta bound of a ring all-reduce on the
+#     cluster's links as SMPI models them (summarize.ring_allreduce_seconds) and less
+#     than 8% above it (the 512 KiB segments' latencies, which the bound leaves out),
+#     and fp32 / fp16 between 1.9 and 2 (bytes halve, latencies stay);
 #   - moshpit on its 2x2 grid reaches variance 1e-4 in exactly 2 rounds (exact mean);
 #   - the training cell's round is its compute (0.36 s at 1 Gflop/s) plus the same
 #     all-reduce, within 1%;
@@ -53,8 +54,8 @@ for prec, doubles in (("fp32", 12_800_000), ("fp16", 6_400_000)):
     t[prec] = r["time_per_round"]
     model = s.ring_allreduce_seconds(4, doubles * 8)
     out.append(f"allreduce {prec}: {t[prec]:.4f} s/round, alpha-beta {model:.4f} s")
-    if abs(t[prec] / model - 1) > 0.03:
-        bad.append(f"allreduce {prec} {t[prec]:.4f} s/round is not within 3% of {model:.4f}")
+    if not 1.0 <= t[prec] / model <= 1.08:
+        bad.append(f"allreduce {prec} {t[prec]:.4f} s/round is not 1 to 1.08 times the bound {model:.4f}")
 ratio = t["fp32"] / t["fp16"]
 out.append(f"fp32/fp16 {ratio:.3f}")
 if not 1.9 <= ratio <= 2.0:
