@@ -73,7 +73,7 @@ for v in "DETECTION:$detection" "STEP_FLOPS:$step_flops" $(printf 'FAILS:%s ' "$
   awk -v s="${v#*:}" 'BEGIN { exit !(s ~ /^[0-9.eE+-]+$/ && s + 0 >= 0) }' || die "${v%%:*}: '${v#*:}' is not a number >= 0"
 done
 for k in "${kinds[@]}" "${sgd_kinds[@]}"; do
-  case "$k" in cluster | cloud | geo) ;; *) die "KINDS/SGD_KINDS: '$k' is not cluster, cloud or geo" ;; esac
+  case "$k" in cluster | cloud | geo | fat) ;; *) die "KINDS/SGD_KINDS: '$k' is not cluster, cloud, geo or fat" ;; esac
 done
 for p in "${precisions[@]}"; do case "$p" in fp32 | fp16) ;; *) die "PRECISIONS: '$p' is not fp32 or fp16" ;; esac; done
 for p in "${parts[@]}"; do case "$p" in avg | sgd) ;; *) die "PARTS: '$p' is not avg or sgd" ;; esac; done
