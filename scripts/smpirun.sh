@@ -13,6 +13,7 @@
 #   --bw-sigma B               cloud: lognormal sigma of link bandwidths
 #   --speed-seed K             seed of the lognormal draws
 #   --regions R, --wan-lat L, --wan-bw B   geo: regions and the links between them
+#   --bb-bw B                  bandwidth of each cluster's backbone (2.25GBps)
 # Computation is not simulated (smpi/simulate-computation:no), so simulated time
 # is communication only and the same on every machine: traces stay reproducible.
 # Globals are NOT privatized (smpi/privatization:0): avbench keeps no mutable
@@ -32,7 +33,8 @@
 # depend on the limit and simulated time hardly does (+0.3% for Moshpit at 256
 # peers, dim 1000; docs/performance.md, "Scale"). --eager-limit 65536 gives
 # SimGrid's default back.
-# Extra --cfg options go to SimGrid.
+# Extra --cfg options go to SimGrid, as --cfg=NAME:VALUE or --cfg NAME:VALUE (the
+# form scripts/sweep.py gives a launcher.cfg column).
 #
 # Output: one error, one line, whatever N (scripts/smpi_filter.py; docs/simulation.md,
 # "Errors and deadlocks"). SimGrid's per-rank "SMPI process did not return 0" lines
@@ -55,18 +57,21 @@ while [ $# -gt 0 ]; do
     --platform) platform="$2"; shift 2 ;;
     --hostfile) hostfile="$2"; shift 2 ;;
     --cfg=*) cfgs+=("$1"); shift ;;
+    --cfg)
+      [ $# -ge 2 ] || { echo "smpirun.sh: error: --cfg needs NAME:VALUE after it" >&2; exit 2; }
+      cfgs+=("--cfg=$2"); shift 2 ;;
     --privatize) privatize=1; shift ;;
     --eager-limit)
       case "${2:-}" in ''|*[!0-9]*) echo "smpirun.sh: error: --eager-limit: '${2:-}' is not a number of bytes >= 0" >&2; exit 2 ;; esac
       eager=$2; shift 2 ;;
-    --kind|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw) gen+=("$1" "$2"); shift 2 ;;
+    --kind|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw|--bb-bw) gen+=("$1" "$2"); shift 2 ;;
     --speed-seed) gen+=(--seed "$2"); shift 2 ;;
     --) shift; break ;;
     *) break ;;
   esac
 done
 if [ -z "$n" ] || [ $# -eq 0 ]; then
-  echo "usage: smpirun.sh -n N [--platform XML --hostfile FILE | --kind K --speed-sigma S --bw-sigma B --speed-seed K --regions R --wan-lat L --wan-bw B] [--privatize] [--eager-limit BYTES] [--cfg=...] [--] PROGRAM [ARGS...]" >&2
+  echo "usage: smpirun.sh -n N [--platform XML --hostfile FILE | --kind K --speed-sigma S --bw-sigma B --speed-seed K --regions R --wan-lat L --wan-bw B --bb-bw B] [--privatize] [--eager-limit BYTES] [--cfg=...] [--] PROGRAM [ARGS...]" >&2
   exit 2
 fi
 case "$n" in ''|*[!0-9]*) echo "smpirun.sh: error: -n: '$n' is not a positive integer" >&2; exit 2 ;; esac

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# End to end under SMPI: a tiny slice of the study with run.sh (4 peers on the cluster
+# platform, no failures: allreduce and moshpit at fp32 and fp16, and the training
+# slice of both), summarize.py on it, then the notebook executed headless.
+# Checks real outcomes, not only that files exist:
+#   - allreduce's simulated seconds per round, at fp32 (25.6M x 4 bytes) and fp16
+#     (x 2 bytes), at or above the alpha-beta bound of a ring all-reduce on the
+#     cluster's links as SMPI models them (summarize.ring_allreduce_seconds) and less
+#     than 8% above it (the 512 KiB segments' latencies, which the bound leaves out),
+#     and fp32 / fp16 between 1.9 and 2 (bytes halve, latencies stay);
+#   - moshpit on its 2x2 grid reaches variance 1e-4 in exactly 2 rounds (exact mean);
+#   - the training cell's round is its compute (0.36 s at 1 Gflop/s) plus the same
+#     all-reduce, within 1%;
+#   - every notebook cell ran, both figures were written.
+#
+#   experiments/wallclock/test_notebook.sh [AVERAGING_BENCH]   default: build-smpi/apps/averaging_bench
+#
+# Needs the SMPI build of averaging_bench, SimGrid's smpirun, Debian's python3 with
+# h5py, pandas, matplotlib and jupyter nbconvert. Nothing in the repository is written.
+set -euo pipefail
+
+# shellcheck source=../notebook_test.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/../notebook_test.sh"
+nb_init wallclock_notebook
+avg_bench=${1:-$root/build-smpi/apps/averaging_bench}
+[ -f "$avg_bench" ] || die "$avg_bench is missing (the SMPI build: cmake --preset smpi && cmake --build build-smpi)"
+
+# 1. The sweep.
+cells=(avg_allreduce_fp32_n4_cluster_f0 avg_moshpit_fp32_n4_cluster_f0 avg_allreduce_fp16_n4_cluster_f0
+       avg_moshpit_fp16_n4_cluster_f0 sgd_allreduce_n4_cluster)
+sweep() {
+  AVB_ENGINE=smpi AVERAGING_BENCH="$avg_bench" PROTOCOLS="allreduce moshpit" PEERS_LIST=4 KINDS=cluster FAILS=0 \
+    PRECISIONS="fp32 fp16" ROUNDS=3 TRIALS=1 SGD_PEERS=4 SGD_KINDS=cluster SGD_ROUNDS=2 \
+    RESULTS="$scratch/results" timeout "$1" "$here/run.sh"
+}
+nb_run_sweep "" "${cells[@]}" sgd_moshpit_n4_cluster
+
+# 2. The table, and the numbers against the alpha-beta model.
+nb_check_summary 6 '^| 4 | 0 | moshpit | 2 |' "moshpit N = 4"
+if report=$("$python" - "$here" "$scratch/results.csv" <<'PY'
+import sys
+import pandas as pd
+sys.path.insert(0, sys.argv[1])
+import summarize as s
+df = pd.read_csv(sys.argv[2])
+def one(part, protocol, precision):
+    row = df[(df["part"] == part) & (df["study_protocol"] == protocol) & (df["precision"] == precision)]
+    assert len(row) == 1, (part, protocol, precision, len(row))
+    return row.iloc[0]
+bad, out = [], []
+t = {}
+for prec, doubles in (("fp32", 12_800_000), ("fp16", 6_400_000)):
+    r = one("avg", "allreduce", prec)
+    t[prec] = r["time_per_round"]
+    model = s.ring_allreduce_seconds(4, doubles * 8)
+    out.append(f"allreduce {prec}: {t[prec]:.4f} s/round, alpha-beta {model:.4f} s")
+    if not 1.0 <= t[prec] / model <= 1.08:
+        bad.append(f"allreduce {prec} {t[prec]:.4f} s/round is not 1 to 1.08 times the bound {model:.4f}")
+ratio = t["fp32"] / t["fp16"]
+out.append(f"fp32/fp16 {ratio:.3f}")
+if not 1.9 <= ratio <= 2.0:
+    bad.append(f"fp32/fp16 = {ratio:.3f}, not in [1.9, 2]")
+m = one("avg", "moshpit", "fp32")
+if not (m["reached"] == 1 and m["rounds_to"] == 2):
+    bad.append(f"moshpit: rounds to 1e-4 {m['rounds_to']}, reached {m['reached']}, not 2 and 1")
+g = one("sgd", "allreduce", "fp32")
+extra = g["time_per_round"] - g["compute_flops"] / 1e9
+out.append(f"training round {g['time_per_round']:.4f} s = compute {g['compute_flops'] / 1e9:.2f} s + {extra:.4f} s")
+if abs(extra / t["fp32"] - 1) > 0.01:
+    bad.append(f"training round minus compute {extra:.4f} s is not the all-reduce's {t['fp32']:.4f} s")
+print("; ".join(bad or out))
+sys.exit(1 if bad else 0)
+PY
+); then ok "alpha-beta: $report"; else bad "alpha-beta: $report"; fi
+
+# 3. The notebook, headless, on the tiny sweep; figures to the scratch folder.
+nb_execute wallclock.ipynb WALLCLOCK_RESULTS="$scratch/results" WALLCLOCK_FIGURES="$scratch/figures"
+expected=(fig_round_time.png fig_time_to_consensus.png)
+nb_check_figures "${expected[@]}"
+nb_check_executed "${#expected[@]}"
+nb_check_tracked wallclock.ipynb
+nb_finish
