@@ -16,7 +16,7 @@ struct RunFlagsHelp {
 };
 
 // --trials, --seed, --target and --stop-at-target in the current help group, then
-// the group "Output": --out, --summary, --overwrite, --quiet.
+// the group "Output": --out, --summary, --overwrite, --quiet, --progress-every.
 void add_run_flags(TypedOptions& add, RunOptions& options, OutputFlags& output, const RunFlagsHelp& help);
 
 }  // namespace avb::app

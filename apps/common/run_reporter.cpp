@@ -91,7 +91,8 @@ void RunReporter::print_heads(const std::string& own) const {
 bool RunReporter::progress_due() {
   if (output_.quiet) return false;
   const std::time_t now = std::time(nullptr);
-  if (now - last_progress_ < (terminal_ ? 1 : 3)) return false;
+  const int every = terminal_ ? std::min(1, output_.progress_every) : output_.progress_every;
+  if (now - last_progress_ < every) return false;
   last_progress_ = now;
   return true;
 }

@@ -107,7 +107,8 @@ class RunReporter {
   double per_peer(std::int64_t bytes) const { return peers_ > 0 ? static_cast<double>(bytes) / peers_ : 0.0; }
 
   // Whether a progress line is due: never when quiet; at most one a second on a
-  // terminal, where the line rewrites itself, one every 3 s otherwise.
+  // terminal, where the line rewrites itself, one every --progress-every seconds
+  // otherwise (0: at every call).
   bool progress_due();
   // The progress line: the share `done` of the run's trial x round (step) work, the
   // elapsed wall-clock time, `detail`, and the time left at the rate so far.

@@ -20,6 +20,7 @@ struct OutputFlags {
   std::string summary;  // --summary: the per-trial table as CSV or JSON (summary_output.hpp)
   bool overwrite = false;
   bool quiet = false;
+  int progress_every = 3;  // --progress-every: seconds between plain progress lines
 };
 
 // The root attributes of a trace, from the command line and the MPI library.
