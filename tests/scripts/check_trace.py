@@ -312,8 +312,13 @@ class _Checker:
             member = group.get(other)
             if not isinstance(member, h5py.Dataset) or member.ndim != 1:
                 continue  # reported elsewhere
-            scales = list(member.dims[0].values())
-            if len(scales) != 1 or scales[0] != ds or not h5py.h5ds.is_attached(member.id, ds.id, 0):
+            try:  # a dataset deleted while attached leaves references HDF5 cannot follow
+                scales = list(member.dims[0].values())
+                attached_here = h5py.h5ds.is_attached(member.id, ds.id, 0)
+            except Exception as e:
+                self.problem(f"{group.name}/{other}", f"its dimension scale is unreadable: {e}")
+                continue
+            if len(scales) != 1 or scales[0] != ds or not attached_here:
                 self.problem(f"{group.name}/{other}", f"its axis has {len(scales)} scales attached, "
                                                       f"expected exactly the scale {name}")
 

@@ -36,9 +36,20 @@ EXPECT_SGD = dict(kind="sgd", peers=4, trials=2, complete=0, steps=8, local_step
 
 
 def replace_dataset(f, name, values, dtype=None):
-    data = np.asarray(values, dtype=dtype if dtype is not None else f[name].dtype)
+    """NAME with new VALUES (and DTYPE), attached to the scale the old one had; a
+    scale stays a scale of its name, but what was attached to it loses it."""
+    old = f[name]
+    data = np.asarray(values, dtype=dtype if dtype is not None else old.dtype)
+    scales = list(old.dims[0].values())
+    scale_name = h5py.h5ds.get_scale_name(old.id) if h5py.h5ds.is_scale(old.id) else None
+    for s in scales:
+        old.dims[0].detach_scale(s)
     del f[name]
-    f.create_dataset(name, data=data)
+    new = f.create_dataset(name, data=data)
+    for s in scales:
+        new.dims[0].attach_scale(s)
+    if scale_name is not None:
+        new.make_scale(scale_name.decode() if isinstance(scale_name, bytes) else scale_name)
 
 
 def set_item(name, index, value):
