@@ -73,8 +73,8 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
-// An open 1-D dataset, for its dimension scales (the HDF5 high-level H5DS API, in
-// scales.cpp). A scale names the dimension of the datasets it is attached to, and
+// An open 1-D dataset, for its dimension scales (the HDF5 high-level H5DS API,
+// linked as hdf5_hl). A scale names the dimension of the datasets it is attached to, and
 // its values index that dimension: netCDF-4 readers (xarray with h5netcdf) see
 // named dimensions and coordinates instead of anonymous ones.
 class Dataset {
