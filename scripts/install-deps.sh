@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   # The fuzz targets (preset fuzz, tests/fuzz) need clang and its libFuzzer runtime.
   clang libclang-rt-14-dev
-  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
+  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf
   python3-venv python3-pip python3-setuptools  # pip install ./python into a venv (docs/analysis.md)
   python3-nbformat python3-nbconvert python3-ipykernel jupyter-nbconvert
   # The Slurm templates' test (tests/scripts/test_slurm.sh) runs a private Slurm:

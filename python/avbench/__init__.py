@@ -6,6 +6,7 @@ standard figures (docs/analysis.md).
     df = avbench.load_sweep("experiments/moshpit_table/results")    # folder, glob or list
     avbench.plot_metric(df[df["peers"] == 1024], x="round", by="protocol")
     avbench.standard_figures(df, "figures/")
+    ds = avbench.load_trace("run.h5", as_xarray=True)   # an xarray.Dataset over (trial, round)
 
 Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3). The
 names load on first use, so that `avbench.trace_state` (h5py only) stays cheap.

@@ -50,8 +50,9 @@ import h5py
 import numpy as np
 import pandas as pd
 
-# v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time; v1-v4: no diverged
-KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
+# v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time; v1-v4: no diverged;
+# v1-v6: no dimension scales (which this reader does not need)
+KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 DIVERGED_SINCE = 5
 RUN_KINDS = ("averaging", "sgd")
 
@@ -128,11 +129,14 @@ def _read_column(path: str, g: h5py.Group, where: str, col: str) -> np.ndarray:
     return v
 
 
-def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataFrame:
+def load_trace(path: PathLike, columns: Iterable[str] | None = None, as_xarray: bool = False):
     """Every row of every trial of one trace, as a tidy DataFrame (module docstring).
 
     `columns` limits the per-row columns read (round, and step for sgd, always are):
     each is a dataset of its own, and reading fewer is faster on big sweeps.
+    `as_xarray=True` returns the same values as one xarray.Dataset over (trial,
+    round), or (trial, step) for an sgd trace, trials of unequal length padded by
+    NaN, the config as attributes (avbench/datasets.py).
 
     A trace stopped early (`complete` = 0 at the root, or on a trial) is loaded as it
     is and flagged in `trace_complete` / `complete`. Raises FileNotFoundError for a
@@ -155,6 +159,9 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None) -> pd.DataF
             raise TraceError(path, "/trials", "not a group")
         for name, g in group.items():
             trials.add(name, g)
+    if as_xarray:
+        from .datasets import to_dataset
+        return to_dataset(trials, ident, config)
     return trials.frame(ident, config)
 
 

@@ -66,18 +66,30 @@ inline std::string target_suffix(double target) {
 template <class Row>
 struct Column {
   const char* name;
-  void (*write)(const h5::Node& group, const char* name, const std::vector<Row>& rows);
+  h5::Dataset (*write)(const h5::Node& group, const char* name, const std::vector<Row>& rows);
 };
 
 template <class Row, auto Field>
-void write_field(const h5::Node& group, const char* name, const std::vector<Row>& rows) {
-  group.write_dataset(name, column(rows, [](const Row& r) { return r.*Field; }));
+h5::Dataset write_field(const h5::Node& group, const char* name, const std::vector<Row>& rows) {
+  return group.write_dataset(name, column(rows, [](const Row& r) { return r.*Field; }));
 }
 
+// Writes `columns`, each with `scale` attached as its dimension.
+template <class Row>
+void write_attached(const h5::Node& group, const h5::Dataset& scale,
+                    std::type_identity_t<std::span<const Column<Row>>> columns, const std::vector<Row>& rows) {
+  for (const Column<Row>& c : columns) c.write(group, c.name, rows).attach(scale);
+}
+
+// Writes a table whose first column is its dimension (round, step, trial): a
+// scale of that name, attached to every other column, so that a netCDF reader
+// (xarray) indexes the rows by its values.
 template <class Row>
 void write_columns(const h5::Node& group, std::type_identity_t<std::span<const Column<Row>>> columns,
                    const std::vector<Row>& rows) {
-  for (const Column<Row>& c : columns) c.write(group, c.name, rows);
+  const h5::Dataset scale = columns.front().write(group, columns.front().name, rows);
+  scale.make_scale(columns.front().name);
+  write_attached<Row>(group, scale, columns.subspan(1), rows);
 }
 
 // One table: `first`, then `rest`.
@@ -150,21 +162,22 @@ inline constexpr Column<TrainingSummaryRow> kTrainingSummaryColumns[] = {
     {"diverged", write_field<TrainingSummaryRow, &TrainingSummaryRow::diverged>},
 };
 
-// /summary: trial and seed, "<to_prefix><target>" and "reached_<target>" per
-// target, then the table's columns.
+// /summary: trial (the dimension scale of the others) and seed,
+// "<to_prefix><target>" and "reached_<target>" per target, then the table's columns.
 template <class Row, std::size_t N>
 void write_summary(const h5::File& file, const std::vector<Row>& rows, const std::vector<double>& targets,
                    const std::string& to_prefix, const Column<Row> (&columns)[N]) {
   h5::Node summary = file.create_group("summary");  // closed before the file
-  write_field<Row, &Row::trial>(summary, "trial", rows);
-  write_field<Row, &Row::seed>(summary, "seed", rows);
+  const h5::Dataset trial = write_field<Row, &Row::trial>(summary, "trial", rows);
+  trial.make_scale("trial");
+  write_field<Row, &Row::seed>(summary, "seed", rows).attach(trial);
   for (std::size_t k = 0; k < targets.size(); ++k)
-    summary.write_dataset(to_prefix + target_suffix(targets[k]),
-                          column(rows, [k](const Row& r) { return r.to_target[k]; }));
+    summary.write_dataset(to_prefix + target_suffix(targets[k]), column(rows, [k](const Row& r) { return r.to_target[k]; }))
+        .attach(trial);
   for (std::size_t k = 0; k < targets.size(); ++k)
-    summary.write_dataset("reached_" + target_suffix(targets[k]),
-                          column(rows, [k](const Row& r) { return r.reached[k]; }));
-  write_columns(summary, columns, rows);
+    summary.write_dataset("reached_" + target_suffix(targets[k]), column(rows, [k](const Row& r) { return r.reached[k]; }))
+        .attach(trial);
+  write_attached<Row>(summary, trial, columns, rows);
 }
 
 

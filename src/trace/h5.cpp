@@ -1,5 +1,7 @@
 #include "trace/h5.hpp"
 
+#include <hdf5_hl.h>  // H5DS: dimension scales
+
 #include <vector>
 
 #include "core/error.hpp"
@@ -102,6 +104,23 @@ void silence_errors() noexcept {
   // only before the library's first use; later calls fail harmlessly.
   (void)H5dont_atexit();
   (void)H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+// ---- Dataset -------------------------------------------------------------------
+
+void Dataset::fail(std::string_view operation) const {
+  throw TraceError(std::string(operation) + " '" + path_ + "' in " + file_ + ": " + hdf5_reason());
+}
+
+void Dataset::make_scale(std::string_view dimension) const {
+  const std::string name(dimension);
+  if (H5DSset_scale(handle_.get(), name.c_str()) < 0) fail("cannot make a dimension scale of");
+}
+
+void Dataset::attach(const Dataset& scale) const {
+  if (H5DSattach_scale(handle_.get(), scale.handle_.get(), 0) < 0) {
+    fail("cannot attach scale '" + scale.path_ + "' to");
+  }
 }
 
 // ---- Node ----------------------------------------------------------------------
@@ -258,10 +277,11 @@ std::int32_t Node::get_int32(std::string_view name) const {
 }
 
 namespace {
-// Like write_scalar: HDF5's reason on failure, empty on success.
+// Like write_scalar: HDF5's reason on failure, empty on success; `out` holds the
+// open dataset.
 template <class T>
 std::string write_column(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type,
-                         std::span<const T> values) {
+                         std::span<const T> values, Handle& out) {
   const hsize_t dims[1] = {static_cast<hsize_t>(values.size())};
   Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
   if (!space.valid()) return hdf5_reason();
@@ -275,29 +295,31 @@ std::string write_column(hid_t loc, const std::string& name, hid_t file_type, hi
   if (!values.empty() && H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
     return hdf5_reason();
   }
+  out = std::move(dset);
   return {};
 }
 }  // namespace
 
-void Node::write_dataset(std::string_view name, std::span<const std::int32_t> values) const {
+template <class T>
+Dataset Node::write_typed(std::string_view name, hid_t file_type, hid_t mem_type, std::span<const T> values) const {
   const std::string n(name);
-  if (auto why = write_column(handle_.get(), n, H5T_STD_I32LE, H5T_NATIVE_INT32, values); !why.empty()) {
+  Handle dset;
+  if (auto why = write_column(handle_.get(), n, file_type, mem_type, values, dset); !why.empty()) {
     fail_because("cannot write dataset", "'" + child_path(name) + "'", why);
   }
+  return Dataset(std::move(dset), file_, child_path(name));
 }
 
-void Node::write_dataset(std::string_view name, std::span<const std::uint64_t> values) const {
-  const std::string n(name);
-  if (auto why = write_column(handle_.get(), n, H5T_STD_U64LE, H5T_NATIVE_UINT64, values); !why.empty()) {
-    fail_because("cannot write dataset", "'" + child_path(name) + "'", why);
-  }
+Dataset Node::write_dataset(std::string_view name, std::span<const std::int32_t> values) const {
+  return write_typed(name, H5T_STD_I32LE, H5T_NATIVE_INT32, values);
 }
 
-void Node::write_dataset(std::string_view name, std::span<const double> values) const {
-  const std::string n(name);
-  if (auto why = write_column(handle_.get(), n, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values); !why.empty()) {
-    fail_because("cannot write dataset", "'" + child_path(name) + "'", why);
-  }
+Dataset Node::write_dataset(std::string_view name, std::span<const std::uint64_t> values) const {
+  return write_typed(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values);
+}
+
+Dataset Node::write_dataset(std::string_view name, std::span<const double> values) const {
+  return write_typed(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values);
 }
 
 // ---- File ----------------------------------------------------------------------

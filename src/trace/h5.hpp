@@ -73,6 +73,30 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
+// An open 1-D dataset, for its dimension scales (the HDF5 high-level H5DS API,
+// linked as hdf5_hl). A scale names the dimension of the datasets it is attached to, and
+// its values index that dimension: netCDF-4 readers (xarray with h5netcdf) see
+// named dimensions and coordinates instead of anonymous ones.
+class Dataset {
+ public:
+  // Makes this dataset the dimension scale `dimension` (H5DSset_scale).
+  void make_scale(std::string_view dimension) const;
+  // Attaches `scale` to this dataset's only axis (H5DSattach_scale).
+  void attach(const Dataset& scale) const;
+
+  hid_t id() const noexcept { return handle_.get(); }
+
+ private:
+  friend class Node;
+  Dataset(Handle handle, std::string file, std::string path)
+      : handle_(std::move(handle)), file_(std::move(file)), path_(std::move(path)) {}
+  [[noreturn]] void fail(std::string_view operation) const;
+
+  Handle handle_;
+  std::string file_;
+  std::string path_;
+};
+
 // A file or a group: a place for attributes, subgroups and datasets. Carries the
 // file name and its own path inside the file so that error messages can say where.
 class Node {
@@ -100,15 +124,19 @@ class Node {
   std::string get_string(std::string_view name) const;
   std::int32_t get_int32(std::string_view name) const;
 
-  // 1-D contiguous little-endian datasets, one per column.
-  void write_dataset(std::string_view name, std::span<const std::int32_t> values) const;
-  void write_dataset(std::string_view name, std::span<const std::uint64_t> values) const;
-  void write_dataset(std::string_view name, std::span<const double> values) const;
+  // 1-D contiguous little-endian datasets, one per column. The dataset stays open
+  // as long as the returned handle lives, to make it a scale or attach one.
+  Dataset write_dataset(std::string_view name, std::span<const std::int32_t> values) const;
+  Dataset write_dataset(std::string_view name, std::span<const std::uint64_t> values) const;
+  Dataset write_dataset(std::string_view name, std::span<const double> values) const;
 
   hid_t id() const noexcept { return handle_.get(); }
   const std::string& object_path() const noexcept { return path_; }
 
  protected:
+  template <class T>
+  Dataset write_typed(std::string_view name, hid_t file_type, hid_t mem_type, std::span<const T> values) const;
+
   Node(Handle handle, std::string file, std::string path)
       : handle_(std::move(handle)), file_(std::move(file)), path_(std::move(path)) {}
 

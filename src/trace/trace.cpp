@@ -46,7 +46,8 @@ h5::Node trial_group(h5::Node& trials, const Trial& trial, std::initializer_list
   }
   for (std::size_t k = 0; k < trial.targets.size(); ++k)
     group.set_int32("reached_" + suffixes[k], trial.targets[k].reached ? 1 : 0);
-  group.write_dataset("targets", targets);
+  // Its own dimension: a coordinate variable, as a netCDF reader sees it.
+  group.write_dataset("targets", targets).make_scale("targets");
   return group;
 }
 
@@ -253,7 +254,12 @@ void TraceWriter::write_optimum(const OptimumRecord& optimum) {
   if (impl_->optimum_written) throw TraceError(where + ": /optimum was already written");
   h5::Node group = impl_->file.create_group("optimum");
   impl_->optimum_written = true;
-  group.write_dataset("x", optimum.x);
+  // x's axis is the model's coordinates: the scale `coordinate` holds their index.
+  std::vector<std::int32_t> index(optimum.x.size());
+  for (std::size_t k = 0; k < index.size(); ++k) index[k] = static_cast<std::int32_t>(k);
+  const h5::Dataset coordinate = group.write_dataset("coordinate", index);
+  coordinate.make_scale("coordinate");
+  group.write_dataset("x", optimum.x).attach(coordinate);
   group.set_double("loss", optimum.loss);
   group.set_double("initial_loss", optimum.initial_loss);
   group.set_double("gradient_norm", optimum.gradient_norm);

@@ -22,8 +22,9 @@ namespace avb {
 // v2 added run_kind and the training layout; an averaging trace is otherwise v1's.
 // v3 added the decode_failures column to both layouts; v4 the detection_time column;
 // v5 the training layout's `diverged` (a trial attribute and a /summary column);
-// v6 the root attributes time_model and run_seconds, and the engine "sequential".
-inline constexpr int kTraceSchemaVersion = 6;
+// v6 the root attributes time_model and run_seconds, and the engine "sequential";
+// v7 dimension scales (round or step, targets, trial, coordinate) and /optimum/coordinate.
+inline constexpr int kTraceSchemaVersion = 7;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v6 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v7 (docs/trace-format.md).
 
 Both kinds of run are checked: averaging traces (averaging_bench) and training
 traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
 which predate run_kind and were all averaging traces, are accepted as such, and so
 are v2 files, which predate the decode_failures column, v3 files, which predate
 the detection_time column, and v4 files, which predate the training trials'
-diverged flag.
+diverged flag, v5 files, which predate time_model and run_seconds, and v6 files,
+which predate the dimension scales.
 
 As a module:
 
@@ -42,13 +43,14 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time;
 # v4: no diverged (training trial attribute and /summary column); v5: no time_model,
-# run_seconds, engine "sequential"
-KNOWN_VERSIONS = (1, 2, 3, 4, 5, 6)
+# run_seconds, engine "sequential"; v6: no dimension scales, no /optimum/coordinate
+KNOWN_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 DIVERGED_SINCE = 5
 TIME_MODEL_SINCE = 6
+SCALES_SINCE = 7
 RUN_KINDS = ("averaging", "sgd")
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
@@ -290,6 +292,35 @@ class _Checker:
             self.problem(where, f"type {ds.dtype}, expected {kind}")
             return None
         return ds[()]
+
+    def scale(self, group, name: str, attached) -> None:
+        """`group/name` is the dimension scale `name` (CLASS and NAME, no scale of
+        its own) and is the one scale of the only axis of each `attached` dataset,
+        recorded at both ends (DIMENSION_LIST and REFERENCE_LIST)."""
+        where = f"{group.name}/{name}"
+        if not isinstance(group.get(name), h5py.Dataset):
+            return  # reported as a missing or mistyped member
+        ds = group[name]
+        if not h5py.h5ds.is_scale(ds.id):
+            self.problem(where, "not a dimension scale (no CLASS = DIMENSION_SCALE)")
+            return
+        label = h5py.h5ds.get_scale_name(ds.id)
+        label = label.decode("utf-8", "replace") if isinstance(label, bytes) else label
+        if label != name:
+            self.problem(where, f"dimension scale named {label!r}, expected {name!r}")
+        for other in attached:
+            member = group.get(other)
+            if not isinstance(member, h5py.Dataset) or member.ndim != 1:
+                continue  # reported elsewhere
+            try:  # a dataset deleted while attached leaves references HDF5 cannot follow
+                scales = list(member.dims[0].values())
+                attached_here = h5py.h5ds.is_attached(member.id, ds.id, 0)
+            except Exception as e:
+                self.problem(f"{group.name}/{other}", f"its dimension scale is unreadable: {e}")
+                continue
+            if len(scales) != 1 or scales[0] != ds or not attached_here:
+                self.problem(f"{group.name}/{other}", f"its axis has {len(scales)} scales attached, "
+                                                      f"expected exactly the scale {name}")
 
     def exact_members(self, group, expected, what: str) -> None:
         extra = [k for k in group if k not in expected]
@@ -581,6 +612,10 @@ def _read_trial(c: _Checker, g, counter: str, columns, version, extra=()):
         return None
     spec = columns_of(columns, version)
     c.exact_members(g, ["targets", *spec], "members")
+    if _has_scales(version):
+        c.scale(g, "targets", [])
+        dimension, *rest = spec  # the first column (round, step) indexes the rows
+        c.scale(g, dimension, rest)
     seed = c.attr(g, "seed", "uint64")
     complete = c.flag(g, "complete")
     cols = _read_columns(c, g, spec)
@@ -629,7 +664,7 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
     return {"targets": targets, "complete": trial_complete, "summary": summary}
 
 
-def _check_optimum(c: _Checker, f):
+def _check_optimum(c: _Checker, f, version=SCHEMA_VERSION):
     """Checks /optimum of a training trace. Returns (present, info): present is
     False for the empty group of a run stopped before it was written; info holds
     what the trials are checked against, or None when unusable."""
@@ -639,7 +674,7 @@ def _check_optimum(c: _Checker, f):
     g = f["optimum"]
     if len(g) == 0 and len(g.attrs) == 0:
         return False, None
-    c.exact_members(g, ["x"], "members")
+    _check_optimum_members(c, g, version)
     for name in g.attrs:
         if name not in OPTIMUM_ATTRS:
             c.problem(f"/optimum attribute {name}", "not part of the schema")
@@ -689,6 +724,25 @@ def _check_optimum(c: _Checker, f):
         "x_norm2": float(np.dot(x, x)),
         "test_set": test_set,
     }
+
+
+def _has_scales(version) -> bool:
+    """Whether a trace of `version` carries dimension scales (an unknown or
+    unreadable version is checked as the current one)."""
+    return (version if version in KNOWN_VERSIONS else SCHEMA_VERSION) >= SCALES_SINCE
+
+
+def _check_optimum_members(c: _Checker, g, version):
+    """/optimum holds x, and since v7 coordinate: 0, 1, ..., D-1, the scale of x's axis."""
+    c.exact_members(g, ["coordinate", "x"] if _has_scales(version) else ["x"], "members")
+    if not _has_scales(version):
+        return
+    coordinate = c.column(g, "coordinate", "int32")
+    x_len = len(g["x"]) if isinstance(g.get("x"), h5py.Dataset) else None
+    if coordinate is not None and x_len is not None and \
+            (len(coordinate) != x_len or _first_difference(coordinate, np.arange(x_len)) is not None):
+        c.problem("/optimum/coordinate", f"is not 0, 1, ..., {x_len - 1} (one index per entry of x)")
+    c.scale(g, "coordinate", ["x"])
 
 
 def _check_step_round(c: _Checker, where: str, step, rnd, steps, local_steps, eval_every):
@@ -874,6 +928,8 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
         c.problem("/summary", "must hold datasets only, has attributes: " + ", ".join(s.attrs))
     expected = summary_columns(targets if targets is not None else [], kind, version)
     c.exact_members(s, expected, "datasets (or no matching target in the trials)")
+    if _has_scales(version):
+        c.scale(s, "trial", [name for name in s if name != "trial"])
     cols = {}
     for name, k in expected.items():
         v = c.column(s, name, k)
@@ -948,7 +1004,7 @@ def _check_trials_agree(c: _Checker, order, infos, done):
 
 def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=None,
                steps=None, local_steps=None, eval_every=None) -> list[str]:
-    """Every way `path` departs from schema v5, as one message per problem.
+    """Every way `path` departs from its schema (v1 to v7), as one message per problem.
 
     Optional expectations: kind (run_kind, "averaging" or "sgd"), peers
     (n_peers), trials (number of trials written), complete (root flag, 0 or 1).
@@ -977,7 +1033,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             quantizer = _quantizer(f)
             geometric = _config_str(f, "local-steps-dist", "fixed") == "geometric"
             detection_timeout = _detection_timeout(f)
-            optimum_present, optimum = (_check_optimum(c, f) if run_kind == "sgd" else (True, None))
+            optimum_present, optimum = (_check_optimum(c, f, version) if run_kind == "sgd" else (True, None))
 
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
                 c.problem("/trials", "missing group")
@@ -1001,7 +1057,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v3; v1 and v2 traces too).")
+    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v7; v1 to v6 traces too).")
     parser.add_argument("file")
     parser.add_argument("--kind", choices=RUN_KINDS, help="expected run_kind")
     parser.add_argument("--peers", type=int, help="expected n_peers")

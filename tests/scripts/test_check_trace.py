@@ -36,9 +36,20 @@ EXPECT_SGD = dict(kind="sgd", peers=4, trials=2, complete=0, steps=8, local_step
 
 
 def replace_dataset(f, name, values, dtype=None):
-    data = np.asarray(values, dtype=dtype if dtype is not None else f[name].dtype)
+    """NAME with new VALUES (and DTYPE), attached to the scale the old one had; a
+    scale stays a scale of its name, but what was attached to it loses it."""
+    old = f[name]
+    data = np.asarray(values, dtype=dtype if dtype is not None else old.dtype)
+    scales = list(old.dims[0].values())
+    scale_name = h5py.h5ds.get_scale_name(old.id) if h5py.h5ds.is_scale(old.id) else None
+    for s in scales:
+        old.dims[0].detach_scale(s)
     del f[name]
-    f.create_dataset(name, data=data)
+    new = f.create_dataset(name, data=data)
+    for s in scales:
+        new.dims[0].attach_scale(s)
+    if scale_name is not None:
+        new.make_scale(scale_name.decode() if isinstance(scale_name, bytes) else scale_name)
 
 
 def set_item(name, index, value):
@@ -132,11 +143,22 @@ def half_second_detections(values):
 
 
 def as_version(v):
-    """Marks the file as of schema V; before v6 without time_model and run_seconds."""
+    """Marks the file as of schema V; before v6 without time_model and run_seconds,
+    before v7 without /optimum/coordinate (the scales' attributes, which older
+    versions lack, are left: nothing reads them there)."""
     marks = [set_attr("/", "schema_version", v, "int32")]
     if v < 6:
         marks += [delete("/", "time_model"), delete("/", "run_seconds")]
+    if v < 7:
+        marks.append(lambda f: f.__delitem__("/optimum/coordinate") if "/optimum/coordinate" in f else None)
     return both(*marks)
+
+
+def detach(column, scale):
+    """COLUMN no longer has SCALE attached (both ends updated, as H5DSdetach_scale does)."""
+    def damage(f):
+        f[column].dims[0].detach_scale(f[scale])
+    return damage
 
 
 # Trial 0's detection_time column under a --detection-timeout of 0.5 s:
@@ -157,7 +179,15 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 7, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 8, "int32"), {}, "schema_version"),
+    ("a v6 file is valid", as_version(6), {}, None),
+    ("round not a dimension scale", delete("/trials/0/round", "CLASS"), {}, "/trials/0/round: not a dimension scale"),
+    ("targets not a dimension scale", delete("/trials/1/targets", "CLASS"), {}, "/trials/1/targets: not a dimension"),
+    ("a column without its scale", detach("/trials/1/variance", "/trials/1/round"), {},
+     "/trials/1/variance: its axis has 0 scales attached"),
+    ("summary trial not a dimension scale", delete("/summary/trial", "CLASS"), {}, "/summary/trial: not a dimension"),
+    ("a summary column without its scale", detach("/summary/final_error", "/summary/trial"), {},
+     "/summary/final_error: its axis has 0 scales attached"),
     ("a v5 file is valid", as_version(5), {}, None),
     ("time_model in a v5 file", set_attr("/", "schema_version", 5, "int32"), {}, "time_model: not part of schema v5"),
     ("time_model missing", delete("/", "time_model"), {}, "time_model: missing"),
@@ -256,6 +286,7 @@ def as_logistic(f):
 def empty_optimum(f):
     """/optimum as finish() leaves it when write_optimum was never called."""
     del f["/optimum/x"]
+    del f["/optimum/coordinate"]
     for name in list(f["optimum"].attrs):
         del f["optimum"].attrs[name]
 
@@ -274,6 +305,10 @@ def stopped_before_any_trial(keep_optimum):
             del s[name]
             if not name.startswith(("steps_to_", "reached_")):
                 s.create_dataset(name, data=np.zeros(0, dtype=dtype))
+        s["trial"].make_scale("trial")  # as the writer makes it
+        for name in s:
+            if name != "trial":
+                s[name].dims[0].attach_scale(s["trial"])
     return damage
 
 
@@ -346,6 +381,13 @@ SGD_CASES = [
     ("optimum string stored as bytes", set_attr("/optimum", "method", np.bytes_(b"ldlt"), "S4"), {}, "method"),
     ("optimum extra attribute", set_attr("/optimum", "condition", 1.0, "float64"), {}, "condition"),
     ("x* missing", delete("/optimum/x"), {}, "/optimum/x: missing"),
+    ("coordinate missing", delete("/optimum/coordinate"), {}, "/optimum/coordinate: missing"),
+    ("x* without its scale", detach("/optimum/x", "/optimum/coordinate"), {}, "/optimum/x: its axis has 0 scales"),
+    ("coordinate not the index", set_item("/optimum/coordinate", 1, 5), {}, "/optimum/coordinate: is not 0, 1"),
+    ("step not a dimension scale", delete("/trials/1/step", "CLASS"), {}, "/trials/1/step: not a dimension scale"),
+    ("a training column without its scale", detach("/trials/0/gap", "/trials/0/step"), {},
+     "/trials/0/gap: its axis has 0 scales attached"),
+    ("a v6 training file is valid", as_version(6), {}, None),
     ("x* not finite", set_item("/optimum/x", 1, np.inf), {}, "/optimum/x: not finite"),
     ("unknown method", set_attr("/optimum", "method", "cg", STR), {}, "'cg' is not one of"),
     ("direct solve with iterations", set_attr("/optimum", "iterations", 3), {}, "direct solve"),

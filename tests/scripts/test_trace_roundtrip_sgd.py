@@ -133,7 +133,8 @@ def main(path):
         check_root(f, ROOT, ["config", "optimum", "summary", "trials"], problems)
         check_config(f, CONFIG, problems)
         check_attrs(f["optimum"], OPTIMUM_ATTRS, problems)
-        check_columns(f["optimum"], {"x": ("float64", OPTIMUM_X)}, problems)
+        check_columns(f["optimum"], {"coordinate": ("int32", list(range(len(OPTIMUM_X)))),
+                                     "x": ("float64", OPTIMUM_X)}, problems)
         check_trials(f, TRIALS, TARGETS, problems)
         check_columns(f["summary"], SUMMARY, problems)
         check_pandas(f, problems)

@@ -24,6 +24,8 @@
 
 #include "core/error.hpp"
 #include "trace/h5.hpp"
+
+#include <hdf5_hl.h>  // H5DS: reading the dimension scales back
 #include "trace/trace.hpp"
 
 namespace fs = std::filesystem;
@@ -618,6 +620,60 @@ TEST_F(TraceTest, TrialKindsDoNotMix) {
   }
 }
 
+// `scale` of `group` is the dimension scale of that name and the one scale of
+// each dataset in `attached` (docs/trace-format.md, schema v7).
+void expect_scale(const avb::h5::Node& group, const std::string& scale, const std::vector<std::string>& attached) {
+  SCOPED_TRACE(group.object_path() + "/" + scale);
+  avb::h5::Handle s(H5Dopen2(group.id(), scale.c_str(), H5P_DEFAULT), H5Dclose);
+  ASSERT_TRUE(s.valid());
+  EXPECT_GT(H5DSis_scale(s.get()), 0);
+  char name[64] = {};
+  ASSERT_GT(H5DSget_scale_name(s.get(), name, sizeof name), 0);
+  EXPECT_EQ(std::string(name), scale);
+  for (const std::string& column : attached) {
+    avb::h5::Handle d(H5Dopen2(group.id(), column.c_str(), H5P_DEFAULT), H5Dclose);
+    ASSERT_TRUE(d.valid()) << column;
+    EXPECT_GT(H5DSis_attached(d.get(), s.get(), 0), 0) << column;
+    EXPECT_EQ(H5DSget_num_scales(d.get(), 0), 1) << column;
+  }
+}
+
+TEST_F(TraceTest, ColumnsCarryDimensionScales) {
+  const fs::path avg = dir_ / "avg.h5";
+  {
+    TraceWriter w(avg, false, run_info());
+    w.write_trial(small_trial(0));
+    w.finish(true);
+  }
+  const auto a = avb::h5::File::open_read_only(avg);
+  const auto trial = a.open_group("trials").open_group("0");
+  std::vector<std::string> columns = members(trial);
+  std::erase(columns, std::string("round"));
+  std::erase(columns, std::string("targets"));
+  EXPECT_EQ(columns.size(), 10u);
+  expect_scale(trial, "round", columns);
+  expect_scale(trial, "targets", {});
+  std::vector<std::string> summary = members(a.open_group("summary"));
+  std::erase(summary, std::string("trial"));
+  expect_scale(a.open_group("summary"), "trial", summary);
+
+  const fs::path sgd = dir_ / "sgd.h5";
+  {
+    TraceWriter w(sgd, false, training_info());
+    w.write_optimum(small_optimum());
+    w.write_trial(small_training_trial(0));
+    w.finish(true);
+  }
+  const auto s = avb::h5::File::open_read_only(sgd);
+  const auto training = s.open_group("trials").open_group("0");
+  columns = members(training);
+  std::erase(columns, std::string("step"));
+  std::erase(columns, std::string("targets"));
+  EXPECT_EQ(columns.size(), 14u);
+  expect_scale(training, "step", columns);
+  expect_scale(s.open_group("optimum"), "coordinate", {"x"});
+}
+
 TEST_F(TraceTest, OptimumIsWrittenAsGiven) {
   const fs::path path = dir_ / "run.h5";
   TraceWriter w(path, false, training_info());
@@ -628,7 +684,10 @@ TEST_F(TraceTest, OptimumIsWrittenAsGiven) {
   w.write_optimum(o);
   w.finish(true);
   const auto optimum = avb::h5::File::open_read_only(path).open_group("optimum");
-  EXPECT_EQ(members(optimum), std::vector<std::string>{"x"});
+  EXPECT_EQ(members(optimum), (std::vector<std::string>{"coordinate", "x"}));
+  std::vector<std::int32_t> index(o.x.size());
+  for (std::size_t k = 0; k < index.size(); ++k) index[k] = static_cast<std::int32_t>(k);
+  EXPECT_EQ(read_column<std::int32_t>(optimum, "coordinate"), index);
   EXPECT_EQ(read_column<double>(optimum, "x"), o.x);
   EXPECT_EQ(read_double_attribute(optimum, "loss"), 0.25);
   EXPECT_EQ(read_double_attribute(optimum, "initial_loss"), 2.25);

@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Traces as xarray sees them (schema v7's dimension scales, docs/trace-format.md).
+
+    test_trace_xarray.py AVERAGING_BENCH SGD_BENCH
+
+On the sequential engine, one trace of each program whose trials end at different
+rows (--stop-at-target under failures). For each:
+
+- check_trace accepts it; with one scale missing, or one column detached from its
+  scale, it is refused;
+- xarray.open_dataset(engine="h5netcdf") of every trial group, /summary and
+  /optimum gives the named dimensions (round or step, targets, trial, coordinate),
+  no phony_dim_*, and values and types equal to h5py's;
+- avbench.load_trace(as_xarray=True) equals the pandas loader's values, padded by
+  NaN exactly as xarray pads the pandas rows itself;
+- the same trace rewritten as schema v6 (no scales) passes check_trace as v6 and
+  loads as_xarray to the same values.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+import xarray as xr
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+import avbench  # noqa: E402
+from check_trace import check_file  # noqa: E402
+
+SCALE_ATTRS = ("CLASS", "NAME", "REFERENCE_LIST", "DIMENSION_LIST")
+problems = []
+
+
+def expect(ok, what):
+    if not ok:
+        problems.append(what)
+
+
+def same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def run(args, path):
+    subprocess.run([*args, "--engine", "sequential", "--threads", "1", "--out", path], check=True,
+                   stdout=subprocess.DEVNULL)
+    with h5py.File(path, "r") as f:
+        lengths = {len(g["round"]) for g in f["trials"].values()}
+    expect(len(lengths) > 1, f"{path}: trials all have {lengths} rows; the test needs unequal ones")
+
+
+def check_group(path, group, dims):
+    """open_dataset of `group` has exactly `dims` ({variable: its dims}) and h5py's values."""
+    with xr.open_dataset(path, engine="h5netcdf", group=group) as ds, h5py.File(path, "r") as f:
+        got = {name: ds[name].dims for name in ds.variables}
+        expect(got == dims, f"{path}:{group}: dims {got}, expected {dims}")
+        for name in ds.variables:
+            expect(same(ds[name].values, f[group][name][()]), f"{path}:{group}/{name}: differs from h5py's")
+
+
+def check_netcdf_view(path, dim):
+    with h5py.File(path, "r") as f:
+        trials, summary = list(f["trials"]), list(f["summary"])
+        kind = f.attrs["run_kind"]
+        columns = [c for c in f["trials"][trials[0]] if c != "targets"]
+    for k in trials:
+        check_group(path, f"trials/{k}", {"targets": ("targets",), **{c: (dim,) for c in columns}})
+    check_group(path, "summary", {c: ("trial",) for c in summary})
+    if kind == "sgd":
+        check_group(path, "optimum", {"coordinate": ("coordinate",), "x": ("coordinate",)})
+
+
+def check_loader(path, dim):
+    """load_trace(as_xarray=True) against the pandas rows, pivoted by xarray itself."""
+    ds = avbench.load_trace(path, as_xarray=True)
+    df = avbench.load_trace(path)
+    expect(ds[dim].dims == (dim,) and list(ds.dims) == ["trial", dim], f"{path}: dims {dict(ds.dims)}")
+    rows = [c for c in ds.data_vars if ds[c].dims == ("trial", dim)]
+    expect(len(rows) >= 10, f"{path}: only {rows} over (trial, {dim})")
+    oracle = df.set_index(["trial", dim])[rows].to_xarray()
+    for c in rows:
+        expect(same(ds[c].values, oracle[c].values), f"{path}: {c} differs from the pandas rows")
+    expect(same(ds[dim].values, oracle[dim].values.astype(ds[dim].dtype)), f"{path}: {dim} coordinate differs")
+    last = avbench.per_trial(df).set_index("trial")
+    for c in [c for c in ds.data_vars if ds[c].dims == ("trial",)]:
+        expect(np.array_equal(ds[c].values, last.loc[ds["trial"].values, c].to_numpy()), f"{path}: {c} differs")
+    for k, v in ds.attrs.items():
+        want = df[k].iat[0]
+        expect(v == want, f"{path}: attribute {k} = {v!r}, the rows say {want!r}")
+    expect(any(np.isnan(ds[rows[0]].values).ravel()), f"{path}: no padding to test")
+    return ds
+
+
+def downgrade(path, old):
+    """`path` rewritten as a schema v6 trace: no scales, no /optimum/coordinate."""
+    with h5py.File(path, "r") as src, h5py.File(old, "w", track_order=True) as dst:
+        def copy(name, obj):
+            if isinstance(obj, h5py.Group):
+                g = dst.create_group(name, track_order=True)
+            elif name != "optimum/coordinate":
+                g = dst.create_dataset(name, data=obj[()])
+            else:
+                return
+            for k, v in obj.attrs.items():
+                if k not in SCALE_ATTRS:
+                    g.attrs.create(k, v, dtype=obj.attrs.get_id(k).dtype)
+        for k, v in src.attrs.items():
+            dst.attrs.create(k, v, dtype=src.attrs.get_id(k).dtype)
+        src.visititems(copy)
+        dst.attrs["schema_version"] = np.int32(6)
+
+
+def damaged(path, tmp, damage):
+    bad = os.path.join(tmp, "bad.h5")
+    shutil.copy(path, bad)
+    with h5py.File(bad, "r+") as f:
+        damage(f)
+    return check_file(bad)
+
+
+def check_trace_file(path, dim, tmp):
+    expect(check_file(path) == [], f"{path}: {check_file(path)}")
+    found = damaged(path, tmp, lambda f: f[f"trials/1/{dim}"].attrs.__delitem__("CLASS"))
+    expect(any(f"/trials/1/{dim}: not a dimension scale" in p for p in found), f"missing scale: {found}")
+    found = damaged(path, tmp, lambda f: f["summary/time"].dims[0].detach_scale(f["summary/trial"]))
+    expect(any("/summary/time: its axis has 0 scales" in p for p in found), f"detached column: {found}")
+    old = os.path.join(tmp, "v6.h5")
+    downgrade(path, old)
+    expect(check_file(old) == [], f"v6 copy of {path}: {check_file(old)}")
+    return old
+
+
+def main(averaging_bench, sgd_bench):
+    with tempfile.TemporaryDirectory() as tmp:
+        avg, sgd = os.path.join(tmp, "avg.h5"), os.path.join(tmp, "sgd.h5")
+        run([averaging_bench, "--peers", "32", "--protocol", "pairwise", "--fail-rate", "0.05", "--trials", "5",
+             "--rounds", "200", "--target", "1e-3", "--stop-at-target"], avg)
+        run([sgd_bench, "--peers", "8", "--protocol", "gossip", "--fail-rate", "0.1", "--trials", "5",
+             "--steps", "300", "--eval-every", "3", "--stop-at-target", "--target", "0.05", "--lr", "0.05"], sgd)
+        for path, dim in ((avg, "round"), (sgd, "step")):
+            check_netcdf_view(path, dim)
+            ds = check_loader(path, dim)
+            old = check_trace_file(path, dim, tmp)
+            ds_old = avbench.load_trace(old, as_xarray=True)
+            expect(ds_old.equals(ds), f"{path}: v6 copy loads differently")
+            ds.to_netcdf(os.path.join(tmp, "copy.nc"), engine="h5netcdf")
+    for p in problems:
+        print("FAIL", p)
+    print(f"test_trace_xarray: {'FAILED' if problems else 'passed'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
