@@ -290,7 +290,7 @@ else
   ok "diverged: the table marks the trials diverged, no nan"
 fi
 good_run not_diverged "$(sgd 1 20 1 10)" -- --steps 20
-attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 6)'
+attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 7)'
 if [ "$ENGINE" = smpi ]; then
   warn_case warn_step_stragglers '--stragglers: has no effect without --step-flops' -- --stragglers 0.5 --steps 5
 else

@@ -37,14 +37,14 @@ case "$APP" in
     # 100 trials of 100,000 rounds of 20,000 values on 2 peers: hours, far longer
     # than the test, which stops it after a few seconds.
     RUN_ARGS=(--dim 20000 --rounds 100000 --trials 100 --fail-rate 0.01)
-    PROGRESS='trial 1/100, round [1-9]'  # "[3s] trial 1/100, round 812/100000, ..."
+    PROGRESS='trial 1/100, round [1-9]'  # "[3s]   0.0% trial 1/100, round 812/100000, ..."
     EXPECT=(--kind averaging --complete 0 --rounds 100000)
     ROW=round
     ;;
   sgd_bench)
     # 100 trials of 10^8 SGD steps, measured every 1,000 steps: hours again.
     RUN_ARGS=(--steps 100000000 --eval-every 1000 --trials 100 --fail-rate 0.01)
-    PROGRESS='trial 1/100, step [1-9]'  # "[3s] trial 1/100, step 1025000/100000000, ..."
+    PROGRESS='trial 1/100, step [1-9]'  # "[3s]   0.0% trial 1/100, step 1025000/100000000, ..."
     EXPECT=(--kind sgd --complete 0 --steps 100000000 --local-steps 1 --eval-every 1000)
     ROW=step
     ;;
@@ -102,7 +102,7 @@ stop_run() {
   # It is measuring once a progress line is printed; the app prints the first
   # after a few seconds of running.
   local waited=0
-  until grep -q "^\[[0-9]*s\] $PROGRESS" "$err"; do
+  until grep -q "^\[[0-9]*s\] *[0-9.]*% $PROGRESS" "$err"; do
     if ! kill -0 "$LAUNCHER_PID" 2>/dev/null; then
       echo "--- stdout" >&2; cat "$log" >&2; echo "--- stderr" >&2; cat "$err" >&2
       die "$what: the run ended before it could be stopped"
