@@ -67,7 +67,7 @@ int run(int argc, char** argv) {
   avb::app::AveragingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described);
   return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds", [&] {
-    return sequential ? avb::run_averaging_sequential(options, peers, reporter, threads)
+    return sequential ? avb::run_averaging_sequential(options, peers, reporter, threads, cli.engine.link)
                       : avb::run_averaging(options, MPI_COMM_WORLD, reporter);
   });
 }

@@ -134,7 +134,7 @@ int run(int argc, char** argv) {
   avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));
   return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations", [&] {
-    return sequential ? avb::run_training_sequential(options, setup, peers, reporter, threads)
+    return sequential ? avb::run_training_sequential(options, setup, peers, reporter, threads, cli.engine.link)
                       : avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
   });
 }

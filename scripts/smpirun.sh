@@ -14,6 +14,8 @@
 #   --speed-seed K             seed of the lognormal draws
 #   --regions R, --wan-lat L, --wan-bw B   geo: regions and the links between them
 #   --bb-bw B                  bandwidth of each cluster's backbone (2.25GBps)
+#   --bb-lat L, --bw B, --lat L   backbone latency (500us), each host's link bandwidth
+#                              (125MBps) and latency (50us)
 # Computation is not simulated (smpi/simulate-computation:no), so simulated time
 # is communication only and the same on every machine: traces stay reproducible.
 # Globals are NOT privatized (smpi/privatization:0): avbench keeps no mutable
@@ -64,14 +66,14 @@ while [ $# -gt 0 ]; do
     --eager-limit)
       case "${2:-}" in ''|*[!0-9]*) echo "smpirun.sh: error: --eager-limit: '${2:-}' is not a number of bytes >= 0" >&2; exit 2 ;; esac
       eager=$2; shift 2 ;;
-    --kind|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw|--bb-bw) gen+=("$1" "$2"); shift 2 ;;
+    --kind|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw|--bb-bw|--bb-lat|--bw|--lat) gen+=("$1" "$2"); shift 2 ;;
     --speed-seed) gen+=(--seed "$2"); shift 2 ;;
     --) shift; break ;;
     *) break ;;
   esac
 done
 if [ -z "$n" ] || [ $# -eq 0 ]; then
-  echo "usage: smpirun.sh -n N [--platform XML --hostfile FILE | --kind K --speed-sigma S --bw-sigma B --speed-seed K --regions R --wan-lat L --wan-bw B --bb-bw B] [--privatize] [--eager-limit BYTES] [--cfg=...] [--] PROGRAM [ARGS...]" >&2
+  echo "usage: smpirun.sh -n N [--platform XML --hostfile FILE | --kind K --speed-sigma S --bw-sigma B --speed-seed K --regions R --wan-lat L --wan-bw B --bb-bw B --bb-lat L --bw B --lat L] [--privatize] [--eager-limit BYTES] [--cfg=...] [--] PROGRAM [ARGS...]" >&2
   exit 2
 fi
 case "$n" in ''|*[!0-9]*) echo "smpirun.sh: error: -n: '$n' is not a positive integer" >&2; exit 2 ;; esac

@@ -1,18 +1,36 @@
 #include "common/engine_flags.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <thread>
 
 #include "core/comm.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace avb::app {
 
 namespace {
 // Flags whose only effect is on time, which the sequential engine estimates from
 // the message pattern alone (protocols/time_model.hpp).
-constexpr const char* kTimeOnlyFlags[] = {"--compute-flops", "--step-flops",         "--stragglers",
-                                          "--straggler-slowdown", "--detection-timeout", "--round-timeout"};
+constexpr const char* kTimeOnlyFlags[] = {"--compute-flops", "--step-flops", "--stragglers", "--straggler-slowdown",
+                                          "--round-timeout"};
+
+// The sequential engine's platform: each flag, its field, and the flag of
+// scripts/smpirun.sh (platform.py) that sets the same value under SMPI.
+struct PlatformFlag {
+  const char* flag;
+  double LinkModel::*field;
+  const char* unit;
+  const char* smpi_flag;
+};
+constexpr PlatformFlag kPlatformFlags[] = {
+    {"--link-bandwidth", &LinkModel::bandwidth, "bytes/s", "--bw"},
+    {"--link-latency", &LinkModel::link_latency, "seconds", "--lat"},
+    {"--backbone-bandwidth", &LinkModel::backbone, "bytes/s", "--bb-bw"},
+    {"--backbone-latency", &LinkModel::backbone_latency, "seconds", "--bb-lat"},
+};
 }  // namespace
 
 void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
@@ -27,6 +45,10 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
   add.integer("--threads", flags.threads, 0, 1024,
               "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
               "depend on it");
+  for (const PlatformFlag& p : kPlatformFlags)
+    add.real(p.flag, flags.link.*p.field, std::string("a number > 0 (") + p.unit + ")",
+             std::string("sequential engine: the time estimate's platform, in ") + p.unit +
+                 " (under SMPI: scripts/smpirun.sh " + p.smpi_flag + ")");
 }
 
 int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_size) {
@@ -35,7 +57,16 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
       if (changed.count(flag) != 0)
         throw ConfigError(std::string(flag) + ": applies to --engine sequential only; under --engine mpi the peers are "
                           "the MPI ranks (here " + std::to_string(world_size) + ")");
+    for (const PlatformFlag& p : kPlatformFlags)
+      if (changed.count(p.flag) != 0)
+        throw ConfigError(std::string(p.flag) + ": applies to --engine sequential only; under SMPI the platform file "
+                          "sets it (scripts/smpirun.sh " + p.smpi_flag + ")");
     return world_size;
+  }
+  for (const PlatformFlag& p : kPlatformFlags) {
+    const double v = flags.link.*p.field;
+    if (!(v > 0) || !std::isfinite(v))
+      throw ConfigError(std::string(p.flag) + ": " + format_number(v) + " is not a number > 0 (" + p.unit + ")");
   }
   if (world_size > 1)
     throw ConfigError("--engine sequential: runs every peer in one process, but " + std::to_string(world_size) +
@@ -62,6 +93,7 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
   start.info.time_model = "alpha-beta estimate";
   start.described.emplace_back("engine", "sequential");
   start.described.emplace_back("peers", std::to_string(peers));
+  for (const PlatformFlag& p : kPlatformFlags) start.described.emplace_back(p.flag + 2, format_number(flags.link.*p.field));
 }
 
 }  // namespace avb::app

@@ -8,6 +8,7 @@
 #include "common/trace_output.hpp"
 #include "common/typed_options.hpp"
 #include "core/enum_names.hpp"
+#include "protocols/time_model.hpp"
 
 namespace avb::app {
 
@@ -19,13 +20,16 @@ struct EngineFlags {
   Engine engine = Engine::mpi;
   int peers = 0;    // sequential: the number of peers (required)
   int threads = 0;  // sequential: trials run at once; 0: one per core
+  LinkModel link;   // sequential: the platform of the time estimate
 };
 
-// --engine, --peers and --threads, in the help group "Engine".
+// --engine, --peers, --threads and the estimate's platform (--link-bandwidth,
+// --link-latency, --backbone-bandwidth, --backbone-latency), in the help group "Engine".
 void add_engine_flags(TypedOptions& add, EngineFlags& flags);
 
 // The run's peer count: the MPI world's size, or --peers on the sequential engine.
-// Refuses (ConfigError naming the flag) --peers or --threads under --engine mpi, a
+// Refuses (ConfigError naming the flag) the sequential engine's flags under --engine mpi,
+// a platform value that is not a finite number > 0, a
 // sequential run started on more than one process or without --peers, and, on the
 // sequential engine, the flags that only shape simulated or measured time
 // (`changed` holds the flags given).
@@ -35,7 +39,7 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
 int run_threads(const EngineFlags& flags, int trials);
 
 // On the sequential engine: the trace's engine, peer count and time model, and
-// "engine" and "peers" among the options described.
+// "engine", "peers" and the platform's four values among the options described.
 void describe_engine(const EngineFlags& flags, int peers, RunStart& start);
 
 }  // namespace avb::app

@@ -84,6 +84,8 @@ class AllreducePopulation final : public SequentialProtocol {
     for (int p = 0; p < x.n; ++p)
       if (round.alive[static_cast<std::size_t>(p)]) members_.push_back(p);
     const int alive = static_cast<int>(members_.size());
+    if (alive < x.n)  // one world-wide group: every alive peer waits out a failure anywhere
+      for (int p : members_) round.wait(p);
     RoundEffect effect;
     if (semantics_ == FailureSemantics::abort) {
       effect.groups = 1;

@@ -219,6 +219,7 @@ class ChocoPopulation final : public SequentialProtocol {
     RoundEffect effect;
     publish(x, round, effect);
     mix(x, round);
+    wait_on_silent_sources(round, n_, [&](int i) { return topology_->mixing_row(weights_, round.t, i).peers; });
     return effect;
   }
 

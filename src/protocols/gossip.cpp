@@ -204,6 +204,7 @@ class GossipPopulation final : public SequentialProtocol {
       busiest = std::max(busiest, sent);
     }
     effect.pattern = {1, static_cast<double>(message), static_cast<double>(busiest)};
+    wait_on_silent_sources(round, x.n, [&](int i) { return g.in_neighbours(t, i); });
     return effect;
   }
 

@@ -190,6 +190,7 @@ class MoshpitPopulation final : public SequentialProtocol {
     for (int p = 0; p < n_; ++p)
       if (semantics_ != FailureSemantics::survivors || round.alive[static_cast<std::size_t>(p)])
         participants_.push_back(p);
+    if (key_update_ == KeyUpdate::axis) wait_on_lost_lines(round);
     const auto [sorted, starts] = groups(round);
     RoundEffect effect;
     for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
@@ -204,6 +205,20 @@ class MoshpitPopulation final : public SequentialProtocol {
  private:
   int d() const { return static_cast<int>(sides_.size()); }
   std::int64_t& entry(int a, int p) { return bucket_[static_cast<std::size_t>(a) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(p)]; }
+
+  // As MoshpitProtocol::step: the alive occupants of a line (along this round's
+  // axis) with a departed occupant wait, whatever the failure semantics.
+  void wait_on_lost_lines(const PopulationRound& round) {
+    if (round.waiting.empty() || !round.anyone_down()) return;
+    const std::size_t axis = static_cast<std::size_t>((round.t - 1) % d());
+    const std::span<const std::int64_t> line(bucket_.data() + axis * static_cast<std::size_t>(n_), static_cast<std::size_t>(n_));
+    lost_.clear();
+    for (int p = 0; p < n_; ++p)
+      if (!round.alive[static_cast<std::size_t>(p)]) lost_.push_back(line[static_cast<std::size_t>(p)]);
+    std::sort(lost_.begin(), lost_.end());
+    for (int p = 0; p < n_; ++p)
+      if (std::binary_search(lost_.begin(), lost_.end(), line[static_cast<std::size_t>(p)])) round.wait(p);
+  }
 
   // The round's groups: the participants bucket by bucket, each bucket in the
   // round's shuffled order, and where each bucket starts.
@@ -260,6 +275,7 @@ class MoshpitPopulation final : public SequentialProtocol {
   int n_;
   PopulationGroups groups_;
   std::vector<std::int64_t> bucket_;  // [axis or key slot][peer]
+  std::vector<std::int64_t> lost_;    // axis: the lines with a departed occupant this round
   std::vector<int> participants_, sorted_, starts_;
   BucketShuffle shuffle_;
 };

@@ -17,6 +17,7 @@ void PopulationGroups::average(std::span<const int> members, Population& x, cons
   for (int peer : members) any_failed = any_failed || !round.alive[static_cast<std::size_t>(peer)];
   if (any_failed) {
     ++effect.failed_groups;
+    for (int peer : members) round.wait(peer);
     if (semantics_ == FailureSemantics::abort) return;
   }
   if (quantizer_.spec().kind != QuantizerKind::none) {

@@ -122,6 +122,7 @@ class PushSumPopulation final : public SequentialProtocol {
     last_ = z.values;
     const double message = 8.0 * static_cast<double>(z.model_dim + 1);
     effect.pattern = {1, message, message * busiest};
+    wait_on_silent_sources(round, n, [&](int i) { return g.in_neighbours(t, i); });
     return effect;
   }
 

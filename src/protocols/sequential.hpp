@@ -10,6 +10,7 @@
 // round's buffers are kept between rounds, and groups are formed by counting sort.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -59,7 +60,32 @@ struct PopulationRound {
   std::uint64_t seed = 0;  // the trial's seed
   const FailureModel& failures;
   std::span<const std::uint8_t> alive;
+  // Zeroed by the runner (empty: not wanted). The protocol sets waiting[i] = 1 where
+  // its MPI form sets GroupCounters::waited_on_failure for peer i: an alive peer that
+  // expected a message from a peer that is down waits for the failure to be detected.
+  std::span<std::uint8_t> waiting = {};
+
+  void wait(int peer) const {
+    const auto i = static_cast<std::size_t>(peer);
+    if (!waiting.empty() && alive[i]) waiting[i] = 1;
+  }
+  bool anyone_down() const { return std::find(alive.begin(), alive.end(), std::uint8_t{0}) != alive.end(); }
 };
+
+// The graph protocols' rule: every alive peer i with a down peer j != i among
+// sources(i) (whom it expects to hear from) waits.
+template <class Sources>
+void wait_on_silent_sources(const PopulationRound& round, int n_peers, Sources sources) {
+  if (round.waiting.empty() || !round.anyone_down()) return;
+  for (int i = 0; i < n_peers; ++i) {
+    if (!round.alive[static_cast<std::size_t>(i)]) continue;
+    for (int j : sources(i))
+      if (j != i && !round.alive[static_cast<std::size_t>(j)]) {
+        round.wait(i);
+        break;
+      }
+  }
+}
 
 class SequentialProtocol {
  public:

@@ -114,7 +114,7 @@ class SgpPaperPopulation final : public SequentialProtocol {
     for (int i = 0; i < x.n; ++i) {
       if (!alive(i)) continue;
       sgp_paper_sources(x.n, round.t, i, sources_);
-      keep_alive(sources_, i, alive);
+      if (keep_alive(sources_, i, alive)) round.wait(i);
       distinct_others(sources_, i, others_);
       const std::size_t received = others_.size();
       pull_mean(sources_, [&](int j) { return old_.data() + static_cast<std::size_t>(j) * d; }, x.peer(i), sum_);

@@ -90,7 +90,7 @@ double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const L
   constexpr double kAcknowledgements = 1.05;
   const double transfer =
       kAcknowledgements * std::max(pattern.busiest / link.bandwidth, per_step / link.backbone) / f.bandwidth;
-  return pattern.steps * (f.latency * link.latency + transfer);
+  return pattern.steps * (f.latency * link.latency() + transfer);
 }
 
 }  // namespace avb

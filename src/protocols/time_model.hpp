@@ -19,11 +19,16 @@
 
 namespace avb {
 
-// The platform the estimate assumes (platform.py's cluster defaults).
+// The platform the estimate assumes: scripts/platform.py's cluster, one private
+// link per peer to a backbone all links share (its defaults here).
 struct LinkModel {
-  double latency = 2 * 50e-6 + 500e-6;  // seconds, end to end
-  double bandwidth = 125e6;             // bytes/s of one peer's link
-  double backbone = 2.25e9;             // bytes/s of the backbone all links share
+  double link_latency = 50e-6;       // seconds, of one peer's link
+  double bandwidth = 125e6;          // bytes/s of one peer's link
+  double backbone_latency = 500e-6;  // seconds
+  double backbone = 2.25e9;          // bytes/s of the backbone
+
+  // A message crosses the sender's link, the backbone and the receiver's link.
+  double latency() const { return 2 * link_latency + backbone_latency; }
 };
 
 // A round's messages, as its protocol sends them.

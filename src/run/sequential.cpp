@@ -55,6 +55,27 @@ class PopulationMeter {
 
 }  // namespace
 
+DetectionClock::DetectionClock(int n_peers, double timeout)
+    : timeout_(timeout),
+      waiting_(timeout > 0 ? static_cast<std::size_t>(n_peers) : 0),
+      waited_(waiting_.size(), 0.0) {}
+
+std::span<std::uint8_t> DetectionClock::begin_round() {
+  std::fill(waiting_.begin(), waiting_.end(), std::uint8_t{0});
+  return waiting_;
+}
+
+double DetectionClock::end_round() {
+  bool anyone = false;
+  for (std::size_t i = 0; i < waiting_.size(); ++i) {
+    if (!waiting_[i]) continue;
+    anyone = true;
+    waited_[i] += timeout_;
+    most_ = std::max(most_, waited_[i]);
+  }
+  return anyone ? timeout_ : 0.0;
+}
+
 std::uint64_t load_population_joiners(const FailureModel& failures, int t, Population& x) {
   if (failures.kind() != FailureKind::churn) return 0;
   std::uint64_t bytes = 0;
@@ -67,7 +88,8 @@ std::uint64_t load_population_joiners(const FailureModel& failures, int t, Popul
   return bytes;
 }
 
-TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop) {
+TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
+                                 const LinkModel& link) {
   TrialRecord record;
   record.index = trial;
   record.seed = trial_seed(options.seed, trial);
@@ -84,6 +106,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   row.alive = n;
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
+  DetectionClock detection(n, options.detection_timeout);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -93,7 +116,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     }
     const std::uint64_t joined = load_population_joiners(failures, t, x);
     const int alive_count = failures.alive_mask(t, alive);
-    const RoundEffect effect = protocol->step(x, PopulationRound{t, seed, failures, alive});
+    const RoundEffect effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round()});
     const RoundRow& previous = record.rows.back();
     row = meter.measure(x);
     row.round = t;
@@ -102,7 +125,8 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     row.failed_groups = effect.failed_groups;
     row.decode_failures = effect.decode_failures;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + round_seconds(effect.pattern, effect.bytes);
+    row.time = previous.time + round_seconds(effect.pattern, effect.bytes, link) + detection.end_round();
+    row.detection_time = detection.detection_time();
     record.rows.push_back(row);
   }
   for (double target : options.targets) record.targets.push_back(rounds_to_target(record.rows, target));
@@ -110,12 +134,12 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
 }
 
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
-                                         int threads) {
+                                         int threads, const LinkModel& link) {
   require_resolved(options, n, "run_averaging_sequential");
   AveragingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           return run_sequential_trial(options, n, k, stop);
+                                           return run_sequential_trial(options, n, k, stop, link);
                                          });
   return result;
 }

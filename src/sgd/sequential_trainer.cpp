@@ -26,8 +26,10 @@ using PeerVector = Eigen::Map<Eigen::VectorXd>;
 // independent.
 class PopulationSgd {
  public:
-  PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop)
+  PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
+                const LinkModel& link)
       : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
+        link_(link), detection_(n, options.detection_timeout),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(seed_, options.fail_rate, options.failure, n, options.join_rate),
         protocol_(make_sequential_protocol(options.protocol, n)), x_(n, d_), velocity_(n, d_), g_(d_),
@@ -82,12 +84,12 @@ class PopulationSgd {
   }
 
   void round(int r) {
-    const RoundEffect effect = protocol_->step(x_, PopulationRound{r, seed_, failures_, alive_});
+    const RoundEffect effect = protocol_->step(x_, PopulationRound{r, seed_, failures_, alive_, detection_.begin_round()});
     groups_ += effect.groups;
     failed_groups_ += effect.failed_groups;
     decode_failures_ += effect.decode_failures;
     bytes_ += effect.bytes;
-    time_ += round_seconds(effect.pattern, effect.bytes);
+    time_ += round_seconds(effect.pattern, effect.bytes, link_) + detection_.end_round();
     rounds_done_ = r;
   }
 
@@ -117,7 +119,7 @@ class PopulationSgd {
     row.decode_failures = decode_failures_;
     row.bytes_sent = bytes_;
     row.time = time_;
-    row.detection_time = 0.0;
+    row.detection_time = detection_.detection_time();
     groups_ = failed_groups_ = decode_failures_ = 0;
     record_.rows.push_back(row);
     stop_ = stop_flag_ != nullptr && *stop_flag_;
@@ -131,6 +133,8 @@ class PopulationSgd {
   const Eigen::VectorXd& reference_;  // x*
   const TrainingMetrics metrics_;
   const std::atomic<bool>* stop_flag_;
+  const LinkModel link_;
+  DetectionClock detection_;
   const int n_;
   const Eigen::Index d_;
   const std::uint64_t seed_;
@@ -151,22 +155,22 @@ class PopulationSgd {
 }  // namespace
 
 PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n,
-                                              int trial, const std::atomic<bool>* stop) {
+                                              int trial, const std::atomic<bool>* stop, const LinkModel& link) {
   require_resolved(options, n, "run_training_sequential");
   if (static_cast<int>(problem.peers.size()) != n || !problem.pooled)
     throw std::invalid_argument("run_training_sequential: the problem is not build_problem_sequential's for " +
                                 std::to_string(n) + " peers");
-  return PopulationSgd(options, problem, n, trial, stop).run();
+  return PopulationSgd(options, problem, n, trial, stop, link).run();
 }
 
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n,
-                                       TrainingObserver& observer, int threads) {
+                                       TrainingObserver& observer, int threads, const LinkModel& link) {
   // Peer 0's final model of each trial, each written by the one thread that runs it.
   std::vector<std::vector<double>> models(static_cast<std::size_t>(std::max(options.trials, 0)));
   TrainingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           PopulationTrial t = run_training_sequential_trial(options, problem, n, k, stop);
+                                           PopulationTrial t = run_training_sequential_trial(options, problem, n, k, stop, link);
                                            const std::span<const double> first = t.models.peer(0);
                                            models[static_cast<std::size_t>(k)].assign(first.begin(), first.end());
                                            return std::move(t.record);

@@ -7,8 +7,8 @@
 // tree order: the rows and models are those of run_training on Open MPI, bit for
 // bit (an all-reduce's excepted, which sums along a ring or a tree there). Only
 // time differs: `time` is the α–β estimate of the averaging rounds
-// (protocols/time_model.hpp); SGD steps take no time on this engine (it does not
-// model compute), and `detection_time` is 0.
+// (protocols/time_model.hpp) plus the failure detections waited (run/sequential.hpp's
+// DetectionClock); SGD steps take no time on this engine (it does not model compute).
 //
 // What the trainer does that this engine cannot model is refused with a
 // ConfigError: a protocol without a sequential form (swarm, the asynchronous one,
@@ -33,14 +33,16 @@ struct PopulationTrial {
 // Trial `trial` of `options` (resolved for n_peers) on `problem`
 // (build_problem_sequential's); `stop` is polled at every evaluation.
 PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n_peers,
-                                              int trial, const std::atomic<bool>* stop = nullptr);
+                                              int trial, const std::atomic<bool>* stop = nullptr,
+                                              const LinkModel& link = {});
 
 // Runs every trial on up to `threads` threads (at least 1); the results do not
 // depend on the thread count. On the calling thread, the observer receives each
 // trial's rows and then the trial, in trial order; when it asks to stop, every
 // trial in flight ends at its next evaluation, marked incomplete, and no new
-// trial starts. `model` is peer 0's at the end of the last trial.
+// trial starts. `model` is peer 0's at the end of the last trial. `link`: the
+// platform the time estimate assumes.
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n_peers,
-                                       TrainingObserver& observer, int threads);
+                                       TrainingObserver& observer, int threads, const LinkModel& link = {});
 
 }  // namespace avb

@@ -144,7 +144,7 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
     for (int i = 0; i < n; ++i) std::copy(expected[i].begin(), expected[i].end(), population.peer(i).begin());
     const auto sequential = make_sequential_protocol(sequential_form(options.protocol), n);
     sequential->begin_trial(population, seed);
-    std::vector<std::uint8_t> alive;
+    std::vector<std::uint8_t> alive, waiting;
     int decode_failures = 0;  // over the trial, all peers
     for (int t = 1; t <= options.rounds; ++t) {
       for (int p = 0; p < n; ++p) joins += failures.joined(t, p) && failures.donor(t, p) >= 0;
@@ -156,7 +156,12 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
       protocol->step(x, round);
       const oracle::RoundEffect effect = oracle::step(options.protocol, failures, seed, t, expected, state);
       failures.alive_mask(t, alive);
-      const RoundEffect by_sequential = sequential->step(population, PopulationRound{t, seed, failures, alive});
+      waiting.assign(static_cast<std::size_t>(n), 0);
+      const RoundEffect by_sequential =
+          sequential->step(population, PopulationRound{t, seed, failures, alive, waiting});
+      // The same peers wait out a failure (--detection-timeout's time) on both engines.
+      EXPECT_EQ(int{waiting[static_cast<std::size_t>(me)]}, counters.waited_on_failure)
+          << "peer " << me << " round " << t << " trial " << trial;
       EXPECT_EQ(by_sequential.bytes, effect.bytes) << "round " << t << " trial " << trial;
       EXPECT_EQ(by_sequential.groups, effect.groups) << "round " << t << " trial " << trial;
       // Every undecodable message counted once, by its receiver, as the oracle counts it.

@@ -24,16 +24,8 @@ program_arg SMPI_BIN "$2" "SMPI program"
 NP=8
 
 # The third engine: every peer in one process (MPI_BIN --engine sequential,
-# common.sh's run_sequential). --detection-timeout shapes time only, which it
-# estimates: it is left out.
-without_detection_timeout() {
-  local skip=0 a
-  for a in "$@"; do
-    if [ "$skip" = 1 ]; then skip=0; continue; fi
-    if [ "$a" = --detection-timeout ]; then skip=1; continue; fi
-    printf '%s\n' "$a"
-  done
-}
+# common.sh's run_sequential), with --detection-timeout too: the peers that wait out
+# a failure, hence the detection_time column, must be the same.
 
 # Every all-reduce algorithm the program accepts (a singleton run of 0 rounds
 # tells); add new ones to this list. Without --collective, just the default.
@@ -82,8 +74,7 @@ for config in "${configs[@]}"; do
     for engine in mpi smpi; do
       check_trace "$SCRATCH/$engine-$tag.h5" --peers "$NP" --trials 3 --complete 1 --rounds 40
     done
-    mapfile -t seq_args < <(without_detection_timeout "${args[@]}")
-    run_sequential "$tag" "${seq_args[@]}"
+    run_sequential "$tag" "${args[@]}"
     compare_engines "$tag" <<'EOF'
 import sys
 import h5py

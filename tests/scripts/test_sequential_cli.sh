@@ -29,8 +29,13 @@ refused() {
 refused "--engine sequential: protocol swarm" --engine sequential --peers 16 --protocol swarm
 refused "--peers: required" --engine sequential
 refused "--stragglers" --engine sequential --peers 16 --stragglers 0.1
-refused "--detection-timeout" --engine sequential --peers 16 --detection-timeout 1
+refused "--round-timeout" --engine sequential --peers 16 --round-timeout 10
 refused "--peers: applies" --peers 16
+# The estimate's platform: sequential only (SMPI's comes from its platform file), > 0.
+refused "--link-bandwidth: applies to --engine sequential only" --link-bandwidth 1e6
+refused "--backbone-bandwidth: 0 is not a number > 0" --engine sequential --peers 16 --backbone-bandwidth 0
+refused "--link-latency: 'soon' is not a number > 0" --engine sequential --peers 16 --link-latency soon
+refused "--backbone-latency: inf is not a number > 0" --engine sequential --peers 16 --backbone-latency inf
 refused "--engine: 'serial'" --engine serial --peers 16
 refused "--peers" --engine sequential --peers 0
 # No communicators in one process; the group protocols' sequential forms sum as the butterfly does.
@@ -41,7 +46,8 @@ refused "--collective ring: --engine sequential" --engine sequential --peers 16 
   --collective ring
 
 # No launcher: the run starts no MPI and writes a valid trace.
-common=(--engine sequential --peers 300 --protocol moshpit --fail-rate 0.05 --dim 3 --rounds 12 --trials 7 --seed 5)
+common=(--engine sequential --peers 300 --protocol moshpit --fail-rate 0.05 --detection-timeout 0.5 --dim 3 --rounds 12
+  --trials 7 --seed 5)
 if timeout 60 "$BIN" "${common[@]}" --threads 1 --out "$SCRATCH/one.h5" --quiet >"$SCRATCH/one.log" 2>&1; then
   check_trace "$SCRATCH/one.h5" --peers 300 --trials 7 --complete 1 --rounds 12
 else

@@ -10,15 +10,28 @@
 # counters and targets, the same metric bits (all-reduce: within 1e-12 of the
 # initial variance), and each trial's estimated time within 10% of the simulated
 # time. Vectors of 1000 and 100000 values cover latency- and bandwidth-bound rounds
-# (the backbone included), failures change the groups.
+# (the backbone included), failures change the groups. With --detection-timeout, the
+# peers that wait out a failure add it to the round on both engines (and the
+# detection_time columns must be equal); a configuration may name a platform other
+# than the default cluster, given to smpirun.sh and to the sequential engine's
+# platform flags (`fat`: a non-blocking backbone; `slow`: slower, longer links).
 source "$(dirname "$0")/common.sh"
 
 need_args 2 $# SEQUENTIAL_BINARY SMPI_BINARY
 program_arg SEQ "$1" "Open MPI build's averaging_bench" "build the default preset: cmake --build build --target averaging_bench"
 program_arg BIN "$2" "SMPI program"
 
+# A platform's smpirun.sh options | the sequential engine's options for the same.
+declare -A platforms=(
+  [cluster]="|"
+  [fat]="--bb-bw 1000GBps|--backbone-bandwidth 1e12"
+  [slow]="--bw 50MBps --lat 200us --bb-lat 1ms|--link-bandwidth 5e7 --link-latency 2e-4 --backbone-latency 1e-3"
+)
 configs=(
   "64 100000 moshpit --grid 8x8"
+  "64 100000 allreduce --fail-rate 0.02 --detection-timeout 0.5"
+  "64 100000 moshpit --grid 8x8 --fail-rate 0.02 --detection-timeout 0.25 @fat"
+  "64 100000 gossip --topology exp --fail-rate 0.02 --detection-timeout 0.25 @slow"
   "64 100000 allreduce --collective ring"
   "64 100000 gossip --topology torus --fail-rate 0.05"
   "64 1000 pushsum --fail-rate 0.05"
@@ -28,19 +41,23 @@ configs=(
   "1024 1 random-groups"
 )
 for config in "${configs[@]}"; do
-  read -r peers dim protocol rest <<<"$config"
+  platform=cluster
+  [[ "$config" != *@* ]] || platform=${config##*@}
+  read -r peers dim protocol rest <<<"${config%@*}"
   read -r -a extra <<<"$rest"
+  read -r -a smpi_platform <<<"${platforms[$platform]%%|*}"
+  read -r -a seq_platform <<<"${platforms[$platform]#*|}"
   args=(--protocol "$protocol" "${extra[@]}" --dim "$dim" --rounds 4 --trials 1 --seed 31 --quiet)
   tag=$(printf '%s' "$config" | tr -c 'a-z0-9\n' '_')
   started=$(now)
   rc=0
-  timeout -k 10 300 "$AVB_SMPIRUN" -n "$peers" "$BIN" "${args[@]}" --out "$SCRATCH/smpi-$tag.h5" \
+  timeout -k 10 300 "$AVB_SMPIRUN" -n "$peers" "${smpi_platform[@]}" "$BIN" "${args[@]}" --out "$SCRATCH/smpi-$tag.h5" \
     >"$SCRATCH/$tag.log" 2>&1 </dev/null || rc=$?
   if [ "$rc" -ne 0 ]; then
     bad_with_report "$config: SMPI exited $rc:" "$(tail -5 "$SCRATCH/$tag.log")"
     continue
   fi
-  if ! timeout 120 "$SEQ" --engine sequential --peers "$peers" "${args[@]}" --out "$SCRATCH/seq-$tag.h5" \
+  if ! timeout 120 "$SEQ" --engine sequential --peers "$peers" "${seq_platform[@]}" "${args[@]}" --out "$SCRATCH/seq-$tag.h5" \
       >"$SCRATCH/$tag.seq.log" 2>&1 </dev/null; then
     bad_with_report "$config: the sequential engine failed:" "$(tail -5 "$SCRATCH/$tag.seq.log")"
     continue
