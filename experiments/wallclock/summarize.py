@@ -9,9 +9,12 @@ one), then prints the markdown tables. With --figures DIR it also draws
 fig_round_time.png and fig_time_to_consensus.png there (the notebook draws the same).
 
 A cell's protocol (the study's name), precision, platform and failure rate come from
-its file name, avg_<protocol>_<fp32|fp16>_n<N>_<kind>_f<rate>.h5 or
-sgd_<protocol>_n<N>_<kind>.h5: a trace does not record the platform. The rest comes
-from the trace. Per cell, over the trials with complete = 1:
+its file name, avg_<protocol>_<fp32|fp16>_n<N>_<kind>_f<rate>[_seq].h5 or
+sgd_<protocol>_n<N>_<kind>.h5: a trace does not record the platform. `_seq` marks the
+sequential engine's cells (AVB_ENGINE=sequential run.sh), whose time is the α–β
+estimate; the tables take SMPI's cell where there is one and the estimate (marked †)
+elsewhere, and compare the two where both exist. The rest comes from the trace. Per
+cell, over the trials with complete = 1:
 
   rounds          mean rounds run (a trial stops at variance < 1e-4, else at the cap)
   time_per_round  mean over trials of (simulated time of the trial) / (its rounds)
@@ -21,7 +24,7 @@ from the trace. Per cell, over the trials with complete = 1:
   gb_per_round    bytes sent per peer per round, GB
   detection_s     mean detection time charged per trial (inside time under SMPI)
 
-Importable: load_cells(results), markdown(df), ring_allreduce_seconds(...),
+Importable: load_cells(results), chosen(df), markdown(df), ring_allreduce_seconds(...),
 plot_round_time(df, path), plot_time_to(df, path) (the notebook and the test use them).
 """
 
@@ -42,7 +45,9 @@ HERE = Path(__file__).resolve().parent
 PROTOCOLS = ["allreduce", "moshpit", "random-groups", "sgp", "gossip", "swarm"]
 KINDS = ["cluster", "fat", "cloud", "geo"]
 TARGET = "1e-4"
-AVG = re.compile(r"^avg_([a-z-]+)_(fp32|fp16)_n(\d+)_(cluster|fat|cloud|geo)_f([0-9.eE+-]+)$")
+AVG = re.compile(r"^avg_([a-z-]+)_(fp32|fp16)_n(\d+)_(cluster|fat|cloud|geo)_f([0-9.eE+-]+?)(_seq)?$")
+CELL = ["part", "kind", "N", "fail", "precision", "study_protocol"]  # a cell's coordinates
+ESTIMATE = " †"  # after a value from the sequential engine's estimate
 SGD = re.compile(r"^sgd_([a-z-]+)_n(\d+)_(cluster|fat|cloud|geo)$")
 
 # The cluster platform (scripts/platform.py defaults) as SMPI's network model sees a
@@ -65,11 +70,11 @@ def parse_name(stem: str) -> dict | None:
     m = AVG.match(stem)
     if m:
         return {"part": "avg", "study_protocol": m.group(1), "precision": m.group(2), "N": int(m.group(3)),
-                "kind": m.group(4), "fail": float(m.group(5))}
+                "kind": m.group(4), "fail": float(m.group(5)), "engine": "sequential" if m.group(6) else "smpi"}
     m = SGD.match(stem)
     if m:
         return {"part": "sgd", "study_protocol": m.group(1), "precision": "fp32", "N": int(m.group(2)),
-                "kind": m.group(3), "fail": 0.0}
+                "kind": m.group(3), "fail": 0.0, "engine": "smpi"}
     return None
 
 
@@ -93,6 +98,12 @@ def trace_fields(path: Path, summary: pd.DataFrame) -> dict:
         times = [avbench.value_at(rows, k, "round", r, "time")
                  for k, r in zip(reached["trial"], reached[f"rounds_to_{TARGET}"])]
         rec["time_to"] = _mean(times) if times else math.nan
+        # Trial 0 alone: the same seed, hence the same failures, on every engine.
+        first = reached[reached["trial"] == 0]
+        rec["t0_time_to"] = (avbench.value_at(rows, 0, "round", first[f"rounds_to_{TARGET}"].iloc[0], "time")
+                             if len(first) else math.nan)
+    t0 = done[done["trial"] == 0]
+    rec["t0_time_per_round"] = float(t0["time"].iloc[0] / max(t0["rounds"].iloc[0], 1)) if len(t0) else math.nan
     return rec
 
 
@@ -123,6 +134,15 @@ def load_cells(results: Path) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def chosen(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: SMPI's where it ran, else the sequential engine's estimate."""
+    if df.empty:
+        return df
+    rank = (df["engine"] != "smpi").astype(int)
+    picked = df.assign(_e=rank).sort_values("_e", kind="stable").drop_duplicates(CELL).drop(columns="_e")
+    return picked.sort_index()
+
+
 def fmt_rounds(rec) -> str:
     if rec["trials"] == 0 or math.isnan(rec.get("rounds_to", math.nan)):
         return "—"
@@ -140,7 +160,8 @@ def fmt_seconds(v) -> str:
 def avg_table(df: pd.DataFrame, kind: str) -> list[str]:
     """One platform's averaging table: a line per (N, failure rate, protocol), fp32 and
     fp16 side by side."""
-    part = df[(df["part"] == "avg") & (df["kind"] == kind)]
+    part = chosen(df)
+    part = part[(part["part"] == "avg") & (part["kind"] == kind)]
     head = ["N", "p", "protocol", "rounds to 1e-4", "s/round fp32", "s/round fp16", "to 1e-4 fp32",
             "to 1e-4 fp16", "GB/peer/round fp32"]
     lines = []
@@ -148,11 +169,37 @@ def avg_table(df: pd.DataFrame, kind: str) -> list[str]:
         by = {r["precision"]: r for _, r in g.iterrows()}
         r32, r16 = by.get("fp32"), by.get("fp16")
         any_rec = r32 if r32 is not None else r16
-        cell = lambda r, c: fmt_seconds(r[c]) if r is not None else "—"  # noqa: E731
+
+        def cell(r, c):
+            if r is None:
+                return "—"
+            text = fmt_seconds(r[c])
+            return text + ESTIMATE if r["engine"] == "sequential" and text != "—" else text
         lines.append([str(n), f"{f:g}", p, fmt_rounds(any_rec), cell(r32, "time_per_round"),
                       cell(r16, "time_per_round"), cell(r32, "time_to"), cell(r16, "time_to"),
                       f"{r32['gb_per_round']:.3f}" if r32 is not None else "—"])
     return [f"### Averaging on `{kind}`", ""] + markdown_lines(head, lines) + [""] if lines else []
+
+
+def estimate_table(df: pd.DataFrame) -> list[str]:
+    """The sequential engine's estimate against SMPI, in the cells run on both."""
+    avg = df[df["part"] == "avg"]
+    smpi = avg[avg["engine"] == "smpi"].set_index(CELL)
+    est = avg[avg["engine"] == "sequential"].set_index(CELL)
+    both = smpi.index.intersection(est.index)
+    head = ["platform", "N", "p", "protocol", "precision", "s/round SMPI", "estimate / SMPI", "to 1e-4 SMPI",
+            "estimate / SMPI"]
+    lines = []
+    for key in sorted(both, key=lambda k: (KINDS.index(k[1]), k[2], k[3], k[4], PROTOCOLS.index(k[5]))):
+        a, b = smpi.loc[key], est.loc[key]
+        ratio = lambda c: f"{b[c] / a[c]:.3f}" if a[c] > 0 and not math.isnan(b[c] / a[c]) else "—"  # noqa: E731
+        lines.append([key[1], str(key[2]), f"{key[3]:g}", key[5], key[4], fmt_seconds(a["t0_time_per_round"]),
+                      ratio("t0_time_per_round"), fmt_seconds(a["t0_time_to"]), ratio("t0_time_to")])
+    if not lines:
+        return []
+    return (["### The sequential engine's estimate against SMPI", "",
+             "Cells run on both engines, trial 0 of each (the same seed, so the same failures and groups)."]
+            + [""] + markdown_lines(head, lines) + [""])
 
 
 def sgd_table(df: pd.DataFrame) -> list[str]:
@@ -169,8 +216,11 @@ def sgd_table(df: pd.DataFrame) -> list[str]:
 
 def markdown(df: pd.DataFrame) -> str:
     lines: list[str] = []
+    if (df["engine"] == "sequential").any():
+        lines += [f"Values marked{ESTIMATE} are the sequential engine's estimate (no SMPI run of that cell).", ""]
     for kind in KINDS:
         lines += avg_table(df, kind)
+    lines += estimate_table(df)
     lines += sgd_table(df)
     return "\n".join(lines) + "\n"
 
@@ -179,10 +229,16 @@ def _curves(ax, part: pd.DataFrame, column: str, title: str) -> None:
     for p in PROTOCOLS:
         g = part[part["study_protocol"] == p].sort_values("N")
         if len(g):
-            ax.plot(g["N"], g[column], marker="o", label=p)
+            line, = ax.plot(g["N"], g[column], marker="o", label=p)
+            est = g[g["engine"] == "sequential"]  # hollow: the estimate
+            ax.plot(est["N"], est[column], marker="o", linestyle="none", markerfacecolor="white",
+                    color=line.get_color())
+    ax.set_title(title, fontsize=9)
+    if not part[column].gt(0).any():  # no cell of this platform and rate: log axes would fail
+        ax.text(0.5, 0.5, "no cells", ha="center", va="center", transform=ax.transAxes)
+        return
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_title(title, fontsize=9)
     ax.set_xlabel("peers N")
 
 
@@ -190,7 +246,8 @@ def _grid(df: pd.DataFrame, column: str, ylabel: str, path: Path, fails: list[fl
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    avg = df[(df["part"] == "avg") & (df["precision"] == "fp32")]
+    avg = chosen(df)
+    avg = avg[(avg["part"] == "avg") & (avg["precision"] == "fp32")]
     kinds = [k for k in KINDS if (avg["kind"] == k).any()] or KINDS[:1]
     fig, axes = plt.subplots(len(fails), len(kinds), figsize=(4 * len(kinds), 3.6 * len(fails)), squeeze=False)
     for i, f in enumerate(fails):

@@ -11,19 +11,27 @@
 #   - moshpit on its 2x2 grid reaches variance 1e-4 in exactly 2 rounds (exact mean);
 #   - the training cell's round is its compute (0.36 s at 1 Gflop/s) plus the same
 #     all-reduce, within 1%;
+#   - the averaging cells again on the sequential engine (AVB_ENGINE=sequential
+#     run.sh, and a `fat` cell with failures and the detection timeout): the table
+#     keeps SMPI's values for the cells SMPI ran, marks the estimate-only cell, and
+#     its comparison puts each estimate within 2% of SMPI's time;
 #   - every notebook cell ran, both figures were written.
 #
-#   experiments/wallclock/test_notebook.sh [AVERAGING_BENCH]   default: build-smpi/apps/averaging_bench
+#   experiments/wallclock/test_notebook.sh [AVERAGING_BENCH [SEQUENTIAL_BENCH]]
+#     defaults: build-smpi/apps/averaging_bench, build/apps/averaging_bench
 #
-# Needs the SMPI build of averaging_bench, SimGrid's smpirun, Debian's python3 with
-# h5py, pandas, matplotlib and jupyter nbconvert. Nothing in the repository is written.
+# Needs the SMPI build of averaging_bench, the Open MPI build's (for the sequential
+# engine), SimGrid's smpirun, Debian's python3 with h5py, pandas, matplotlib and
+# jupyter nbconvert. Nothing in the repository is written.
 set -euo pipefail
 
 # shellcheck source=../notebook_test.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/../notebook_test.sh"
 nb_init wallclock_notebook
 avg_bench=${1:-$root/build-smpi/apps/averaging_bench}
+seq_bench=${2:-$root/build/apps/averaging_bench}
 [ -f "$avg_bench" ] || die "$avg_bench is missing (the SMPI build: cmake --preset smpi && cmake --build build-smpi)"
+[ -f "$seq_bench" ] || die "$seq_bench is missing (the Open MPI build: cmake --preset default && cmake --build build)"
 
 # 1. The sweep.
 cells=(avg_allreduce_fp32_n4_cluster_f0 avg_moshpit_fp32_n4_cluster_f0 avg_allreduce_fp16_n4_cluster_f0
@@ -35,16 +43,30 @@ sweep() {
 }
 nb_run_sweep "" "${cells[@]}" sgd_moshpit_n4_cluster
 
+# The same averaging cells on the sequential engine, and a fat one with failures
+# (estimate only), into the same folder.
+seq_sweep() {
+  AVB_ENGINE=sequential AVERAGING_BENCH="$seq_bench" PROTOCOLS="${PROTOCOLS:-allreduce moshpit}" PEERS_LIST=4 PARTS=avg \
+    ROUNDS=3 TRIALS=1 RESULTS="$scratch/results" timeout 60 "$here/run.sh" "$@"
+}
+if KINDS=cluster FAILS=0 PRECISIONS="fp32 fp16" seq_sweep >"$scratch/seq.log" 2>&1 &&
+   KINDS=fat FAILS=0.2 PRECISIONS=fp32 PROTOCOLS=moshpit seq_sweep >>"$scratch/seq.log" 2>&1; then
+  ok "run.sh on the sequential engine: $(grep -c '^done ' "$scratch/seq.log") cells"
+else
+  bad "run.sh on the sequential engine failed: $(tail -5 "$scratch/seq.log")"
+fi
+
 # 2. The table, and the numbers against the alpha-beta model.
-nb_check_summary 6 '^| 4 | 0 | moshpit | 2 |' "moshpit N = 4"
+nb_check_summary 11 '^| 4 | 0 | moshpit | 2 |' "moshpit N = 4" '^| 4 | 0.2 | moshpit | .* † |' "fat estimate"
 if report=$("$python" - "$here" "$scratch/results.csv" <<'PY'
 import sys
 import pandas as pd
 sys.path.insert(0, sys.argv[1])
 import summarize as s
 df = pd.read_csv(sys.argv[2])
-def one(part, protocol, precision):
-    row = df[(df["part"] == part) & (df["study_protocol"] == protocol) & (df["precision"] == precision)]
+def one(part, protocol, precision, engine="smpi"):
+    row = df[(df["part"] == part) & (df["study_protocol"] == protocol) & (df["precision"] == precision)
+             & (df["engine"] == engine) & (df["kind"] == "cluster")]
     assert len(row) == 1, (part, protocol, precision, len(row))
     return row.iloc[0]
 bad, out = [], []
@@ -68,10 +90,24 @@ extra = g["time_per_round"] - g["compute_flops"] / 1e9
 out.append(f"training round {g['time_per_round']:.4f} s = compute {g['compute_flops'] / 1e9:.2f} s + {extra:.4f} s")
 if abs(extra / t["fp32"] - 1) > 0.01:
     bad.append(f"training round minus compute {extra:.4f} s is not the all-reduce's {t['fp32']:.4f} s")
+for protocol in ("allreduce", "moshpit"):
+    for prec in ("fp32", "fp16"):
+        a, e = one("avg", protocol, prec), one("avg", protocol, prec, "sequential")
+        r = e["t0_time_per_round"] / a["t0_time_per_round"]
+        out.append(f"{protocol} {prec} estimate/SMPI {r:.4f}")
+        if abs(r - 1) > 0.02:
+            bad.append(f"{protocol} {prec}: estimate {e['t0_time_per_round']:.4f} s/round vs SMPI "
+                       f"{a['t0_time_per_round']:.4f} s")
+picked = s.chosen(df)
+if not (picked[picked["kind"] == "cluster"]["engine"] == "smpi").all() or len(picked) != 7:
+    bad.append(f"chosen(): {len(picked)} cells, engines {list(picked['engine'])}; want 7, SMPI's on cluster")
+fat = picked[picked["kind"] == "fat"]
+if not (len(fat) == 1 and fat.iloc[0]["detection_s"] > 0):
+    bad.append(f"the fat cell with failures charged no detection time: {fat[['detection_s']].to_dict()}")
 print("; ".join(bad or out))
 sys.exit(1 if bad else 0)
 PY
-); then ok "alpha-beta: $report"; else bad "alpha-beta: $report"; fi
+); then ok "alpha-beta and the estimate: $report"; else bad "alpha-beta and the estimate: $report"; fi
 
 # 3. The notebook, headless, on the tiny sweep; figures to the scratch folder.
 nb_execute wallclock.ipynb WALLCLOCK_RESULTS="$scratch/results" WALLCLOCK_FIGURES="$scratch/figures"
