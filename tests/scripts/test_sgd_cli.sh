@@ -4,7 +4,12 @@
 # touching any file; good input (flags, --config files, LIBSVM files, --help) works
 # and writes a valid training trace whose /config text replays the run.
 #
-#   tests/scripts/test_sgd_cli.sh BINARY ENGINE      ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#   tests/scripts/test_sgd_cli.sh BINARY ENGINE [sample]
+#     ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#     sample: the refusals that repeat C++ code another case runs (the same shared
+#     conversion on the same kind of value, the same word-list check, the same row
+#     of a foreign-flag table) are left to the full run (build/, Open MPI), which
+#     checks each flag's message; every other case runs (SLICE_REPEATS below)
 #
 # What a refusal must look like is checked by bad_case (cli_common.sh): exit code
 # 2, exactly one "sgd_bench: error: --flag: ..." line on stderr naming what is
@@ -15,8 +20,26 @@
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/cli_common.sh"
 
-[ $# -eq 2 ] || die "usage: test_sgd_cli.sh BINARY mpi|smpi"
+[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$3" = sample ]; } || die "usage: test_sgd_cli.sh BINARY mpi|smpi [sample]"
 cli_init sgd_bench "$1" "$2"
+# The sample slice (the sanitizer build, SMPI): kept are one case per conversion
+# and kind of value (parse_integer: below range, text, above int, real; parse_real:
+# range, text, inf, overflow, nan; parse_seed; the --target list), every
+# combination check, one flag read by the shared word-list option (add.word), and
+# each flag with a parser of its own (--protocol, --on-failure, --topology),
+# one case per foreign-flag table (training: --preset and --dim; protocol: --grid)
+# and the other foreign checks, every LIBSVM, --out and --config case.
+SLICE_REPEATS="local_steps_zero batch_text join_rate_text step_flops_text lr_zero lr_text lr_decay_steps_zero
+  lr_decay_factor_big lr_decay_factor_text momentum_one eval_every_zero dim_text zeta_negative sigma_inf
+  condition_small samples_per_peer_zero separation_text label_skew_big data_dim_negative fail_rate_big trials_text
+  preset split lr_schedule failure
+  foreign_zeta foreign_sigma foreign_condition foreign_data foreign_data_dim foreign_split foreign_split_quadratic
+  foreign_samples foreign_separation foreign_label_skew foreign_decay_steps foreign_decay_factor foreign_topology
+  foreign_group_size"
+if [ "${3:-}" = sample ]; then
+  CLI_LEFT_OUT=$(echo $SLICE_REPEATS)
+  say "sample: $(echo $SLICE_REPEATS | wc -w) refusals that repeat another case's C++ code left to the full run"
+fi
 
 # ---- LIBSVM files, outside the watched folder ------------------------------------
 data=$SCRATCH/data
