@@ -9,7 +9,9 @@
 #              app script tests, and the cross-engine comparison, which also
 #              uses build/ (hence the order)
 # build-asan/  the build/ suite again under ASan + UBSan (preset asan), less the tests
-#              whose work is Python's (notebooks, summaries, Slurm, docs)
+#              whose work is Python's (notebooks, summaries, Slurm, docs) and those
+#              that only repeat C++ code other tests run there; the longest run a
+#              slice of their cases (docs/reliability.md)
 # build-fuzz/  libFuzzer on the config, topology and LIBSVM readers, 60 s each,
 #              two at a time (preset fuzz, clang; docs/reliability.md)
 set -euo pipefail

@@ -70,8 +70,15 @@ snapshot() {
 # bad_case TAG FLAG_REGEX NEEDLES -- ARGS...
 #   FLAG_REGEX: the flag the error line must start with (an ERE, e.g. --dim)
 #   NEEDLES:    words the error line must contain, separated by '|'
+# A case whose TAG is in CLI_LEFT_OUT (a calling script's slice, blank-separated)
+# is not run, only counted in CLI_LEFT_OUT_COUNT.
+CLI_LEFT_OUT="" CLI_LEFT_OUT_COUNT=0
 bad_case() {
   local tag=$1 flag_re=$2 needles=$3
+  if [[ " $CLI_LEFT_OUT " == *" $tag "* ]]; then
+    CLI_LEFT_OUT_COUNT=$((CLI_LEFT_OUT_COUNT + 1))
+    return
+  fi
   shift 4
   local before after lines line needle missing=""
   before=$(snapshot)

@@ -11,7 +11,16 @@
 #   tests/scripts/test_hostile.sh BINARY ENGINE [SECTION...]
 #     ENGINE: mpi (mpirun) or smpi (smpirun.sh)
 #     SECTION: flags files out (default: all three), or blankflags: only the flag
-#     cases with an empty or blank argument, the ones smpirun cannot pass on
+#     cases with an empty or blank argument, the ones smpirun cannot pass on; or
+#     one of the slices below, for the runs that repeat C++ code another run
+#     checks case by case (the sanitizer build, and SMPI for files and --out):
+#       blanksample  blankflags, but an empty or blank value of a flag read by a
+#                    shared option type (integer, seed, real, the --target list,
+#                    the word list) once per type and value; every other case kept
+#       filesample   files, but one unreadable and one malformed file per file
+#                    flag, and the empty --config
+#       outfull      of out, only the full file system (the run that starts, then
+#                    fails to save)
 #
 # docs/reliability.md lists every case with its tag (the first word of each
 # "ok:"/"FAIL:" line names the case: APP's flag and the kind of value).
@@ -23,7 +32,8 @@ APP_NAME=$(basename "$1")
 cli_init "$APP_NAME" "$1" "$2"
 shift 2
 SECTIONS=${*:-flags files out}
-[[ " $SECTIONS " =~ ^(" "(flags|blankflags|files|out))+" "$ ]] || die "unknown section in: $SECTIONS"
+[[ " $SECTIONS " =~ ^(" "(flags|blankflags|blanksample|files|filesample|out|outfull))+" "$ ]] ||
+  die "unknown section in: $SECTIONS"
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 started=$(now)
 
@@ -38,7 +48,14 @@ printf '+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.5\n-1 3:0.25\n+1 1:0.75\n-1 2:0.5 3:1\n
 # In section blankflags (ctest's Open MPI runs), a flag case runs only if it has
 # such an argument: the others are the same parsing code, run under SMPI at a
 # tenth of the cost (an mpirun per case is about 0.5 s).
-SKIPPED_EMPTY=0 LEFT_TO_SMPI=0
+# In the slices (blanksample, filesample), a case another run checks with the
+# same C++ code is left out (and counted): SAMPLE_KEY, set by int_flag, real_flag
+# and word_flag, names the conversion and the value; FILE_SAMPLE lists the files
+# cases filesample keeps.
+SKIPPED_EMPTY=0 LEFT_TO_SMPI=0 SAMPLED_OUT=0 SAMPLE_KEY=""
+declare -A SAMPLED=()
+FILE_SAMPLE=" config.folder config.garbage topology.folder topology.garbage data.folder data.garbage test_data.folder
+  test_data.garbage "
 hcase() {
   local a after=0 blank=0
   for a in "$@"; do
@@ -49,13 +66,24 @@ hcase() {
     SKIPPED_EMPTY=$((SKIPPED_EMPTY + 1))
     return
   fi
-  if [ "$IN_FLAGS" = 1 ] && want blankflags && ! want flags && [ "$blank" = 0 ]; then
+  if [ "$IN_FLAGS" = 1 ] && ! want flags && [ "$blank" = 0 ]; then
     LEFT_TO_SMPI=$((LEFT_TO_SMPI + 1))
+    return
+  fi
+  if [ "$IN_FLAGS" = 1 ] && want blanksample && ! want blankflags && ! want flags && [ -n "$SAMPLE_KEY" ]; then
+    if [ -n "${SAMPLED[$SAMPLE_KEY]:-}" ]; then
+      SAMPLED_OUT=$((SAMPLED_OUT + 1))
+      return
+    fi
+    SAMPLED[$SAMPLE_KEY]=$1
+  fi
+  if [ "$IN_FILES" = 1 ] && want filesample && ! want files && [[ "$FILE_SAMPLE" != *" $1 "* ]]; then
+    SAMPLED_OUT=$((SAMPLED_OUT + 1))
     return
   fi
   bad_case "$@"
 }
-IN_FLAGS=0
+IN_FLAGS=0 IN_FILES=0
 
 # ---- the trace every case must leave alone ------------------------------------------
 if [ "$APP" = averaging_bench ]; then
@@ -80,9 +108,13 @@ int_flag() {
   if [ "$flag" = --dim ]; then values[space]=' 7' values[comma]='1,000'; fi
   [ "$min" = 0 ] && [ "$flag" != --seed ] && values[below]=-1
   [ "$min" -gt 0 ] 2>/dev/null && values[below]=$((min - 1))
+  local conversion=integer
+  [ "$flag" = --seed ] && conversion=seed
   for v in "${!values[@]}"; do
+    SAMPLE_KEY="$conversion.$v"
     hcase "$name.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
   done
+  SAMPLE_KEY=""
 }
 
 # real_flag FLAG ACCEPTED OUT_OF_RANGE [CONTEXT...]: FLAG takes a number described
@@ -93,9 +125,13 @@ real_flag() {
   local name=${flag#--} v
   local -A values=([text]=abc [empty]='' [nan]=nan [overflow]=1e400 [neg_overflow]=-1e400 [range]=$out)
   if [ "$flag" = --fail-rate ]; then values[space]=' 1' values[comma]='0,5' values[inf]=inf values[hex_nan]=0x1p2000; fi
+  local conversion=real
+  [ "$flag" = --target ] && conversion=reals  # a list: its own option type
   for v in "${!values[@]}"; do
+    SAMPLE_KEY="$conversion.$v"
     hcase "$name.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
   done
+  SAMPLE_KEY=""
 }
 
 # word_flag FLAG NEEDLES [CONTEXT...]: FLAG takes one of some words; an empty and an
@@ -104,12 +140,19 @@ word_flag() {
   local flag=$1 needles=$2
   shift 2
   local name=${flag#--}
+  # Only the flags of the shared word-list option share their code; --protocol,
+  # --quantizer, --on-failure and --topology each have a parser of their own.
+  local shared=word
+  case "$flag" in --protocol | --quantizer | --on-failure | --topology) shared="" ;; esac
+  SAMPLE_KEY=${shared:+$shared.empty}
   hcase "$name.empty" "$flag" "$needles" -- "$@" "$flag" '' "${keep[@]}"
+  SAMPLE_KEY=${shared:+$shared.unknown}
   hcase "$name.unknown" "$flag" "$needles" -- "$@" "$flag" NOPE "${keep[@]}"
+  SAMPLE_KEY=""
 }
 
 # ---- flags ------------------------------------------------------------------------
-if want flags || want blankflags; then
+if want flags || want blankflags || want blanksample; then
   say "section flags"
   IN_FLAGS=1
   # The protocol flags (apps/common/protocol_flags.cpp) are the same code in both
@@ -283,8 +326,9 @@ unreadable_cases() {  # FLAG_RE NEEDLES PREFIX_ARGS... -- : runs FLAG on a folde
 plain() { printf '%s' "$1"; }
 as_topology() { printf 'file:%s' "$1"; }
 
-if want files; then
+if want files || want filesample; then
   say "section files"
+  IN_FILES=1
   unreadable_cases config --config plain --config
   garbage >"$conf/garbage.ini"
   hcase config.garbage '--config' '' -- --config "$conf/garbage.ini" "${keep[@]}"
@@ -354,6 +398,7 @@ if want files; then
     hcase test_data.garbage --test-data garbage.svm -- "${logistic[@]}" --data "$conf/good.svm" \
       --test-data "$conf/garbage.svm" "${keep[@]}"
   fi
+  IN_FILES=0
 fi
 
 # ---- --out ----------------------------------------------------------------------------
@@ -435,6 +480,10 @@ if want out; then
   [ "$(id -u)" -ne 0 ] && chmod 755 "$ro"
   unmount_all
   rm -rf "$ro"
+fi
+
+if want out || want outfull; then
+  want out || say "section outfull"
 
   # A full file system: a 256 KiB tmpfs holding an earlier trace, and a run whose
   # trace needs more. Not bad input: the run starts, and must then end non-zero
@@ -478,6 +527,7 @@ if want out; then
 fi
 
 [ "$LEFT_TO_SMPI" -eq 0 ] || say "section blankflags: $LEFT_TO_SMPI flag case(s) without an empty or blank argument left to the SMPI run"
+[ "$SAMPLED_OUT" -eq 0 ] || say "slices $SECTIONS: $SAMPLED_OUT case(s) left to the runs that check them one by one (same C++ code)"
 [ "$SKIPPED_EMPTY" -eq 0 ] || say "SKIPPED under SMPI: $SKIPPED_EMPTY case(s) with an empty argument or a blank (smpirun drops or splits them)"
 say "$(elapsed "$started") s"
 finish

@@ -4,7 +4,10 @@
 # its final name, is readable, valid, marked complete = 0, holds at least one row
 # after the initial state, and no temporary file is left beside it.
 #
-#   tests/scripts/test_sigterm.sh BINARY ENGINE      ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#   tests/scripts/test_sigterm.sh BINARY ENGINE [once]
+#     ENGINE: mpi (mpirun) or smpi (smpirun.sh)
+#     once: only SIGTERM to the launcher (the sanitizer build's slice: SIGINT and the
+#     singleton go through the same handler and exit path, checked in build/)
 #
 # BINARY is averaging_bench (rounds of averaging) or sgd_bench (SGD steps, a row
 # every --eval-every steps); the test tells them apart by the file name.
@@ -25,7 +28,8 @@
 #     process group to end, not just the launcher, before looking at the file.
 source "$(dirname "$0")/common.sh"
 
-[ $# -eq 2 ] || die "usage: test_sigterm.sh BINARY mpi|smpi"
+[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$3" = once ]; } || die "usage: test_sigterm.sh BINARY mpi|smpi [once]"
+ONCE=${3:-}
 [ -e "$1" ] || die "no program at $1 (build it first)"
 BIN=$(realpath "$1")
 ENGINE=$2
@@ -190,6 +194,11 @@ with h5py.File(sys.argv[1], "r") as f:
 
 say "engine $ENGINE: ${LAUNCH[*]} $BIN"
 stop_run TERM
+if [ "$ONCE" = once ]; then
+  say "once: SIGINT and the singleton stops left to the full run (same handler, same exit path)"
+  finish
+  exit 0
+fi
 stop_run INT
 if [ "$ENGINE" = mpi ]; then
   stop_run TERM singleton
