@@ -62,7 +62,7 @@ int run(int argc, char** argv) {
   avb::app::RunStart start{avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA),
                            avb::describe(options), nullptr};
   avb::app::describe_engine(cli.engine, peers, start);
-  const auto warnings = avb::app::averaging_warnings(options, cli.protocol, peers, !sequential && avb::time_is_simulated());
+  const auto warnings = avb::app::averaging_warnings(options, cli.protocol, peers, sequential || avb::time_is_simulated());
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
   avb::app::AveragingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described);

@@ -129,7 +129,7 @@ int run(int argc, char** argv) {
                            nullptr};
   avb::app::describe_engine(cli.engine, peers, start);
   const auto warnings =
-      avb::app::training_warnings(options, cli.protocol, peers, !sequential && avb::time_is_simulated());
+      avb::app::training_warnings(options, cli.protocol, peers, sequential || avb::time_is_simulated());
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
   avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));

@@ -13,7 +13,8 @@
 
 namespace avb::app {
 
-// simulated: whether flops and detection timeouts take simulated time here (SMPI).
+// simulated: whether flops and detection timeouts take time here: simulated (SMPI),
+// or estimated (the sequential engine, which refuses the flops flags).
 std::vector<std::string> averaging_warnings(const AveragingOptions& options, const ProtocolFlags& flags,
                                             int n_peers, bool simulated);
 std::vector<std::string> training_warnings(const TrainingOptions& options, const ProtocolFlags& flags, int n_peers,

@@ -28,11 +28,11 @@ awk 'BEGIN { srand(7); for (i = 0; i < 40; i++) { y = (i % 3 == 0) ? -1 : 1; lin
 
 configs=(
   "--protocol moshpit --fail-rate 0.2 --objective logistic --label-skew 0.6 --batch 4 --lr 0.5 --momentum 0.5"
-  "--protocol pushsum --fail-rate 0.2 --objective quadratic --sigma 0.3 --batch 2 --lr 0.05 --lr-schedule inverse --lr-decay-steps 5"
+  "--protocol pushsum --fail-rate 0.2 --detection-timeout 0.25 --objective quadratic --sigma 0.3 --batch 2 --lr 0.05 --lr-schedule inverse --lr-decay-steps 5"
   "--protocol gossip --topology exp --local-steps 3 --objective quadratic --preset conditioned --condition 10 --lr 0.1 --lr-schedule step --lr-decay-steps 20"
   "--protocol allreduce --fail-rate 0.1 --objective logistic --data $SCRATCH/data.svm --split label-sorted --batch 2 --lr 1"
   "--protocol random-groups --group-size 3 --fail-rate 0.2 --failure permanent --objective quadratic --lr 0.05"
-  "--protocol moshpit --fail-rate 0.2 --failure churn --join-rate 0.5 --local-steps 2 --objective quadratic --momentum 0.5 --lr 0.05"
+  "--protocol moshpit --fail-rate 0.2 --failure churn --join-rate 0.5 --detection-timeout 0.5 --local-steps 2 --objective quadratic --momentum 0.5 --lr 0.05"
 )
 
 for config in "${configs[@]}"; do
