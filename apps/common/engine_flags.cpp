@@ -93,7 +93,8 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
   start.info.time_model = "alpha-beta estimate";
   start.described.emplace_back("engine", "sequential");
   start.described.emplace_back("peers", std::to_string(peers));
-  for (const PlatformFlag& p : kPlatformFlags) start.described.emplace_back(p.flag + 2, format_number(flags.link.*p.field));
+  for (const PlatformFlag& p : kPlatformFlags)  // named without the leading "--", as the other options
+    start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
 }
 
 }  // namespace avb::app

@@ -219,7 +219,6 @@ class ChocoPopulation final : public SequentialProtocol {
     RoundEffect effect;
     publish(x, round, effect);
     mix(x, round);
-    wait_on_silent_sources(round, n_, [&](int i) { return topology_->mixing_row(weights_, round.t, i).peers; });
     return effect;
   }
 
@@ -273,6 +272,7 @@ class ChocoPopulation final : public SequentialProtocol {
       std::fill(pull_.begin(), pull_.end(), 0.0);
       for (std::size_t k = 0; k < row.peers.size(); ++k) {
         const int j = row.peers[k];
+        if (j != i && !round.alive[static_cast<std::size_t>(j)]) round.wait(i);  // noticed after the timeout
         if (j == i || !round.alive[static_cast<std::size_t>(j)]) continue;
         const std::span<const double> cj = copy_of(j, d), ci = copy_of(i, d);
         for (std::size_t c = 0; c < d; ++c) pull_[c] += row.weights[k] * (cj[c] - ci[c]);

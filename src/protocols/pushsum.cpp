@@ -108,8 +108,10 @@ class PushSumPopulation final : public SequentialProtocol {
     for (int i = 0; i < n; ++i) {
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       from_.assign(1, i);
-      for (int j : g.in_neighbours(t, i))
+      for (int j : g.in_neighbours(t, i)) {
         if (round.alive[static_cast<std::size_t>(j)]) from_.push_back(j);
+        else if (j != i) round.wait(i);  // a silent source is noticed after the timeout
+      }
       std::sort(from_.begin(), from_.end());
       const std::span<double> sum = row(mass_, i, d);
       std::fill(sum.begin(), sum.end(), 0.0);
@@ -122,7 +124,6 @@ class PushSumPopulation final : public SequentialProtocol {
     last_ = z.values;
     const double message = 8.0 * static_cast<double>(z.model_dim + 1);
     effect.pattern = {1, message, message * busiest};
-    wait_on_silent_sources(round, n, [&](int i) { return g.in_neighbours(t, i); });
     return effect;
   }
 
