@@ -1,6 +1,7 @@
 """What the experiments' self-tests on synthetic traces share (test_summarize.py,
 test_make_table.py): the checks and their tally, running the script under test, reading
-its markdown table, and writing the parts of a trace every summarizer reads.
+its markdown table, writing the parts of a trace every summarizer reads, and making
+the trials whole as avbench's readers check them (finish_trials).
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from selftest import Checks
@@ -18,6 +19,9 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from avbench import schema  # noqa: E402  (the column types, by schema version)
 
 
 class Checks:
@@ -73,6 +77,34 @@ def write_root(f: h5py.File, schema: int, kind: str, n: int, config: dict[str, s
     c = f.create_group("config")
     for key, value in {**config, "text": "(synthetic)"}.items():
         c.attrs[key] = value
+    f.create_group("trials", track_order=True)  # listed in writing order, as the writer's
+
+
+def finish_trials(f: h5py.File, kind: str) -> None:
+    """The trials written so far made whole as the readers check them (avbench's
+    schema.py, which check_trace.py applies too): every column of the schema
+    version, zeros where the test wrote none, of the trial's length (its round or
+    step column's) and type; targets, seed, and diverged (sgd, v5 on) when absent;
+    the root complete = 0 when a trial is cut short; /trials, /summary, and /optimum
+    for sgd. The columns the test wrote are kept as they are."""
+    version = int(f.attrs["schema_version"])
+    spec = schema.columns_of(schema.ROW_SPECS[kind], version)
+    index = next(iter(spec))
+    for name, g in f.require_group("trials").items():
+        rows = len(g[index])
+        for col, dtype in spec.items():
+            if col not in g:
+                g[col] = np.zeros(rows, dtype=dtype)
+        if "targets" not in g:
+            g["targets"] = np.zeros(0)
+        if "seed" not in g.attrs:
+            g.attrs["seed"] = np.uint64(int(name))
+        if kind == "sgd" and version >= schema.DIVERGED_SINCE and "diverged" not in g.attrs:
+            g.attrs["diverged"] = np.int32(0)
+        if g.attrs["complete"] == 0:
+            f.attrs["complete"] = np.int32(0)
+    for group in schema.ROOT_GROUPS[kind]:
+        f.require_group(group)
 
 
 def add_targets(cols: dict[str, list], count: str, to: dict, cap: int) -> None:
@@ -86,7 +118,7 @@ def add_targets(cols: dict[str, list], count: str, to: dict, cap: int) -> None:
 
 def write_summary(f: h5py.File, cols: dict[str, list]) -> None:
     """/summary from its columns, typed as the writer types them."""
-    s = f.create_group("summary")
+    s = f.require_group("summary")
     for name, values in cols.items():
         dtype = np.uint64 if name == "bytes_sent" else (
             float if name.startswith("final") or name == "time" else np.int32)

@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from selftest import Checks  # noqa: E402
+from selftest import Checks, finish_trials, write_root  # noqa: E402
 
 T = Checks(Path(__file__).resolve().parent / "make_table.py")
 check = T.check
@@ -33,12 +33,7 @@ def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None
     """One trace; variances[k] is trial k's variance column (trials without one get [1])."""
     complete = [1] * len(r9) if complete is None else complete
     with h5py.File(path, "w") as f:
-        f.attrs["schema_version"] = np.int32(4)
-        f.attrs["run_kind"] = "averaging"
-        f.attrs["n_peers"] = np.int32(n)
-        config = f.create_group("config")
-        config.attrs["protocol"] = protocol
-        config.attrs["fail-rate"] = p
+        write_root(f, 4, "averaging", n, {"protocol": protocol, "fail-rate": p})
         s = f.create_group("summary")
         s["trial"] = np.arange(len(r9), dtype=np.int32)
         s["rounds_to_1e-4"] = np.asarray(r4, dtype=np.int32)
@@ -48,6 +43,8 @@ def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None
             v = (variances or {}).get(k, [1.0])
             f[f"trials/{k}/variance"] = np.asarray(v, dtype=float)
             f[f"trials/{k}/round"] = np.arange(len(v), dtype=np.int32)
+            f[f"trials/{k}"].attrs["complete"] = np.int32(complete[k])
+        finish_trials(f, "averaging")
 
 
 def from_ratios(ratios) -> list[float]:

@@ -5,8 +5,9 @@
 
 Writes, in a temporary folder, sgd traces holding only what summarize.py reads (root
 n_peers, run_kind, engine; config protocol, topology, on-failure, objective,
-fail-rate; /summary; /trials/<k>/ step and time), with values chosen so that the
-expected table is known, plus an averaging trace and a damaged file that must be
+fail-rate; /summary; /trials/<k>/ step and time; the other columns zeros, as
+avbench's readers want every column: selftest.finish_trials), with values chosen so
+that the expected table is known, plus an averaging trace and a damaged file that must be
 skipped and a walltime.tsv; then runs summarize.py and checks results.csv, table.md
 and the exit status, including on an empty and on a missing folder.
 """
@@ -23,7 +24,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from selftest import Checks, add_targets, table_row, write_root, write_summary  # noqa: E402
+from selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary  # noqa: E402
 
 T = Checks(Path(__file__).resolve().parent / "summarize.py")
 check = T.check
@@ -60,6 +61,7 @@ def write_trace(path: Path, n: int, protocol: str, objective: str, p: str, trial
             cols["bytes_sent"].append(tr["bytes"])
             cols["time"].append(float(tr["time"][-1]))
             cols["complete"].append(tr.get("complete", 1))
+        finish_trials(f, "sgd")
         write_summary(f, cols)
 
 
@@ -102,8 +104,8 @@ def write_traces(d: Path) -> None:
                       final_gap=1.5, consensus=1e-7, bytes=0)])
     # Not for us: an averaging trace and a file that is no HDF5 at all.
     with h5py.File(d / "averaging.h5", "w") as f:
-        f.attrs["run_kind"] = "averaging"
-        f.attrs["n_peers"] = np.int32(8)
+        write_root(f, 2, "averaging", 8, {"protocol": "gossip"})
+        finish_trials(f, "averaging")
     (d / "broken.h5").write_text("not hdf5")
     (d / "walltime.tsv").write_text("cell\tN\tobjective\tp\tprotocol\tsteps\ttrials\tseconds\n"
                                     "N64_quadratic_p0_allreduce\t64\tquadratic\t0\tallreduce\t100\t3\t99.0\n"

@@ -6,7 +6,8 @@
 Writes, in a temporary folder, averaging and sgd traces holding only what summarize.py
 reads (root n_peers, run_kind, engine; config protocol, quantizer, dim; /summary;
 /trials/<k>/ round or step, variance or relative_gap, bytes_sent, time,
-decode_failures), with values chosen so that the expected table is known, plus
+decode_failures; the other columns zeros, as avbench's readers want every column:
+selftest.finish_trials), with values chosen so that the expected table is known, plus
 files that must be skipped (a name summarize.py cannot parse, a trace under the
 wrong kind's name, a file that is not HDF5) and a walltime.tsv; then runs
 summarize.py and checks results.csv, table.md, the figures and the exit status,
@@ -25,7 +26,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from selftest import Checks, add_targets, table_row, write_root, write_summary  # noqa: E402
+from selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary  # noqa: E402
 
 T = Checks(Path(__file__).resolve().parent / "summarize.py", timeout=120)
 check = T.check
@@ -64,6 +65,7 @@ def write_trace(path: Path, kind: str, n: int, d: int, protocol: str, quantizer:
             cols["bytes_sent"].append(int(tr["bytes"][-1]))
             cols["time"].append(float(tr["time"][-1]))
             cols["complete"].append(tr.get("complete", 1))
+        finish_trials(f, kind)
         write_summary(f, cols)
 
 

@@ -29,7 +29,10 @@ ROW_DIMENSION = {"averaging": "round", "sgd": "step"}
 def _rows(trials, dim: str, coord: np.ndarray) -> dict:
     """Every per-row column but `dim` as a (trial, dim) array, padded with NaN."""
     positions = [np.searchsorted(coord, values) for values in trials.parts[dim]]
-    padded = any(len(p) != len(coord) for p in positions)
+    # Unpadded only when every trial fills every cell: load_trace refuses a repeated
+    # round or step, but an np.empty cell left unwritten would be garbage that looks
+    # like data (6.9e-310 reads as converged), so do not rely on it here.
+    padded = any(not np.array_equal(p, np.arange(len(coord))) for p in positions)
     out = {}
     for col in trials.columns:
         if col == dim:

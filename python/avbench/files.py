@@ -7,7 +7,8 @@ import os
 from typing import Union
 
 import h5py
-import numpy as np
+
+from . import schema
 
 PathLike = Union[str, os.PathLike]
 
@@ -26,16 +27,59 @@ class TraceError(ValueError):
         self.path, self.where = path, where
 
 
-def _int_attr(path: str, obj, where: str, name: str, default=None) -> int:
-    """An integer attribute of `obj`; `default` when absent and a default is given."""
-    if name not in obj.attrs:
-        if default is not None:
-            return default
-        raise TraceError(path, where, f"has no attribute {name}")
-    v = obj.attrs[name]
-    if not (np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)):
-        raise TraceError(path, f"{where} attribute {name}", f"is {v!r}, not an integer")
-    return int(v)
+def _attr(path: str, obj, where: str, name: str, kind: str):
+    """The attribute `name` of `obj`, of the format's type `kind` (schema.attribute),
+    or TraceError naming it."""
+    value, why = schema.attribute(obj, name, kind)
+    if why is not None:
+        raise TraceError(path, f"{where} attribute {name}", why)
+    return value
+
+
+def _flag(path: str, obj, where: str, name: str) -> int:
+    """A 0/1 int32 attribute (complete, diverged, reached_<t>), or TraceError."""
+    value, why = schema.flag(obj, name)
+    if why is not None:
+        raise TraceError(path, f"{where} attribute {name}", why)
+    return value
+
+
+def identity(path: str, f: h5py.File) -> dict:
+    """The root's identifying values, checked as check_trace.py checks them: a known
+    schema_version (int32), run_kind (v2 on), n_peers >= 1, engine, the complete flag,
+    and the root groups of that kind of run."""
+    version = _attr(path, f, "/", "schema_version", "int32")
+    why = schema.version_problem(version)
+    if why is not None:
+        raise TraceError(path, "/ attribute schema_version", why)
+    kind = "averaging" if version == 1 else _attr(path, f, "/", "run_kind", "str")
+    if kind not in schema.RUN_KINDS:
+        raise TraceError(path, "/ attribute run_kind", f"{kind!r} is neither averaging nor sgd")
+    peers = _attr(path, f, "/", "n_peers", "int32")
+    if peers < 1:
+        raise TraceError(path, "/ attribute n_peers", f"is {peers}, not a positive number of peers")
+    ident = {"trace": path, "run_kind": kind, "schema_version": version,
+             "engine": _attr(path, f, "/", "engine", "str"), "peers": peers,
+             "trace_complete": bool(_flag(path, f, "/", "complete"))}
+    for name in schema.ROOT_GROUPS[kind]:
+        if not isinstance(f.get(name), h5py.Group):
+            raise TraceError(path, f"/{name}", "missing group")
+    return ident
+
+
+def check_summary(path: str, f: h5py.File, trials: int) -> None:
+    """/summary's columns: 1-D datasets of one row per trial written (metadata only)."""
+    for name in f["summary"]:
+        where = f"/summary/{name}"
+        try:
+            ds = h5py.h5d.open(f["summary"].id, name.encode())
+        except KeyError:
+            raise TraceError(path, where, "not a dataset") from None
+        if len(ds.shape) != 1:
+            raise TraceError(path, where, f"not 1-D (shape {ds.shape})")
+        why = schema.summary_length_problem(ds.shape[0], trials)
+        if why is not None:
+            raise TraceError(path, where, why)
 
 
 def open_trace(path: str) -> h5py.File:
@@ -52,9 +96,8 @@ def trace_state(path: PathLike) -> str:
     """"complete" when the run that wrote `path` ended with every trial done (root
     `complete` = 1), "incomplete" when it was stopped early and saved what it had.
     Raises FileNotFoundError for a missing file and TraceError for one that is not a
-    trace (sweep drivers must then stop rather than overwrite it)."""
+    trace of a known schema version (sweep drivers must then stop rather than
+    overwrite it). Checks the root only (identity), so that it stays cheap."""
     path = os.fspath(path)
     with open_trace(path) as f:
-        if "schema_version" not in f.attrs and "n_peers" not in f.attrs:
-            raise TraceError(path, "/", "not an avbench trace (no schema_version, no n_peers)")
-        return "complete" if _int_attr(path, f, "/", "complete", default=0) == 1 else "incomplete"
+        return "complete" if identity(path, f)["trace_complete"] else "incomplete"

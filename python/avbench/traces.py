@@ -33,16 +33,21 @@ without going back to the file:
 
 Columns a trace lacks (a config option another protocol does not have) are NaN in a
 sweep. Nothing here prints. A file that is not a trace this reader knows, or that
-breaks a promise of the schema it loads (a column of the wrong type, a NaN where the
-format says finite, a trial not named by its index), raises TraceError, a
-ValueError whose message names the file and the dataset or attribute at fault.
+breaks a promise of the schema it loads, raises TraceError, a ValueError whose
+message names the file and the dataset or attribute at fault. The readers refuse
+every structural fault tests/scripts/check_trace.py refuses, by the same rules
+(schema.py): the schema version, the root attributes and groups they read, every
+column of every trial present, 1-D, of its exact type and of the trial's length,
+round (averaging) 0, 1, 2, ... or step (sgd) from 0 and increasing with round never
+decreasing, the complete flags (only the last trial cut short, none in a complete
+run), /summary one row per trial. Besides, a column read is checked against what
+the format promises of its values (finite where it says so).
 """
 
 from __future__ import annotations
 
 import glob as _glob
 import os
-import re
 from pathlib import Path
 from typing import Iterable
 
@@ -50,20 +55,17 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from . import schema
+
 # v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time; v1-v4: no diverged;
 # v1-v6: no dimension scales (which this reader does not need)
-KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
-DIVERGED_SINCE = 5
-RUN_KINDS = ("averaging", "sgd")
+KNOWN_SCHEMA_VERSIONS = schema.KNOWN_VERSIONS
+DIVERGED_SINCE = schema.DIVERGED_SINCE
+RUN_KINDS = schema.RUN_KINDS
 
-# Per-row columns by run kind, in the writer's order (tests/scripts/check_trace.py).
-ROW_COLUMNS = {
-    "averaging": ("round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups",
-                  "decode_failures", "bytes_sent", "time", "detection_time"),
-    "sgd": ("step", "round", "loss", "gap", "relative_gap", "distance", "consensus", "accuracy", "alive",
-            "groups", "failed_groups", "decode_failures", "bytes_sent", "time", "detection_time"),
-}
-ADDED_IN = {"decode_failures": 3, "detection_time": 4}
+# Per-row columns by run kind, in the writer's order.
+ROW_COLUMNS = {kind: tuple(spec) for kind, spec in schema.ROW_SPECS.items()}
+ADDED_IN = schema.ADDED_IN
 ADDED_DTYPE = {"decode_failures": np.int32, "detection_time": np.float64}
 # What identifies a row, before the per-row columns.
 ID_COLUMNS = ("trace", "run_kind", "schema_version", "engine", "peers", "trace_complete", "trial", "seed",
@@ -80,9 +82,10 @@ COLUMN_KIND = {
     "loss": "model", "gap": "model", "relative_gap": "model", "distance": "model", "consensus": "model",
     "accuracy": "accuracy",
 }
-TRIAL_NAME = re.compile(r"(0|[1-9][0-9]*)")  # a trial's index in decimal, as the writer names it
+TRIAL_NAME = schema.TRIAL_NAME  # a trial's index in decimal, as the writer names it (fullmatch)
 
-from .files import PathLike, TraceError, _attr_str, _int_attr, open_trace  # noqa: F401  (TraceError: public here too)
+from .files import (PathLike, TraceError, _attr, _flag, check_summary,  # noqa: F401, E402
+                    identity, open_trace)  # (TraceError: public here too)
 
 
 def parse_value(text: str):
@@ -109,16 +112,10 @@ def read_config(f: h5py.File) -> dict:
     return {k: parse_value(v) for k, v in f["config"].attrs.items() if k != "text"}
 
 
-def _read_column(path: str, g: h5py.Group, where: str, col: str) -> np.ndarray:
-    """One per-row column, checked against what the format promises of it."""
-    ds = g[col]
-    if not isinstance(ds, h5py.Dataset) or ds.ndim != 1:
-        raise TraceError(path, where, "not a 1-D dataset")
+def _read_column(path: str, ds: h5py.Dataset, where: str, col: str) -> np.ndarray:
+    """One per-row column (its type already checked), checked against what the format
+    promises of its values."""
     kind = COLUMN_KIND[col]
-    if kind == "int" and not np.issubdtype(ds.dtype, np.integer):
-        raise TraceError(path, where, f"has type {ds.dtype}, not an integer type")
-    if kind != "int" and not np.issubdtype(ds.dtype, np.floating):
-        raise TraceError(path, where, f"has type {ds.dtype}, not a floating-point type")
     v = ds[()]
     bad = {"finite": ~np.isfinite(v), "accuracy": np.isinf(v),
            "model": np.isneginf(v) | (np.arange(len(v)) == 0) & ~np.isfinite(v)}.get(kind)
@@ -141,47 +138,30 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None, as_xarray: 
     A trace stopped early (`complete` = 0 at the root, or on a trial) is loaded as it
     is and flagged in `trace_complete` / `complete`. Raises FileNotFoundError for a
     missing file and TraceError (a ValueError naming the file and the dataset) for
-    anything else: a file HDF5 cannot open, a schema version this reader does not
-    know, an unknown run_kind, a missing or mistyped column or attribute, a value
-    the format promises finite that is not, a trial group not named by its index.
+    anything else: a file HDF5 cannot open, or one check_trace.py refuses for its
+    structure (module docstring), or a column read whose values break the format's
+    promise (NaN where it says finite). `columns` limits what is read, not what is
+    checked: the other columns' presence, type and length are checked from their
+    metadata, their values are not read.
     """
     path = os.fspath(path)
     f = open_trace(path)
     with f:
-        ident = _identity(path, f)
+        ident = identity(path, f)
         kind = ident["run_kind"]
         wanted = None if columns is None else set(columns) | {"round", "step"}
         trials = _Trials(path, ident["schema_version"], kind,
                          tuple(c for c in ROW_COLUMNS[kind] if wanted is None or c in wanted))
         config = read_config(f)
-        group = f["trials"] if "trials" in f else {}
-        if not isinstance(group, (dict, h5py.Group)):
-            raise TraceError(path, "/trials", "not a group")
-        for name, g in group.items():
+        for name, g in f["trials"].items():
             trials.add(name, g)
+        for where, why in schema.completeness_problems(int(ident["trace_complete"]), trials.flags()):
+            raise TraceError(path, where, why)
+        check_summary(path, f, len(trials.ids))
     if as_xarray:
         from .datasets import to_dataset
         return to_dataset(trials, ident, config)
     return trials.frame(ident, config)
-
-
-def _identity(path: str, f: h5py.File) -> dict:
-    """The root's identifying values (ID_COLUMNS up to trace_complete), checked."""
-    version = _int_attr(path, f, "/", "schema_version", default=-1)
-    if version not in KNOWN_SCHEMA_VERSIONS:
-        raise TraceError(path, "/ attribute schema_version",
-                         f"{version}; this reader knows {', '.join(map(str, KNOWN_SCHEMA_VERSIONS))}")
-    kind = "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", ""))
-    if kind not in RUN_KINDS:
-        raise TraceError(path, "/ attribute run_kind", f"{kind!r} is neither averaging nor sgd")
-    peers = _int_attr(path, f, "/", "n_peers")
-    if peers < 1:
-        raise TraceError(path, "/ attribute n_peers", f"is {peers}, not a positive number of peers")
-    return {
-        "trace": path, "run_kind": kind, "schema_version": version,
-        "engine": _attr_str(f.attrs.get("engine", "")), "peers": peers,
-        "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0)),
-    }
 
 
 class _Trials:
@@ -203,36 +183,57 @@ class _Trials:
         i = len(self.ids)
         self.lengths.append(self._add_columns(g, where, i))
         self.ids.append(int(name))
-        self.seeds.append(np.uint64(_int_attr(self.path, g, where, "seed", default=0)))
-        self.completes.append(bool(_int_attr(self.path, g, where, "complete", default=0)))
-        if self.kind == "sgd" and self.version >= DIVERGED_SINCE and "diverged" not in g.attrs:
-            raise TraceError(self.path, where, f"no diverged attribute (schema v{self.version})")
-        self.divergeds.append(bool(_int_attr(self.path, g, where, "diverged", default=0)))
+        self.seeds.append(np.uint64(_attr(self.path, g, where, "seed", "uint64")))
+        self.completes.append(bool(_flag(self.path, g, where, "complete")))
+        diverged = self.kind == "sgd" and self.version >= DIVERGED_SINCE
+        self.divergeds.append(bool(_flag(self.path, g, where, "diverged")) if diverged else False)
         self._add_targets(g, where, i)
 
+    def flags(self) -> list[tuple[str, int]]:
+        """(trial name, complete flag) in writing order, for schema.completeness_problems."""
+        return [(str(k), int(c)) for k, c in zip(self.ids, self.completes)]
+
     def _add_columns(self, g: h5py.Group, where: str, i: int) -> int:
-        """Trial i's per-row columns, all of one length, which it returns."""
-        length = None
-        for col in self.columns:
-            if col in g:
-                self.parts[col].append(_read_column(self.path, g, f"{where}/{col}", col))
-                if length is not None and len(self.parts[col][-1]) != length:
-                    raise TraceError(self.path, f"{where}/{col}", f"has {len(self.parts[col][-1])} rows, "
-                                                                  f"the trial's other columns {length}")
-                length = len(self.parts[col][-1])
-            elif ADDED_IN.get(col, 1) <= self.version:
-                raise TraceError(self.path, f"{where}/{col}", "missing: the trial has no such column")
-        length = length or 0
-        for col in self.columns:
-            if len(self.parts[col]) == i:  # added by a later schema: 0 throughout
-                self.parts[col].append(np.zeros(length, dtype=ADDED_DTYPE.get(col, np.int32)))
+        """Trial i's per-row columns, checked as check_trace.py checks their structure
+        (schema.py); returns their length. The columns read are checked for their
+        values too; the others from their metadata alone (a third of a read's cost)."""
+        spec = schema.columns_of(schema.ROW_SPECS[self.kind], self.version)
+        lengths, read = {}, {}
+        for col, kind in {**spec, "targets": "float64"}.items():
+            at = f"{where}/{col}"
+            if col not in g:
+                raise TraceError(self.path, at, "missing: the trial has no such column")
+            try:
+                ds = g[col] if col in self.parts else h5py.h5d.open(g.id, col.encode())
+            except KeyError:
+                raise TraceError(self.path, at, "not a dataset") from None
+            if not isinstance(ds, (h5py.Dataset, h5py.h5d.DatasetID)):
+                raise TraceError(self.path, at, "not a dataset")
+            why = schema.dataset_problem(ds, kind)
+            if why is not None:
+                raise TraceError(self.path, at, why)
+            if col != "targets":
+                lengths[col] = ds.shape[0]
+            if col in self.parts:
+                read[col] = ds
+        for col, why in schema.length_problems(lengths):
+            raise TraceError(self.path, f"{where}/{col}", why)
+        values = {col: _read_column(self.path, ds, f"{where}/{col}", col) for col, ds in read.items()}
+        for col, why in schema.index_problems(self.kind, values):
+            raise TraceError(self.path, f"{where}/{col}", why)
+        length = next(iter(lengths.values()))
+        for col in self.columns:  # a column added by a later schema is 0 throughout
+            self.parts[col].append(values[col] if col in values else
+                                   np.zeros(length, dtype=ADDED_DTYPE.get(col, np.int32)))
         return length
 
     def _add_targets(self, g: h5py.Group, where: str, i: int) -> None:
         """Trial i's target attributes (rounds_to_<t>, ...); -1 where it lacks one."""
         for k in g.attrs:
             if k.startswith(TARGET_PREFIXES):
-                self.targets.setdefault(k, [-1] * i).append(_int_attr(self.path, g, where, k))
+                value = _flag(self.path, g, where, k) if k.startswith("reached_") else \
+                    _attr(self.path, g, where, k, "int32")
+                self.targets.setdefault(k, [-1] * i).append(value)
         for v in self.targets.values():  # a target this trial lacks (none should)
             if len(v) == i:
                 v.append(-1)
@@ -301,8 +302,8 @@ def load_sweep(source, pattern: str = "*.h5", run_kind: str | None = None,
 
 
 def _kind_of(path: str) -> str:
-    with h5py.File(path, "r") as f:
-        return "averaging" if int(f.attrs.get("schema_version", 1)) == 1 else _attr_str(f.attrs.get("run_kind", ""))
+    with open_trace(path) as f:
+        return identity(path, f)["run_kind"]
 
 
 def per_trial(df: pd.DataFrame) -> pd.DataFrame:
@@ -327,16 +328,16 @@ def read_summary(path: PathLike) -> pd.DataFrame:
     the identifying columns trace, run_kind, engine, peers, trace_complete, and every
     /config option as in load_trace. The same without the rows, for a trace stopped
     before any trial ended, in .attrs: run_kind, engine, peers, trace_complete and
-    config (a dict). Raises FileNotFoundError or TraceError as load_trace does."""
+    config (a dict). Raises FileNotFoundError, or TraceError for a file whose root
+    load_trace refuses (schema version, identity, groups) or whose /summary is not
+    one row per trial."""
     path = os.fspath(path)
     f = open_trace(path)
     with f:
-        version = _int_attr(path, f, "/", "schema_version", default=1)
-        ident = {"trace": path,
-                 "run_kind": "averaging" if version == 1 else _attr_str(f.attrs.get("run_kind", "")),
-                 "engine": _attr_str(f.attrs.get("engine", "")), "peers": _int_attr(path, f, "/", "n_peers"),
-                 "trace_complete": bool(_int_attr(path, f, "/", "complete", default=0))}
-        s = f["summary"] if "summary" in f else {}
+        ident = identity(path, f)
+        del ident["schema_version"]
+        s = f["summary"]
+        check_summary(path, f, len(f["trials"]))
         df = pd.DataFrame({name: s[name][()] for name in s})
         config = read_config(f)
     if "complete" in df:

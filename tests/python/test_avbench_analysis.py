@@ -8,9 +8,11 @@ docs/trace-format.md (schema v1, v3 and v4 averaging and sgd, a trace stopped
 early, one with no trial), and checks the DataFrames load_trace/load_sweep make
 (shape, columns, types, values) and that the figures are drawn and written; and
 damaged traces (NaN where the format promises finite values, string or float
-columns where numbers or integers belong, trial groups like "01" or "-1", missing
-attributes, a file that is not HDF5), which load_trace must refuse with a
-TraceError naming the file and the dataset. Given the Open
+columns where numbers or integers belong, a type other than the format's, trial
+groups like "01" or "-1", missing attributes, a repeated or skipped round or step,
+ragged columns, complete flags that contradict each other, a file that is not
+HDF5), which load_trace must refuse with a TraceError naming the file and the
+dataset, and read_summary and trace_state too for an unknown schema version. Given the Open
 MPI build of averaging_bench (ctest passes it), it also runs it on 2 real ranks and
 loads the real trace, so the synthetic layout cannot drift from the writer's
 unnoticed. Run with Debian's /usr/bin/python3.
@@ -113,6 +115,7 @@ def write_sgd(path, *, peers=4, trials=2, steps=6, every=2, protocol="gossip", v
             g.attrs.create("complete", 1, dtype="int32")
             g.attrs.create("steps_to_1e-2", steps, dtype="int32")
             g.attrs.create("reached_1e-2", 0, dtype="int32")
+            g.create_dataset("targets", data=np.array([1e-2]))
             n = len(step)
             rel = 0.5 ** step
             cols = {"step": step, "round": step // 2, "loss": rel + 1, "gap": rel, "relative_gap": rel,
@@ -283,10 +286,10 @@ class Damaged(unittest.TestCase):
 
     def test_string_and_float_columns_refused(self):
         replace_dataset(self.avg, "trials/0/variance", np.array([b"1", b"0.5", b"0.25", b"0.1", b"0"]))
-        self.refused(self.avg, "/trials/0/variance", "not a floating-point type")
+        self.refused(self.avg, "/trials/0/variance", "expected float64")
         write_averaging(self.avg, version=4, trials=3, rounds=4)
         replace_dataset(self.avg, "trials/2/alive", np.full(5, 8.0))
-        self.refused(self.avg, "/trials/2/alive", "not an integer type")
+        self.refused(self.avg, "/trials/2/alive", "type float64, expected int32")
         write_averaging(self.avg, version=4, trials=3, rounds=4)
         replace_dataset(self.avg, "trials/2/round", np.zeros((5, 2), np.int32))
         self.refused(self.avg, "/trials/2/round", "1-D")
@@ -302,19 +305,23 @@ class Damaged(unittest.TestCase):
     def test_attributes(self):
         with h5py.File(self.avg, "a") as f:
             del f.attrs["n_peers"]
-        self.refused(self.avg, "/", "n_peers")
+        self.refused(self.avg, "/ attribute n_peers", "missing")
         write_averaging(self.avg, version=4)
         with h5py.File(self.avg, "a") as f:
             str_attr(f, "n_peers", "8")
-        self.refused(self.avg, "/ attribute n_peers", "not an integer")
+        self.refused(self.avg, "/ attribute n_peers", "expected int32")
         write_averaging(self.avg, version=4)
         with h5py.File(self.avg, "a") as f:
             f["trials/2"].attrs["seed"] = 1.5
-        self.refused(self.avg, "/trials/2 attribute seed", "not an integer")
+        self.refused(self.avg, "/trials/2 attribute seed", "expected uint64")
         write_averaging(self.avg, version=4)
         with h5py.File(self.avg, "a") as f:
             str_attr(f["trials/0"], "rounds_to_1e-4", "three")
-        self.refused(self.avg, "/trials/0 attribute rounds_to_1e-4", "not an integer")
+        self.refused(self.avg, "/trials/0 attribute rounds_to_1e-4", "expected int32")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            f.attrs["n_peers"] = np.int64(8)  # the right value, but not the format's int32
+        self.refused(self.avg, "/ attribute n_peers", "type int64")
         write_averaging(self.avg, version=4)
         with h5py.File(self.avg, "a") as f:
             f.attrs["schema_version"] = np.int32(99)
@@ -327,6 +334,71 @@ class Damaged(unittest.TestCase):
         write_averaging(self.avg, version=4)
         replace_dataset(self.avg, "trials/1/groups", np.zeros(3, np.int32))
         self.refused(self.avg, "/trials/1/groups", "3 rows")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            del f["trials/2/targets"]
+        self.refused(self.avg, "/trials/2/targets", "missing")
+
+    def test_complete_flags(self):
+        """Only the last trial written may be cut short, and none in a complete run."""
+        write_averaging(self.avg, version=4, trials=3, complete=1, last_trial_complete=0)
+        self.refused(self.avg, "/trials/2 attribute complete", "0 in a run marked complete")
+        write_averaging(self.avg, version=4, trials=3, complete=0)
+        with h5py.File(self.avg, "a") as f:
+            f["trials/0"].attrs["complete"] = np.int32(0)
+        self.refused(self.avg, "/trials/0 attribute complete", "not the last trial written")
+        write_averaging(self.avg, version=4, complete=2)
+        self.refused(self.avg, "/ attribute complete", "must be 0 or 1")
+        write_averaging(self.avg, version=4)
+        with h5py.File(self.avg, "a") as f:
+            del f["trials/1"].attrs["complete"]
+        self.refused(self.avg, "/trials/1 attribute complete", "missing")
+
+    def test_index_columns(self):
+        """round 0, 1, 2, ... (averaging); step from 0 and increasing, round never
+        decreasing (sgd): in both forms of load_trace, as check_trace.py says."""
+        for path, col, data, words in (
+                (self.avg, "trials/1/round", np.array([0, 1, 1, 3, 4], np.int32), ("row 2", "1 -> 1")),
+                (self.avg, "trials/0/round", np.array([1, 2, 3, 4, 5], np.int32), ("row 0 is round 1",)),
+                (self.sgd, "trials/1/step", np.array([0, 2, 2, 6], np.int32), ("does not increase at row 2",)),
+                (self.sgd, "trials/0/round", np.array([0, 1, 0, 3], np.int32), ("decreases at row 2",))):
+            with self.subTest(col=col, data=data):
+                write_averaging(self.avg, version=4, trials=3, rounds=4)
+                write_sgd(self.sgd, version=4, trials=2)
+                replace_dataset(path, col, data)
+                self.refused(path, f"/{col}", *words)
+                with self.assertRaises(avbench.TraceError) as cm:
+                    avbench.load_trace(path, as_xarray=True)
+                self.assertTrue(str(cm.exception).startswith(f"{path}: /{col}: "), cm.exception)
+
+    def test_columns_subset_still_checks_structure(self):
+        """columns= reads less, but every column is still checked from its metadata."""
+        replace_dataset(self.avg, "trials/1/alive", np.full(5, 8, np.int64))
+        with self.assertRaises(avbench.TraceError) as cm:
+            avbench.load_trace(self.avg, columns=["variance"])
+        self.assertEqual(cm.exception.where, "/trials/1/alive")
+
+    def test_summary_and_state_check_the_version(self):
+        """read_summary and trace_state refuse what load_trace refuses at the root."""
+        for value, words in ((np.int32(8), "is 8"), (np.int64(7), "type int64"), (None, "missing")):
+            with self.subTest(value=value):
+                write_averaging(self.avg, version=4)
+                with h5py.File(self.avg, "a") as f:
+                    del f.attrs["schema_version"]
+                    if value is not None:
+                        f.attrs["schema_version"] = value
+                for read in (avbench.load_trace, avbench.read_summary, avbench.trace_state):
+                    with self.assertRaises(avbench.TraceError) as cm:
+                        read(self.avg)
+                    self.assertEqual((cm.exception.path, cm.exception.where),
+                                     (str(self.avg), "/ attribute schema_version"), read.__name__)
+                    self.assertIn(words, str(cm.exception))
+        write_averaging(self.avg, version=4, trials=2)
+        with h5py.File(self.avg, "a") as f:
+            f["summary/rounds"] = np.array([4, 4, 4], np.int32)
+        with self.assertRaises(avbench.TraceError) as cm:
+            avbench.read_summary(self.avg)
+        self.assertEqual(cm.exception.where, "/summary/rounds")
 
     def test_not_hdf5(self):
         bad = self.dir / "junk.h5"
@@ -366,7 +438,7 @@ class Figures(unittest.TestCase):
         self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
         write_averaging(self.dir / "m.h5", protocol="moshpit", trials=3, rounds=4, rate=0.1)
         write_averaging(self.dir / "g.h5", protocol="gossip", trials=3, rounds=4, rate=0.5,
-                        last_trial_complete=0)
+                        complete=0, last_trial_complete=0)
         self.df = avbench.load_sweep(self.dir)
 
     def tearDown(self):

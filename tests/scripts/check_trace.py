@@ -27,31 +27,47 @@ prints one line per problem and exits 1, or prints one confirmation line and
 exits 0. Run it with Debian's /usr/bin/python3, which sees python3-h5py.
 
 The checks are exactly the promises of docs/trace-format.md; when the format
-changes, the document, the writer (src/trace) and this file change together.
+changes, the document, the writer (src/trace) and this file change together. The
+structural rules (versions, columns and their types, lengths, the round and step
+index, the complete flags) are python/avbench/schema.py's, which the readers
+(avbench.load_trace, read_summary, trace_state) apply too, so that they refuse
+what this checker refuses.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import math
 import re
 import sys
 from decimal import Decimal
+from pathlib import Path
 from typing import NamedTuple
 
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 7
-# v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time;
-# v4: no diverged (training trial attribute and /summary column); v5: no time_model,
-# run_seconds, engine "sequential"; v6: no dimension scales, no /optimum/coordinate
-KNOWN_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
-DIVERGED_SINCE = 5
-TIME_MODEL_SINCE = 6
-SCALES_SINCE = 7
-RUN_KINDS = ("averaging", "sgd")
+
+def _load_schema():
+    """python/avbench/schema.py, the rules the readers share, loaded by its path:
+    importing the package would need a sys.path edit here (and pandas), and the
+    rules must be the readers' very own, not a copy that can drift."""
+    path = Path(__file__).resolve().parents[2] / "python" / "avbench" / "schema.py"
+    spec = importlib.util.spec_from_file_location("avbench_trace_schema", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+schema = _load_schema()
+SCHEMA_VERSION = schema.SCHEMA_VERSION
+KNOWN_VERSIONS = schema.KNOWN_VERSIONS
+DIVERGED_SINCE = schema.DIVERGED_SINCE
+TIME_MODEL_SINCE = schema.TIME_MODEL_SINCE
+SCALES_SINCE = schema.SCALES_SINCE
+RUN_KINDS = schema.RUN_KINDS
 
 # Root attributes and their kinds: "int32" or "str" (variable-length UTF-8).
 ROOT_ATTRS_V1 = {
@@ -69,50 +85,15 @@ ROOT_ATTRS = {**{k: v for k, v in ROOT_ATTRS_V1.items() if k != "complete"}, "ru
 ROOT_ATTRS_V6 = {**ROOT_ATTRS, "time_model": "str", "run_seconds": "float64"}
 ENGINES = ("openmpi", "mpich", "smpi", "sequential")
 TIME_MODELS = {"openmpi": "wall clock", "mpich": "wall clock", "smpi": "simulated", "sequential": "alpha-beta estimate"}
-ROOT_GROUPS = {"averaging": ("config", "trials", "summary"), "sgd": ("config", "optimum", "trials", "summary")}
+ROOT_GROUPS = schema.ROOT_GROUPS
 
-# The counters that end the rows of either kind of trial, in writing order.
-COUNTER_COLUMNS = {
-    "alive": "int32",
-    "groups": "int32",
-    "failed_groups": "int32",
-    "decode_failures": "int32",
-    "bytes_sent": "uint64",
-    "time": "float64",
-    "detection_time": "float64",
-}
-
-# Per-round columns of an averaging trial /trials/<k>, in the order the writer creates them.
-TRIAL_COLUMNS = {
-    "round": "int32",
-    "variance": "float64",
-    "error": "float64",
-    "mean_drift": "float64",
-    **COUNTER_COLUMNS,
-}
-
-# Per-evaluation columns of a training trial /trials/<k>, in writing order.
-TRAINING_COLUMNS = {
-    "step": "int32",
-    "round": "int32",
-    "loss": "float64",
-    "gap": "float64",
-    "relative_gap": "float64",
-    "distance": "float64",
-    "consensus": "float64",
-    "accuracy": "float64",
-    **COUNTER_COLUMNS,
-}
-
-# Columns added by a schema version: absent from files of earlier versions.
-ADDED_IN = {"decode_failures": 3, "detection_time": 4}
-
-
-def columns_of(spec: dict[str, str], version) -> dict[str, str]:
-    """The columns of `spec` that a file of schema `version` has (the current
-    schema's when the version is unusable)."""
-    v = version if version in KNOWN_VERSIONS else SCHEMA_VERSION
-    return {name: kind for name, kind in spec.items() if ADDED_IN.get(name, 1) <= v}
+# The columns of each kind of trial, in writing order, and the version that added
+# a column (python/avbench/schema.py).
+COUNTER_COLUMNS = schema.COUNTER_COLUMNS
+TRIAL_COLUMNS = schema.TRIAL_COLUMNS
+TRAINING_COLUMNS = schema.TRAINING_COLUMNS
+ADDED_IN = schema.ADDED_IN
+columns_of = schema.columns_of
 
 
 def quantizer_can_fail(quantizer: str, kind: str) -> str:
@@ -168,12 +149,10 @@ OPTIMUM_METHODS = ("ldlt", "newton")
 # the loss scale. Rounding is ~1e-16; a real error is far above this.
 REL_TOL = 1e-9
 
-# (kind, itemsize) of each numeric type name; byte order is not checked, since
-# h5py converts on read and the writer always writes little endian anyway.
-KINDS = {"int32": ("i", 4), "uint64": ("u", 8), "float64": ("f", 8)}
+KINDS = schema.KINDS
 
 UTC_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-TRIAL_NAME = re.compile(r"^(0|[1-9][0-9]*)$")
+TRIAL_NAME = schema.TRIAL_NAME  # fullmatch
 
 
 def target_suffix(target: float) -> str:
@@ -240,40 +219,15 @@ class _Checker:
     # ---- typed access; each returns None (and records why) when unusable ----
 
     def attr(self, obj, name: str, kind: str):
-        where = f"{obj.name} attribute {name}"
-        if name not in obj.attrs:
-            self.problem(where, "missing")
-            return None
-        aid = obj.attrs.get_id(name)
-        if aid.shape != ():
-            self.problem(where, f"not a scalar (shape {aid.shape})")
-            return None
-        dtype = aid.dtype
-        if kind == "str":
-            info = h5py.check_string_dtype(dtype)
-            if info is None or info.encoding != "utf-8" or info.length is not None:
-                self.problem(where, f"not a variable-length UTF-8 string (dtype {dtype})")
-                return None
-            try:
-                value = obj.attrs[name]
-            except Exception as e:  # undecodable bytes, broken heap
-                self.problem(where, f"unreadable: {e}")
-                return None
-            if not isinstance(value, str):
-                self.problem(where, f"h5py reads it as {type(value).__name__}, not str")
-                return None
-            return value
-        want = KINDS[kind]
-        if (dtype.kind, dtype.itemsize) != want:
-            self.problem(where, f"type {dtype}, expected {kind}")
-            return None
-        return obj.attrs[name].item()
+        value, why = schema.attribute(obj, name, kind)
+        if why is not None:
+            self.problem(f"{obj.name} attribute {name}", why)
+        return value
 
     def flag(self, obj, name: str):
-        value = self.attr(obj, name, "int32")
-        if value is not None and value not in (0, 1):
-            self.problem(f"{obj.name} attribute {name}", f"must be 0 or 1, is {value}")
-            return None
+        value, why = schema.flag(obj, name)
+        if why is not None:
+            self.problem(f"{obj.name} attribute {name}", why)
         return value
 
     def column(self, group, name: str, kind: str):
@@ -285,11 +239,9 @@ class _Checker:
         if not isinstance(ds, h5py.Dataset):
             self.problem(where, "not a dataset")
             return None
-        if ds.ndim != 1:
-            self.problem(where, f"not 1-D (shape {ds.shape})")
-            return None
-        if (ds.dtype.kind, ds.dtype.itemsize) != KINDS[kind]:
-            self.problem(where, f"type {ds.dtype}, expected {kind}")
+        why = schema.dataset_problem(ds, kind)
+        if why is not None:
+            self.problem(where, why)
             return None
         return ds[()]
 
@@ -352,9 +304,8 @@ def _check_root(c: _Checker, f, peers, complete, kind):
     """Returns (n_peers, complete flag, run kind); the kind falls back to the
     expected one, or to what the layout suggests, when run_kind is unusable."""
     version = c.attr(f, "schema_version", "int32")
-    if version is not None and version not in KNOWN_VERSIONS:
-        c.problem("/ attribute schema_version",
-                  f"is {version}, this checker knows {', '.join(map(str, KNOWN_VERSIONS))}")
+    if version is not None and schema.version_problem(version):
+        c.problem("/ attribute schema_version", schema.version_problem(version))
     expected = ROOT_ATTRS_V1 if version == 1 else ROOT_ATTRS_V6 if (version or 0) >= TIME_MODEL_SINCE else ROOT_ATTRS
     shown = version if version in KNOWN_VERSIONS else SCHEMA_VERSION
     for name in f.attrs:
@@ -506,14 +457,10 @@ def _read_columns(c: _Checker, g, spec):
     cols = {name: c.column(g, name, kind) for name, kind in spec.items()}
     if any(v is None for v in cols.values()):
         return None
-    lengths = {name: len(v) for name, v in cols.items()}
-    if len(set(lengths.values())) != 1:
-        c.problem(g.name, "columns differ in length: " + ", ".join(f"{k}={v}" for k, v in lengths.items()))
-        return None
-    if next(iter(lengths.values())) == 0:
-        c.problem(g.name, "no rows (row 0, the initial state, is required)")
-        return None
-    return cols
+    problems = schema.length_problems({name: len(v) for name, v in cols.items()})
+    for name, why in problems:
+        c.problem(f"{g.name}/{name}", why)
+    return None if problems else cols
 
 
 def _check_counters(c: _Checker, where: str, cols, n_peers, origin: str):
@@ -631,11 +578,8 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
     targets, suffixes, seed, trial_complete, cols = trial
 
     rnd = cols["round"]
-    if rnd[0] != 0:
-        c.problem(f"{where}/round", f"row 0 is round {rnd[0]}, expected 0")
-    steps = np.diff(rnd.astype(np.int64))
-    c.first_bad(f"{where}/round", steps != 1,
-                lambda i: f"does not increase by 1 at row {i + 1} ({rnd[i]} -> {rnd[i + 1]})")
+    for name, why in schema.index_problems("averaging", cols):
+        c.problem(f"{where}/{name}", why)
 
     for name in ("variance", "error", "mean_drift", "time"):
         v = cols[name]
@@ -749,14 +693,8 @@ def _check_step_round(c: _Checker, where: str, step, rnd, steps, local_steps, ev
     """step from 0 and increasing, every eval_every steps; round from 0, not
     decreasing, at most one per step (step // local_steps when given)."""
     n = len(step)
-    if step[0] != 0:
-        c.problem(f"{where}/step", f"row 0 is step {step[0]}, expected 0 (the initial state)")
-    c.first_bad(f"{where}/step", step[1:] <= step[:-1],
-                lambda i: f"does not increase at row {i + 1} ({step[i]} -> {step[i + 1]})")
-    if rnd[0] != 0:
-        c.problem(f"{where}/round", f"row 0 is round {rnd[0]}, expected 0")
-    c.first_bad(f"{where}/round", rnd[1:] < rnd[:-1],
-                lambda i: f"decreases at row {i + 1} ({rnd[i]} -> {rnd[i + 1]})")
+    for name, why in schema.index_problems("sgd", {"step": step, "round": rnd}):
+        c.problem(f"{where}/{name}", why)
     c.first_bad(f"{where}/round", rnd > step,
                 lambda i: f"row {i}: {rnd[i]} rounds after {step[i]} steps (at most one round per step)")
     if local_steps is not None:
@@ -935,8 +873,9 @@ def _check_summary(c: _Checker, f, infos: dict[int, dict], order: list[int], tar
         v = c.column(s, name, k)
         if v is None:
             continue
-        if len(v) != len(order):
-            c.problem(f"/summary/{name}", f"has {len(v)} rows for {len(order)} trials")
+        why = schema.summary_length_problem(len(v), len(order))
+        if why is not None:
+            c.problem(f"/summary/{name}", why)
             continue
         cols[name] = v
     if "trial" not in cols:
@@ -969,7 +908,7 @@ def _check_trials(c: _Checker, group, check_one):
         c.problem("/trials", "must hold groups only, has attributes: " + ", ".join(group.attrs))
     order, infos = [], {}
     for name in group:
-        if not TRIAL_NAME.match(name) or not isinstance(group[name], h5py.Group):
+        if not TRIAL_NAME.fullmatch(name) or not isinstance(group[name], h5py.Group):
             c.problem(f"/trials/{name}", "not a trial (a group named by a decimal index)")
             continue
         k = int(name)
@@ -993,12 +932,9 @@ def _check_trials_agree(c: _Checker, order, infos, done):
         elif _first_difference(targets, infos[k]["targets"]) is not None or \
                 len(targets) != len(infos[k]["targets"]):
             c.problem(f"/trials/{k}/targets", f"{list(infos[k]['targets'])} differ from {list(targets)}")
-    flags = [(k, infos[k]["complete"]) for k in order if k in infos]
-    for pos, (k, flag) in enumerate(flags):
-        if flag == 0 and pos != len(flags) - 1:
-            c.problem(f"/trials/{k} attribute complete", "0, but it is not the last trial written")
-        if flag == 0 and done == 1:
-            c.problem(f"/trials/{k} attribute complete", "0 in a run marked complete")
+    for where, why in schema.completeness_problems(done, [(str(k), infos[k]["complete"])
+                                                          for k in order if k in infos]):
+        c.problem(where, why)
     return targets
 
 

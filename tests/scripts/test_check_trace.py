@@ -15,6 +15,11 @@ given text; a few cases instead turn the sample into another valid trace (a v1
 file, a logistic run, a run stopped before its first trial) and expect no
 problem at all. A checker that accepts everything would pass the round-trip
 tests; it fails here.
+
+The readers (python/avbench: load_trace in both forms) are held to the checker on
+the same copies: every valid one loads, and every damage named in READERS_REFUSE,
+the structural faults both apply (python/avbench/schema.py), is refused by them as
+a TraceError naming the file and that dataset or attribute.
 """
 
 import os
@@ -28,6 +33,8 @@ import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import avbench  # noqa: E402
 from check_trace import check_file  # noqa: E402
 from sample_readback import verdict  # noqa: E402
 
@@ -236,6 +243,7 @@ CASES = [
     ("config text missing", delete("/config", "text"), {}, "text"),
     ("row 0 not round 0", set_item("/trials/0/round", 0, 1), {}, "row 0 is round 1"),
     ("round skips", set_item("/trials/0/round", 3, 4), {}, "increase by 1"),
+    ("round repeats", set_item("/trials/0/round", 2, 1), {}, "/trials/0/round: does not increase by 1 at row 2"),
     ("time decreases", set_item("/trials/0/time", 3, 0.1), {}, "/trials/0/time: decreases"),
     ("bytes decrease", set_item("/trials/1/bytes_sent", 2, 100), {}, "/trials/1/bytes_sent: decreases"),
     ("bytes not zero at round 0", set_item("/trials/0/bytes_sent", 0, 1), {}, "expected 0"),
@@ -498,6 +506,62 @@ SGD_CASES = [
 ]
 
 
+# Damage (by case description, in CASES or SGD_CASES) that the readers refuse too,
+# and where they must say the fault is: the structural rules of schema.py, which
+# load_trace applies as check_trace.py does, and the value rules of the columns it reads.
+READERS_REFUSE = {
+    "schema version": "/ attribute schema_version",
+    "run_kind missing": "/ attribute run_kind",
+    "run_kind unknown": "/ attribute run_kind",
+    "int attribute of wrong width": "/ attribute n_peers",
+    "string stored as fixed-length bytes": "/ attribute engine",
+    "config missing": "/config",
+    "optimum missing": "/optimum",
+    "complete run with a cut trial": "/trials/1 attribute complete",
+    "cut trial before a complete one": "/trials/0 attribute complete",
+    "diverged attribute missing": "/trials/0 attribute diverged",
+    "trial group not numbered": "/trials/01",
+    "row 0 not round 0": "/trials/0/round",
+    "round skips": "/trials/0/round",
+    "round repeats": "/trials/0/round",
+    "round decreases": "/trials/0/round",
+    "row 0 not step 0": "/trials/0/step",
+    "step repeats": "/trials/0/step",
+    "column missing": {"averaging": "/trials/0/error", "sgd": "/trials/1/relative_gap"},
+    "column too short": {"averaging": "/trials/1/alive", "sgd": "/trials/1/loss"},
+    "column of wrong type": {"averaging": "/trials/0/alive", "sgd": "/trials/0/step"},
+    "decode_failures missing": "/trials/1/decode_failures",
+    "decode_failures of wrong type": "/trials/0/decode_failures",
+    "detection_time missing": "/trials/1/detection_time",
+    "NaN variance": "/trials/1/variance",
+    "loss not finite at the start": "/trials/1/loss",
+    "gap -inf": "/trials/1/gap",
+    "time not finite": "/trials/0/time",
+    "summary too long": {"averaging": "/summary/time", "sgd": "/summary/steps"},
+}
+
+
+def check_readers(path, what, kind, valid, failures):
+    """load_trace, as rows and as xarray, loads a valid copy and refuses the damage
+    READERS_REFUSE names, naming the file and the place; other damage is the
+    checker's alone (relations between values, /summary against the trials)."""
+    where = READERS_REFUSE.get(what)
+    where = where.get(kind) if isinstance(where, dict) else where
+    if not valid and where is None:
+        return
+    for form in (False, True):
+        name = "load_trace(as_xarray=True)" if form else "load_trace"
+        try:
+            avbench.load_trace(path, as_xarray=form)
+            if not valid:
+                failures.append(f"{what}: {name} loads what check_trace.py refuses (expected a TraceError at {where})")
+        except avbench.TraceError as e:
+            if valid:
+                failures.append(f"{what}: {name} refuses a valid trace: {e}")
+            elif (e.path, e.where) != (path, where) or not str(e).startswith(f"{path}: {where}: "):
+                failures.append(f"{what}: {name} raised {e!r}, expected a TraceError at {path}: {where}")
+
+
 def run_cases(sample, cases, expect, tmp, failures):
     ok = check_file(sample, **expect)
     if ok:
@@ -509,6 +573,8 @@ def run_cases(sample, cases, expect, tmp, failures):
             with h5py.File(path, "r+") as f:
                 damage(f)
         problems = check_file(path, **{**expect, **overrides})
+        if damage is not None:
+            check_readers(path, what, expect.get("kind", "averaging"), needle is None, failures)
         if needle is None:
             if problems:
                 failures.append(f"{what}: expected a valid trace, got {problems}")
@@ -558,7 +624,8 @@ def main(samples):
         if len(problems) != 1 or "cannot open" not in problems[0]:
             failures.append(f"junk file: {problems}")
 
-    return verdict(failures, "FAIL ", f"check_trace.py caught all {' and '.join(counts)} kinds of damage")
+    return verdict(failures, "FAIL ", f"check_trace.py caught all {' and '.join(counts)} kinds of damage, "
+                                      f"and the readers the {len(READERS_REFUSE)} structural ones")
 
 
 if __name__ == "__main__":

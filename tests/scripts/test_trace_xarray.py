@@ -14,7 +14,12 @@ rows (--stop-at-target under failures). For each:
 - avbench.load_trace(as_xarray=True) equals the pandas loader's values, padded by
   NaN exactly as xarray pads the pandas rows itself;
 - the same trace rewritten as schema v6 (no scales) passes check_trace as v6 and
-  loads as_xarray to the same values.
+  loads as_xarray to the same values;
+- the readers are as strict as the checker: with a round (step) repeated, an unknown
+  schema version or a truncated column, check_trace refuses the copy, and
+  load_trace in both forms raises a TraceError naming the file and the dataset
+  (read_summary and trace_state too for the version, the root they read), where
+  the xarray form used to hand out uninitialised cells for the repeated round.
 """
 
 import os
@@ -137,6 +142,55 @@ def check_trace_file(path, dim, tmp):
     return old
 
 
+def truncate(name, rows):
+    """Damage: dataset NAME cut to its first ROWS rows, still attached to its scale."""
+    def damage(f):
+        old = f[name]
+        data, scales = old[:rows], list(old.dims[0].values())
+        for scale in scales:
+            old.dims[0].detach_scale(scale)
+        del f[name]
+        new = f.create_dataset(name, data=data)
+        for scale in scales:
+            new.dims[0].attach_scale(scale)
+    return damage
+
+
+def repeat_row(name, row):
+    """Damage: row ROW of dataset NAME set to the value of the row before."""
+    def damage(f):
+        data = f[name][()]
+        data[row] = data[row - 1]
+        f[name][...] = data
+    return damage
+
+
+def check_readers_refuse(path, dim, tmp):
+    """Each damage is refused by check_trace and by every reader that reads the part
+    damaged, as a TraceError whose message starts with the file and the dataset."""
+    version_at = "/ attribute schema_version"
+    cases = [  # (what, damage, where the readers must say the fault is, the readers that read it)
+        (f"{dim} repeated", repeat_row(f"trials/1/{dim}", 2), f"/trials/1/{dim}", ("pandas", "xarray")),
+        ("unknown schema version", lambda f: f.attrs.modify("schema_version", np.int32(99)), version_at,
+         ("pandas", "xarray", "read_summary", "trace_state")),
+        ("truncated column", truncate("trials/0/time", 2), "/trials/0/time", ("pandas", "xarray")),
+    ]
+    readers = {"pandas": avbench.load_trace, "xarray": lambda p: avbench.load_trace(p, as_xarray=True),
+               "read_summary": avbench.read_summary, "trace_state": avbench.trace_state}
+    for what, damage, where, names in cases:
+        bad = os.path.join(tmp, f"bad-{dim}-{len(what)}.h5")
+        found = damaged(path, tmp, damage)
+        shutil.move(os.path.join(tmp, "bad.h5"), bad)
+        expect(any(p.startswith(where) for p in found), f"{path}, {what}: check_trace says {found}, not {where}")
+        for name in names:
+            try:
+                got = readers[name](bad)
+                expect(False, f"{path}, {what}: {name} returned {type(got).__name__}, not a TraceError")
+            except avbench.TraceError as e:
+                expect(str(e).startswith(f"{bad}: {where}: ") and (e.path, e.where) == (bad, where),
+                       f"{path}, {what}: {name} raised {e!r}, expected the file and {where}")
+
+
 def main(averaging_bench, sgd_bench):
     with tempfile.TemporaryDirectory() as tmp:
         avg, sgd = os.path.join(tmp, "avg.h5"), os.path.join(tmp, "sgd.h5")
@@ -151,6 +205,7 @@ def main(averaging_bench, sgd_bench):
             ds_old = avbench.load_trace(old, as_xarray=True)
             expect(ds_old.equals(ds), f"{path}: v6 copy loads differently")
             ds.to_netcdf(os.path.join(tmp, "copy.nc"), engine="h5netcdf")
+            check_readers_refuse(path, dim, tmp)
     for p in problems:
         print("FAIL", p)
     print(f"test_trace_xarray: {'FAILED' if problems else 'passed'}")
