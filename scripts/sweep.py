@@ -11,14 +11,22 @@ scripts/sweep_table.py), here with a pool of jobs or on Slurm as a job array.
 Row <name> writes its trace to OUT/<name>.h5 through the program's own atomic
 --out. Resumable: a row whose trace is complete (python/avbench trace_state) is
 skipped, one stopped early is run again with --overwrite; a file that is not a
-trace stops the sweep (exit 2) rather than being overwritten.
+trace stops the sweep (exit 2) rather than being overwritten. Rows run in the
+folder sweep.py was started from, so relative paths in the table (a summary or
+config cell, a program or --bin-dir) mean what they mean to the caller.
 
-`run`: at most --jobs rows at a time, each in its own session with its output in
-OUT/<name>.log; a row that ends normally appends "<name> <seconds>" to
-OUT/walltime.tsv. SIGINT/SIGTERM stop the running rows, which save what they have
+`run`: holds an exclusive lock on OUT (flock on OUT/.sweep.lock, which records its
+pid) while it runs: a second `run` on the same OUT is refused (exit 2). At most
+--jobs rows at a time, each in its own session with its output in OUT/<name>.log;
+a row that ends normally appends "<name> <seconds>" to OUT/walltime.tsv. A row
+whose hidden temporary trace (OUT/.<name>.h5.tmp.<pid>) belongs to a live process,
+left running by an earlier sweep killed outright, is waited for as a running row
+(it takes a --jobs slot), not started again; then kept if its trace is complete,
+run if not. SIGINT/SIGTERM stop the running rows, which save what they have
 (complete = 0, redone next time), and the sweep exits 130/143 without starting
-more. Exit status: 0 when every row has a complete trace; 1 when some failed, with
-one last line naming each and its log; 2 for bad arguments or a bad table.
+more (rows of an earlier sweep are left to run). Exit status: 0 when every row has
+a complete trace; 1 when some failed, with one last line naming each and its log;
+2 for bad arguments, a bad table or an OUT in use.
 
 `submit`: copies TABLE to OUT/table.tsv, submits scripts/slurm/sweep.sbatch as an
 array with one task per Open MPI row (logs OUT/logs/sweep_<A>_<a>.out) and another
@@ -67,6 +75,7 @@ def _load(name: str):
 sweep_table = _load("sweep_table")  # the table format, one parser for every mode
 
 SELF = "sweep.py"
+LOCK_NAME = ".sweep.lock"  # hidden: never taken for a trace (avbench.trace_paths)
 
 
 class SweepError(Exception):
@@ -183,18 +192,76 @@ def trace_state(path: Path) -> str:
         raise SweepError(f"cannot tell whether {path} is complete ({e}); move it away or fix PYTHON") from None
 
 
-def todo_of(table: sweep_table.Table, out: Path) -> list[tuple[sweep_table.Row, bool]]:
-    """The rows still to run, each with whether its (incomplete) trace is replaced."""
-    todo = []
+def lock_folder(out: Path):
+    """An exclusive lock on OUT for this `run`, held by the open file returned until
+    this process ends, however it ends: flock locks go with the open file, so a
+    kill -9 frees it and a resume can start. The rows never hold it: Python opens
+    files non-inheritable and Popen closes the others. SweepError naming the folder
+    (and the pid that holds it, which the holder writes in the file) when taken."""
+    fh = open(out / LOCK_NAME, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip()
+        fh.close()
+        by = f"pid {holder}" if holder.isdigit() else "a process that has not written its pid yet"
+        raise SweepError(f"OUT {out} is in use by another '{SELF} run' ({by}): wait for it to end, "
+                         "or stop it and run again to resume") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
+
+
+def _writing(pid: int, trace: Path) -> bool:
+    """Whether process `pid` is alive and is the run writing `trace`: its command line
+    names the trace, so that a pid reused by another program does not count."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        pass
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # no /proc: alive is all we can tell
+        return True
+    return trace.name.encode() in cmdline  # a zombie's is empty
+
+
+def live_writer(trace: Path) -> int | None:
+    """The pid of a live process writing `trace` under its hidden temporary name
+    (.<name>.tmp.<pid>, docs/trace-format.md), e.g. a row of a sweep killed with
+    SIGKILL, whose rows run on in their own sessions; None when there is none."""
+    prefix = f".{trace.name}.tmp."
+    for entry in os.listdir(trace.parent):
+        pid = entry[len(prefix):]
+        if entry.startswith(prefix) and pid.isdigit() and _writing(int(pid), trace):
+            return int(pid)
+    return None
+
+
+def todo_of(table: sweep_table.Table, out: Path) -> tuple[list[tuple[sweep_table.Row, bool]],
+                                                          list[tuple[sweep_table.Row, int]]]:
+    """The rows still to run, each with whether its (incomplete) trace is replaced,
+    and the rows a live process still runs, each with its pid."""
+    todo, live = [], []
     for row in table.rows:
-        state = trace_state(out / f"{row.name}.h5")
+        trace = out / f"{row.name}.h5"
+        state = trace_state(trace)
+        pid = None if state == "complete" else live_writer(trace)
         if state == "complete":
             print(f"skip  {row.name} (trace complete)", flush=True)
+        elif pid is not None:
+            print(f"wait  {row.name} (pid {pid} still runs it, started by an earlier sweep)", flush=True)
+            live.append((row, pid))
         elif state == "incomplete":
             print(f"redo  {row.name} (trace stopped early)", flush=True)
-        if state != "complete":
+        if state != "complete" and pid is None:
             todo.append((row, state == "incomplete"))
-    return todo
+    return todo, live
 
 
 def log_walltime(out: Path, name: str, seconds: float) -> None:
@@ -212,8 +279,14 @@ def log_walltime(out: Path, name: str, seconds: float) -> None:
 @dataclass
 class Cell:
     row: sweep_table.Row
-    proc: subprocess.Popen
+    proc: subprocess.Popen | None  # None: a row an earlier sweep started, run by process `pid`
     start: float
+    pid: int = 0
+
+    def ended(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is not None
+        return not _writing(self.pid, Path(f"{self.row.name}.h5"))
 
 
 class Pool:
@@ -223,6 +296,8 @@ class Pool:
         self.out, self.settings, self.jobs = out, settings, jobs
         self.running: list[Cell] = []
         self.failed: list[str] = []
+        self.started = 0  # rows this sweep started
+        self.adopted = 0  # rows an earlier sweep's process completed while this one waited
         self.stop = 0
         signal.signal(signal.SIGTERM, lambda *_: self._request(143))
         signal.signal(signal.SIGINT, lambda *_: self._request(130))
@@ -237,9 +312,24 @@ class Pool:
         with open(self.out / f"{row.name}.log", "w", encoding="utf-8") as log:
             # Its own session, so that a stop request reaches the whole row (the
             # launcher and the ranks under it) and we can wait for all of it.
+            # In the caller's folder (no cwd=): a relative path in a cell is the caller's.
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=ROOT, start_new_session=True)
+                                    start_new_session=True)
         self.running.append(Cell(row, proc, time.monotonic()))
+        self.started += 1
+
+    def finish_earlier(self, cell: Cell, queue: list) -> None:
+        """A row an earlier sweep started has ended: kept when its trace is complete,
+        queued to run (again) when not. Its log and wall time were that sweep's."""
+        self.running.remove(cell)
+        name = cell.row.name
+        if self._complete(name):
+            print(f"done  {name} (by pid {cell.pid}, started by an earlier sweep)", flush=True)
+            self.adopted += 1
+            return
+        state = trace_state(self.out / f"{name}.h5")
+        print(f"redo  {name} (pid {cell.pid} ended without a complete trace)", flush=True)
+        queue.append((cell.row, state == "incomplete"))
 
     def finish(self, cell: Cell) -> None:
         rc = cell.proc.wait()
@@ -263,21 +353,33 @@ class Pool:
         except SweepError:  # a failure of this row, not a reason to abandon the others
             return False
 
-    def run(self, todo: list[tuple[sweep_table.Row, bool]]) -> None:
+    def run(self, todo: list[tuple[sweep_table.Row, bool]], live: list[tuple[sweep_table.Row, int]]) -> None:
+        """Runs `todo`; the `live` rows, run by an earlier sweep's processes, count as
+        running (each takes a --jobs slot) until their process ends."""
         queue = list(todo)
+        self.running += [Cell(row, None, time.monotonic(), pid) for row, pid in live]
         while not self.stop and (queue or self.running):
             while not self.stop and queue and len(self.running) < self.jobs:
                 self.start(*queue.pop(0))
             time.sleep(0.2)  # a signal cuts it short
-            for cell in [c for c in self.running if c.proc.poll() is not None]:
-                self.finish(cell)
+            for cell in [c for c in self.running if c.ended()]:
+                if cell.proc is None:
+                    self.finish_earlier(cell, queue)
+                else:
+                    self.finish(cell)
         if self.stop:
             self.halt()
 
     def halt(self) -> None:
         """Stops the running rows and waits until the last process of each is gone:
-        smpirun, for one, exits at once while the simulator still saves."""
+        smpirun, for one, exits at once while the simulator still saves. Rows of an
+        earlier sweep are not this one's to stop: they are left running, and named."""
+        earlier = [c for c in self.running if c.proc is None]
+        self.running = [c for c in self.running if c.proc is not None]
         print(f"{SELF}: stopping {len(self.running)} running cell(s)", file=sys.stderr, flush=True)
+        if earlier:
+            print(f"{SELF}: left running, started by an earlier sweep: "
+                  f"{', '.join(f'{c.row.name} (pid {c.pid})' for c in earlier)}", file=sys.stderr, flush=True)
         for c in self.running:
             _signal_group(c.proc.pid, signal.SIGTERM)
         for c in list(self.running):
@@ -300,21 +402,24 @@ def cmd_run(a: argparse.Namespace) -> int:
     table = sweep_table.parse(a.table)
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(a.launcher, a.peers, a.bin_dir, a.engine or "")
-    todo = todo_of(table, out)
-    for row, overwrite in todo:  # bad rows before anything starts
-        command_of(row, settings, out / f"{row.name}.h5", overwrite)
-    started = time.monotonic()
-    pool = Pool(out, settings, a.jobs)
-    pool.run(todo)
+    with lock_folder(out):  # held until the last row is done or stopped
+        settings = Settings(a.launcher, a.peers, a.bin_dir, a.engine or "")
+        todo, live = todo_of(table, out)
+        for row, overwrite in todo:  # bad rows before anything starts
+            command_of(row, settings, out / f"{row.name}.h5", overwrite)
+        started = time.monotonic()
+        pool = Pool(out, settings, a.jobs)
+        pool.run(todo, live)
     if pool.stop:
         return pool.stop
+    rows = len(todo) + len(live)
     if pool.failed:
-        print(f"{SELF}: {len(pool.failed)} of {len(todo)} cell(s) failed: {', '.join(pool.failed)}",
+        print(f"{SELF}: {len(pool.failed)} of {rows} cell(s) failed: {', '.join(pool.failed)}",
               file=sys.stderr, flush=True)
         return 1
-    print(f"{SELF}: {len(todo)} cell(s) run in {time.monotonic() - started:.0f} s, "
-          f"{len(table.rows) - len(todo)} skipped; traces in {out}", flush=True)
+    earlier = f", {pool.adopted} finished by an earlier sweep" if pool.adopted else ""
+    print(f"{SELF}: {pool.started} cell(s) run in {time.monotonic() - started:.0f} s{earlier}, "
+          f"{len(table.rows) - rows} skipped; traces in {out}", flush=True)
     return 0
 
 

@@ -9,7 +9,13 @@
 #   4. SIGTERM during a long row: exit 143, the row saved what it had (complete = 0)
 #      and none of its processes is left;
 #   5. refusals, one line and exit 2 each: a bad table, a file in a trace's place
-#      that is not a trace, --jobs 0.
+#      that is not a trace, --jobs 0;
+#   6. one sweep per folder: a second run on an OUT in use is refused (exit 2, one
+#      line naming OUT and the pid holding it); after kill -9 of the driver, its row
+#      runs on, and a resume waits for it and keeps its complete trace, neither
+#      starting it again nor calling it failed;
+#   7. rows run in the caller's folder: a relative summary cell is written there,
+#      not in the repository.
 #
 #   tests/scripts/test_sweep.sh AVERAGING_BENCH
 source "$(dirname "$0")/common.sh"
@@ -54,7 +60,7 @@ else
 fi
 
 # 3. An incomplete trace is redone.
-"$AVB_PYTHON" -c 'import sys, h5py; h5py.File(sys.argv[1], "r+").attrs["complete"] = 0' "$OUT/b.h5"
+"$AVB_PYTHON" -c 'import sys, h5py; h5py.File(sys.argv[1], "r+").attrs.modify("complete", 0)' "$OUT/b.h5"  # keeps its int32
 rc=0
 sweep "$SCRATCH/good.tsv" "$OUT" >"$SCRATCH/3.out" 2>&1 || rc=$?
 if [ "$rc" -eq 0 ] && grep -q '^redo  b ' "$SCRATCH/3.out" && grep -q '^skip  a ' "$SCRATCH/3.out" &&
@@ -98,4 +104,43 @@ echo "not a trace" >"$SCRATCH/junk.h5"
 printf 'name peers protocol\njunk 2 moshpit\n' >"$SCRATCH/junk.tsv"
 refuses "cannot tell whether $SCRATCH/junk.h5 is complete" sweep "$SCRATCH/junk.tsv" "$SCRATCH"
 refuses "--jobs: '0' must be a whole number >= 1" "$AVB_PYTHON" "$SWEEP" run --jobs 0 "$SCRATCH/good.tsv" "$OUT"
+
+# 6. The folder's lock, and a resume after kill -9 while a row still runs (about 3 s).
+LIVE=$SCRATCH/live
+printf 'name engine peers protocol rounds trials dim seed quiet
+slow sequential 2 gossip 1500 1 100000 1 true
+' \
+  >"$SCRATCH/slow.tsv"
+"$AVB_PYTHON" "$SWEEP" run --bin-dir "$BIN_DIR" "$SCRATCH/slow.tsv" "$LIVE" >"$SCRATCH/6.out" 2>&1 &
+driver=$!
+for _ in $(seq 100); do compgen -G "$LIVE/.slow.h5.tmp.*" >/dev/null && break; sleep 0.1; done
+refuses "OUT $LIVE is in use by another 'sweep.py run' (pid $driver)" sweep "$SCRATCH/slow.tsv" "$LIVE"
+kill -KILL "$driver"
+wait "$driver" 2>/dev/null || true
+rc=0
+sweep "$SCRATCH/slow.tsv" "$LIVE" >"$SCRATCH/6b.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^wait  slow (pid [0-9]* still runs it' "$SCRATCH/6b.out" &&
+   grep -q '^done  slow (by pid ' "$SCRATCH/6b.out" && ! grep -qE '^start |FAIL' "$SCRATCH/6b.out" &&
+   [ "$(state "$LIVE/slow.h5")" = complete ]; then
+  ok "resume after kill -9: the row still running was waited for, not run again nor failed"
+else
+  bad "resume after kill -9 (exit $rc): $(cat "$SCRATCH/6b.out")"
+fi
+
+# 7. The caller's folder: a relative path in a cell is the caller's, not the repository's.
+mkdir "$SCRATCH/caller"
+rel=avb-sweep-cwd-$$.csv
+remove_stray() { rm -f "$AVB_REPO/$rel"; }  # where a driver running rows in the repository would put it
+avb_cleanup_hooks+=(remove_stray)
+printf 'name engine peers protocol rounds trials seed quiet summary
+rel sequential 2 gossip 3 1 1 true %s
+' "$rel" \
+  >"$SCRATCH/rel.tsv"
+rc=0
+(cd "$SCRATCH/caller" && sweep "$SCRATCH/rel.tsv" out) >"$SCRATCH/7.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$SCRATCH/caller/$rel" ] && [ -s "$SCRATCH/caller/out/rel.h5" ] && [ ! -e "$AVB_REPO/$rel" ]; then
+  ok "a relative summary cell written in the caller's folder"
+else
+  bad "relative summary cell (exit $rc): in the caller's folder: $(ls "$SCRATCH/caller"), in the repository: $(ls "$AVB_REPO/$rel" 2>&1)"
+fi
 finish
