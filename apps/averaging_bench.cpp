@@ -45,19 +45,23 @@ int run(int argc, char** argv) {
   avb::AveragingOptions options;
   int peers = size, threads = 1;
   bool sequential = false;
+  avb::RunShape shape;
+  avb::RunEstimate estimate;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
     sequential = cli.engine.engine == avb::app::Engine::sequential;
     peers = avb::app::run_peers(cli.engine, cli.protocol.changed, size);
     options = avb::app::averaging_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
+    avb::app::note_files(app, options.protocol.topology, cli.output);
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
-    // Twelve vectors of --dim values per peer bound every protocol's state and
-    // buffers (measured at --dim 1e7: gossip 6, swarm with --quantizer lattice 10.5).
-    avb::app::check_memory("--dim", std::to_string(options.dim), 12.0 * sizeof(double) * options.dim, peers,
-                           sequential ? peers * threads : 0);
+    shape = avb::app::run_shape(cli.engine, options, peers, threads, static_cast<std::size_t>(options.dim),
+                                static_cast<std::size_t>(std::max<std::int64_t>(options.model_dim, options.dim)),
+                                options.rounds);
+    estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
   });
   if (done) return *done;
+  if (cli.output.dry_run) return avb::app::print_estimate(kProgram, cli.engine, estimate, shape);
 
   avb::app::RunStart start{avb::app::run_info(argc, argv, "averaging", AVB_VERSION, AVB_GIT_SHA),
                            avb::describe(options), nullptr};

@@ -114,6 +114,7 @@ int run(int argc, char** argv) {
     peers = avb::app::run_peers(cli.engine, avb::app::changed_flags(cli), size);
     options = avb::app::training_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
+    avb::app::note_files(app, options.protocol.topology, cli.output);
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
     check_problem_memory(options, peers, sequential ? threads : 0);
     if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one

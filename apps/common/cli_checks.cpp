@@ -53,6 +53,19 @@ void refuse_repeated_config_keys(const CLI::App& app, const std::vector<CLI::Con
   }
 }
 
+void file_options(const CLI::App& app, const std::set<std::string>& outputs, NamedPaths& inputs,
+                  std::set<std::string>& text_keys) {
+  if (const CLI::Option* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
+    for (const std::string& path : config->results()) inputs.emplace_back(config->get_name(), path);
+  for (const CLI::Option* op : app.get_options()) {
+    if (op->get_type_name() != "FILE") continue;
+    const std::string flag = op->get_name();
+    text_keys.insert(flag.substr(2));
+    if (outputs.count(flag) == 0 && op->count() > 0)
+      for (const std::string& path : op->results()) inputs.emplace_back(flag, path);
+  }
+}
+
 void refuse_repeated_config_keys(const CLI::App& app) {
   const CLI::Option* config = app.get_config_ptr();
   if (config == nullptr || config->count() == 0) return;

@@ -3,12 +3,22 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "common/file_identity.hpp"
+
 namespace avb::app {
+
+// The files a parsed command line names. Every option typed FILE goes to
+// `text_keys` (its name without "--": a file name stays text wherever options are
+// written out); the --config files and the FILE options not in `outputs` go to
+// `inputs` (flag, path).
+void file_options(const CLI::App& app, const std::set<std::string>& outputs, NamedPaths& inputs,
+                  std::set<std::string>& text_keys);
 
 // Refuses arguments CLI11 did not recognise (collected with allow_extras).
 void refuse_extras(const std::vector<std::string>& extras);

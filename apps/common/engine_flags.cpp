@@ -1,4 +1,8 @@
 #include "common/engine_flags.hpp"
+#include "common/flag_values.hpp"
+#include "common/mpi_entry.hpp"
+
+#include <cstdio>
 
 #include <algorithm>
 #include <cmath>
@@ -95,6 +99,46 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
   start.described.emplace_back("peers", std::to_string(peers));
   for (const PlatformFlag& p : kPlatformFlags)  // named without the leading "--", as the other options
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
+}
+
+RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
+                   std::size_t model_dim, double rounds) {
+  RunShape shape;
+  shape.peers = peers;
+  shape.dim = dim;
+  shape.model_dim = model_dim;
+  shape.rounds = rounds;
+  shape.trials = o.trials;
+  shape.failures = o.fail_rate > 0;
+  shape.churn = o.failure == FailureKind::churn;
+  shape.detection_timeout = o.detection_timeout;
+  shape.sequential = flags.engine == Engine::sequential;
+  shape.threads = threads;
+  shape.peers_here = shape.sequential ? 1 : peers_on_this_machine(peers, 0);
+  return shape;
+}
+
+RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run) {
+  const RunEstimate estimate = estimate_run(o.protocol, shape, flags.link);
+  if (!dry_run) check_run_estimate(estimate, shape, flags.link, memory_available());
+  return estimate;
+}
+
+int print_estimate(const std::string& program, const EngineFlags& flags, const RunEstimate& estimate,
+                   const RunShape& shape) {
+  std::string refusal;
+  try {
+    check_run_estimate(estimate, shape, flags.link, memory_available());
+  } catch (const ConfigError& e) {
+    refusal = e.what();
+  }
+  if (world_rank() == 0) {
+    for (const std::string& line : describe_estimate(estimate, shape, memory_available()))
+      std::printf("# estimate: %s\n", line.c_str());
+    std::fflush(stdout);
+    if (!refusal.empty()) report_error(program, refusal);
+  }
+  return refusal.empty() ? 0 : 2;
 }
 
 }  // namespace avb::app

@@ -9,6 +9,8 @@
 #include "common/typed_options.hpp"
 #include "core/enum_names.hpp"
 #include "protocols/time_model.hpp"
+#include "run/estimate.hpp"
+#include "run/options.hpp"
 
 namespace avb::app {
 
@@ -37,6 +39,21 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
 
 // The threads a sequential run uses for `trials` trials.
 int run_threads(const EngineFlags& flags, int trials);
+
+// The run's shape for its resource estimate (run/estimate.hpp): `o` resolved,
+// `rounds` averaging rounds per trial at most, `threads` as run_threads gave.
+RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
+                   std::size_t model_dim, double rounds);
+
+// The estimate of the run: refused (ConfigError naming the flag) when it cannot
+// fit, overflow or leave the simulated-time bound, unless `dry_run`, which only
+// computes it for print_estimate.
+RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run);
+
+// --dry-run: rank 0 prints the estimate on stdout, then the refusal the run would
+// get, if any, as one error line. Returns the exit code: 0, or 2 when refused.
+int print_estimate(const std::string& program, const EngineFlags& flags, const RunEstimate& estimate,
+                   const RunShape& shape);
 
 // On the sequential engine: the trace's engine, peer count and time model, and
 // "engine", "peers" and the platform's four values among the options described.

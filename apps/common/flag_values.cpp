@@ -64,21 +64,20 @@ std::uint64_t parse_seed(const std::string& flag, const std::string& text) {
   return value;
 }
 
+int peers_on_this_machine(int n_peers, int peers_here) {
+  if (peers_here > 0) return peers_here;
+  if (engine_name() == "smpi") return n_peers;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
+  return 1;
+}
+
 void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers,
                   int peers_here) {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return;  // unknown: let the run try
   const double memory = static_cast<double>(pages) * static_cast<double>(page);
-  int here = peers_here > 0 ? peers_here : 1;
-  if (peers_here == 0 && engine_name() == "smpi") {
-    here = n_peers;
-  } else if (peers_here == 0) {
-    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-      if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) {
-        here = std::atoi(v);
-        break;
-      }
-  }
+  const int here = peers_on_this_machine(n_peers, peers_here);
   const double needed = bytes_per_peer * here;
   if (needed <= memory) return;
   char text[256];

@@ -19,6 +19,10 @@ std::uint64_t parse_seed(const std::string& flag, const std::string& text);
 // local rank count (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), else 1; or
 // peers_here when it is given (the sequential engine: every peer, or the peers of
 // the trials run at once).
+// The peers that share this machine's memory: all of them under SMPI, the local
+// rank count under mpirun or srun (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS),
+// else 1; or peers_here when it is > 0.
+int peers_on_this_machine(int n_peers, int peers_here);
 void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers,
                   int peers_here = 0);
 

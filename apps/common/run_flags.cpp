@@ -14,6 +14,9 @@ void add_run_flags(TypedOptions& add, RunOptions& o, OutputFlags& output, const 
            "unless --overwrite)");
   add.flag("--overwrite", output.overwrite, "replace an existing --out or --summary file when the run ends");
   add.flag("--quiet", output.quiet, "no progress lines on stderr");
+  add.flag("--dry-run", output.dry_run,
+           "print the run's estimated memory, bytes, simulated and wall time, then exit (2 if the run would be "
+           "refused) without running or writing anything");
   add.integer("--progress-every", output.progress_every, 0, 86400,
               "seconds between progress lines when stderr is not a terminal (0: every round or step); on a "
               "terminal the one line is rewritten at most once a second");

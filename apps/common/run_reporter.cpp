@@ -68,7 +68,7 @@ void RunReporter::print_run(const std::string& program, const RunInfo& info, con
   for (const auto& [k, v] : options) {
     if (k == "engine" || k == "peers") continue;
     const bool clash = std::find(columns.begin(), columns.end(), k) != columns.end() || k == "run_complete";
-    identity.emplace_back(clash ? "config_" + k : k, summary_option(v));
+    identity.emplace_back(clash ? "config_" + k : k, output_.text_keys.count(k) ? summary_text(v) : summary_option(v));
   }
   summary_.set_identity(std::move(identity));
   summary_.set_columns(std::move(columns));

@@ -115,12 +115,9 @@ bool summary_is_json(const std::filesystem::path& path) {
   return ext == ".json";
 }
 
-std::string summary_destination_problem(const std::string& summary, const std::string& out, bool overwrite) {
+std::string summary_destination_problem(const std::string& summary, bool overwrite) {
   namespace fs = std::filesystem;
   if (summary.empty()) return "";
-  std::error_code ec;
-  if (!out.empty() && (fs::absolute(summary, ec).lexically_normal() == fs::absolute(out, ec).lexically_normal()))
-    return "--summary: '" + summary + "' is the --out trace's path; give the summary a name of its own";
   try {
     check_trace_destination(summary, overwrite);
   } catch (const DestinationError& e) {

@@ -54,9 +54,9 @@ class SummaryTable {
 bool summary_is_json(const std::filesystem::path& path);
 
 // The check of a summary's destination, before the run (the trace's check:
-// avb::check_trace_destination), and refusal of the --out path itself. Returns one
+// avb::check_trace_destination; output_clash refuses the --out file itself). Returns one
 // line naming --summary, empty when it may be written.
-std::string summary_destination_problem(const std::string& summary, const std::string& out, bool overwrite);
+std::string summary_destination_problem(const std::string& summary, bool overwrite);
 
 // Writes `text` to `path` under a hidden temporary name in the same folder, then
 // renames it into place (replacing an existing file only when `overwrite`).

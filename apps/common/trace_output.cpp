@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include "common/cli_checks.hpp"
 #include "common/mpi_entry.hpp"
 #include "common/summary_output.hpp"
 #include "common/text.hpp"
@@ -9,6 +10,11 @@
 #include "sim/compute.hpp"
 
 namespace avb::app {
+
+void note_files(const CLI::App& app, const std::optional<TopologySpec>& topology, OutputFlags& output) {
+  file_options(app, {"--out", "--summary"}, output.inputs, output.text_keys);
+  if (topology && topology->kind == TopologyKind::file) output.inputs.emplace_back("--topology", topology->path);
+}
 
 RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
                  const std::string& git_sha) {
@@ -33,7 +39,8 @@ bool open_trace(const std::string& program, const OutputFlags& output, const Run
   if (!output.summary.empty()) described.emplace_back("summary", output.summary);
   int ok = 1;
   if (world_rank() == 0) {
-    const std::string problem = summary_destination_problem(output.summary, output.out, output.overwrite);
+    std::string problem = output_clash({{"--out", output.out}, {"--summary", output.summary}}, output.inputs);
+    if (problem.empty()) problem = summary_destination_problem(output.summary, output.overwrite);
     if (!problem.empty()) {
       report_error(program, problem);
       ok = 0;

@@ -3,11 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include "common/file_identity.hpp"
 #include "core/error.hpp"
+#include "sim/topology.hpp"
 #include "trace/trace.hpp"
 
 namespace avb::app {
@@ -20,14 +26,25 @@ struct OutputFlags {
   std::string summary;  // --summary: the per-trial table as CSV or JSON (summary_output.hpp)
   bool overwrite = false;
   bool quiet = false;
+  bool dry_run = false;  // --dry-run: print the run's estimate and exit
   int progress_every = 3;  // --progress-every: seconds between plain progress lines
+  // The files the run reads (--config, --data, ...): no output may be one of them.
+  NamedPaths inputs;
+  // Options whose values are text however they look (file names: --out 007), for
+  // the --summary identity columns.
+  std::set<std::string> text_keys;
 };
+
+// Records in `output` the files the parsed command line names (cli_checks.hpp,
+// file_options), with a --topology file:PATH among the inputs.
+void note_files(const CLI::App& app, const std::optional<TopologySpec>& topology, OutputFlags& output);
 
 // The root attributes of a trace, from the command line and the MPI library.
 RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::string& version,
                  const std::string& git_sha);
 
-// Collective. Rank 0 alone touches the file system: it checks --summary's
+// Collective. Rank 0 alone touches the file system: it checks that --out and
+// --summary are distinct files, none of them an input (output_clash), --summary's
 // destination (summary_destination_problem) and --out (the one
 // check, avb::check_trace_destination: a new file in an existing writable folder,
 // or with --overwrite an existing regular file, never a FIFO, device or socket),

@@ -12,6 +12,7 @@
 #include "protocols/group_allreduce.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 
@@ -140,6 +141,14 @@ std::unique_ptr<SequentialProtocol> make_sequential_allreduce(const ProtocolOpti
 std::unique_ptr<Protocol> make_allreduce(const ProtocolOptions& options, Comm& /*world*/) {
   return std::make_unique<AllreduceProtocol>(*options.on_failure, options.collective, options.groups,
                                              options.quantizer);
+}
+
+// All peers in one group; the coded path keeps a copy of the rows it encodes.
+ProtocolResources resources_allreduce(const ProtocolOptions& o, const ResourceQuery& q) {
+  ProtocolResources r = group_resources(o, q, q.peers);
+  r.population_vectors = o.quantizer.kind == QuantizerKind::none ? 0 : 2;
+  r.population_bytes = 16;
+  return r;
 }
 
 }  // namespace avb

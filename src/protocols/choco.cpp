@@ -26,6 +26,7 @@
 #include "protocols/protocol.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 namespace {
@@ -301,6 +302,17 @@ std::unique_ptr<SequentialProtocol> make_sequential_choco(const ProtocolOptions&
 
 std::unique_ptr<Protocol> make_choco(const ProtocolOptions& options, Comm& world) {
   return std::make_unique<ChocoProtocol>(options, world.size());
+}
+
+// Every edge carries a code each round; the sequential form keeps the public
+// copies x-hat and, per edge, the round a sender last sent to a receiver.
+ProtocolResources resources_choco(const ProtocolOptions& o, const ResourceQuery& q) {
+  ProtocolResources r = graph_resources(o, q, message_bytes(o, static_cast<double>(q.model_dim)));
+  r.population_vectors = 2;
+  r.population_bytes = 128;
+  r.population_edge_bytes = 64;
+  r.peer_vectors = 4;
+  return r;
 }
 
 }  // namespace avb

@@ -16,6 +16,7 @@
 #include "protocols/population_codec.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 
@@ -260,6 +261,16 @@ std::unique_ptr<SequentialProtocol> make_sequential_gossip(const ProtocolOptions
 
 std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& o, Comm& world) {
   return std::make_unique<GossipProtocol>(o, world.size());
+}
+
+// Every edge carries x (or its code) each round. The sequential form keeps the old
+// values and caches a static graph's mixing rows up to kMaxCachedEntries entries.
+ProtocolResources resources_gossip(const ProtocolOptions& o, const ResourceQuery& q) {
+  ProtocolResources r = graph_resources(o, q, message_bytes(o, static_cast<double>(q.model_dim)));
+  const GraphFootprint f = graph_footprint(*o.topology, q.peers);
+  const double cached = std::min(2 * f.sends + q.peers, static_cast<double>(std::size_t{1} << 24) + q.peers);
+  r.population_bytes = 3 * 96 + 16 * cached / q.peers;
+  return r;
 }
 
 }  // namespace avb

@@ -17,13 +17,6 @@ Comm form_group(const Comm& world, std::span<const int> members, GroupForm form)
   return form == GroupForm::comm ? world.create_group(members) : world.subgroup(members);
 }
 
-namespace {
-int log2_exact(int p) {
-  int k = 0;
-  while ((1 << k) < p) ++k;
-  return k;
-}
-}  // namespace
 
 Collective choose_collective(int n, std::size_t length) {
   if (n <= 2) return Collective::doubling;  // one exchange either way
@@ -34,18 +27,6 @@ Collective choose_collective(int n, std::size_t length) {
   const double ring_cost = 2.0 * (n - 1) * (kLatencyBytes + bytes / n);
   const double doubling_cost = doubling_steps * (kLatencyBytes + bytes);
   return ring_cost < doubling_cost ? Collective::ring : Collective::doubling;
-}
-
-std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
-  if (n < 2) return 0;
-  if (c == Collective::automatic) c = choose_collective(n, length);
-  const std::uint64_t vector = 8ull * length;
-  // The butterfly moves each part to its reducer and back, as the ring does; mpi
-  // is charged the ring's bytes (its own traffic is not observable).
-  if (c != Collective::doubling) return 2ull * static_cast<std::uint64_t>(n - 1) * vector;
-  const int p2 = floor_power_of_two(n);
-  const std::uint64_t extra = static_cast<std::uint64_t>(n - p2);
-  return (2 * extra + static_cast<std::uint64_t>(p2) * static_cast<std::uint64_t>(log2_exact(p2))) * vector;
 }
 
 void GroupAllreduce::average(Comm& comm, std::span<double> x) {

@@ -60,8 +60,31 @@ std::string_view to_string(Collective c);
 // transfer (50 us at 1 Gb/s, roughly the platforms avbench simulates).
 Collective choose_collective(int n, std::size_t length);
 
-// Bytes all members send together for one all-reduce.
-std::uint64_t collective_bytes(Collective c, int n, std::size_t length);
+// Bytes all members send together for one all-reduce: as an exact count
+// (Number = std::uint64_t, the trace's counter) or as a bound that cannot wrap
+// (Number = double, the run's resource estimate).
+// k with 2^k = p, for p a power of two (the rounds of recursive doubling).
+inline int log2_exact(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+
+template <class Number>
+Number collective_volume(Collective c, int n, Number length) {
+  if (n < 2) return 0;
+  if (c == Collective::automatic) c = choose_collective(n, static_cast<std::size_t>(length));
+  const Number vector = 8 * length;
+  // The butterfly moves each part to its reducer and back, as the ring does; mpi
+  // is charged the ring's bytes (its own traffic is not observable).
+  if (c != Collective::doubling) return 2 * static_cast<Number>(n - 1) * vector;
+  const int p2 = floor_power_of_two(n);
+  const auto extra = static_cast<Number>(n - p2);
+  return (2 * extra + static_cast<Number>(p2) * static_cast<Number>(log2_exact(p2))) * vector;
+}
+inline std::uint64_t collective_bytes(Collective c, int n, std::size_t length) {
+  return collective_volume<std::uint64_t>(c, n, length);
+}
 
 class GroupAllreduce {
  public:

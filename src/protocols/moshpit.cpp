@@ -28,6 +28,7 @@
 #include "protocols/groups.hpp"
 #include "protocols/population_groups.hpp"
 #include "protocols/sequential.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 
@@ -288,6 +289,14 @@ std::unique_ptr<SequentialProtocol> make_sequential_moshpit(const ProtocolOption
 
 std::unique_ptr<Protocol> make_moshpit(const ProtocolOptions& options, Comm& world) {
   return std::make_unique<MoshpitProtocol>(options, world.size());
+}
+
+// Groups are lines of the grid: at most its longest side.
+ProtocolResources resources_moshpit(const ProtocolOptions& o, const ResourceQuery& q) {
+  const int side = o.grid.empty() ? q.peers : *std::max_element(o.grid.begin(), o.grid.end());
+  ProtocolResources r = group_resources(o, q, side);
+  r.population_bytes = 80;  // grid coordinates, keys and counting-sort slots
+  return r;
 }
 
 }  // namespace avb

@@ -14,6 +14,7 @@
 #include "protocols/population_codec.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 
@@ -202,6 +203,20 @@ std::unique_ptr<SequentialProtocol> make_sequential_pairwise(const ProtocolOptio
 
 std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, Comm& world) {
   return std::make_unique<PairwiseProtocol>(o, world.size());
+}
+
+// A matching: every peer sends at most one message; the sequential form also keeps
+// the graph's edge list to draw the matching from.
+ProtocolResources resources_pairwise(const ProtocolOptions& o, const ResourceQuery& q) {
+  const double message = message_bytes(o, static_cast<double>(q.model_dim));
+  ProtocolResources r = graph_resources(o, q, message);
+  r.round_bytes = q.peers * message;
+  r.pattern = {1, message, message};
+  r.messages_in_flight = 4;
+  r.population_bytes = 96;
+  r.population_edge_bytes = 16;
+  r.work_per_peer = 2.0 * (static_cast<double>(q.dim) + 4) + 32;
+  return r;
 }
 
 }  // namespace avb

@@ -20,6 +20,7 @@
 #include "protocols/compress.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/group_allreduce.hpp"
+#include "protocols/resources.hpp"
 #include "protocols/sequential.hpp"
 #include "sim/failures.hpp"
 #include "sim/topology.hpp"
@@ -164,6 +165,9 @@ struct ProtocolInfo {
   // Peers step at their own pace (rounds are not collective), so SGD peers may
   // take different numbers of local steps between rounds.
   bool asynchronous = false;
+  // What it needs on a run's size (protocols/resources.hpp); nullptr: the
+  // estimate takes an all-reduce over all peers, or a graph protocol's share.
+  ResourceFunction* resources = nullptr;
   ProtocolFactory* make = nullptr;
   // Its sequential form (protocols/sequential.hpp); nullptr when it has none.
   SequentialFactory* sequential = nullptr;
@@ -188,6 +192,10 @@ void check_failure_support(std::string_view protocol, FailureKind kind, bool tra
 // Makes a protocol for one trial on `world`, the communicator it will be stepped on;
 // `options` as resolve() returned them for world.size() peers (resolved once per run).
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world);
+
+// What the protocol of `options` (resolved for query.peers) needs: its catalog
+// row's resources function, or the fallback named there.
+ProtocolResources protocol_resources(const ProtocolOptions& options, const ResourceQuery& query);
 
 // The flags that apply to a protocol beyond --protocol and --on-failure, e.g.
 // {"--grid", "--placement", ...} for moshpit; apps refuse the others.

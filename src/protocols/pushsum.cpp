@@ -9,6 +9,7 @@
 #include "protocols/graph_exchange.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 namespace {
@@ -144,6 +145,14 @@ std::unique_ptr<SequentialProtocol> make_sequential_pushsum(const ProtocolOption
 
 std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& o, Comm& world) {
   return std::make_unique<PushSumProtocol>(o, world.size());
+}
+
+// (x, w) along every out-edge; the sequential form keeps x, w and the shares in flight.
+ProtocolResources resources_pushsum(const ProtocolOptions& o, const ResourceQuery& q) {
+  ProtocolResources r = graph_resources(o, q, 8.0 * (static_cast<double>(q.model_dim) + 1));
+  r.population_vectors = 3;
+  r.population_bytes = 64;
+  return r;
 }
 
 }  // namespace avb

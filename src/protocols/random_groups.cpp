@@ -12,6 +12,7 @@
 #include "protocols/groups.hpp"
 #include "protocols/population_groups.hpp"
 #include "protocols/sequential.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 
@@ -99,6 +100,13 @@ std::unique_ptr<SequentialProtocol> make_sequential_random_groups(const Protocol
 
 std::unique_ptr<Protocol> make_random_groups(const ProtocolOptions& options, Comm& /*world*/) {
   return std::make_unique<RandomGroupsProtocol>(options);
+}
+
+// Groups of --group-size, a leftover making some one larger (at most 2g - 1).
+ProtocolResources resources_random_groups(const ProtocolOptions& o, const ResourceQuery& q) {
+  ProtocolResources r = group_resources(o, q, 2 * o.group_size - 1);
+  r.population_bytes = 48;
+  return r;
 }
 
 }  // namespace avb

@@ -22,6 +22,13 @@ const ProtocolInfo& protocol_info(std::string_view name) {
   throw ConfigError("--protocol: '" + std::string(name) + "' is not one of {" + protocol_names() + "}");
 }
 
+ProtocolResources protocol_resources(const ProtocolOptions& options, const ResourceQuery& query) {
+  const ProtocolInfo& info = protocol_info(options.name);
+  if (info.resources != nullptr) return info.resources(options, query);
+  if (options.topology) return graph_resources(options, query, message_bytes(options, static_cast<double>(query.model_dim)));
+  return group_resources(options, query, query.peers);
+}
+
 std::vector<std::string_view> protocol_flags(std::string_view name) { return protocol_info(name).flags; }
 
 bool takes(std::string_view name, std::string_view flag) {

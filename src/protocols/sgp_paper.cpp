@@ -9,6 +9,7 @@
 #include "protocols/graph_exchange.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 namespace {
@@ -169,6 +170,19 @@ std::unique_ptr<SequentialProtocol> make_sequential_sgp_paper(const ProtocolOpti
 
 std::unique_ptr<Protocol> make_sgp_paper(const ProtocolOptions&, Comm& world) {
   return std::make_unique<SgpPaperProtocol>(world.size());
+}
+
+// At most four others pulled from and three pushed to per round (two rolled shifts).
+ProtocolResources resources_sgp_paper(const ProtocolOptions& /*o*/, const ResourceQuery& q) {
+  ProtocolResources r;
+  const double vector = 8.0 * static_cast<double>(q.model_dim);
+  r.round_bytes = 4.0 * q.peers * vector;
+  r.pattern = {1, vector, 4 * vector};
+  r.messages_in_flight = 8;
+  r.population_vectors = 1;
+  r.population_bytes = 32;
+  r.work_per_peer = 5.0 * (static_cast<double>(q.dim) + 4) + 16;
+  return r;
 }
 
 }  // namespace avb

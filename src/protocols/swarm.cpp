@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "sim/compute.hpp"
+#include "protocols/resources.hpp"
 
 namespace avb {
 
@@ -225,6 +226,21 @@ bool SwarmProtocol::decode_reply(std::byte status, std::span<const double> near)
 
 std::unique_ptr<Protocol> make_swarm(const ProtocolOptions& options, Comm& comm) {
   return std::make_unique<swarm::SwarmProtocol>(options, comm);
+}
+
+// Each interaction moves a model each way. The round clock starts one per peer; a
+// Poisson clock's ticks per round are Poisson(N) in all, bounded here by N plus
+// twelve standard deviations (exceeded with probability below 1e-30).
+ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery& q) {
+  ProtocolResources r;
+  const double message = message_bytes(o, static_cast<double>(q.model_dim));
+  const double interactions =
+      o.swarm_clock == SwarmClock::round ? q.peers : q.peers + 12 * std::sqrt(static_cast<double>(q.peers)) + 64;
+  r.round_bytes = 2 * interactions * message;
+  r.pattern = {2, message, 2 * message};
+  r.messages_in_flight = 6;
+  r.peer_vectors = 4;
+  return r;
 }
 
 }  // namespace avb

@@ -35,6 +35,10 @@ const Factor& factor(double message) {
   return kFactors.back();
 }
 
+// Every flow sends 5% of its bytes back, as TCP acknowledgements (SimGrid's
+// network/crosstraffic), over the links its data uses.
+constexpr double kAcknowledgements = 1.05;
+
 int ceil_log2(int n) {
   int k = 0;
   while ((1 << k) < n) ++k;
@@ -81,13 +85,23 @@ MessagePattern collective_pattern(Collective c, int n, std::size_t dim, const Qu
   }
 }
 
+RoundTime round_time(const MessagePattern& pattern, double bytes, const LinkModel& link) {
+  if (pattern.steps <= 0) return {};
+  const Factor& f = factor(pattern.message);
+  const double per_step = bytes / pattern.steps;
+  RoundTime r;
+  r.link_latency = pattern.steps * f.latency * 2 * link.link_latency;
+  r.backbone_latency = pattern.steps * f.latency * link.backbone_latency;
+  const double on_link = pattern.busiest / link.bandwidth, on_backbone = per_step / link.backbone;
+  const double transfer = pattern.steps * kAcknowledgements * std::max(on_link, on_backbone) / f.bandwidth;
+  (on_link >= on_backbone ? r.link_transfer : r.backbone_transfer) = transfer;
+  return r;
+}
+
 double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link) {
   if (pattern.steps <= 0) return 0.0;
   const Factor& f = factor(pattern.message);
   const double per_step = static_cast<double>(bytes) / pattern.steps;
-  // Every flow sends 5% of its bytes back, as TCP acknowledgements (SimGrid's
-  // network/crosstraffic), over the links its data uses.
-  constexpr double kAcknowledgements = 1.05;
   const double transfer =
       kAcknowledgements * std::max(pattern.busiest / link.bandwidth, per_step / link.backbone) / f.bandwidth;
   return pattern.steps * (f.latency * link.latency() + transfer);

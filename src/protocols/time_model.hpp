@@ -47,6 +47,15 @@ struct MessagePattern {
 MessagePattern butterfly_pattern(int n, std::size_t dim, const Quantizer* quantizer = nullptr);
 MessagePattern collective_pattern(Collective collective, int n, std::size_t dim, const Quantizer* quantizer = nullptr);
 
+// A round's estimated duration by cause: the latencies of the links and the
+// backbone, and the transfer on the busiest link or on the backbone (whichever
+// bounds it), for the estimate's refusals to name the flag that makes it long.
+struct RoundTime {
+  double link_latency = 0, backbone_latency = 0, link_transfer = 0, backbone_transfer = 0;
+  double total() const { return link_latency + backbone_latency + link_transfer + backbone_transfer; }
+};
+RoundTime round_time(const MessagePattern& pattern, double bytes, const LinkModel& link = {});
+
 // The round's estimated duration; `bytes`: what all peers sent in it.
 double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link = {});
 

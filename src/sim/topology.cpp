@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -41,7 +42,6 @@ int first_unreachable(const AdjacencyLists& adj) {
 namespace {
 
 using graph::AdjacencyLists;
-using Phases = std::vector<AdjacencyLists>;
 
 constexpr std::string_view accepted_topologies =
     "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete, file:PATH}";
@@ -92,37 +92,18 @@ AdjacencyLists hypercube_graph(int n) {
   return adj;
 }
 
-// One phase in which i sends to i + 2^j for every j < ceil(log2 n); 2^j < n for
-// each such j, so the offsets are distinct and nonzero.
-void exp_graph(int n, Phases& in, Phases& out) {
-  const auto size = static_cast<std::size_t>(n);
-  const int offsets = ceil_log2(n);
-  in.assign(1, AdjacencyLists(size));
-  out.assign(1, AdjacencyLists(size));
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < offsets; ++j) {
-      out[0][static_cast<std::size_t>(i)].push_back((i + (1 << j)) % n);
-      in[0][static_cast<std::size_t>(i)].push_back(((i - (1 << j)) % n + n) % n);
-    }
-}
-
-// Phase k: i sends to i + 2^k alone.
-void one_peer_exp_graph(int n, Phases& in, Phases& out) {
-  const auto size = static_cast<std::size_t>(n);
-  const int phases = std::max(1, ceil_log2(n));
-  in.assign(static_cast<std::size_t>(phases), AdjacencyLists(size));
-  out.assign(static_cast<std::size_t>(phases), AdjacencyLists(size));
-  if (n > 1)
-    for (int k = 0; k < phases; ++k)
-      for (int i = 0; i < n; ++i) {
-        out[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = {(i + (1 << k)) % n};
-        in[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = {((i - (1 << k)) % n + n) % n};
-      }
-}
-
-void sort_phases(Phases& phases) {
-  for (auto& phase : phases)
-    for (auto& list : phase) graph::sort_unique(list);
+// The exponential graphs are computed, never stored (storing one-peer-exp's lists
+// took 2 log2(N) allocations per peer, 12 GB at 4 million peers): i's neighbours
+// i + sign * 2^j (mod n) for j in [first, last), sorted; 2^j < n for every
+// j < ceil(log2 n), so the offsets are distinct and nonzero.
+std::vector<int> exponential_neighbours(int n, int i, int first, int last, int sign) {
+  std::vector<int> list;
+  if (n < 2) return list;
+  list.reserve(static_cast<std::size_t>(last - first));
+  for (int j = first; j < last; ++j)
+    list.push_back(static_cast<int>(((static_cast<long long>(i) + sign * (1LL << j)) % n + n) % n));
+  std::sort(list.begin(), list.end());
+  return list;
 }
 
 }  // namespace
@@ -179,21 +160,16 @@ std::string_view to_string(Weights weights) { return kWeightsNames.name(weights)
 Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed) : spec_(spec), n_(n) {
   if (n < 1)
     throw ConfigError("--topology " + to_string(spec) + ": needs at least one peer (got " + std::to_string(n) + ")");
-  AdjacencyLists adj(static_cast<std::size_t>(n));  // undirected kinds fill this; directed ones fill in_/out_
+  AdjacencyLists adj(static_cast<std::size_t>(n));  // the undirected kinds fill this
   switch (spec.kind) {
     case TopologyKind::ring: adj = ring_graph(n); break;
     case TopologyKind::torus: adj = torus_graph(n); break;
     case TopologyKind::hypercube: adj = hypercube_graph(n); break;
-    case TopologyKind::exp: exp_graph(n, in_, out_); break;
-    case TopologyKind::one_peer_exp: one_peer_exp_graph(n, in_, out_); break;
+    case TopologyKind::exp:
+    case TopologyKind::one_peer_exp: return;  // computed: see in_neighbours
     case TopologyKind::random_regular: adj = graph::random_regular(spec, n, seed); break;
     case TopologyKind::complete: break;  // not stored: see in_neighbours
     case TopologyKind::file: adj = graph::read_edge_list(spec, n); break;
-  }
-  if (directed()) {
-    sort_phases(in_);
-    sort_phases(out_);
-    return;
   }
   store_undirected(std::move(adj));
 }
@@ -207,7 +183,7 @@ Topology::Topology(const TopologySpec& spec, int n, std::istream& edge_list) : s
 }
 
 void Topology::store_undirected(std::vector<std::vector<int>> adj) {
-  // One list per peer, stored once (in_); out_ stays empty.
+  // One list per peer, stored once (in_).
   for (int i = 0; i < n_; ++i) {
     auto& list = adj[static_cast<std::size_t>(i)];
     std::erase(list, i);  // small rings and tori wrap onto themselves
@@ -222,7 +198,7 @@ bool Topology::directed() const {
 
 bool Topology::time_varying() const { return spec_.kind == TopologyKind::one_peer_exp; }
 
-int Topology::period() const { return static_cast<int>(in_.size()); }
+int Topology::period() const { return spec_.kind == TopologyKind::one_peer_exp ? std::max(1, ceil_log2(n_)) : 1; }
 
 std::size_t Topology::phase(int t, int i) const {
   if (t < 1 || i < 0 || i >= n_)
@@ -240,12 +216,16 @@ std::vector<int> Topology::in_neighbours(int t, int i) const {
       if (j != i) everyone.push_back(j);
     return everyone;
   }
+  if (spec_.kind == TopologyKind::exp) return exponential_neighbours(n_, i, 0, ceil_log2(n_), -1);
+  if (spec_.kind == TopologyKind::one_peer_exp) return exponential_neighbours(n_, i, int(p), int(p) + 1, -1);
   return in_[p][static_cast<std::size_t>(i)];
 }
 
 std::vector<int> Topology::out_neighbours(int t, int i) const {
   if (!directed()) return in_neighbours(t, i);
-  return out_[phase(t, i)][static_cast<std::size_t>(i)];
+  const auto p = static_cast<int>(phase(t, i));
+  if (spec_.kind == TopologyKind::exp) return exponential_neighbours(n_, i, 0, ceil_log2(n_), 1);
+  return exponential_neighbours(n_, i, p, p + 1, 1);  // one_peer_exp
 }
 
 std::vector<std::pair<int, int>> Topology::edges(int t) const {
@@ -293,6 +273,55 @@ MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
   }
   row.weights[static_cast<std::size_t>(self_at)] = 1.0 - others;
   return row;
+}
+
+GraphFootprint graph_footprint(const TopologySpec& spec, int n) {
+  const double peers = n;
+  double log2n = 0;
+  while (std::ldexp(1.0, static_cast<int>(log2n)) < peers) ++log2n;
+  GraphFootprint f;
+  auto undirected = [&](double degree) {
+    f.sends = peers * degree;
+    f.max_degree = degree;
+    f.lists = peers;  // stored once
+    f.entries = peers * degree;
+    f.build_work = peers * degree;
+  };
+  switch (spec.kind) {
+    case TopologyKind::ring: undirected(std::min(2.0, peers - 1)); break;
+    case TopologyKind::torus: undirected(std::min(4.0, peers - 1)); break;
+    case TopologyKind::hypercube: undirected(log2n); break;
+    case TopologyKind::random_regular:
+      undirected(spec.degree);
+      f.build_work = 16 * peers * spec.degree;  // pairings drawn and checked, with retries
+      break;
+    case TopologyKind::exp:  // directed, computed
+      f.sends = peers * log2n;
+      f.max_degree = log2n;
+      break;
+    case TopologyKind::one_peer_exp:  // one out-neighbour a round, computed
+      f.sends = peers > 1 ? peers : 0;
+      f.max_degree = peers > 1 ? 1 : 0;
+      break;
+    case TopologyKind::complete:  // computed, never stored
+      f.sends = peers * (peers - 1);
+      f.max_degree = peers - 1;
+      break;
+    case TopologyKind::file: {
+      // Unknown until read: every two bytes of the file ("a b\n" is the
+      // shortest line) at most one entry, and any peer may be a hub.
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(spec.path, ec);
+      const double entries = ec ? 0.0 : std::min(static_cast<double>(size) / 2, peers * (peers - 1));
+      f.sends = entries;
+      f.max_degree = peers - 1;
+      f.lists = peers;
+      f.entries = entries;
+      f.build_work = entries;
+      break;
+    }
+  }
+  return f;
 }
 
 }  // namespace avb

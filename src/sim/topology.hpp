@@ -36,6 +36,18 @@ struct TopologySpec {
   std::string path;  // file
 };
 
+// What a graph of this spec costs, known before it is built (the run's resource
+// estimate, run/estimate.hpp): upper bounds of its messages per round and the
+// neighbours of the busiest peer, and the lists and entries Topology stores.
+struct GraphFootprint {
+  double sends = 0;       // directed edges used in one round: the sum of out-degrees
+  double max_degree = 0;  // the most peers one peer sends to or hears from in a round
+  double lists = 0;       // stored neighbour lists, all peers together
+  double entries = 0;     // stored neighbour entries, all peers together
+  double build_work = 0;  // steps to build it (random-regular retries its pairings)
+};
+GraphFootprint graph_footprint(const TopologySpec& spec, int n);
+
 // "ring", "torus", "hypercube", "exp", "one-peer-exp", "random-regular:K",
 // "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
 TopologySpec parse_topology(std::string_view text);
@@ -97,9 +109,9 @@ class Topology {
 
   TopologySpec spec_;
   int n_;
-  // Static graphs: one list per peer. one_peer_exp: one list per (phase, peer).
-  // Undirected graphs store their lists once, in in_, and leave out_ empty.
-  std::vector<std::vector<std::vector<int>>> in_, out_;  // [phase][peer]
+  // Undirected graphs: one list per peer, in in_[0]. The complete and the
+  // exponential graphs are computed, not stored.
+  std::vector<std::vector<std::vector<int>>> in_;  // [phase][peer]
 };
 
 }  // namespace avb

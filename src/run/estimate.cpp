@@ -1,0 +1,157 @@
+#include "run/estimate.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "sim/compute.hpp"
+#include "trace/trace.hpp"
+
+namespace avb {
+
+namespace {
+
+// What a stored neighbour list and one of its entries cost, allocation headers
+// and the graph builders' temporaries included (calibrated by test_estimate's
+// measurements of peak memory).
+constexpr double kListBytes = 96, kEntryBytes = 16;
+// The program itself (code, libraries, HDF5, MPI): not counted against the run.
+constexpr double kProgramBytes = 64e6;
+
+std::string gigabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GB", bytes / 1e9);
+  return text;
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+}  // namespace
+
+RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, const LinkModel& link) {
+  const ResourceQuery query{s.peers, s.dim, std::max(s.model_dim, s.dim)};
+  const ProtocolResources r = protocol_resources(protocol, query);
+  const double n = s.peers, dim = static_cast<double>(s.dim), model = static_cast<double>(query.model_dim);
+  const double vector = 8 * dim;
+  RunEstimate e;
+  const GraphFootprint graph = protocol.topology ? graph_footprint(*protocol.topology, s.peers) : GraphFootprint{};
+  const double graph_bytes = graph.lists * kListBytes + graph.entries * kEntryBytes;
+  const std::string size_flag = s.dim > 1 ? "--dim" : "--peers";
+  // Every trial's rows are kept until the run ends (the summary's means).
+  const double records = static_cast<double>(s.trials) * (s.rounds + 1) * sizeof(RoundRow);
+  if (s.sequential) {
+    const double copies = std::min(s.threads, s.trials);  // trials in flight, each with its population
+    // x, the meter's partial sums (dim + 1 per peer), the protocol's own arrays;
+    // alive and waiting masks and the detection clock per peer.
+    const double population = n * ((2 + r.population_vectors) * vector + 8 + 16 + r.population_bytes);
+    const double edges = graph.sends * (r.population_edge_bytes + r.population_edge_vectors * vector);
+    e.memory.push_back({"population", size_flag, copies * population});
+    if (graph_bytes + edges > 0) e.memory.push_back({"graph", "--topology", copies * (graph_bytes + edges)});
+    if (s.problem_bytes > 0) e.memory.push_back({"problem", "--dim", copies * n * s.problem_bytes});
+  } else {
+    const double here = s.peers_here;
+    e.memory.push_back({"peer vectors", size_flag, here * (1 + r.peer_vectors) * vector});
+    // Each rank builds the whole graph.
+    if (graph_bytes > 0) e.memory.push_back({"graph (one per peer)", "--topology", here * graph_bytes});
+    if (model > dim)  // core/padding.hpp: a staging buffer per message in flight
+      e.memory.push_back({"padding buffers", "--model-dim", here * r.messages_in_flight * 8 * (model + dim)});
+    if (s.problem_bytes > 0) e.memory.push_back({"problem", "--dim", here * s.problem_bytes});
+  }
+  e.memory.push_back({"trial records", "--trials", records});
+  for (const MemoryPart& part : e.memory) e.memory_bytes += part.bytes;
+
+  e.round_bytes = r.round_bytes + (s.churn ? n * 8 * model : 0.0);
+  e.trial_bytes = s.rounds * e.round_bytes;
+  e.pattern = r.pattern;
+  if (s.sequential) {
+    e.round_seconds = round_time(r.pattern, e.round_bytes, link).total() + (s.failures ? s.detection_timeout : 0.0);
+    e.trial_seconds = s.rounds * e.round_seconds;
+    // About 1 ns per double touched, the initial values' normal draws, and the graph's construction.
+    const double per_trial = n * s.rounds * (r.work_per_peer + 2 * dim + 8) * 1e-9 + n * dim * 40e-9 +
+                             graph.build_work * 60e-9;
+    e.wall_seconds = per_trial * s.trials / std::max(1, std::min(s.threads, s.trials));
+  }
+  return e;
+}
+
+double memory_available() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  double limit = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : HUGE_VAL;
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    limit = std::min(limit, static_cast<double>(rl.rlim_cur));
+  return std::max(0.0, limit - kProgramBytes);
+}
+
+void check_run_estimate(const RunEstimate& e, const RunShape& s, const LinkModel& link, double available) {
+  if (e.memory_bytes > available) {
+    const auto largest = std::max_element(e.memory.begin(), e.memory.end(),
+                                          [](const MemoryPart& a, const MemoryPart& b) { return a.bytes < b.bytes; });
+    throw ConfigError(largest->flag + ": the run needs about " + gigabytes(e.memory_bytes) + " on this machine (" +
+                      largest->what + ": " + gigabytes(largest->bytes) + "), more than the " + gigabytes(available) +
+                      " it may use (physical memory or ulimit -v); use a smaller value, or see --dry-run");
+  }
+  if (!(e.trial_bytes <= kMaxCountedBytes)) {
+    const std::string beyond = " bytes, past the " + number(kMaxCountedBytes) + " a trace can count";
+    if (!(e.round_bytes <= kMaxCountedBytes)) {
+      const std::string flag = s.model_dim > s.dim ? "--model-dim" : s.dim > 1 ? "--dim" : "--peers";
+      throw ConfigError(flag + ": one round would send up to " + number(e.round_bytes) + beyond +
+                        "; use a smaller value");
+    }
+    throw ConfigError("--rounds: " + number(s.rounds) + " would take the bytes_sent counter to " +
+                      number(e.trial_bytes) + beyond + " (" + number(e.round_bytes) +
+                      " a round); accepted: at most " + number(std::floor(kMaxCountedBytes / e.round_bytes)) +
+                      " rounds with these settings");
+  }
+  if (!s.sequential || (std::isfinite(e.trial_seconds) && e.trial_seconds <= kMaxSimulatedSeconds)) return;
+  // Name the flag behind the largest share of a round's time.
+  const RoundTime t = round_time(e.pattern, e.round_bytes, link);
+  const double detection = s.failures ? s.detection_timeout : 0.0;
+  struct Cause {
+    double seconds;
+    const char* flag;
+    double value;
+  };
+  const Cause causes[] = {{detection, "--detection-timeout", s.detection_timeout},
+                          {t.link_latency, "--link-latency", link.link_latency},
+                          {t.backbone_latency, "--backbone-latency", link.backbone_latency},
+                          {t.link_transfer, "--link-bandwidth", link.bandwidth},
+                          {t.backbone_transfer, "--backbone-bandwidth", link.backbone}};
+  Cause worst{-1, "--rounds", s.rounds};
+  for (const Cause& c : causes) {
+    const double v = std::isnan(c.seconds) ? HUGE_VAL : c.seconds;
+    if (v > worst.seconds) worst = {v, c.flag, c.value};
+  }
+  throw ConfigError(std::string(worst.flag) + ": " + number(worst.value) + " would take a trial's simulated time to " + number(e.trial_seconds) +
+                    " s (" + number(e.round_seconds) + " s a round, " + number(s.rounds) +
+                    " rounds), beyond the " + number(kMaxSimulatedSeconds) +
+                    " s a run may simulate (about 32 years); use a value that keeps it within");
+}
+
+std::vector<std::string> describe_estimate(const RunEstimate& e, const RunShape& s, double available) {
+  std::vector<std::string> lines;
+  std::string parts;
+  for (const MemoryPart& p : e.memory) parts += (parts.empty() ? "" : ", ") + p.what + " " + gigabytes(p.bytes);
+  lines.push_back("memory: about " + gigabytes(e.memory_bytes) + " on this machine (" + parts + "; " +
+                  gigabytes(available) + " available)");
+  lines.push_back("bytes: at most " + number(e.round_bytes) + " a round, " + number(e.trial_bytes) + " a trial (" +
+                  number(s.peers > 0 ? e.trial_bytes / s.peers : 0) + " per peer)");
+  if (s.sequential) {
+    lines.push_back("simulated time: at most " + number(e.round_seconds) + " s a round, " + number(e.trial_seconds) +
+                    " s a trial (alpha-beta estimate)");
+    lines.push_back("wall time: about " + number(e.wall_seconds) + " s");
+  } else {
+    lines.push_back("simulated time: per the engine (SMPI simulates it; Open MPI measures it)");
+  }
+  return lines;
+}
+
+}  // namespace avb

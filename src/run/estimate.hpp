@@ -1,0 +1,74 @@
+// A run's resources, known before it starts: the memory it needs on this machine,
+// the bytes its counters reach, its simulated time per trial and about how long it
+// takes. The protocol's share comes from its catalog row (protocols/resources.hpp);
+// this adds the runner's own arrays, the graph, the padding buffers of --model-dim
+// and the records in flight, and multiplies by rounds, trials and threads.
+//
+// check_run_estimate() refuses, with one ConfigError naming the flag to change,
+// a run that cannot fit in memory, whose bytes_sent counter could wrap, or whose
+// simulated time would leave kMaxSimulatedSeconds or not be finite. The apps call
+// it before anything is written; --dry-run prints describe_estimate().
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "protocols/protocol.hpp"
+#include "protocols/time_model.hpp"
+
+namespace avb {
+
+// What the estimate needs to know of a run besides its protocol.
+struct RunShape {
+  int peers = 1;
+  std::size_t dim = 1;
+  std::size_t model_dim = 1;
+  double rounds = 0;         // averaging rounds per trial (sgd_bench: at most one per step)
+  int trials = 1;
+  bool failures = false;     // any peer can be down in a round (detection may be charged)
+  bool churn = false;        // joiners copy a model each round
+  double detection_timeout = 0;
+  bool sequential = false;   // the sequential engine (else an MPI engine)
+  int threads = 1;           // sequential: trials run at once
+  int peers_here = 1;        // MPI: ranks on this machine (SMPI: all of them)
+  double problem_bytes = 0;  // sgd_bench: bytes of data and model per peer (0 for averaging)
+};
+
+// One component of the memory estimate and the flag that makes it grow.
+struct MemoryPart {
+  std::string what;  // "peer vectors", "graph", "padding buffers", ...
+  std::string flag;  // "--dim", "--topology", "--model-dim", ...
+  double bytes = 0;
+};
+
+struct RunEstimate {
+  std::vector<MemoryPart> memory;  // on this machine, at the peak
+  double memory_bytes = 0;         // their sum
+  double round_bytes = 0;          // all peers, one round, at most
+  double trial_bytes = 0;          // the bytes_sent counter at a trial's end, at most
+  MessagePattern pattern;          // the busiest round's messages
+  double round_seconds = 0;        // sequential engine: simulated seconds of one round, at most
+  double trial_seconds = 0;        // sequential engine: simulated seconds of one trial, at most
+  double wall_seconds = 0;         // sequential engine: about this long to run (0: not estimated)
+};
+
+// The largest bytes_sent a trace may hold: the counter is unsigned 64-bit, and
+// per-peer figures divide it as a signed 64-bit integer.
+inline constexpr double kMaxCountedBytes = 9.2e18;
+
+RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& shape, const LinkModel& link);
+
+// The memory a run may use here: physical memory, or the address-space limit
+// (ulimit -v) when that is lower, less what the program itself occupies.
+double memory_available();
+
+// Throws ConfigError naming the flag to change and the estimate when the run
+// cannot fit in `available` bytes, its bytes counter could wrap, or (sequential
+// engine) its simulated time leaves kMaxSimulatedSeconds.
+void check_run_estimate(const RunEstimate& estimate, const RunShape& shape, const LinkModel& link, double available);
+
+// The estimate as lines of text ("memory: ...", "bytes: ...", ...), for --dry-run.
+std::vector<std::string> describe_estimate(const RunEstimate& estimate, const RunShape& shape, double available);
+
+}  // namespace avb
