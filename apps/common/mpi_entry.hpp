@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/watch.hpp"
 
 namespace avb::app {
@@ -95,6 +97,12 @@ auto run_guarded(const std::string& program, int rank, Reporter& reporter, Run r
   } catch (const Stalled& e) {
     if (rank == 0) reporter.abandon();
     abort_run(program, e.what());
+  } catch (const Error& e) {  // a counter that would wrap, a time that is not finite: the run cannot go on
+    if (rank == 0) reporter.abandon();
+    abort_run(program, e.what());
+  } catch (const std::bad_alloc&) {
+    if (rank == 0) reporter.abandon();
+    abort_run(program, "out of memory: the run needed more than this machine (or ulimit -v) gives it; see --dry-run");
   }
 }
 

@@ -236,6 +236,7 @@ class ChocoPopulation final : public SequentialProtocol {
     zeros_.assign(d, 0.0);
     std::size_t busiest = 0, message = 0;
     for (int i = 0; i < n_; ++i) {
+      round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       const std::span<double> own = copy_of(i, d);
       for (std::size_t c = 0; c < d; ++c) diff_[c] = x.peer(i)[c] - own[c];
@@ -268,6 +269,7 @@ class ChocoPopulation final : public SequentialProtocol {
     const auto d = static_cast<std::size_t>(x.dim);
     pull_.resize(d);
     for (int i = 0; i < n_; ++i) {
+      round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       const MixingRow row = topology_->mixing_row(weights_, round.t, i);
       std::fill(pull_.begin(), pull_.end(), 0.0);
@@ -311,6 +313,8 @@ ProtocolResources resources_choco(const ProtocolOptions& o, const ResourceQuery&
   r.population_vectors = 2;
   r.population_bytes = 128;
   r.population_edge_bytes = 64;
+  // A mixing row built and a map looked up per edge and round.
+  r.work_per_peer += 3 * graph_footprint(*o.topology, q.peers).sends / q.peers;
   r.peer_vectors = 4;
   return r;
 }

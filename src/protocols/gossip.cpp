@@ -181,6 +181,7 @@ class GossipPopulation final : public SequentialProtocol {
     cache(g, round.seed);
     MixingRow changed;
     for (int i = 0; i < x.n; ++i) {
+      round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       const MixingRow* cached = cached_row(i, round.alive);
       if (cached == nullptr) changed = alive_mixing_row(g, weights_, alive_weights_, round.failures, t, i);

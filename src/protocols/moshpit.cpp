@@ -195,6 +195,7 @@ class MoshpitPopulation final : public SequentialProtocol {
     const auto [sorted, starts] = groups(round);
     RoundEffect effect;
     for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
+      round.poll(static_cast<int>(b));
       const std::span<const int> members = sorted.subspan(static_cast<std::size_t>(starts[b]),
                                                           static_cast<std::size_t>(starts[b + 1] - starts[b]));
       groups_.average(members, x, round, effect);

@@ -167,6 +167,7 @@ class PairwisePopulation final : public SequentialProtocol {
     value_.resize(d);
     RoundEffect effect;
     for (int i = 0; i < x.n; ++i) {
+      round.poll(i);
       const int j = partner[static_cast<std::size_t>(i)];
       if (j < 0) continue;
       if (i < j) ++effect.groups;
@@ -214,7 +215,7 @@ ProtocolResources resources_pairwise(const ProtocolOptions& o, const ResourceQue
   r.pattern = {1, message, message};
   r.messages_in_flight = 4;
   r.population_bytes = 96;
-  r.population_edge_bytes = 16;
+  r.population_edge_bytes = o.topology->kind == TopologyKind::complete ? 0 : 16;  // the edge list it draws from
   r.work_per_peer = 2.0 * (static_cast<double>(q.dim) + 4) + 32;
   return r;
 }

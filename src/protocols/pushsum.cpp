@@ -98,6 +98,7 @@ class PushSumPopulation final : public SequentialProtocol {
     RoundEffect effect;
     int busiest = 0;
     for (int i = 0; i < n; ++i) {
+      round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       int outs = 0;
       for (int j : g.out_neighbours(t, i)) outs += round.alive[static_cast<std::size_t>(j)];
@@ -107,6 +108,7 @@ class PushSumPopulation final : public SequentialProtocol {
       busiest = std::max(busiest, outs);
     }
     for (int i = 0; i < n; ++i) {
+      round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       from_.assign(1, i);
       for (int j : g.in_neighbours(t, i)) {

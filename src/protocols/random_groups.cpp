@@ -77,6 +77,7 @@ class RandomGroupsPopulation final : public SequentialProtocol {
     const int full = std::min(count, r * group_size_);
     RoundEffect effect;
     for (int g = 0; g < r; ++g) {
+      round.poll(g);
       members_.assign(order.begin() + std::min(count, g * group_size_), order.begin() + std::min(full, (g + 1) * group_size_));
       for (int i = full + g; i < count; i += r) members_.push_back(order[static_cast<std::size_t>(i)]);
       groups_.average(members_, x, round, effect);

@@ -47,7 +47,7 @@ ProtocolResources graph_resources(const ProtocolOptions& o, const ResourceQuery&
   r.pattern = {1, message, f.max_degree * message};
   r.messages_in_flight = 2 * f.max_degree + 2;
   r.population_vectors = 1;
-  r.work_per_peer = (f.sends / q.peers + 1) * (static_cast<double>(q.dim) + 4) + 16;
+  r.work_per_peer = (f.sends / q.peers + 1) * (static_cast<double>(q.dim) + 1) + 40;
   return r;
 }
 

@@ -113,6 +113,7 @@ class SgpPaperPopulation final : public SequentialProtocol {
     RoundEffect effect;
     std::size_t busiest = 0;  // distinct peers the busiest one sends to or receives from
     for (int i = 0; i < x.n; ++i) {
+      round.poll(i);
       if (!alive(i)) continue;
       sgp_paper_sources(x.n, round.t, i, sources_);
       if (keep_alive(sources_, i, alive)) round.wait(i);

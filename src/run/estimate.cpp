@@ -74,8 +74,9 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
   if (s.sequential) {
     e.round_seconds = round_time(r.pattern, e.round_bytes, link).total() + (s.failures ? s.detection_timeout : 0.0);
     e.trial_seconds = s.rounds * e.round_seconds;
-    // About 1 ns per double touched, the initial values' normal draws, and the graph's construction.
-    const double per_trial = n * s.rounds * (r.work_per_peer + 2 * dim + 8) * 1e-9 + n * dim * 40e-9 +
+    // About 6 ns per unit of work (measured on the protocols at a million peers),
+    // the initial values' normal draws, and the graph's construction.
+    const double per_trial = n * s.rounds * (r.work_per_peer + 2 * dim + 8) * 6e-9 + n * dim * 40e-9 +
                              graph.build_work * 60e-9;
     e.wall_seconds = per_trial * s.trials / std::max(1, std::min(s.threads, s.trials));
   }

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "protocols/sequential.hpp"
 #include "run/trial_pool.hpp"
 #include "run/tree_sum.hpp"
@@ -97,8 +100,14 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
   Population x(n, options.dim);
   x.model_dim = static_cast<std::size_t>(options.model_dim);
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
+    // A stop during set-up leaves the trial without rows: it is not reported.
+    if ((i & 65535) == 0 && stop != nullptr && *stop) {
+      record.complete = false;
+      return record;
+    }
     for (int k = 0; k < options.dim; ++k) x.peer(i)[static_cast<std::size_t>(k)] = initial_value(seed, i, k);
+  }
   PopulationMeter meter(x);
   const std::unique_ptr<SequentialProtocol> protocol = make_sequential_protocol(options.protocol, n);
   protocol->begin_trial(x, seed);
@@ -116,7 +125,13 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     }
     const std::uint64_t joined = load_population_joiners(failures, t, x);
     const int alive_count = failures.alive_mask(t, alive);
-    const RoundEffect effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round()});
+    RoundEffect effect;
+    try {
+      effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round(), stop});
+    } catch (const RoundInterrupted&) {  // the round is dropped: the rows so far stand
+      record.complete = false;
+      break;
+    }
     const RoundRow& previous = record.rows.back();
     row = meter.measure(x);
     row.round = t;
@@ -127,6 +142,12 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
     row.time = previous.time + round_seconds(effect.pattern, effect.bytes, link) + detection.end_round();
     row.detection_time = detection.detection_time();
+    // The estimate refuses runs that could get here (run/estimate.hpp); this
+    // guard makes any it missed an error, never a wrapped counter.
+    if (row.bytes_sent < previous.bytes_sent || !std::isfinite(row.time))
+      throw Error("round " + std::to_string(t) + " of trial " + std::to_string(trial) +
+                  (std::isfinite(row.time) ? ": the bytes_sent counter overflowed" : ": the simulated time is not finite") +
+                  " (see --dry-run)");
     record.rows.push_back(row);
   }
   for (double target : options.targets) record.targets.push_back(rounds_to_target(record.rows, target));

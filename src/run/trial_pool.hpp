@@ -64,6 +64,7 @@ bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& ob
       if (!stop && observer.stop_requested()) stop = true;
     }
     if (!done[static_cast<std::size_t>(k)]) break;  // never started: the run was stopped
+    if (done[static_cast<std::size_t>(k)]->rows.empty()) break;  // stopped during its set-up
     Record record = std::move(*done[static_cast<std::size_t>(k)]);
     lock.unlock();
     for (const Row& row : record.rows) observer.on_row(record, row);
