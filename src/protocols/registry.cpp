@@ -92,6 +92,7 @@ void resolve_topology(const ProtocolInfo& info, ProtocolOptions& o, int n_peers)
   if (o.alive_weights == AliveWeights::metropolis && o.weights != Weights::metropolis)
     throw ConfigError("--alive-weights metropolis: needs --weights metropolis (the weights it recomputes for "
                       "the alive subgraph)");
+  if (check_large_graph(*o.topology, n_peers)) return;  // undirected: any weights apply
   const Topology check(*o.topology, n_peers, 0);
   if (takes(info.name, "--weights") && n_peers > 0) check.mixing_row(o.weights, 1, 0);
 }

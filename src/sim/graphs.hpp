@@ -22,6 +22,8 @@ int first_unreachable(const AdjacencyLists& adj);
 // A connected simple K-regular graph on n peers (K = spec.degree), drawn from the
 // topology stream of `seed`.
 AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed);
+// Refuses (ConfigError) the (K, n) for which no connected simple K-regular graph exists.
+void check_random_regular(const TopologySpec& spec, int n);
 
 // An undirected, connected edge list on n peers: from `in`, or from spec.path.
 AdjacencyLists read_edge_list(std::istream& in, const TopologySpec& spec, int n);

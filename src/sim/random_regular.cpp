@@ -103,19 +103,6 @@ bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, Adjac
 
 std::string where(const TopologySpec& spec) { return "--topology " + to_string(spec) + ": "; }
 
-// Refuses the (K, n) for which no connected simple K-regular graph exists.
-void check_degree(const TopologySpec& spec, int n) {
-  const int k = spec.degree;
-  if (k >= n)
-    throw ConfigError(where(spec) + "needs K below the number of peers (got K = " + std::to_string(k) + ", " +
-                      std::to_string(n) + " peers)");
-  if ((static_cast<std::int64_t>(n) * k) % 2 != 0)
-    throw ConfigError(where(spec) + "needs the number of peers times K to be even (got " + std::to_string(n) +
-                      " peers, K = " + std::to_string(k) + ")");
-  if (k == 1 && n != 2)
-    throw ConfigError(where(spec) + "a 1-regular graph is a perfect matching, connected only for 2 peers (got " +
-                      std::to_string(n) + ")");
-}
 
 // Dense (2K > n - 1): draw the complement, which is (n-1-K)-regular and sparser,
 // and flip it. Minimum degree >= n/2 makes the result connected.
@@ -156,8 +143,22 @@ AdjacencyLists random_cycle(int n, const Stream& stream) {
 
 }  // namespace
 
+// Refuses the (K, n) for which no connected simple K-regular graph exists.
+void check_random_regular(const TopologySpec& spec, int n) {
+  const int k = spec.degree;
+  if (k >= n)
+    throw ConfigError(where(spec) + "needs K below the number of peers (got K = " + std::to_string(k) + ", " +
+                      std::to_string(n) + " peers)");
+  if ((static_cast<std::int64_t>(n) * k) % 2 != 0)
+    throw ConfigError(where(spec) + "needs the number of peers times K to be even (got " + std::to_string(n) +
+                      " peers, K = " + std::to_string(k) + ")");
+  if (k == 1 && n != 2)
+    throw ConfigError(where(spec) + "a 1-regular graph is a perfect matching, connected only for 2 peers (got " +
+                      std::to_string(n) + ")");
+}
+
 AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed) {
-  check_degree(spec, n);
+  check_random_regular(spec, n);
   const int k = spec.degree;
   const Stream stream(seed, StreamId::topology);
   if (2 * k > n - 1) return complement_of_sparse(n, k, stream);

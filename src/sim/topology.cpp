@@ -324,4 +324,14 @@ GraphFootprint graph_footprint(const TopologySpec& spec, int n) {
   return f;
 }
 
+bool check_large_graph(const TopologySpec& spec, int n) {
+  constexpr double kLargeEntries = 1 << 22;
+  const bool stored = spec.kind == TopologyKind::ring || spec.kind == TopologyKind::torus ||
+                      spec.kind == TopologyKind::hypercube || spec.kind == TopologyKind::random_regular;
+  if (!stored || n < 1 || graph_footprint(spec, n).entries <= kLargeEntries) return false;
+  if (spec.kind == TopologyKind::hypercube && !is_power_of_two(n)) hypercube_graph(n);  // throws its refusal
+  if (spec.kind == TopologyKind::random_regular) graph::check_random_regular(spec, n);
+  return true;
+}
+
 }  // namespace avb

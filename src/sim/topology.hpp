@@ -48,6 +48,13 @@ struct GraphFootprint {
 };
 GraphFootprint graph_footprint(const TopologySpec& spec, int n);
 
+// Checks a large stored graph's preconditions without building it (a hypercube's
+// power of two, a random-regular graph's K and N) and returns true; returns false
+// for any other graph, which is cheap enough to check by building it. Building a
+// graph of billions of entries while the options are read would cost minutes and
+// gigabytes on every rank before the run's memory estimate could refuse it.
+bool check_large_graph(const TopologySpec& spec, int n);
+
 // "ring", "torus", "hypercube", "exp", "one-peer-exp", "random-regular:K",
 // "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
 TopologySpec parse_topology(std::string_view text);
