@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -109,6 +111,8 @@ int run(int argc, char** argv) {
   avb::TrainingOptions options;
   int peers = size, threads = 1;
   bool sequential = false;
+  avb::RunShape shape;
+  avb::RunEstimate estimate;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
     sequential = cli.engine.engine == avb::app::Engine::sequential;
     peers = avb::app::run_peers(cli.engine, avb::app::changed_flags(cli), size);
@@ -117,9 +121,17 @@ int run(int argc, char** argv) {
     avb::app::note_files(app, options.protocol.topology, cli.output);
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
     check_problem_memory(options, peers, sequential ? threads : 0);
+    // At most one averaging round per step (geometric local steps: any step may end one).
+    const double rounds = options.local_steps_dist == avb::LocalStepsDist::fixed
+                              ? std::ceil(static_cast<double>(options.steps) / options.local_steps)
+                              : options.steps;
+    const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim));
+    shape = avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds);
+    estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
   });
   if (done) return *done;
+  if (cli.output.dry_run) return avb::app::print_estimate(kProgram, cli.engine, estimate, shape);
 
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.

@@ -107,7 +107,7 @@ void check_run_estimate(const RunEstimate& e, const RunShape& s, const LinkModel
       throw ConfigError(flag + ": one round would send up to " + number(e.round_bytes) + beyond +
                         "; use a smaller value");
     }
-    throw ConfigError("--rounds: " + number(s.rounds) + " would take the bytes_sent counter to " +
+    throw ConfigError("--rounds: " + std::to_string(std::llround(s.rounds)) + " would take the bytes_sent counter to " +
                       number(e.trial_bytes) + beyond + " (" + number(e.round_bytes) +
                       " a round); accepted: at most " + number(std::floor(kMaxCountedBytes / e.round_bytes)) +
                       " rounds with these settings");
@@ -132,7 +132,7 @@ void check_run_estimate(const RunEstimate& e, const RunShape& s, const LinkModel
     if (v > worst.seconds) worst = {v, c.flag, c.value};
   }
   throw ConfigError(std::string(worst.flag) + ": " + number(worst.value) + " would take a trial's simulated time to " + number(e.trial_seconds) +
-                    " s (" + number(e.round_seconds) + " s a round, " + number(s.rounds) +
+                    " s (" + number(e.round_seconds) + " s a round, " + std::to_string(std::llround(s.rounds)) +
                     " rounds), beyond the " + number(kMaxSimulatedSeconds) +
                     " s a run may simulate (about 32 years); use a value that keeps it within");
 }
