@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -28,25 +29,36 @@ template <class Record, class Row, class RunTrial>
 bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& observer, std::vector<Record>& records,
                            RunTrial&& run_trial) {
   const int workers = std::clamp(threads, 1, std::max(trials, 1));
-  std::vector<std::optional<Record>> done(static_cast<std::size_t>(std::max(trials, 0)));
+  // Trials finished but not yet reported, by index. A worker runs at most `window`
+  // trials ahead of the reporting, so memory does not grow with the trial count.
+  const int window = 2 * workers;
+  std::map<int, Record> done;
+  int reported = 0;
   std::exception_ptr failure;
   std::mutex mutex;
-  std::condition_variable ready;
+  std::condition_variable ready, room;
   std::atomic<int> next{0};
   std::atomic<bool> stop{false};
   int active = workers;
+  bool closed = false;  // the reporting ended: no trial is wanted any more
   auto work = [&] {
     for (int k = next++; k < trials && !stop; k = next++) {
+      {
+        std::unique_lock lock(mutex);
+        room.wait(lock, [&] { return k < reported + window || stop || closed; });
+        if (stop || closed) break;
+      }
       try {
         Record record = run_trial(k, static_cast<const std::atomic<bool>*>(&stop));
         const std::lock_guard lock(mutex);
-        done[static_cast<std::size_t>(k)] = std::move(record);
+        done.emplace(k, std::move(record));
       } catch (...) {
         const std::lock_guard lock(mutex);
         if (!failure) failure = std::current_exception();
         stop = true;
       }
       ready.notify_all();
+      room.notify_all();  // a stop releases the workers waiting for room
     }
     const std::lock_guard lock(mutex);
     --active;
@@ -59,14 +71,21 @@ bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& ob
   // long trial in flight.
   for (int k = 0; k < trials; ++k) {
     std::unique_lock lock(mutex);
-    while (!done[static_cast<std::size_t>(k)] && active > 0) {
+    while (!done.contains(k) && active > 0) {
       ready.wait_for(lock, std::chrono::milliseconds(20));
-      if (!stop && observer.stop_requested()) stop = true;
+      if (!stop && observer.stop_requested()) {
+        stop = true;
+        room.notify_all();
+      }
     }
-    if (!done[static_cast<std::size_t>(k)]) break;  // never started: the run was stopped
-    if (done[static_cast<std::size_t>(k)]->rows.empty()) break;  // stopped during its set-up
-    Record record = std::move(*done[static_cast<std::size_t>(k)]);
+    const auto found = done.find(k);
+    if (found == done.end()) break;        // never started: the run was stopped
+    Record record = std::move(found->second);
+    done.erase(found);
+    ++reported;
     lock.unlock();
+    room.notify_all();
+    if (record.rows.empty()) break;  // stopped during its set-up
     for (const Row& row : record.rows) observer.on_row(record, row);
     observer.on_trial(record);
     const bool whole = record.complete;
@@ -74,8 +93,17 @@ bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& ob
     // As on the MPI engines only the last trial reported may be cut short: trials
     // after it, finished or not, are left out.
     if (!whole) break;
-    if (!stop && observer.stop_requested()) stop = true;
+    if (!stop && observer.stop_requested()) {
+      const std::lock_guard relock(mutex);  // set under the mutex: no worker misses it
+      stop = true;
+    }
+    room.notify_all();
   }
+  {
+    const std::lock_guard lock(mutex);
+    closed = true;  // workers waiting for room give up
+  }
+  room.notify_all();
   pool.clear();  // joins the workers
   if (failure) std::rethrow_exception(failure);
   return stop;
