@@ -141,8 +141,8 @@ int run(int argc, char** argv) {
   avb::app::RunStart start{avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA), avb::describe(options),
                            nullptr};
   avb::app::describe_engine(cli.engine, peers, start);
-  const auto warnings =
-      avb::app::training_warnings(options, cli.protocol, peers, sequential || avb::time_is_simulated());
+  auto warnings = avb::app::training_warnings(options, cli.protocol, peers, sequential || avb::time_is_simulated());
+  for (std::string& w : avb::app::estimate_warnings(options, estimate, shape)) warnings.push_back(std::move(w));
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
   avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));

@@ -124,6 +124,32 @@ RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, cons
   return estimate;
 }
 
+std::vector<std::string> estimate_warnings(const RunOptions& o, const RunEstimate& estimate, const RunShape& shape) {
+  std::vector<std::string> out;
+  auto text = [](double v) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.3g", v);
+    return std::string(t);
+  };
+  const double n = shape.peers;
+  // A peer of the complete graph mixes all N values a round: inherent, not a
+  // structure rebuilt, but it makes a round cost N^2 whatever the engine.
+  constexpr double kQuadraticEdges = 1 << 24;
+  if (o.protocol.topology && o.protocol.topology->kind == TopologyKind::complete && n * (n - 1) > kQuadraticEdges)
+    out.push_back("--topology complete on " + std::to_string(shape.peers) + " peers: each round walks N(N-1) = " +
+                  text(n * (n - 1)) + " edges" +
+                  (shape.sequential ? ", about " + text(estimate.wall_seconds / std::max(1.0, shape.rounds) *
+                                                       std::min(shape.threads, shape.trials) / shape.trials) +
+                                          " s a round here"
+                                    : std::string()) +
+                  "; the cost grows as N^2 (a sparse --topology such as exp keeps it linear)");
+  constexpr double kLongRun = 60;
+  if (shape.sequential && estimate.wall_seconds > kLongRun)
+    out.push_back("the estimate says this run takes about " + text(estimate.wall_seconds / 60) +
+                  " min of wall time (--dry-run prints the whole estimate)");
+  return out;
+}
+
 int print_estimate(const std::string& program, const EngineFlags& flags, const RunEstimate& estimate,
                    const RunShape& shape) {
   std::string refusal;

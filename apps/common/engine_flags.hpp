@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/trace_output.hpp"
 #include "common/typed_options.hpp"
@@ -49,6 +50,10 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
 // fit, overflow or leave the simulated-time bound, unless `dry_run`, which only
 // computes it for print_estimate.
 RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run);
+
+// Warnings the estimate gives before a run: a graph whose rounds cost N^2 (the
+// complete graph at thousands of peers), and a sequential run of over a minute.
+std::vector<std::string> estimate_warnings(const RunOptions& o, const RunEstimate& estimate, const RunShape& shape);
 
 // --dry-run: rank 0 prints the estimate on stdout, then the refusal the run would
 // get, if any, as one error line. Returns the exit code: 0, or 2 when refused.

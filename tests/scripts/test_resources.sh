@@ -137,6 +137,11 @@ else
   bad_with_report "SIGTERM mid-round: exit $rc after $took s (want 143 within 1 s):" "$(cat long.err)"
 fi
 check_trace long.h5 --complete 0
+if grep -q "warning: --topology complete on 12000 peers: each round walks N(N-1) = 1.44e+08 edges" long.err; then
+  ok "the complete graph's N^2 cost is announced before the run"
+else
+  bad_with_report "no warning of the complete graph's cost:" "$(cat long.err)"
+fi
 
 # ---- --summary keeps file names as text -------------------------------------------
 timeout 60 "$BIN" "${SEQ[@]}" --peers 8 --rounds 3 --trials 1 --out 007 --summary s.json --quiet >/dev/null
