@@ -32,27 +32,18 @@ void AveragingReporter::on_trial(const TrialRecord& trial) {
   std::printf(" %14.3e %14.1f %12.4e%s\n", last.variance, per_peer(last.bytes_sent), last.time,
               trial.complete ? "" : "  (cut short)");
   std::fflush(stdout);
+  summary_row(trial, {summary_number(last.variance), summary_number(per_peer(last.bytes_sent)),
+                      summary_number(last.time), summary_integer(last.round), summary_integer(trial.complete)});
+  if (!trial.complete) return;  // a cut-short trial would bias the means (trace-format.md)
+  count_targets(trial);
+  columns_[0].stats.add(last.variance);
+  columns_[1].stats.add(per_peer(last.bytes_sent));
+  columns_[2].stats.add(last.time);
 }
 
-void AveragingReporter::finish(const std::vector<TrialRecord>& trials, bool complete) {
-  std::vector<SummaryColumn> columns{{" %14.3e", {}}, {" %14.1f", {}}, {" %12.4e", {}}};
-  std::size_t cut_short = 0;
-  for (const auto& trial : trials) {
-    const RoundRow& end = trial.rows.back();
-    summary_row(trial, {summary_number(end.variance), summary_number(per_peer(end.bytes_sent)),
-                        summary_number(end.time), summary_integer(end.round), summary_integer(trial.complete)});
-    if (!trial.complete) {  // a cut-short trial would bias the means (trace-format.md)
-      ++cut_short;
-      continue;
-    }
-    count_targets(trial);
-    const RoundRow& last = trial.rows.back();
-    columns[0].values.push_back(last.variance);
-    columns[1].values.push_back(per_peer(last.bytes_sent));
-    columns[2].values.push_back(last.time);
-  }
-  print_means(" %11.3f", columns, "counted as the number of rounds run (the paper's cap)");
-  close(trials.size(), cut_short, complete);
+void AveragingReporter::finish(bool complete) {
+  print_means(" %11.3f", columns_, "counted as the number of rounds run (the paper's cap)");
+  close(complete);
 }
 
 }  // namespace avb::app

@@ -21,10 +21,11 @@ class AveragingReporter final : public ReporterOf<TrialRecord, RoundRow> {
   void on_trial(const TrialRecord& trial) override;
   // Mean +- standard error over the complete trials, then the trace is finished;
   // every trial is a row of the --summary file.
-  void finish(const std::vector<TrialRecord>& trials, bool complete);
+  void finish(bool complete);
 
  private:
   int trials_, rounds_;
+  std::vector<SummaryColumn> columns_{{" %14.3e", {}}, {" %14.1f", {}}, {" %12.4e", {}}};  // variance, bytes, time
 };
 
 }  // namespace avb::app

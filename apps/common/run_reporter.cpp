@@ -4,20 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace avb::app {
-
-MeanSe mean_se(const std::vector<double>& v) {
-  MeanSe r;
-  if (v.empty()) return r;
-  for (double x : v) r.mean += x;
-  r.mean /= static_cast<double>(v.size());
-  if (v.size() < 2) return r;
-  double ss = 0;
-  for (double x : v) ss += (x - r.mean) * (x - r.mean);
-  r.se = std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
-  return r;
-}
 
 std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row) {
   const auto keep = static_cast<std::size_t>(kPersistentDecodeRows);
@@ -27,18 +16,12 @@ std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row) {
   return sum;
 }
 
-void warn_persistent_decode_failures(const std::string& program, const std::vector<std::int64_t>& late_per_trial,
-                                     const char* rows) {
-  std::int64_t failures = 0, trials = 0;
-  for (std::int64_t f : late_per_trial) {
-    failures += f;
-    trials += f > 0 ? 1 : 0;
-  }
-  if (trials == 0) return;
-  report_warning(program, "decode failures persisted: " + std::to_string(failures) +
+void RunReporter::warn_persistent_decode_failures(const std::string& program, const char* rows) const {
+  if (trials_late_ == 0) return;
+  report_warning(program, "decode failures persisted: " + std::to_string(late_decode_failures_) +
                               " quantized message(s) did not decode in the last " +
-                              std::to_string(kPersistentDecodeRows) + " " + rows + " of " + std::to_string(trials) +
-                              " of " + std::to_string(late_per_trial.size()) +
+                              std::to_string(kPersistentDecodeRows) + " " + rows + " of " +
+                              std::to_string(trials_late_) + " of " + std::to_string(recorded_) +
                               " trial(s) (lattice: each was sent again at 8 bytes a value; values more than "
                               "q*eps/2 apart need a larger --lattice-eps or --lattice-q; see docs/protocols.md)");
 }
@@ -49,6 +32,7 @@ RunReporter::RunReporter(const std::vector<double>& targets, int peers, std::uni
       targets_(targets),
       peers_(peers),
       output_(output),
+      summary_(summary_is_json(output.summary)),
       terminal_(::isatty(STDERR_FILENO) == 1),
       to_target_(targets.size()) {}
 
@@ -110,18 +94,28 @@ void RunReporter::print_progress(double done, const std::string& detail) {
 
 void RunReporter::print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
                               const char* capped_note) const {
-  auto line = [&](const char* label, auto pick) {
-    std::printf("# %5s %20s", label, "");
-    for (const auto& s : to_target_) std::printf(target_format, pick(mean_se(s)));
-    for (const auto& c : columns) std::printf(c.format, pick(mean_se(c.values)));
-    std::printf("\n");
+  // A cell of the column's width: the value in the column's format, or "–".
+  auto cell = [](const char* format, bool known, double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, format, value);
+    if (known) return std::string(text);
+    const std::size_t width = std::strlen(text);
+    return std::string(width > 1 ? width - 1 : 0, ' ') + "\u2013";  // "–" is one column wide
   };
-  line("mean", [](const MeanSe& m) { return m.mean; });
-  line("± se", [](const MeanSe& m) { return m.se; });
+  auto line = [&](const char* label, bool se) {
+    std::string text;
+    for (const auto& s : to_target_) text += cell(target_format, se ? s.n > 1 : s.n > 0, se ? s.se() : s.mean);
+    for (const auto& c : columns)
+      text += cell(c.format, se ? c.stats.n > 1 : c.stats.n > 0, se ? c.stats.se() : c.stats.mean);
+    std::printf("# %5s %20s%s\n", label, "", text.c_str());
+  };
+  line("mean", false);
+  line("± se", true);
   if (capped_) std::printf("# * target not reached: %s\n", capped_note);
 }
 
-void RunReporter::close(std::size_t recorded, std::size_t cut_short, bool complete) {
+void RunReporter::close(bool complete) {
+  const std::size_t recorded = recorded_, cut_short = cut_short_;
   if (!trace_error_.empty())
     std::printf("# run stopped: the trace could not be written (see stderr)\n");
   else if (!complete)
@@ -139,9 +133,7 @@ void RunReporter::close(std::size_t recorded, std::size_t cut_short, bool comple
 
 void RunReporter::write_summary(bool complete) {
   if (output_.summary.empty()) return;
-  summary_.append_constant("run_complete", summary_integer(complete ? 1 : 0));
-  const std::string text = summary_is_json(output_.summary) ? summary_.json() : summary_.csv();
-  summary_error_ = write_summary_file(output_.summary, output_.overwrite, text);
+  summary_error_ = summary_.write(output_.summary, output_.overwrite, "run_complete", summary_integer(complete ? 1 : 0));
 }
 
 }  // namespace avb::app

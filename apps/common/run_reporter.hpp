@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -22,11 +23,19 @@
 
 namespace avb::app {
 
-// mean +- standard error (0 for fewer than two values).
-struct MeanSe {
-  double mean = 0, se = 0;
+// Mean and standard error of values seen one at a time (Welford's update), so that
+// a run's memory does not grow with its trials.
+struct RunningMean {
+  std::size_t n = 0;
+  double mean = 0, m2 = 0;
+  void add(double v) {
+    ++n;
+    const double d = v - mean;
+    mean += d / static_cast<double>(n);
+    m2 += d * (v - mean);
+  }
+  double se() const { return n < 2 ? 0.0 : std::sqrt(m2 / static_cast<double>(n - 1) / static_cast<double>(n)); }
 };
-MeanSe mean_se(const std::vector<double>& values);
 
 // Decode failures count as persistent when a trial has any in its last
 // kPersistentDecodeRows rows (rounds; sgd_bench: evaluations), all rows when it
@@ -34,27 +43,12 @@ MeanSe mean_se(const std::vector<double>& values);
 // the run, when they are closest.
 inline constexpr int kPersistentDecodeRows = 10;
 std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row);
-// One warning line (report_warning) when any trial's failures were persistent,
-// naming the count, the trials and what to change; nothing otherwise. `rows` is
-// "rounds" or "evaluations".
-void warn_persistent_decode_failures(const std::string& program, const std::vector<std::int64_t>& late_per_trial,
-                                     const char* rows);
-template <class Trial>
-void warn_persistent_decode_failures(const std::string& program, const std::vector<Trial>& trials,
-                                     const char* rows) {
-  std::vector<std::int64_t> late;
-  for (const auto& trial : trials) {
-    std::vector<std::int32_t> per_row;
-    for (const auto& row : trial.rows) per_row.push_back(row.decode_failures);
-    late.push_back(late_decode_failures(per_row));
-  }
-  warn_persistent_decode_failures(program, late, rows);
-}
 
-// One column of the summary: its printf format (one double) and a value per trial kept.
+// One column of the summary: its printf format (one double) and the values of the
+// trials kept.
 struct SummaryColumn {
   const char* format;
-  std::vector<double> values;
+  RunningMean stats;
 };
 
 // The end both programs share: `run` under run_guarded(), then on rank 0 the
@@ -64,8 +58,8 @@ template <class Reporter, class Run>
 int run_and_summarize(const std::string& program, int rank, Reporter& reporter, const char* rows, Run&& run) {
   const auto result = run_guarded(program, rank, reporter, std::forward<Run>(run));
   if (rank == 0) {
-    reporter.finish(result.trials, !result.stopped);
-    warn_persistent_decode_failures(program, result.trials, rows);
+    reporter.finish(!result.stopped);
+    reporter.warn_persistent_decode_failures(program, rows);
   }
   return exit_code(program, reporter.output_error(), result.stopped);
 }
@@ -81,6 +75,10 @@ class RunReporter {
   const std::string& trace_error() const { return trace_error_; }
   // The trace's error, else the --summary file's (rank 0; empty when both were written).
   const std::string& output_error() const { return trace_error_.empty() ? summary_error_ : trace_error_; }
+  // One warning line (report_warning) when any trial's decode failures were
+  // persistent, naming the count, the trials and what to change; nothing otherwise.
+  // `rows` is "rounds" or "evaluations".
+  void warn_persistent_decode_failures(const std::string& program, const char* rows) const;
 
  protected:
   RunReporter(const std::vector<double>& targets, int peers, std::unique_ptr<TraceWriter> trace,
@@ -94,10 +92,19 @@ class RunReporter {
   void print_heads(const std::string& own) const;
 
   // Writes the trial to the trace and prints its leading cells: index, seed, then
-  // rounds (steps) to each target, marked * when it was not reached.
+  // rounds (steps) to each target, marked * when it was not reached. Counts the
+  // trial, its persistent decode failures, and whether it was cut short.
   template <class Trial>
   void start_trial_line(const Trial& trial) {
     write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_trial(trial); });
+    ++recorded_;
+    cut_short_ += trial.complete ? 0 : 1;
+    std::vector<std::int32_t> per_row;
+    for (const auto& row : trial.rows) per_row.push_back(row.decode_failures);
+    if (const std::int64_t late = late_decode_failures(per_row); late > 0) {
+      late_decode_failures_ += late;
+      ++trials_late_;
+    }
     std::printf("  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
     for (const auto& t : trial.targets) {
       const std::string cell = std::to_string(t.rounds) + (t.reached ? " " : "*");
@@ -118,6 +125,7 @@ class RunReporter {
   // reached), then `cells`, in the order of print_run's `columns`.
   template <class Trial>
   void summary_row(const Trial& trial, std::vector<SummaryCell> cells) {
+    if (output_.summary.empty()) return;
     std::vector<SummaryCell> row{summary_integer(trial.index), summary_unsigned(trial.seed)};
     for (const auto& t : trial.targets) row.push_back(t.reached ? summary_integer(t.rounds) : summary_empty());
     row.insert(row.end(), cells.begin(), cells.end());
@@ -130,18 +138,22 @@ class RunReporter {
   template <class Trial>
   void count_targets(const Trial& trial) {
     for (std::size_t i = 0; i < trial.targets.size() && i < to_target_.size(); ++i) {
-      to_target_[i].push_back(trial.targets[i].rounds);
+      to_target_[i].add(trial.targets[i].rounds);
       capped_ = capped_ || !trial.targets[i].reached;
     }
   }
   // The mean and "± se" lines (targets with `target_format`, then `columns`), then
-  // `capped_note` when a target was not reached in some trial.
+  // `capped_note` when a target was not reached in some trial. A cell with no
+  // trial to average shows "–", never 0 (which would read as converged at once);
+  // so does the standard error of a single trial.
   void print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
                    const char* capped_note) const;
   // The summary's last line (why the run stopped early, if it did), then the trace
   // is finished: complete = 1 only when `complete` and every write worked; then the
   // --summary file, its run_complete column the same.
-  void close(std::size_t recorded, std::size_t cut_short, bool complete);
+  void close(bool complete);
+  std::size_t recorded() const { return recorded_; }
+  std::size_t cut_short() const { return cut_short_; }
 
   std::unique_ptr<TraceWriter> trace_;
   std::string trace_error_;
@@ -156,8 +168,11 @@ class RunReporter {
   std::string summary_error_;
   bool terminal_;  // stderr is a terminal: the progress line rewrites itself
   int progress_lines_ = 0;
-  std::vector<std::vector<double>> to_target_;
+  std::vector<RunningMean> to_target_;
   bool capped_ = false;
+  std::size_t recorded_ = 0, cut_short_ = 0;         // trials written, and of those cut short
+  std::int64_t late_decode_failures_ = 0;            // over all trials
+  std::size_t trials_late_ = 0;                      // trials with any
   // Wall-clock seconds from std::time(): under SMPI, clock_gettime (and so
   // std::chrono's clocks) returns simulated time, which says nothing about how
   // long the user has been waiting.
@@ -172,6 +187,9 @@ template <class Trial, class Row>
 class ReporterOf : public RunObserver<Trial, Row>, public RunReporter {
  public:
   bool stop_requested() override { return stop_wanted(); }
+  // The reporters see every trial as it ends and keep only running sums: the
+  // runners need not keep the trials' rows.
+  bool keeps_records() const override { return false; }
 
  protected:
   using RunReporter::RunReporter;

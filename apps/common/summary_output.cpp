@@ -79,34 +79,66 @@ std::string json_cell(const SummaryCell& c) {
 
 }  // namespace
 
-std::string SummaryTable::csv() const {
-  std::string out;
-  auto head = [&](const std::string& name) { out += (out.empty() ? "" : ",") + csv_cell(summary_text(name)); };
-  for (const auto& [name, cell] : identity_) head(name);
-  for (const auto& name : columns_) head(name);
-  out += "\n";
-  for (const auto& row : rows_) {
-    std::string line;
-    for (const auto& [name, cell] : identity_) line += (line.empty() ? "" : ",") + csv_cell(cell);
-    for (const auto& cell : row) line += "," + csv_cell(cell);
-    out += line + "\n";
-  }
-  return out;
+SummaryTable::~SummaryTable() {
+  if (rows_ != nullptr) std::fclose(rows_);
 }
 
-std::string SummaryTable::json() const {
-  std::string out = "[";
-  for (std::size_t r = 0; r < rows_.size(); ++r) {
-    out += r == 0 ? "\n  {" : ",\n  {";
-    std::string fields;
+void SummaryTable::add_row(const std::vector<SummaryCell>& cells) {
+  if (rows_ == nullptr && error_.empty()) {
+    rows_ = std::tmpfile();
+    if (rows_ == nullptr) error_ = std::string("cannot keep the rows in a temporary file: ") + std::strerror(errno);
+  }
+  if (rows_ == nullptr) return;
+  std::string line;
+  if (json_) {
     auto add = [&](const std::string& name, const SummaryCell& cell) {
-      fields += (fields.empty() ? "" : ", ") + json_string(printable(name)) + ": " + json_cell(cell);
+      line += (line.empty() ? "" : ", ") + json_string(printable(name)) + ": " + json_cell(cell);
     };
     for (const auto& [name, cell] : identity_) add(name, cell);
-    for (std::size_t c = 0; c < columns_.size() && c < rows_[r].size(); ++c) add(columns_[c], rows_[r][c]);
-    out += fields + "}";
+    for (std::size_t c = 0; c < columns_.size() && c < cells.size(); ++c) add(columns_[c], cells[c]);
+  } else {
+    for (const auto& [name, cell] : identity_) line += (line.empty() ? "" : ",") + csv_cell(cell);
+    for (const auto& cell : cells) line += (line.empty() ? "" : ",") + csv_cell(cell);
   }
-  return out + (rows_.empty() ? "]\n" : "\n]\n");
+  line += '\0';  // a CSV cell may hold a newline (quoted); no option holds a NUL
+  if (std::fwrite(line.data(), 1, line.size(), rows_) != line.size())
+    error_ = std::string("cannot keep the rows in a temporary file: ") + std::strerror(errno);
+  ++count_;
+}
+
+std::string SummaryTable::write(const std::filesystem::path& path, bool overwrite, const std::string& last,
+                                const SummaryCell& cell) {
+  if (!error_.empty()) return "--summary: cannot write " + path.string() + ": " + error_;
+  return write_summary_file(path, overwrite, [&](std::FILE* out) {
+    if (!json_) {
+      std::string head;
+      auto name = [&](const std::string& n) { head += (head.empty() ? "" : ",") + csv_cell(summary_text(n)); };
+      for (const auto& [n, c] : identity_) name(n);
+      for (const auto& n : columns_) name(n);
+      name(last);
+      std::fprintf(out, "%s\n", head.c_str());
+    } else {
+      std::fputs("[", out);
+    }
+    const std::string tail = json_ ? ", " + json_string(printable(last)) + ": " + json_cell(cell) + "}"
+                                   : "," + csv_cell(cell);
+    if (rows_ != nullptr) {
+      std::rewind(rows_);
+      std::string line;
+      std::size_t r = 0;
+      for (int ch; (ch = std::fgetc(rows_)) != EOF;) {
+        if (ch != '\0') {
+          line += static_cast<char>(ch);
+          continue;
+        }
+        if (json_) std::fprintf(out, "%s  {%s%s", r == 0 ? "\n" : ",\n", line.c_str(), tail.c_str());
+        else std::fprintf(out, "%s%s\n", line.c_str(), tail.c_str());
+        line.clear();
+        ++r;
+      }
+    }
+    if (json_) std::fputs(count_ == 0 ? "]\n" : "\n]\n", out);
+  });
 }
 
 bool summary_is_json(const std::filesystem::path& path) {
@@ -131,7 +163,8 @@ std::string summary_destination_problem(const std::string& summary, bool overwri
   return "";
 }
 
-std::string write_summary_file(const std::filesystem::path& path, bool overwrite, const std::string& text) {
+std::string write_summary_file(const std::filesystem::path& path, bool overwrite,
+                               const std::function<void(std::FILE*)>& produce) {
   namespace fs = std::filesystem;
   const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
   auto fail = [&](const std::string& why) {
@@ -141,18 +174,16 @@ std::string write_summary_file(const std::filesystem::path& path, bool overwrite
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) return "--summary: cannot create " + tmp.string() + ": " + std::strerror(errno);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      return fail(std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
+  std::FILE* out = ::fdopen(fd, "w");
+  if (out == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    return fail(std::strerror(err));
   }
-  if (::close(fd) != 0) return fail(std::strerror(errno));
+  produce(out);
+  const bool written = std::ferror(out) == 0;
+  const int err = errno;
+  if (std::fclose(out) != 0 || !written) return fail(std::strerror(written ? errno : err));
   if (!overwrite) {
     // As the trace: a file that appeared at the name meanwhile is never replaced.
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return "";

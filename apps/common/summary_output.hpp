@@ -6,7 +6,9 @@
 // end of the run, under a temporary name renamed into place (docs/analysis.md).
 #pragma once
 
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,26 +30,35 @@ SummaryCell summary_text(std::string value);
 // an integer, a finite number, else text.
 SummaryCell summary_option(const std::string& value);
 
+// The rows are rendered as they come (CSV, or JSON when `json`) into an unnamed
+// temporary file, so memory does not grow with the number of trials; write()
+// copies them to the destination with the last column, known only at the end.
 class SummaryTable {
  public:
+  explicit SummaryTable(bool json = false) : json_(json) {}
+  ~SummaryTable();
+  SummaryTable(const SummaryTable&) = delete;
+  SummaryTable& operator=(const SummaryTable&) = delete;
+
   // The run's identity: the leading columns of every row.
   void set_identity(std::vector<std::pair<std::string, SummaryCell>> identity) { identity_ = std::move(identity); }
   // The per-trial columns, named once; every row then gives one cell per name.
   void set_columns(std::vector<std::string> names) { columns_ = std::move(names); }
-  void add_row(std::vector<SummaryCell> cells) { rows_.push_back(std::move(cells)); }
-  // A column after the others, with the same cell in every row (known only at the end).
-  void append_constant(const std::string& name, const SummaryCell& cell) {
-    columns_.push_back(name);
-    for (auto& row : rows_) row.push_back(cell);
-  }
+  // Throws Error when the temporary file cannot be written.
+  void add_row(const std::vector<SummaryCell>& cells);
 
-  std::string csv() const;
-  std::string json() const;
+  // Writes the table to `path` (write_summary_file) with one more column, `last`,
+  // the same `cell` in every row. Returns write_summary_file's line ("" when written).
+  std::string write(const std::filesystem::path& path, bool overwrite, const std::string& last,
+                    const SummaryCell& cell);
 
  private:
+  bool json_;
   std::vector<std::pair<std::string, SummaryCell>> identity_;
   std::vector<std::string> columns_;
-  std::vector<std::vector<SummaryCell>> rows_;
+  std::FILE* rows_ = nullptr;  // the rendered rows, each ended by a NUL
+  std::size_t count_ = 0;
+  std::string error_;          // why a row could not be kept
 };
 
 // JSON when the path ends in ".json" (any case), CSV otherwise.
@@ -58,9 +69,11 @@ bool summary_is_json(const std::filesystem::path& path);
 // line naming --summary, empty when it may be written.
 std::string summary_destination_problem(const std::string& summary, bool overwrite);
 
-// Writes `text` to `path` under a hidden temporary name in the same folder, then
-// renames it into place (replacing an existing file only when `overwrite`).
-// Returns one line naming --summary when it could not; nothing is left behind then.
-std::string write_summary_file(const std::filesystem::path& path, bool overwrite, const std::string& text);
+// Writes what `produce` writes to its stream at `path`, under a hidden temporary
+// name in the same folder, then renames it into place (replacing an existing file
+// only when `overwrite`). Returns one line naming --summary when it could not;
+// nothing is left behind then.
+std::string write_summary_file(const std::filesystem::path& path, bool overwrite,
+                               const std::function<void(std::FILE*)>& produce);
 
 }  // namespace avb::app

@@ -56,34 +56,25 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
                 per_peer(last.bytes_sent), last.time, trial.complete ? "" : "  (cut short)");
   }
   std::fflush(stdout);
+  summary_row(trial, {summary_number(last.relative_gap), summary_number(last.consensus), summary_number(last.accuracy),
+                      summary_number(per_peer(last.bytes_sent)), summary_number(last.time), summary_integer(last.step),
+                      summary_integer(last.round), summary_integer(trial.complete), summary_integer(trial.diverged)});
+  if (!trial.complete) return;
+  if (trial.diverged) {
+    ++diverged_;
+    return;
+  }
+  count_targets(trial);
+  const double cells[] = {last.relative_gap, last.consensus, last.accuracy, per_peer(last.bytes_sent), last.time};
+  for (std::size_t c = 0; c < columns_.size(); ++c) columns_[c].stats.add(cells[c]);
 }
 
-void TrainingReporter::finish(const std::vector<TrainingTrial>& trials, bool complete) {
-  std::vector<SummaryColumn> columns{{" %12.3e", {}}, {" %12.3e", {}}, {" %9.4f", {}}, {" %14.1f", {}}, {" %12.4e", {}}};
-  std::size_t cut_short = 0, diverged = 0;
-  for (const auto& trial : trials) {
-    const TrainingRow& end = trial.rows.back();
-    summary_row(trial, {summary_number(end.relative_gap), summary_number(end.consensus), summary_number(end.accuracy),
-                        summary_number(per_peer(end.bytes_sent)), summary_number(end.time), summary_integer(end.step),
-                        summary_integer(end.round), summary_integer(trial.complete), summary_integer(trial.diverged)});
-    if (!trial.complete) {
-      ++cut_short;
-      continue;
-    }
-    if (trial.diverged) {
-      ++diverged;
-      continue;
-    }
-    count_targets(trial);
-    const TrainingRow& last = trial.rows.back();
-    const double cells[] = {last.relative_gap, last.consensus, last.accuracy, per_peer(last.bytes_sent), last.time};
-    for (std::size_t c = 0; c < columns.size(); ++c) columns[c].values.push_back(cells[c]);
-  }
-  print_means(" %11.1f", columns, "counted as the number of steps run");
-  if (diverged > 0)
-    std::printf("# %zu of %zu trial(s) diverged (NaN or infinite model): left out of the means%s\n", diverged,
-                trials.size(), diverged == trials.size() - cut_short ? ", which are therefore empty" : "");
-  close(trials.size(), cut_short, complete);
+void TrainingReporter::finish(bool complete) {
+  print_means(" %11.1f", columns_, "counted as the number of steps run");
+  if (diverged_ > 0)
+    std::printf("# %zu of %zu trial(s) diverged (NaN or infinite model): left out of the means%s\n", diverged_,
+                recorded(), diverged_ == recorded() - cut_short() ? ", which are therefore empty" : "");
+  close(complete);
 }
 
 }  // namespace avb::app

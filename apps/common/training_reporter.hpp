@@ -23,10 +23,13 @@ class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
   void on_trial(const TrainingTrial& trial) override;
   // Mean +- standard error over the complete trials that did not diverge, then the
   // trace is finished; every trial is a row of the --summary file.
-  void finish(const std::vector<TrainingTrial>& trials, bool complete);
+  void finish(bool complete);
 
  private:
   int trials_, steps_;
+  // relative gap, consensus, accuracy, bytes, time
+  std::vector<SummaryColumn> columns_{{" %12.3e", {}}, {" %12.3e", {}}, {" %9.4f", {}}, {" %14.1f", {}}, {" %12.4e", {}}};
+  std::size_t diverged_ = 0;
   std::string program_;           // from print_header, for the warning line
   bool warned_diverged_ = false;  // one warning line per run, at the first diverged trial
 };

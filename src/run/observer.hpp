@@ -17,11 +17,15 @@ class RunObserver {
   virtual void on_row(const Trial& /*trial*/, const Row& /*row*/) {}
   virtual void on_trial(const Trial& /*trial*/) {}
   virtual bool stop_requested() { return false; }
+  // Whether the run's result keeps every trial (a library caller's, tests') or
+  // only the last one (the programs' reporters, which see each trial in on_trial):
+  // then memory does not grow with the number of trials.
+  virtual bool keeps_records() const { return true; }
 };
 
 template <class Trial>
 struct RunResult {
-  std::vector<Trial> trials;  // rank 0 only; the last may be incomplete
+  std::vector<Trial> trials;  // rank 0 only; the last may be incomplete (only the last: see keeps_records)
   bool stopped = false;       // a stop request cut the run short (all ranks)
 };
 

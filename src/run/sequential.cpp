@@ -56,6 +56,26 @@ class PopulationMeter {
   std::vector<double> reference_, partial_;
 };
 
+// Every peer's initial vector; false when a stop came first (checked every 65,536
+// peers: a population of millions takes a second to draw).
+bool fill_initial_values(Population& x, std::uint64_t seed, const std::atomic<bool>* stop) {
+  for (int i = 0; i < x.n; ++i) {
+    if ((i & 65535) == 0 && stop != nullptr && *stop) return false;
+    for (int k = 0; k < x.dim; ++k) x.peer(i)[static_cast<std::size_t>(k)] = initial_value(seed, i, k);
+  }
+  return true;
+}
+
+// The estimate refuses runs that could wrap the bytes counter or reach an infinite
+// time (run/estimate.hpp); this guard makes any it missed an error, never a
+// wrong column.
+void check_counters(const RoundRow& previous, const RoundRow& row, int trial) {
+  if (row.bytes_sent >= previous.bytes_sent && std::isfinite(row.time)) return;
+  throw Error("round " + std::to_string(row.round) + " of trial " + std::to_string(trial) +
+              (std::isfinite(row.time) ? ": the bytes_sent counter overflowed" : ": the simulated time is not finite") +
+              " (see --dry-run)");
+}
+
 }  // namespace
 
 DetectionClock::DetectionClock(int n_peers, double timeout)
@@ -100,13 +120,9 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
   Population x(n, options.dim);
   x.model_dim = static_cast<std::size_t>(options.model_dim);
-  for (int i = 0; i < n; ++i) {
-    // A stop during set-up leaves the trial without rows: it is not reported.
-    if ((i & 65535) == 0 && stop != nullptr && *stop) {
-      record.complete = false;
-      return record;
-    }
-    for (int k = 0; k < options.dim; ++k) x.peer(i)[static_cast<std::size_t>(k)] = initial_value(seed, i, k);
+  if (!fill_initial_values(x, seed, stop)) {  // a stop during set-up: no rows, the trial is not reported
+    record.complete = false;
+    return record;
   }
   PopulationMeter meter(x);
   const std::unique_ptr<SequentialProtocol> protocol = make_sequential_protocol(options.protocol, n);
@@ -142,12 +158,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
     row.time = previous.time + round_seconds(effect.pattern, effect.bytes, link) + detection.end_round();
     row.detection_time = detection.detection_time();
-    // The estimate refuses runs that could get here (run/estimate.hpp); this
-    // guard makes any it missed an error, never a wrapped counter.
-    if (row.bytes_sent < previous.bytes_sent || !std::isfinite(row.time))
-      throw Error("round " + std::to_string(t) + " of trial " + std::to_string(trial) +
-                  (std::isfinite(row.time) ? ": the bytes_sent counter overflowed" : ": the simulated time is not finite") +
-                  " (see --dry-run)");
+    check_counters(previous, row, trial);
     record.rows.push_back(row);
   }
   for (double target : options.targets) record.targets.push_back(rounds_to_target(record.rows, target));

@@ -72,6 +72,7 @@ bool run_trials(const RunOptions& options, MPI_Comm world, Watch& watch, const c
     stopped = body(trial, record);
     if (trial.me == 0) {
       observer.on_trial(record);
+      if (!observer.keeps_records()) records.clear();
       records.push_back(std::move(record));
     }
   }

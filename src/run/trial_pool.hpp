@@ -25,23 +25,32 @@ namespace avb {
 // in flight end early (marked incomplete by run_trial) and no new trial starts.
 // The first exception of a trial is re-thrown here once the workers are joined.
 // Returns whether the run was stopped.
-template <class Record, class Row, class RunTrial>
-bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& observer, std::vector<Record>& records,
-                           RunTrial&& run_trial) {
-  const int workers = std::clamp(threads, 1, std::max(trials, 1));
+// The state the workers and the reporting thread share.
+template <class Record>
+struct TrialQueue {
   // Trials finished but not yet reported, by index. A worker runs at most `window`
   // trials ahead of the reporting, so memory does not grow with the trial count.
-  const int window = 2 * workers;
   std::map<int, Record> done;
-  int reported = 0;
+  int reported = 0, window = 2, active = 0;
+  bool closed = false;  // the reporting ended: no trial is wanted any more
   std::exception_ptr failure;
   std::mutex mutex;
   std::condition_variable ready, room;
   std::atomic<int> next{0};
   std::atomic<bool> stop{false};
-  int active = workers;
-  bool closed = false;  // the reporting ended: no trial is wanted any more
-  auto work = [&] {
+
+  // Sets the stop flag under the mutex (so no waiting worker misses it) and wakes all.
+  void request_stop() {
+    {
+      const std::lock_guard lock(mutex);
+      stop = true;
+    }
+    room.notify_all();
+  }
+
+  // A worker: claims trials in order and runs them while there is room.
+  template <class RunTrial>
+  void work(int trials, RunTrial& run_trial) {
     for (int k = next++; k < trials && !stop; k = next++) {
       {
         std::unique_lock lock(mutex);
@@ -58,55 +67,71 @@ bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& ob
         stop = true;
       }
       ready.notify_all();
-      room.notify_all();  // a stop releases the workers waiting for room
+      room.notify_all();
     }
     const std::lock_guard lock(mutex);
     --active;
     ready.notify_all();
-  };
-  std::vector<std::jthread> pool;
-  for (int w = 0; w < workers; ++w) pool.emplace_back(work);
+  }
 
-  // Polling the observer now and then while waiting lets a stop request end a
-  // long trial in flight.
-  for (int k = 0; k < trials; ++k) {
+  // The reporting thread: trial k's record once it is done, polling `stop_wanted`
+  // while it waits so that a stop request ends a long trial in flight; nothing when
+  // it will never come (the run was stopped, or a worker failed).
+  template <class StopWanted>
+  std::optional<Record> take(int k, StopWanted&& stop_wanted) {
     std::unique_lock lock(mutex);
     while (!done.contains(k) && active > 0) {
       ready.wait_for(lock, std::chrono::milliseconds(20));
-      if (!stop && observer.stop_requested()) {
+      if (!stop && stop_wanted()) {
         stop = true;
         room.notify_all();
       }
     }
     const auto found = done.find(k);
-    if (found == done.end()) break;        // never started: the run was stopped
+    if (found == done.end()) return std::nullopt;
     Record record = std::move(found->second);
     done.erase(found);
     ++reported;
     lock.unlock();
     room.notify_all();
-    if (record.rows.empty()) break;  // stopped during its set-up
-    for (const Row& row : record.rows) observer.on_row(record, row);
-    observer.on_trial(record);
-    const bool whole = record.complete;
-    records.push_back(std::move(record));
-    // As on the MPI engines only the last trial reported may be cut short: trials
-    // after it, finished or not, are left out.
-    if (!whole) break;
-    if (!stop && observer.stop_requested()) {
-      const std::lock_guard relock(mutex);  // set under the mutex: no worker misses it
-      stop = true;
+    return record;
+  }
+
+  void close() {
+    {
+      const std::lock_guard lock(mutex);
+      closed = true;  // workers waiting for room give up
     }
     room.notify_all();
   }
-  {
-    const std::lock_guard lock(mutex);
-    closed = true;  // workers waiting for room give up
+};
+
+template <class Record, class Row, class RunTrial>
+bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& observer, std::vector<Record>& records,
+                           RunTrial&& run_trial) {
+  const int workers = std::clamp(threads, 1, std::max(trials, 1));
+  TrialQueue<Record> queue;
+  queue.window = 2 * workers;
+  queue.active = workers;
+  std::vector<std::jthread> pool;
+  for (int w = 0; w < workers; ++w) pool.emplace_back([&] { queue.work(trials, run_trial); });
+  for (int k = 0; k < trials; ++k) {
+    std::optional<Record> record = queue.take(k, [&] { return observer.stop_requested(); });
+    if (!record || record->rows.empty()) break;  // never started, or stopped during its set-up
+    for (const Row& row : record->rows) observer.on_row(*record, row);
+    observer.on_trial(*record);
+    const bool whole = record->complete;
+    if (!observer.keeps_records()) records.clear();
+    records.push_back(std::move(*record));
+    // As on the MPI engines only the last trial reported may be cut short: trials
+    // after it, finished or not, are left out.
+    if (!whole) break;
+    if (!queue.stop && observer.stop_requested()) queue.request_stop();
   }
-  room.notify_all();
+  queue.close();
   pool.clear();  // joins the workers
-  if (failure) std::rethrow_exception(failure);
-  return stop;
+  if (queue.failure) std::rethrow_exception(queue.failure);
+  return queue.stop;
 }
 
 }  // namespace avb
