@@ -115,6 +115,7 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
   shape.sequential = flags.engine == Engine::sequential;
   shape.threads = threads;
   shape.peers_here = shape.sequential ? 1 : peers_on_this_machine(peers, 0);
+  shape.shared_padding = engine_name() == "smpi";
   return shape;
 }
 

@@ -45,8 +45,10 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
   const GraphFootprint graph = protocol.topology ? graph_footprint(*protocol.topology, s.peers) : GraphFootprint{};
   const double graph_bytes = graph.lists * kListBytes + graph.entries * kEntryBytes;
   const std::string size_flag = s.dim > 1 ? "--dim" : "--peers";
-  // Every trial's rows are kept until the run ends (the summary's means).
-  const double records = static_cast<double>(s.trials) * (s.rounds + 1) * sizeof(RoundRow);
+  // Trials stream: at most two per thread wait to be reported (run/trial_pool.hpp),
+  // each with its rows; the reporters keep running sums only.
+  const double in_flight = s.sequential ? std::min(s.trials, 2 * std::max(1, s.threads) + 1) : 1;
+  const double records = in_flight * (s.rounds + 1) * sizeof(RoundRow);
   if (s.sequential) {
     const double copies = std::min(s.threads, s.trials);  // trials in flight, each with its population
     // x, the meter's partial sums (dim + 1 per peer), the protocol's own arrays;
@@ -61,11 +63,13 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     e.memory.push_back({"peer vectors", size_flag, here * (1 + r.peer_vectors) * vector});
     // Each rank builds the whole graph.
     if (graph_bytes > 0) e.memory.push_back({"graph (one per peer)", "--topology", here * graph_bytes});
-    if (model > dim)  // core/padding.hpp: a staging buffer per message in flight
-      e.memory.push_back({"padding buffers", "--model-dim", here * r.messages_in_flight * 8 * (model + dim)});
+    if (model > dim) {  // core/padding.hpp: a staging buffer per message in flight
+      const double staged = s.shared_padding ? dim : model + dim;  // SMPI maps one shared tail for all
+      e.memory.push_back({"padding buffers", "--model-dim", here * r.messages_in_flight * 8 * staged});
+    }
     if (s.problem_bytes > 0) e.memory.push_back({"problem", "--dim", here * s.problem_bytes});
   }
-  e.memory.push_back({"trial records", "--trials", records});
+  e.memory.push_back({"trial records", "--rounds", records});
   for (const MemoryPart& part : e.memory) e.memory_bytes += part.bytes;
 
   e.round_bytes = r.round_bytes + (s.churn ? n * 8 * model : 0.0);

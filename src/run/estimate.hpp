@@ -32,6 +32,7 @@ struct RunShape {
   bool sequential = false;   // the sequential engine (else an MPI engine)
   int threads = 1;           // sequential: trials run at once
   int peers_here = 1;        // MPI: ranks on this machine (SMPI: all of them)
+  bool shared_padding = false;  // SMPI: --model-dim's padding is one shared mapping (core/padding.hpp)
   double problem_bytes = 0;  // sgd_bench: bytes of data and model per peer (0 for averaging)
 };
 
