@@ -31,7 +31,7 @@ protocol (the catalog, read from --help's --protocol line), --peers log-uniform 
 --threads 1..4, --rounds/--steps 0..200, --topology and the other flags a protocol
 takes (read from the `[--protocol ...]` suffixes of --help), failures, detection
 timeouts up to 1e308, the platform flags (sometimes 1e308 or 1e-300), --summary,
-and the ulimit -v (2 to 8 GB, or tight: 64 MB to 1 GB). A scenario weights the
+and the ulimit -v (2 to 6 GB, or tight: 64 MB to 1 GB). A scenario weights the
 draw toward feasible runs, very large populations, memory that cannot fit, time
 or bytes that overflow, huge trial counts, dense graphs, and foreign flags.
 --replay CASE_SEED runs one case (with the same binaries' catalog) and prints what
@@ -327,7 +327,7 @@ def draw_run_flags(rng, case):
     if case["scenario"] == "tight-ulimit":
         case["ulimit_kb"] = log_uniform(rng, 64 << 10, GIB_KB)
     else:
-        case["ulimit_kb"] = rng.choice([2, 3, 4, 4, 6, 8]) * GIB_KB
+        case["ulimit_kb"] = rng.choice([2, 3, 4, 4, 6]) * GIB_KB
 
 
 def add_foreign_flag(rng, case, program_help):
