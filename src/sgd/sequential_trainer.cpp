@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -165,17 +167,23 @@ PopulationTrial run_training_sequential_trial(const TrainingOptions& options, co
 
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n,
                                        TrainingObserver& observer, int threads, const LinkModel& link) {
-  // Peer 0's final model of each trial, each written by the one thread that runs it.
-  std::vector<std::vector<double>> models(static_cast<std::size_t>(std::max(options.trials, 0)));
+  // Peer 0's final model of the trials that may still be the last one reported:
+  // trials run at most 2 threads ahead of the reporting (run/trial_pool.hpp), so
+  // older ones are dropped and memory does not grow with the trial count.
+  std::map<int, std::vector<double>> models;
+  std::mutex models_mutex;
+  const int ahead = 2 * std::max(1, threads) + 1;
   TrainingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
                                            PopulationTrial t = run_training_sequential_trial(options, problem, n, k, stop, link);
                                            const std::span<const double> first = t.models.peer(0);
-                                           models[static_cast<std::size_t>(k)].assign(first.begin(), first.end());
+                                           const std::lock_guard lock(models_mutex);
+                                           models[k].assign(first.begin(), first.end());
+                                           models.erase(models.begin(), models.lower_bound(k - ahead));
                                            return std::move(t.record);
                                          });
-  if (!result.trials.empty()) result.model = std::move(models[static_cast<std::size_t>(result.trials.back().index)]);
+  if (!result.trials.empty()) result.model = std::move(models[result.trials.back().index]);
   return result;
 }
 
