@@ -7,17 +7,39 @@
 
 namespace avb::app {
 
-MeanSe mean_se(const std::vector<double>& v) {
+MeanSe mean_se(const std::vector<double>& values) {
+  // NaN is a value not measured (a quadratic's accuracy), not one to average.
+  std::vector<double> v;
+  for (double x : values)
+    if (!std::isnan(x)) v.push_back(x);
   MeanSe r;
   if (v.empty()) return r;
-  for (double x : v) r.mean += x;
-  r.mean /= static_cast<double>(v.size());
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  r.mean = mean;
   if (v.size() < 2) return r;
   double ss = 0;
-  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  for (double x : v) ss += (x - mean) * (x - mean);
   r.se = std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
   return r;
 }
+
+namespace {
+
+// One cell of the mean and "± se" lines: `format` (one double), or "–" when there
+// is no value, padded to the width that `format` gives a value (printf pads by
+// bytes, and the dash is three of them in UTF-8).
+void print_cell(const char* format, const std::optional<double>& value) {
+  if (value) {
+    std::printf(format, *value);
+    return;
+  }
+  const int width = std::snprintf(nullptr, 0, format, 0.0);
+  std::printf("%*s–", width > 1 ? width - 1 : 0, "");
+}
+
+}  // namespace
 
 std::int64_t late_decode_failures(const std::vector<std::int32_t>& per_row) {
   const auto keep = static_cast<std::size_t>(kPersistentDecodeRows);
@@ -112,8 +134,8 @@ void RunReporter::print_means(const char* target_format, const std::vector<Summa
                               const char* capped_note) const {
   auto line = [&](const char* label, auto pick) {
     std::printf("# %5s %20s", label, "");
-    for (const auto& s : to_target_) std::printf(target_format, pick(mean_se(s)));
-    for (const auto& c : columns) std::printf(c.format, pick(mean_se(c.values)));
+    for (const auto& s : to_target_) print_cell(target_format, pick(mean_se(s)));
+    for (const auto& c : columns) print_cell(c.format, pick(mean_se(c.values)));
     std::printf("\n");
   };
   line("mean", [](const MeanSe& m) { return m.mean; });

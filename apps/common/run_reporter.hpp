@@ -10,6 +10,7 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,9 +23,12 @@
 
 namespace avb::app {
 
-// mean +- standard error (0 for fewer than two values).
+// mean +- standard error of the values that are not NaN (NaN: not measured, as a
+// quadratic's accuracy). Undefined values are empty, not 0, which would read as a
+// result (a run whose every trial diverged converging at step 0): no mean without
+// values, no standard error without two.
 struct MeanSe {
-  double mean = 0, se = 0;
+  std::optional<double> mean, se;
 };
 MeanSe mean_se(const std::vector<double>& values);
 
@@ -135,7 +139,8 @@ class RunReporter {
     }
   }
   // The mean and "± se" lines (targets with `target_format`, then `columns`), then
-  // `capped_note` when a target was not reached in some trial.
+  // `capped_note` when a target was not reached in some trial. A cell without a
+  // value (mean_se) shows "–", right-aligned to the width of its format.
   void print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
                    const char* capped_note) const;
   // The summary's last line (why the run stopped early, if it did), then the trace
