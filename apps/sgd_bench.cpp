@@ -28,6 +28,7 @@
 #include "common/training_reporter.hpp"
 #include "core/error.hpp"
 #include "sim/compute.hpp"
+#include "sgd/metrics.hpp"
 #include "sgd/sequential_trainer.hpp"
 #include "sgd/trainer.hpp"
 #include "trace/trace.hpp"
@@ -145,7 +146,9 @@ int run(int argc, char** argv) {
   for (std::string& w : avb::app::estimate_warnings(options, estimate, shape)) warnings.push_back(std::move(w));
   if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
   avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output);
-  if (rank == 0) reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup));
+  if (rank == 0)
+    reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup),
+                          avb::TrainingMetrics(setup).divergence_relative_gap());
   return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations", [&] {
     return sequential ? avb::run_training_sequential(options, setup, peers, reporter, threads, cli.engine.link)
                       : avb::run_training(options, setup, MPI_COMM_WORLD, reporter);

@@ -51,6 +51,34 @@ void sparse_grid(std::vector<std::string>& out, const ProtocolOptions& p, const 
                   "default grid, sides ceil(sqrt(N)), holds about sqrt(N) per line)");
 }
 
+std::string three_digits(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+// A step above 2 (1 + momentum) / L grows the error at every local step
+// (sgd/options.hpp, stable_lr_bound); a warning before the run names the bound and
+// a stable value, so that the user need not wait for the diverged trials. Under
+// allreduce with --local-steps 1 the bound is the pooled problem's and the run
+// diverges; elsewhere it is the stiffest peer's, whose growth averaging may still
+// undo (gossip at a few peers does), so the warning says "unless". Decaying
+// schedules start at --lr, so their first steps are the ones at risk.
+void unstable_lr(std::vector<std::string>& out, const TrainingOptions& o, int n) {
+  const std::optional<double> bound = stable_lr_bound(o, n);
+  if (!bound || o.lr.lr <= *bound) return;
+  const bool pooled = o.protocol.name == "allreduce" && o.local_steps == 1;
+  const bool epfl = o.objective.preset == QuadraticPreset::epfl;
+  const std::string curvature = three_digits(2.0 * (1.0 + o.momentum) / *bound);
+  out.push_back("--lr: " + format_number(o.lr.lr) + " is above 2(1 + momentum)/L = " + three_digits(*bound) + ", " +
+                (pooled ? "where L = " + curvature +
+                              " is the pooled quadratic's curvature (allreduce every step): expect the run to diverge"
+                        : "where L = " + curvature + " is the stiffest peer's curvature" + (epfl ? " (N)" : "") +
+                              ": its local steps grow its error, and the run diverges unless the averaging pulls "
+                              "it back faster") +
+                "; --lr " + three_digits(*bound / 2.0) + " is stable (docs/sgd.md)");
+}
+
 std::string two_digits(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2g", v);
@@ -96,6 +124,7 @@ std::vector<std::string> training_warnings(const TrainingOptions& o, const Proto
   std::vector<std::string> out;
   simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout, o.fail_rate);
   sparse_grid(out, o.protocol, flags, n_peers);
+  unstable_lr(out, o, n_peers);
   return out;
 }
 

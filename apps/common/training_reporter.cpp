@@ -1,17 +1,24 @@
 #include "common/training_reporter.hpp"
 
+#include <cmath>
 #include <cstdio>
+
+#include "sgd/metrics.hpp"
 
 namespace avb::app {
 
 TrainingReporter::TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
                                    const OutputFlags& output)
-    : ReporterOf(options.targets, peers, std::move(trace), output), trials_(options.trials), steps_(options.steps) {}
+    : ReporterOf(options.targets, peers, std::move(trace), output),
+      trials_(options.trials),
+      steps_(options.steps),
+      quadratic_(options.objective.kind == ObjectiveKind::quadratic) {}
 
 void TrainingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
-                                    const OptimumRecord& optimum) {
+                                    const OptimumRecord& optimum, double diverged_above) {
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.write_optimum(optimum); });
   program_ = program;
+  diverged_above_ = diverged_above;
   auto columns = target_columns("steps_to_");
   for (const char* c : {"final_relative_gap", "final_consensus", "final_accuracy", "bytes_per_peer", "time_s",
                         "steps", "rounds", "complete", "diverged"})
@@ -20,6 +27,14 @@ void TrainingReporter::print_header(const std::string& program, const RunInfo& i
   std::printf("# optimum (%s): f* = %.17g, f(x0) = %.17g, |grad f(x*)| = %.3e\n", optimum.method.c_str(),
               optimum.loss, optimum.initial_loss, optimum.gradient_norm);
   if (!optimum.test_set.empty()) std::printf("# accuracy measured on: %s\n", optimum.test_set.c_str());
+  // The rule, before any trial meets it (sgd/metrics.hpp, TrainingMetrics::diverged).
+  if (std::isfinite(diverged_above))
+    std::printf("# a trial diverges when its model is not finite or its relative gap exceeds %.3g (%g x %s)\n",
+                diverged_above, TrainingMetrics::kDivergenceFactor,
+                quadratic_ ? "the widest gap between x0 and the peers' own optima, over the gap at x0"
+                           : "the gap at x0");
+  else
+    std::printf("# a trial diverges when its model is not finite (the gap at x0 is 0)\n");
   char own[80];
   std::snprintf(own, sizeof own, " %12s %12s %9s %14s %12s", "rel. gap", "consensus", "accuracy", "bytes/peer",
                 "time [s]");
@@ -39,16 +54,22 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
   start_trial_line(trial);
   const TrainingRow& last = trial.rows.back();
   if (trial.diverged) {
-    // Not a number to average: the model left double precision.
+    // Not a result to read or average: the model left double precision, or is on
+    // its way out (TrainingMetrics::diverged).
     std::printf(" %12s %12s %9s %14.1f %12.4e  (diverged at step %d)\n", "diverged", "diverged", "-",
                 per_peer(last.bytes_sent), last.time, last.step);
     if (!warned_diverged_) {
       warned_diverged_ = true;
+      char why[160];
+      if (std::isfinite(last.relative_gap) && std::isfinite(last.consensus))
+        std::snprintf(why, sizeof why, "its relative gap reached %.3g, above this problem's limit %.3g,",
+                      last.relative_gap, diverged_above_);
+      else
+        std::snprintf(why, sizeof why, "the model became NaN or infinite");
       std::fprintf(stderr,
-                   "%s: warning: trial %d diverged: the model became NaN or infinite by step %d (is --lr too "
-                   "large?); such trials are stopped there, marked diverged in the trace and left out of the "
-                   "means\n",
-                   program_.c_str(), trial.index, last.step);
+                   "%s: warning: trial %d diverged: %s by step %d (is --lr too large?); such trials are stopped "
+                   "there, marked diverged in the trace and left out of the means\n",
+                   program_.c_str(), trial.index, why, last.step);
       std::fflush(stderr);
     }
   } else {
@@ -66,14 +87,18 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
   }
   count_targets(trial);
   const double cells[] = {last.relative_gap, last.consensus, last.accuracy, per_peer(last.bytes_sent), last.time};
-  for (std::size_t c = 0; c < columns_.size(); ++c) columns_[c].stats.add(cells[c]);
+  // NaN is a value not measured (a quadratic's accuracy): its mean shows "–", not nan.
+  for (std::size_t c = 0; c < columns_.size(); ++c)
+    if (!std::isnan(cells[c])) columns_[c].stats.add(cells[c]);
 }
 
 void TrainingReporter::finish(bool complete) {
   print_means(" %11.1f", columns_, "counted as the number of steps run");
   if (diverged_ > 0)
-    std::printf("# %zu of %zu trial(s) diverged (NaN or infinite model): left out of the means%s\n", diverged_,
-                recorded(), diverged_ == recorded() - cut_short() ? ", which are therefore empty" : "");
+    std::printf("# %zu of %zu trial(s) diverged (model NaN or infinite, or relative gap above %.3g): left out of "
+                "the means%s\n",
+                diverged_, recorded(), diverged_above_,
+                diverged_ == recorded() - cut_short() ? ", which are therefore empty" : "");
   close(complete);
 }
 

@@ -16,9 +16,10 @@ class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
   TrainingReporter(const TrainingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
                    const OutputFlags& output);
 
-  // Also writes /optimum to the trace.
+  // Also writes /optimum to the trace. `diverged_above`: the relative gap past
+  // which a trial has diverged (TrainingMetrics::divergence_relative_gap).
   void print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
-                    const OptimumRecord& optimum);
+                    const OptimumRecord& optimum, double diverged_above);
   void on_row(const TrainingTrial& trial, const TrainingRow& row) override;
   void on_trial(const TrainingTrial& trial) override;
   // Mean +- standard error over the complete trials that did not diverge, then the
@@ -27,10 +28,12 @@ class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
 
  private:
   int trials_, steps_;
+  bool quadratic_;  // whose divergence limit comes from the peers' own optima
   // relative gap, consensus, accuracy, bytes, time
   std::vector<SummaryColumn> columns_{{" %12.3e", {}}, {" %12.3e", {}}, {" %9.4f", {}}, {" %14.1f", {}}, {" %12.4e", {}}};
   std::size_t diverged_ = 0;
   std::string program_;           // from print_header, for the warning line
+  double diverged_above_ = 0.0;   // from print_header
   bool warned_diverged_ = false;  // one warning line per run, at the first diverged trial
 };
 

@@ -29,6 +29,25 @@ class TrainingMetrics {
   // sums, and so the measures, of everyone.
   static bool finite(const TrainingRow& row, double squares);
 
+  // A trial has diverged when its measures are not finite, or when its gap exceeds
+  // kDivergenceFactor times the widest gap a run can have while it stays where a
+  // stable one stays: between x_0 = 0 and the peers' own optima (coordinate by
+  // coordinate, for a quadratic: local steps contract towards a peer's optimum
+  // and averaging takes convex combinations, so no model leaves that box; the
+  // gap over it is at most the largest over its corners). For the logistic, whose
+  // peers' optima are not computed, the gap at step 0 stands in (its loss grows
+  // only linearly away from them). The factor leaves room for what takes a
+  // stable run out of the box (momentum's and a long step's overshoot, gradient
+  // noise, quantization) and costs a geometrically diverging run only a few
+  // evaluations more; docs/sgd.md ("Divergence") has the measurements. Finite
+  // models that far out are on their way to overflow: waiting for the NaN would
+  // report a number such as 1e40 as a result.
+  static constexpr double kDivergenceFactor = 1e6;
+  bool diverged(const TrainingRow& row, double squares) const;
+  // The relative gap above which a trial has diverged (at least
+  // kDivergenceFactor: the box holds x_0); +inf when the gap at step 0 is 0.
+  double divergence_relative_gap() const;
+
  private:
   // f(x) - f* for the pooled problem, `offset` = x - x*.
   double gap(const Eigen::VectorXd& x, const Eigen::VectorXd& offset) const;
@@ -39,6 +58,7 @@ class TrainingMetrics {
   // (the difference of two losses bottoms out near 1e-16 * f*).
   Eigen::VectorXd hessian_diagonal_;
   double initial_gap_;
+  double divergence_gap_;  // kDivergenceFactor x the widest gap; +inf when that is 0
 };
 
 }  // namespace avb

@@ -39,10 +39,14 @@ void check_batch(int batch) {
 
 // ---- quadratic members ------------------------------------------------------------
 
+// EPFL: A_i = epfl_scale(i, N) I.
+double epfl_scale(int peer, int n_peers) {
+  return static_cast<double>(peer + 1) / std::sqrt(static_cast<double>(n_peers));
+}
+
 Eigen::VectorXd quadratic_diagonal(const ObjectiveOptions& options, int peer, int n_peers) {
   const int d = options.dim;
-  if (options.preset == QuadraticPreset::epfl)
-    return Eigen::VectorXd::Constant(d, static_cast<double>(peer + 1) / std::sqrt(static_cast<double>(n_peers)));
+  if (options.preset == QuadraticPreset::epfl) return Eigen::VectorXd::Constant(d, epfl_scale(peer, n_peers));
   // Geometric spacing from 1 to sqrt(kappa) makes the squares span exactly [1, kappa].
   Eigen::VectorXd a(d);
   for (int k = 0; k < d; ++k)
@@ -156,6 +160,20 @@ DataSplit parse_data_split(std::string_view name) { return kDataSplitNames.parse
 std::string_view to_string(ObjectiveKind kind) { return kObjectiveKindNames.name(kind); }
 std::string_view to_string(QuadraticPreset preset) { return kQuadraticPresetNames.name(preset); }
 std::string_view to_string(DataSplit split) { return kDataSplitNames.name(split); }
+
+std::optional<Curvature> quadratic_curvature(const ObjectiveOptions& options, int n_peers) {
+  check_peer(pooled, n_peers);
+  if (options.kind != ObjectiveKind::quadratic) return std::nullopt;
+  if (options.preset == QuadraticPreset::conditioned) {  // the same A for every peer
+    const double a = quadratic_diagonal(options, 0, n_peers).maxCoeff();
+    return Curvature{a * a, a * a};
+  }
+  // EPFL: every coordinate alike; peer N's (i/sqrt N)^2 = N is the largest.
+  double sum = 0.0;
+  for (int i = 0; i < n_peers; ++i) sum += epfl_scale(i, n_peers) * epfl_scale(i, n_peers);
+  const double last = epfl_scale(n_peers - 1, n_peers);
+  return Curvature{last * last, sum / n_peers};
+}
 
 // ---- Objective ------------------------------------------------------------------
 

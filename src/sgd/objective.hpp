@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,6 +79,15 @@ struct ObjectiveOptions {
 ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers);
 // The options of the chosen kind, as (key, value) pairs for traces.
 std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions& options);
+
+// The curvature of a quadratic problem, which its options fix before any data is
+// drawn: the largest eigenvalue of any peer's Hessian A_i^2 (`peer`), and of the
+// pooled problem's (1/N) sum_i A_i^2 (`pooled`). A logistic problem's depends on
+// its data and on where the model is: nullopt.
+struct Curvature {
+  double peer = 0.0, pooled = 0.0;
+};
+std::optional<Curvature> quadratic_curvature(const ObjectiveOptions& options, int n_peers);
 
 // The `peer` that builds the pooled (1/N) sum_i f_i. Its draws use peer word N,
 // which no real peer has.

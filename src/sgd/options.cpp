@@ -27,6 +27,13 @@ double LearningRate::at(std::int64_t step) const {
   return lr;
 }
 
+std::optional<double> stable_lr_bound(const TrainingOptions& options, int n_peers) {
+  const std::optional<Curvature> c = quadratic_curvature(options.objective, n_peers);
+  if (!c) return std::nullopt;
+  const bool pooled_steps = options.protocol.name == "allreduce" && options.local_steps == 1;
+  return 2.0 * (1.0 + options.momentum) / (pooled_steps ? c->pooled : c->peer);
+}
+
 TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   TrainingOptions r = options;
   resolve_run(r, n_peers, true);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,6 +68,16 @@ struct TrainingOptions : RunOptions {
   int eval_every = 10;    // --eval-every
   std::string test_data;  // --test-data: LIBSVM file for the accuracy column
 };
+
+// The largest constant --lr at which heavy-ball SGD with --momentum b is stable on
+// a quadratic of curvature L: 2 (1 + b) / L (beyond it the iteration's
+// eigenvalues leave the unit disc and the error grows every step). L is the
+// largest curvature of any peer's f_i: a peer's local steps see its own
+// Hessian, and averaging must undo their growth at every round. Only allreduce
+// with --local-steps 1 averages exactly after every step, which makes each step
+// one on the pooled problem (AR-SGD): L is the pooled curvature there. nullopt
+// when L is not known before the run (logistic: quadratic_curvature).
+std::optional<double> stable_lr_bound(const TrainingOptions& options, int n_peers);
 
 // Range checks (ConfigError naming the flag); resolves the protocol and objective.
 // The result is what build_problem and run_training take: resolve once per run.

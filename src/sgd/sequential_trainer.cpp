@@ -126,8 +126,9 @@ class PopulationSgd {
     record_.rows.push_back(row);
     stop_ = stop_flag_ != nullptr && *stop_flag_;
     reached_ = o_.stop_at_target && row.relative_gap <= o_.targets.back();
-    // As the trainer: x_0 = 0 is where the problem's f(x_0) was measured.
-    diverged_ = step > 0 && !TrainingMetrics::finite(row, squares);
+    // As the trainer (the same rule on the same bits): x_0 = 0 is where the
+    // problem's f(x_0) was measured.
+    diverged_ = step > 0 && metrics_.diverged(row, squares);
   }
 
   const TrainingOptions& o_;

@@ -51,7 +51,7 @@ class TrainingMeter {
     double seconds = 0;         // the interval's duration, rank 0
     double relative_gap = 0.0;  // all ranks
     bool stop = false;          // all ranks
-    bool diverged = false;      // all ranks: the model is NaN or infinite somewhere
+    bool diverged = false;      // all ranks: TrainingMetrics::diverged (not finite, or far out)
   };
 
   // `tally.squares` is filled here.
@@ -69,8 +69,8 @@ class TrainingMeter {
       totals.copy_counters_to(out.row);
       out.seconds = totals.seconds;
       const TrainingRow& r = out.row;
-      const bool finite = TrainingMetrics::finite(r, totals.squares);
-      return std::array<double, 3>{r.relative_gap, totals.stop_requested ? 1.0 : 0.0, finite ? 0.0 : 1.0};
+      const bool diverged = metrics_->diverged(r, totals.squares);
+      return std::array<double, 3>{r.relative_gap, totals.stop_requested ? 1.0 : 0.0, diverged ? 1.0 : 0.0};
     });
     out.relative_gap = verdict[0];
     out.stop = verdict[1] != 0.0;
@@ -193,7 +193,7 @@ class SgdTrial {
   int rounds_done_ = 0;
   int r_ = 1, since_ = 0, until_ = 0;  // this peer's next round, steps taken towards it, steps it needs
   bool stop_ = false, reached_ = false;
-  bool diverged_ = false;  // the model became NaN or infinite: the trial ends there
+  bool diverged_ = false;  // TrainingMetrics::diverged at an evaluation: the trial ends there
 };
 
 }  // namespace

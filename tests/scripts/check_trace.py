@@ -123,6 +123,12 @@ TRAINING_VALUE_RULES = {
     "time": ("finite", "nonneg"),
 }
 MODEL_COLUMNS = tuple(name for name, rules in TRAINING_VALUE_RULES.items() if "model" in rules)
+# A training trial has diverged at the first row after row 0 whose model columns
+# are not finite or whose gap exceeds 1e6 times the widest gap between x_0 and the
+# peers' own optima (src/sgd/metrics.hpp, TrainingMetrics::diverged). That limit
+# needs every peer's problem, which the trace does not hold; the box holds x_0, so
+# its relative gap is at least this: a row at or below it cannot have diverged.
+DIVERGED_RELATIVE_GAP = 1e6
 
 # /summary columns that repeat a trial column's last row, per run kind, in the
 # order the trial's summary lists them.
@@ -732,9 +738,12 @@ def _check_training_values(c: _Checker, where: str, cols, diverged):
     if diverged == 0 and not ok.all():
         c.problem(f"{where} attribute diverged", f"0, but row {int(np.argmin(ok))} is not finite")
     elif diverged == 1:
-        # The trial stops at the first evaluation that is not finite: its last row.
-        if ok[-1]:
-            c.problem(f"{where} attribute diverged", "1, but the last row is finite")
+        # The trial stops at the first evaluation that shows it: its last row, not
+        # finite or far out (NaN compares False: `far` is about finite gaps).
+        far = len(ok) > 1 and cols["relative_gap"][-1] > DIVERGED_RELATIVE_GAP
+        if ok[-1] and not far:
+            c.problem(f"{where} attribute diverged",
+                      f"1, but the last row is finite with relative gap <= {DIVERGED_RELATIVE_GAP:g}")
         elif not ok[:-1].all():
             c.problem(f"{where} attribute diverged",
                       f"1, but row {int(np.argmin(ok))} is already not finite (the trial must stop there)")

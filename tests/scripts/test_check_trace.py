@@ -362,6 +362,33 @@ def diverged(f):
     f["summary/diverged"][1] = 1
 
 
+def far_row(trial, row):
+    """Row `row` of `trial` finite and consistent (f* = 0.25, initial gap 2), its
+    relative gap 2^21: above the 1e6 below which no training trial has diverged."""
+    def damage(f):
+        for name, value in (("loss", 0.25 + 2.0**22), ("gap", 2.0**22), ("relative_gap", 2.0**21),
+                            ("distance", 2.0**21)):
+            set_item(f"/trials/{trial}/{name}", row, value)(f)
+    return damage
+
+
+def far_unmarked(f):
+    """The sample with trial 1's gap at its last row 2^21 times its start (finite),
+    which the summary repeats; not marked as diverged."""
+    far_row(1, 2)(f)
+    f["trials/1"].attrs.modify("reached_2.5e-1", 0)
+    f["summary/reached_2.5e-1"][1] = 0
+    f["summary/final_gap"][1] = 2.0**22
+    f["summary/final_relative_gap"][1] = 2.0**21
+
+
+def far(f):
+    """far_unmarked, marked diverged: the trial stopped at the first row past 1e6."""
+    far_unmarked(f)
+    f["trials/1"].attrs.modify("diverged", 1)
+    f["summary/diverged"][1] = 1
+
+
 def negative_gap(f):
     # Consistent columns (loss - f* = gap = relative_gap * 2) that go below f*.
     for name, value in (("loss", 0.25 - 0.125), ("gap", -0.125), ("relative_gap", -0.0625)):
@@ -429,6 +456,13 @@ SGD_CASES = [
     ("a diverged trial not marked", diverged_unmarked, {}, "/trials/1 attribute diverged: 0, but row 2 is not finite"),
     ("a finite trial marked diverged", set_attr("/trials/0", "diverged", 1), {},
      "/trials/0 attribute diverged: 1, but the last row is finite"),
+    ("a trial far above its start, marked diverged, is valid", far, {}, None),
+    ("a trial far above its start, unmarked, is valid (its limit is not in the trace)", far_unmarked, {}, None),
+    ("a trial marked diverged at a finite gap too low for any limit",
+     both(far, set_item("/trials/1/relative_gap", 2, 1e6), set_item("/trials/1/gap", 2, 2e6),
+          set_item("/trials/1/loss", 2, 2e6 + 0.25), set_item("/summary/final_gap", 1, 2e6),
+          set_item("/summary/final_relative_gap", 1, 1e6)), {},
+     "/trials/1 attribute diverged: 1, but the last row is finite with relative gap <= 1e+06"),
     ("diverged attribute missing", delete("/trials/0", "diverged"), {}, "/trials/0 attribute diverged: missing"),
     ("summary diverged disagrees", set_item("/summary/diverged", 0, 1), {}, "/summary/diverged"),
     ("a v4 training file is valid", both(as_version(4), drop_diverged), {}, None),

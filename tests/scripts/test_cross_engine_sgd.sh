@@ -8,7 +8,10 @@
 # Minibatches, gradient noise, failures and the data are keyed draws, and the
 # collectives fix their order of summation, so nothing may depend on the engine.
 # The cases cover both objectives, a LIBSVM file dealt by rank 0, failures, churn,
-# local steps, momentum and the three schedules.
+# local steps, momentum and the three schedules, and a run whose trial 0 diverges
+# (its relative gap passes its limit, TrainingMetrics::diverged, before the model
+# overflows) and trial 1 does not:
+# every engine must stop the same trial at the same row.
 #
 # The sequential engine (MPI_BINARY --engine sequential --peers 8) must write the
 # Open MPI trace's bits too, time excepted (compare_sequential.py); all-reduce's
@@ -26,6 +29,8 @@ awk 'BEGIN { srand(7); for (i = 0; i < 40; i++) { y = (i % 3 == 0) ? -1 : 1; lin
        for (k = 1; k <= 6; k++) if (rand() < 0.7) line = line " " k ":" sprintf("%.3f", y * 0.5 + rand() - 0.5);
        print line } }' >"$SCRATCH/data.svm"
 
+# Trial 0 diverges, trial 1 does not: lr above 2(1 + momentum)/L = 0.375 (L = N = 8).
+diverging="--protocol pushsum --fail-rate 0.2 --objective quadratic --momentum 0.5 --lr 0.5"
 configs=(
   "--protocol moshpit --fail-rate 0.2 --objective logistic --label-skew 0.6 --batch 4 --lr 0.5 --momentum 0.5"
   "--protocol pushsum --fail-rate 0.2 --detection-timeout 0.25 --objective quadratic --sigma 0.3 --batch 2 --lr 0.05 --lr-schedule inverse --lr-decay-steps 5"
@@ -33,6 +38,7 @@ configs=(
   "--protocol allreduce --fail-rate 0.1 --objective logistic --data $SCRATCH/data.svm --split label-sorted --batch 2 --lr 1"
   "--protocol random-groups --group-size 3 --fail-rate 0.2 --failure permanent --objective quadratic --lr 0.05"
   "--protocol moshpit --fail-rate 0.2 --failure churn --join-rate 0.5 --detection-timeout 0.5 --local-steps 2 --objective quadratic --momentum 0.5 --lr 0.05"
+  "$diverging"
 )
 
 for config in "${configs[@]}"; do
@@ -40,6 +46,7 @@ for config in "${configs[@]}"; do
   args+=(--steps 60 --eval-every 7 --trials 2 --seed 4242)
   tag=$(printf '%s' "${args[1]}")
   [[ "$config" != *churn* ]] || tag=$tag-churn
+  [ "$config" != "$diverging" ] || tag=$tag-diverging
   run_both_engines "$tag" "${args[@]}"
   run_sequential "$tag" "${args[@]}"
   for engine in mpi smpi; do
@@ -76,9 +83,14 @@ with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
     for name in m["summary"]:
         if name != "time" and not same(m["summary"][name][()], s["summary"][name][()]):
             problems.append(f"/summary/{name} differs")
-    first, last = m["trials/0/relative_gap"][0], m["trials/0/relative_gap"][-1]
-    if not last < first:
-        problems.append(f"relative gap did not fall ({first} -> {last}): nothing was trained")
+    gaps = m["trials/0/relative_gap"][()]
+    if sys.argv[1].endswith("-diverging.h5"):
+        marks = [int(m[f"trials/{k}"].attrs["diverged"]) for k in "01"]
+        if marks != [1, 0] or not (gaps[-1] > 1e6 and np.isfinite(gaps).all()):
+            problems.append(f"diverged {marks}, expected [1, 0], trial 0 stopped at a finite relative gap "
+                            f"above 1e6 ({gaps})")
+    elif not gaps[-1] < gaps[0]:
+        problems.append(f"relative gap did not fall ({gaps[0]} -> {gaps[-1]}): nothing was trained")
 for p in problems:
     print(p)
 sys.exit(1 if problems else print(f"identical: {rows} rows, attributes, /optimum, /summary but time") or 0)

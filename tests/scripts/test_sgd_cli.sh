@@ -303,20 +303,77 @@ good_run quad_zeta_large "$(sgd 1 20 1 10)" -- --zeta 1e6 --steps 20
 good_run quad_condition_large "$(sgd 1 20 1 10)" -- --preset conditioned --condition 1e16 --steps 20
 # A problem whose numbers overflow is bad input: one line, exit 2, on every engine.
 bad_case zeta_overflow '--zeta' 'double precision|smaller value' -- --zeta 1e300 "${keep[@]}"
-# SGD that diverges: the trial stops at the first evaluation that is not finite,
-# marked diverged in the trace (schema v5) and the table, with one warning line.
-warn_case diverged 'trial 0 diverged' -- --lr 1000 --steps 200 --trials 2 --out diverged.h5
-check_trace "$work/diverged.h5" --kind sgd --peers 2 --trials 2 --complete 1 --steps 200
-attr_is diverged '[int(f[f"trials/{k}"].attrs["diverged"]) for k in "01"], list(f["summary/diverged"][()]), int(f["trials/0/step"][-1]) < 200' \
-  '([1, 1], [1, 1], True)'
-if grep -q 'nan' "$logs/diverged.out" || ! grep -q 'diverged at step' "$logs/diverged.out"; then
-  bad "diverged: the table shows nan, or no 'diverged at step' row"
-  show_logs
+# diverged_case TAG LR_NEEDLE DIVERGED_NEEDLE -- ARGS...: a run whose --lr is
+# above the stable bound: exit 0 and exactly two warning lines, the unstable --lr
+# before the run (containing LR_NEEDLE), then the first diverged trial (containing
+# DIVERGED_NEEDLE); the trace valid, every trial diverged before the last step; the
+# table marks them ('diverged at step', no nan) and its mean and +- se rows, which
+# have no trial to average, show '–' in every cell (not 0, which reads as a result).
+diverged_case() {
+  local tag=$1 lr_needle=$2 div_needle=$3
+  shift 4
+  run_app "$tag" "$@" --out "$tag.h5" --quiet
+  local lines first second
+  lines=$(grep -c "^$APP: warning:" "$ERR" || true)
+  first=$(grep "^$APP: warning:" "$ERR" | sed -n 1p || true)
+  second=$(grep "^$APP: warning:" "$ERR" | sed -n 2p || true)
+  if [ "$RC" -eq 0 ] && [ "$lines" -eq 2 ] && printf '%s\n' "$first" | grep -Fq -- "$lr_needle" &&
+     printf '%s\n' "$second" | grep -Fq -- "$div_needle"; then
+    ok "$tag: exit 0, \"$first\", \"$second\""
+  else
+    bad "$tag: $APP $*: exit code $RC (expected 0), $lines warning line(s) (expected 2: '$lr_needle', then '$div_needle')"
+    show_logs
+  fi
+  check_trace "$work/$tag.h5" --kind sgd --peers 2 --trials 2 --complete 1 --steps 200
+  attr_is "$tag" '[int(f[f"trials/{k}"].attrs["diverged"]) for k in "01"], list(f["summary/diverged"][()]), int(f["trials/0/step"][-1]) < 200' \
+    '([1, 1], [1, 1], True)'
+  if grep -q 'nan' "$OUT" || ! grep -q 'diverged at step' "$OUT"; then
+    bad "$tag: the table shows nan, or no 'diverged at step' row"
+    show_logs
+  else
+    ok "$tag: the table marks the trials diverged, no nan"
+  fi
+  local means
+  means=$(grep -E '^# +(mean|± se) ' "$OUT" || true)
+  if [ "$(printf '%s\n' "$means" | grep -c .)" -eq 2 ] && ! printf '%s\n' "$means" | grep -q '[0-9]' &&
+     [ "$(printf '%s\n' "$means" | sed -n 1p | grep -o '–' | wc -l)" -eq 7 ]; then
+    ok "$tag: the mean and ± se rows show – in their 7 cells"
+  else
+    bad "$tag: the mean and ± se rows are not all –: $means"
+  fi
+}
+# SGD that diverges, marked diverged in the trace (schema v5) and the table, with
+# one warning line (after the one about --lr). The model overflows between two
+# evaluations: the trial stops at the first that is not finite.
+diverged_case diverged '--lr: 1e+03 is above 2(1 + momentum)/L = 1.6' 'the model became NaN or infinite by step 100' \
+  -- --lr 1000 --steps 200 --eval-every 100 --trials 2
+# A finite model whose gap passes 1e6 times the widest gap between x_0 and the
+# peers' own optima has diverged too (here: relative gap 3.94e6, which the header
+# states): it stops there rather than ending at a relative gap of 1e35 (lr 2 on the
+# pooled curvature 1.25 of 2 peers grows the gap 2.25-fold a step).
+diverged_case diverged_gap '--lr: 2 is above 2(1 + momentum)/L = 1.6' \
+  "its relative gap reached 1.11e+07, above this problem's limit 3.94e+06, by step 20" -- --lr 2 --steps 200 --trials 2
+attr_is diverged_gap 'bool(f["trials/0/relative_gap"][-1] > 3.94e6 >= f["trials/0/relative_gap"][-2]), int(f["trials/0/step"][-1])' '(True, 20)'
+if grep -q '^# a trial diverges when its model is not finite or its relative gap exceeds 3.94e+06 ' "$OUT"; then
+  ok "diverged_gap: the header states the limit"
 else
-  ok "diverged: the table marks the trials diverged, no nan"
+  bad "diverged_gap: no header line stating the limit 3.94e+06"
 fi
+# Above the bound but too short to diverge: the warning alone.
+warn_case unstable_lr '--lr: 1.7 is above 2(1 + momentum)/L = 1.6, where L = 1.25 is the pooled quadratic'"'"'s curvature (allreduce every step): expect the run to diverge' \
+  -- --lr 1.7 --steps 5
 good_run not_diverged "$(sgd 1 20 1 10)" -- --steps 20
 attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 7)'
+# One trial: its mean, but no standard error ('–' in every cell, not 0, which
+# reads as certainty); a quadratic measures no accuracy: '–' for its mean, not nan.
+mean=$(grep -E '^# +mean ' "$logs/not_diverged.out" | sed 's/^# *mean *//' || true)
+se=$(grep -E '^# ± se ' "$logs/not_diverged.out" | sed 's/^# ± se *//' || true)
+if [ "$(echo $mean | awk '{ print NF, $5 }')" = "7 –" ] && [ "$(echo $mean | grep -o '[0-9]' | wc -l)" -gt 0 ] &&
+   [ "$(echo $se)" = "– – – – – – –" ]; then
+  ok "not_diverged: one trial: mean '$(echo $mean)', ± se all –"
+else
+  bad "not_diverged: one trial's mean '$mean' (accuracy not –), or ± se '$se' not all –"
+fi
 if [ "$ENGINE" = smpi ]; then
   warn_case warn_step_stragglers '--stragglers: has no effect without --step-flops' -- --stragglers 0.5 --steps 5
 else

@@ -9,10 +9,12 @@ sequential engine; `smpi` runs them under scripts/smpirun.sh on 4 simulated peer
 (the summaries and refusals only).
 Checks: every summary row equals its trial in the trace's /summary (read with h5py),
 the run's identity equals /config; CSV and JSON agree; pandas.read_csv gives
-numeric columns, NaN for a target not reached; a diverged sgd trial has diverged = 1
-and empty values where they are not finite; a run stopped by SIGTERM marks its
-rows run_complete = 0; refusals (exit 2, one line naming --summary, nothing
-written); progress lines climb to 100%, rewritten in place on a terminal;
+numeric columns, NaN for a target not reached; a diverged sgd trial (model not
+finite, or relative gap above 1e6) has diverged = 1 and empty values where they
+are not finite, and the mean rows of a run of such trials show –; a run stopped
+by SIGTERM marks its rows run_complete = 0; refusals (exit 2, one line naming
+--summary, nothing written); progress lines climb to 100%, rewritten in place on
+a terminal;
 aggregate.py's mean, standard error and n against an independent computation.
 """
 
@@ -157,14 +159,25 @@ def summaries(work: str, engine: str) -> None:
 
 
 def diverged_run(work: str) -> None:
-    """A diverged sgd trial: diverged = 1, its values that are not finite empty."""
-    p = run(launch("sequential", SGD, ["--trials", "2", "--steps", "200", "--lr", "1e3", "--quiet", "--out", "div.h5",
-                                       "--summary", "div.csv"]), work)
-    want, identity = expected_rows(os.path.join(work, "div.h5"))
-    check(p.returncode == 0 and all(r["diverged"] == 1 and r["final_relative_gap"] is None for r in want),
-          f"diverged run: exit {p.returncode}, every trial diverged")
-    agree(csv_rows(os.path.join(work, "div.csv")), want, dict(identity, out="div.h5", summary="div.csv"),
-          "diverged run")
+    """Diverged sgd trials: diverged = 1, their values that are not finite empty
+    (a model that overflowed between evaluations), or kept (a finite model whose
+    relative gap passed 1e6); the table's mean and ± se rows, with no trial to
+    average, show – (not 0, which reads as convergence at step 0)."""
+    for tag, args, finite in (("div", ["--lr", "1e3", "--eval-every", "100"], False),
+                              ("div-gap", ["--lr", "0.7", "--protocol", "gossip"], True)):
+        p = run(launch("sequential", SGD, ["--trials", "2", "--steps", "200", *args, "--out", f"{tag}.h5",
+                                           "--summary", f"{tag}.csv"]), work)
+        want, identity = expected_rows(os.path.join(work, f"{tag}.h5"))
+        gap_ok = (lambda g: g is not None and g > 1e6) if finite else (lambda g: g is None)
+        check(p.returncode == 0 and all(r["diverged"] == 1 and gap_ok(r["final_relative_gap"]) and r["steps"] < 200
+                                        for r in want),
+              f"{tag}: exit {p.returncode}, every trial diverged before step 200, final relative gap "
+              + ("> 1e6" if finite else "empty"))
+        agree(csv_rows(os.path.join(work, f"{tag}.csv")), want,
+              dict(identity, out=f"{tag}.h5", summary=f"{tag}.csv"), tag)
+        means = [line for line in p.stdout.splitlines() if re.match(r"^# +(mean|± se) ", line)]
+        cells = [re.sub(r"^# +(mean|± se) ", "", line).split() for line in means]
+        check(len(means) == 2 and all(c == ["–"] * 7 for c in cells), f"{tag}: mean and ± se rows all –: {means}")
 
 
 def stopped_run(work: str) -> None:

@@ -2,17 +2,21 @@
 // oracle (tests/oracle/sgd_oracle): every peer's final model to the last bit,
 // every row's counters exactly and its metrics to 1e-12 (the oracle measures in
 // two passes, the engines in one tree), for several protocols with failures on
-// both objectives; results that do not depend on the thread count; a diverging
-// trial stopped and marked; a stop request; and a refused protocol.
+// both objectives; results that do not depend on the thread count; diverging
+// trials (overflowing, or with a gap far above its start) stopped and marked; the
+// stable lr bound; a stop request; and a refused protocol.
 // (tests/scripts/test_cross_engine_sgd.sh compares its traces with Open MPI's.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <ostream>
 #include <string>
 
+#include "sgd/metrics.hpp"
 #include "sgd/sequential_trainer.hpp"
 #include "sgd_oracle.hpp"
 #include "test_support.hpp"
@@ -197,20 +201,98 @@ TEST(SequentialSgdRun, ResultsDoNotDependOnTheThreadCount) {
   EXPECT_TRUE(std::equal(one.model.begin(), one.model.end(), last.models.peer(0).begin()));
 }
 
+// A model that overflows between two evaluations: the first row after step 0 is
+// not finite, and the trial stops there.
 TEST(SequentialSgdRun, ADivergingTrialIsStoppedAndMarked) {
   TrainingOptions o = options_for(Case{"gossip", false, 1, 0.0});
   o.lr.lr = 50.0;  // curvature up to N = 16: |1 - lr * curvature| >> 1
   o.steps = 2000;
-  o.eval_every = 1;
+  o.eval_every = 500;  // the gap grows ~6e5-fold a step: +inf long before step 500
   o = resolve(o, kPeers);
   const Problem problem = build_problem_sequential(o, kPeers);
   const TrainingTrial trial = run_training_sequential_trial(o, problem, kPeers, 0).record;
   EXPECT_TRUE(trial.diverged);
-  ASSERT_GE(trial.rows.size(), 2u);
-  EXPECT_LT(trial.rows.back().step, o.steps);
+  ASSERT_EQ(trial.rows.size(), 2u);
+  EXPECT_EQ(trial.rows.back().step, 500);
   EXPECT_FALSE(std::isfinite(trial.rows.back().loss) && std::isfinite(trial.rows.back().distance) &&
                std::isfinite(trial.rows.back().gap));
-  for (std::size_t r = 0; r + 1 < trial.rows.size(); ++r) EXPECT_TRUE(std::isfinite(trial.rows[r].distance));
+  EXPECT_TRUE(std::isfinite(trial.rows[0].distance));
+}
+
+// A finite model whose gap has grown past kDivergenceFactor times the widest gap
+// between x_0 and the peers' own optima is diverged too (TrainingMetrics::diverged):
+// the trial stops at the first evaluation past it, long before its model would
+// overflow, rather than reporting a relative gap such as 1e40 as a result.
+TEST(SequentialSgdRun, AGapFarAboveItsStartIsDivergence) {
+  TrainingOptions o = options_for(Case{"gossip", false, 1, 0.0});
+  o.lr.lr = 0.2;  // above 2/L = 0.125 (L = N = 16): the stiffest peer's error grows 2.2-fold a step
+  o.steps = 2000;
+  o.eval_every = 1;
+  o = resolve(o, kPeers);
+  ASSERT_LT(*stable_lr_bound(o, kPeers), o.lr.lr);
+  const Problem problem = build_problem_sequential(o, kPeers);
+  const double limit = TrainingMetrics(problem).divergence_relative_gap();
+  EXPECT_GE(limit, TrainingMetrics::kDivergenceFactor);  // the box holds x_0
+  EXPECT_LT(limit, 1e13);  // 6.4e10: the box is wide (peer 1's own optimum is sqrt(N) b_1)
+  const TrainingTrial trial = run_training_sequential_trial(o, problem, kPeers, 0).record;
+  EXPECT_TRUE(trial.diverged);
+  EXPECT_TRUE(trial.complete);
+  ASSERT_GE(trial.rows.size(), 2u);
+  const TrainingRow& last = trial.rows.back();
+  EXPECT_LT(last.step, 200);
+  EXPECT_TRUE(std::isfinite(last.loss) && std::isfinite(last.distance) && std::isfinite(last.consensus));
+  EXPECT_GT(last.relative_gap, limit);
+  for (std::size_t r = 0; r + 1 < trial.rows.size(); ++r) EXPECT_LE(trial.rows[r].relative_gap, limit) << "row " << r;
+  EXPECT_EQ(trial.rows[0].relative_gap, 1.0);  // x_0 = 0: the gap at step 0, by definition
+  for (const TargetResult& t : trial.targets) EXPECT_FALSE(t.reached);
+}
+
+// The widest gap of the box between x_0 = 0 and the peers' own optima b_i / a_i,
+// checked by hand on a 2-peer, 1-coordinate quadratic: a = (1, 2), b = (3, -2),
+// own optima 3 and -1, H = (1 + 4)/2, x* = (1*3 + 2*(-2))/(1 + 4) = -0.2; the far
+// end of [-1, 3] from x* is 3: widest gap 2.5/2 * 3.2^2 = 12.8; the gap at 0 is
+// 2.5/2 * 0.04 = 0.05; the limit is 1e6 * 12.8 / 0.05.
+TEST(TrainingMetricsDivergence, WidestGapOverThePeersOptima) {
+  Problem problem;
+  Eigen::MatrixXd a(1, 2), b(1, 2);
+  a << 1.0, 2.0;
+  b << 3.0, -2.0;
+  problem.pooled = std::make_unique<QuadraticObjective>(a, b, 0.0, 2);
+  problem.optimum.x = Eigen::VectorXd::Constant(1, -0.2);
+  problem.optimum.loss = problem.pooled->loss(problem.optimum.x);
+  problem.initial_loss = problem.pooled->loss(Eigen::VectorXd::Zero(1));
+  const TrainingMetrics m(problem);
+  EXPECT_NEAR(m.divergence_relative_gap(), 1e6 * 12.8 / 0.05, 1e-3);
+  TrainingRow row;
+  row.loss = row.distance = 1.0;
+  row.gap = 1e6 * 12.8 * (1 - 1e-12);
+  EXPECT_FALSE(m.diverged(row, 1.0));
+  row.gap = 1e6 * 12.8 * (1 + 1e-12);
+  EXPECT_TRUE(m.diverged(row, 1.0));
+  row.gap = 1.0;
+  row.distance = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(m.diverged(row, 1.0));
+}
+
+// The bound the app warns against (sgd_bench: "--lr: ... is above 2(1 + momentum)/L"):
+// the EPFL preset's stiffest peer has curvature N, its pooled problem
+// (N + 1)(2N + 1)/(6N), which only allreduce with --local-steps 1 sees.
+TEST(StableLrBound, FromTheQuadraticsCurvature) {
+  TrainingOptions o;
+  o.protocol.name = "gossip";
+  EXPECT_DOUBLE_EQ(*stable_lr_bound(o, 1024), 2.0 / 1024);
+  o.momentum = 0.5;
+  EXPECT_DOUBLE_EQ(*stable_lr_bound(o, 1024), 3.0 / 1024);
+  o.momentum = 0.0;
+  o.protocol.name = "allreduce";
+  EXPECT_NEAR(*stable_lr_bound(o, 1024), 2.0 * 6 * 1024 / (1025.0 * 2049.0), 1e-15);
+  o.local_steps = 2;
+  EXPECT_DOUBLE_EQ(*stable_lr_bound(o, 1024), 2.0 / 1024);
+  o.objective.preset = QuadraticPreset::conditioned;
+  o.objective.condition = 1e4;
+  EXPECT_DOUBLE_EQ(*stable_lr_bound(o, 1024), 2.0 / 1e4);
+  o.objective.kind = ObjectiveKind::logistic;
+  EXPECT_FALSE(stable_lr_bound(o, 1024).has_value());
 }
 
 TEST(SequentialSgdRun, StopRequestEndsTheRun) {
