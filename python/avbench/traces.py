@@ -16,9 +16,9 @@ without going back to the file:
   complete         the trial's own `complete` (False: cut short; keep it out of
                    averages, which figures.plot_metric does by default)
   diverged         sgd, schema v5: the trial's model became NaN or infinite, or
-                   its relative gap passed 1e6, and it was stopped there (keep it
-                   out of averages too); False for averaging traces and earlier
-                   files
+                   its gap passed its limit (docs/sgd.md), and it was stopped
+                   there (keep it out of averages too); False for averaging
+                   traces and earlier files
   <per-row columns>  round, variance, error, ... or step, round, loss, gap, ...
                    exactly as stored; `decode_failures`, added in schema v3, is 0
                    for v1/v2 files (nothing could fail to decode before quantizers),

@@ -84,7 +84,7 @@ struct TrainingTrial {
   std::vector<TargetResult> targets;  // `rounds` holds steps: first row with relative_gap <= target
   bool complete = true;
   // SGD that diverged (e.g. too large a --lr): the model became NaN or infinite, or
-  // its relative gap exceeded 1e6 (sgd/metrics.hpp, TrainingMetrics::diverged).
+  // its gap passed its limit (sgd/metrics.hpp, TrainingMetrics::diverged).
   // The trial was stopped at that evaluation: its last row is the first that shows it.
   bool diverged = false;
 };

@@ -10,7 +10,7 @@ sequential engine; `smpi` runs them under scripts/smpirun.sh on 4 simulated peer
 Checks: every summary row equals its trial in the trace's /summary (read with h5py),
 the run's identity equals /config; CSV and JSON agree; pandas.read_csv gives
 numeric columns, NaN for a target not reached; a diverged sgd trial (model not
-finite, or relative gap above 1e6) has diverged = 1 and empty values where they
+finite, or gap above its limit) has diverged = 1 and empty values where they
 are not finite, and the mean rows of a run of such trials show –; a run stopped
 by SIGTERM marks its rows run_complete = 0; refusals (exit 2, one line naming
 --summary, nothing written); progress lines climb to 100%, rewritten in place on
@@ -161,8 +161,9 @@ def summaries(work: str, engine: str) -> None:
 def diverged_run(work: str) -> None:
     """Diverged sgd trials: diverged = 1, their values that are not finite empty
     (a model that overflowed between evaluations), or kept (a finite model whose
-    relative gap passed 1e6); the table's mean and ± se rows, with no trial to
-    average, show – (not 0, which reads as convergence at step 0)."""
+    gap passed its limit, a relative gap of 1e6 or more); the table's mean and
+    ± se rows, with no trial to average, show – (not 0, which reads as
+    convergence at step 0)."""
     for tag, args, finite in (("div", ["--lr", "1e3", "--eval-every", "100"], False),
                               ("div-gap", ["--lr", "0.7", "--protocol", "gossip"], True)):
         p = run(launch("sequential", SGD, ["--trials", "2", "--steps", "200", *args, "--out", f"{tag}.h5",
