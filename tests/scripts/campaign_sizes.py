@@ -397,20 +397,21 @@ def launch(argv, cwd, logs, ulimit_kb, timeout, grace=10.0):
     """Runs argv under `ulimit -v`, in its own session, stdout and stderr to files.
     At `timeout` seconds it gets SIGTERM (a run stops after its round and saves
     what it has), `grace` seconds later SIGKILL. Returns the exit code (negative:
-    the signal), stdout, stderr, wall seconds, peak resident KiB and whether it
-    timed out."""
+    the signal), stdout, stderr, wall seconds, peak resident KiB (as last seen
+    while it ran: a lower bound) and whether it timed out."""
     wrapper = ["bash", "-c", 'ulimit -v "$1" || exit 125; shift; exec "$@"', "campaign_sizes", str(ulimit_kb)]
     out_path, err_path = logs + ".out", logs + ".err"
     started = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         child = subprocess.Popen(wrapper + argv, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                  start_new_session=True)
-    status, usage, timed_out, nap = None, None, False, 0.002
+    status, timed_out, nap, peak_kb = None, False, 0.002, 0
     deadline, killed = started + timeout, False
     while status is None:
-        pid, st, ru = os.wait4(child.pid, os.WNOHANG)
+        peak_kb = max(peak_kb, high_water_kb(child.pid))
+        pid, st, _ = os.wait4(child.pid, os.WNOHANG)
         if pid:
-            status, usage = st, ru
+            status = st
             break
         now = time.monotonic()
         if now >= deadline and not timed_out:
@@ -426,7 +427,17 @@ def launch(argv, cwd, logs, ulimit_kb, timeout, grace=10.0):
     seconds = time.monotonic() - started
     read = lambda path: Path(path).read_bytes().decode("utf-8", errors="replace")
     return {"rc": child.returncode, "stdout": read(out_path), "stderr": read(err_path), "seconds": seconds,
-            "rss_kb": usage.ru_maxrss, "timed_out": timed_out, "killed": killed}
+            "rss_kb": peak_kb, "timed_out": timed_out, "killed": killed}
+
+
+def high_water_kb(pid):
+    """The process's peak resident memory so far (VmHWM, reset by exec; wait4's
+    ru_maxrss would count the forked copy of this Python process), 0 once gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmHWM:")), 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def stderr_lines(program, text):
@@ -482,7 +493,7 @@ def leftovers(rundir, allowed):
     return sorted(set(os.listdir(rundir)) - set(allowed))
 
 
-def check_trace(case, rundir, complete):
+def check_trace(case, rundir, complete, limit=1800):
     """check_trace.py on the run's trace, with what the run asked for when it is
     complete; then its own scan for non-finite numbers. A list of problems."""
     o, sgd = case["opts"], case["program"] == "sgd_bench"
@@ -496,9 +507,9 @@ def check_trace(case, rundir, complete):
         else:
             argv += ["--rounds", o["--rounds"]]
     try:
-        done = subprocess.run(argv, cwd=rundir, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(argv, cwd=rundir, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        return ["check_trace.py took more than 1800 s"]
+        return [f"check_trace.py took more than {limit} s"]
     if done.returncode != 0:
         return [f"check_trace.py (exit {done.returncode}): {first(done.stdout + done.stderr)}"]
     return nonfinite(os.path.join(rundir, "run.h5"), sgd) if complete else []
@@ -602,7 +613,7 @@ def judge_timeout(case, run, rundir, seen, timeout):
     elif run["rc"] != 143:
         problems.append(f"SIGTERM: exit {run['rc']}, not 143: {first(run['stderr'])}")
     elif os.path.exists(os.path.join(rundir, "run.h5")):
-        problems += [f"after SIGTERM: {p}" for p in check_trace(case, rundir, 0)]
+        problems += [f"after SIGTERM: {p}" for p in check_trace(case, rundir, 0, limit=120)]
     return problems
 
 
