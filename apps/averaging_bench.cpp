@@ -56,7 +56,7 @@ int run(int argc, char** argv) {
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
     shape = avb::app::run_shape(cli.engine, options, peers, threads, static_cast<std::size_t>(options.dim),
                                 static_cast<std::size_t>(std::max<std::int64_t>(options.model_dim, options.dim)),
-                                options.rounds);
+                                options.rounds, !cli.output.out.empty());
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
   });

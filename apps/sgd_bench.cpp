@@ -44,38 +44,15 @@ void define_flags(CLI::App& app, avb::app::TrainingCli& cli) {
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
 }
 
-// What the problem takes per peer. Under MPI a peer may hold the pooled problem
-// of all N peers to compute the optimum: a quadratic's two dim x N matrices; a
-// synthetic logistic problem's samples and Newton's dim x dim Hessian (twice,
-// with its LDLT). The sequential engine (sequential_threads > 0) holds every
-// f_i and the pooled problem once, and for each trial run at once sixteen
-// vectors per peer (model, momentum, the measurement's two rows and the
-// protocol's state: averaging_bench's twelve bound the last).
-// A --data file's size is known only once read: see the std::bad_alloc below.
-void check_problem_memory(const avb::TrainingOptions& o, int n_peers, int sequential_threads) {
-  const double d = o.objective.dim, n = n_peers, word = sizeof(double);
-  const bool sequential = sequential_threads > 0;
-  const int here = sequential ? n_peers : 0;
-  const double trials = sequential ? 16.0 * word * d * sequential_threads : 0.0;
-  const std::string dim = std::to_string(o.objective.dim);
-  if (o.objective.kind == avb::ObjectiveKind::quadratic) {
-    avb::app::check_memory("--dim", dim, sequential ? 4 * word * d + trials : word * d * (2 * n + 16), n_peers, here);
-  } else if (o.objective.data_path.empty()) {
-    const double newton = word * (2 * d * d + 16 * d) / (sequential ? n : 1.0);
-    const double samples = 2 * word * o.objective.samples_per_peer * (d + 1) * (sequential ? 1.0 : n);
-    avb::app::check_memory("--dim", dim, newton + trials, n_peers, here);
-    avb::app::check_memory("--samples-per-peer", std::to_string(o.objective.samples_per_peer),
-                           newton + samples + trials, n_peers, here);
-  }
-}
-
 // The problem on every rank (or of every peer, on the sequential engine:
-// sequential_peers > 0); a bad --data file or a problem too large for memory
-// gives one line (empty when it was built).
+// sequential_peers > 0, where a stop signal ends the build); a bad --data file or
+// a problem too large for memory gives one line (empty when it was built).
 std::string build_setup(const avb::TrainingOptions& options, int sequential_peers, avb::Problem& setup) {
   try {
-    setup = sequential_peers > 0 ? avb::build_problem_sequential(options, sequential_peers)
+    setup = sequential_peers > 0 ? avb::build_problem_sequential(options, sequential_peers, avb::app::stop_flag())
                                  : avb::build_problem(options, MPI_COMM_WORLD);
+  } catch (const avb::SetupInterrupted&) {
+    return "";
   } catch (const avb::ConfigError& e) {
     return e.what();
   } catch (const std::bad_alloc&) {
@@ -121,13 +98,17 @@ int run(int argc, char** argv) {
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
-    check_problem_memory(options, peers, sequential ? threads : 0);
     // At most one averaging round per step (geometric local steps: any step may end one).
     const double rounds = options.local_steps_dist == avb::LocalStepsDist::fixed
                               ? std::ceil(static_cast<double>(options.steps) / options.local_steps)
                               : options.steps;
     const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim));
-    shape = avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds);
+    shape = avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
+    const avb::ProblemCost problem = avb::problem_cost(options, peers, sequential, shape.peers_here);
+    shape.workload = problem.memory;
+    shape.workload_vectors = problem.trial_vectors;
+    shape.setup_seconds = problem.setup_seconds;
+    shape.workload_trial_seconds = problem.trial_seconds;
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
   });
@@ -137,8 +118,16 @@ int run(int argc, char** argv) {
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
+  // The sequential engine builds every peer's problem in this process, which can
+  // take minutes: a stop signal is honoured from here on (nothing is written yet).
+  if (sequential) avb::app::install_stop_handlers();
   const std::string setup_problem = build_setup(options, sequential ? peers : 0, setup);
   if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
+  if (sequential && avb::app::stop_signal() != 0) {
+    avb::app::report_error(kProgram, "stopped by signal " + std::to_string(avb::app::stop_signal()) +
+                                         " while building the problem; nothing was written");
+    return 128 + avb::app::stop_signal();
+  }
   avb::app::RunStart start{avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA), avb::describe(options),
                            nullptr};
   avb::app::describe_engine(cli.engine, peers, start);

@@ -101,9 +101,15 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
 }
 
+namespace {
+// The threads a run starts after its estimate: the sequential engine's workers.
+int extra_threads(const RunShape& shape) { return shape.sequential ? std::min(shape.threads, shape.trials) : 0; }
+}  // namespace
+
 RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
-                   std::size_t model_dim, double rounds) {
+                   std::size_t model_dim, double rounds, bool traced) {
   RunShape shape;
+  shape.traced = traced;
   shape.peers = peers;
   shape.dim = dim;
   shape.model_dim = model_dim;
@@ -121,7 +127,7 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
 
 RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run) {
   const RunEstimate estimate = estimate_run(o.protocol, shape, flags.link);
-  if (!dry_run) check_run_estimate(estimate, shape, flags.link, memory_available());
+  if (!dry_run) check_run_estimate(estimate, shape, flags.link, memory_available(extra_threads(shape)));
   return estimate;
 }
 
@@ -155,12 +161,12 @@ int print_estimate(const std::string& program, const EngineFlags& flags, const R
                    const RunShape& shape) {
   std::string refusal;
   try {
-    check_run_estimate(estimate, shape, flags.link, memory_available());
+    check_run_estimate(estimate, shape, flags.link, memory_available(extra_threads(shape)));
   } catch (const ConfigError& e) {
     refusal = e.what();
   }
   if (world_rank() == 0) {
-    for (const std::string& line : describe_estimate(estimate, shape, memory_available()))
+    for (const std::string& line : describe_estimate(estimate, shape, memory_available(extra_threads(shape))))
       std::printf("# estimate: %s\n", line.c_str());
     std::fflush(stdout);
     if (!refusal.empty()) report_error(program, refusal);

@@ -42,9 +42,10 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
 int run_threads(const EngineFlags& flags, int trials);
 
 // The run's shape for its resource estimate (run/estimate.hpp): `o` resolved,
-// `rounds` averaging rounds per trial at most, `threads` as run_threads gave.
+// `rounds` averaging rounds per trial at most, `threads` as run_threads gave,
+// `traced` when --out writes a trace.
 RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
-                   std::size_t model_dim, double rounds);
+                   std::size_t model_dim, double rounds, bool traced);
 
 // The estimate of the run: refused (ConfigError naming the flag) when it cannot
 // fit, overflow or leave the simulated-time bound, unless `dry_run`, which only

@@ -72,18 +72,4 @@ int peers_on_this_machine(int n_peers, int peers_here) {
   return 1;
 }
 
-void check_memory(const std::string& flag, const std::string& value, double bytes_per_peer, int n_peers,
-                  int peers_here) {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return;  // unknown: let the run try
-  const double memory = static_cast<double>(pages) * static_cast<double>(page);
-  const int here = peers_on_this_machine(n_peers, peers_here);
-  const double needed = bytes_per_peer * here;
-  if (needed <= memory) return;
-  char text[256];
-  std::snprintf(text, sizeof text, "about %.3g GB for the %d peer(s) on this machine, more than its %.3g GB of memory",
-                needed / 1e9, here, memory / 1e9);
-  throw ConfigError(flag + ": " + value + " needs " + text + " (use a smaller value, or more machines)");
-}
-
 }  // namespace avb::app

@@ -1,5 +1,6 @@
 #include "common/mpi_entry.hpp"
 
+#include <atomic>
 #include <mpi.h>
 
 #include <csignal>
@@ -19,7 +20,12 @@ namespace avb::app {
 
 namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;  // see install_stop_handlers()
-extern "C" void on_stop_signal(int signo) { g_stop_signal = signo; }
+std::atomic<bool> g_stop_requested{false};       // the same, for library code that polls an atomic
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+extern "C" void on_stop_signal(int signo) {
+  g_stop_signal = signo;
+  g_stop_requested.store(true, std::memory_order_relaxed);
+}
 }  // namespace
 
 bool mpi_running() {
@@ -99,6 +105,7 @@ void install_stop_handlers() {
 }
 
 int stop_signal() { return g_stop_signal; }
+const std::atomic<bool>* stop_flag() { return &g_stop_requested; }
 
 void report_error(const std::string& program, const std::string& message) {
   if (world_rank() != 0) return;

@@ -3,6 +3,7 @@
 // of a run that cannot go on.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <new>
@@ -20,6 +21,7 @@ namespace avb::app {
 // to the process, so under SMPI every simulated rank should see it.
 void install_stop_handlers();
 int stop_signal();  // 0 when no stop was requested, else the signal number
+const std::atomic<bool>* stop_flag();  // set with it: what a library loop polls
 
 // A program's main(): MPI_Init, run(argc, argv), MPI_Finalize, and its exit code
 // (no MPI at all for a sequential run started on its own).

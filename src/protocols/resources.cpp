@@ -36,7 +36,7 @@ ProtocolResources group_resources(const ProtocolOptions& o, const ResourceQuery&
   r.messages_in_flight = c == Collective::butterfly ? 2.0 * (m - 1) : 2.0 + 2.0 * (c == Collective::tree);
   r.population_vectors = 1;
   r.population_bytes = 64;
-  r.work_per_peer = 6.0 * static_cast<double>(q.dim) + 24;
+  r.work_per_peer = 2.0 * static_cast<double>(q.dim) + 8;
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "core/error.hpp"
 #include "sim/compute.hpp"
@@ -21,6 +22,21 @@ namespace {
 constexpr double kListBytes = 96, kEntryBytes = 16;
 // The program itself (code, libraries, HDF5, MPI): not counted against the run.
 constexpr double kProgramBytes = 64e6;
+// Under ulimit -v every mapping counts, reserved or not: each thread's stack and
+// malloc arena (glibc reserves up to 128 MB of address space per arena).
+constexpr double kThreadAddressSpace = 136e6;
+
+// The address space mapped now (/proc/self/statm's first field), or the program's
+// usual size where it cannot be read.
+double mapped_now() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return kProgramBytes;
+  unsigned long long pages = 0;
+  const bool read = std::fscanf(f, "%llu", &pages) == 1;
+  std::fclose(f);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return read && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : kProgramBytes;
+}
 
 std::string gigabytes(double bytes) {
   char text[32];
@@ -53,11 +69,11 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     const double copies = std::min(s.threads, s.trials);  // trials in flight, each with its population
     // x, the meter's partial sums (dim + 1 per peer), the protocol's own arrays;
     // alive and waiting masks and the detection clock per peer.
-    const double population = n * ((2 + r.population_vectors) * vector + 8 + 16 + r.population_bytes);
+    const double population =
+        n * ((2 + r.population_vectors + s.workload_vectors) * vector + 8 + 16 + r.population_bytes);
     const double edges = graph.sends * (r.population_edge_bytes + r.population_edge_vectors * vector);
     e.memory.push_back({"population", size_flag, copies * population});
     if (graph_bytes + edges > 0) e.memory.push_back({"graph", "--topology", copies * (graph_bytes + edges)});
-    if (s.problem_bytes > 0) e.memory.push_back({"problem", "--dim", copies * n * s.problem_bytes});
   } else {
     const double here = s.peers_here;
     e.memory.push_back({"peer vectors", size_flag, here * (1 + r.peer_vectors) * vector});
@@ -67,8 +83,8 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
       const double staged = s.shared_padding ? dim : model + dim;  // SMPI maps one shared tail for all
       e.memory.push_back({"padding buffers", "--model-dim", here * r.messages_in_flight * 8 * staged});
     }
-    if (s.problem_bytes > 0) e.memory.push_back({"problem", "--dim", here * s.problem_bytes});
   }
+  for (const MemoryPart& part : s.workload) e.memory.push_back(part);
   e.memory.push_back({"trial records", "--rounds", records});
   for (const MemoryPart& part : e.memory) e.memory_bytes += part.bytes;
 
@@ -79,21 +95,28 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     e.round_seconds = round_time(r.pattern, e.round_bytes, link).total() + (s.failures ? s.detection_timeout : 0.0);
     e.trial_seconds = s.rounds * e.round_seconds;
     // About 6 ns per unit of work (measured on the protocols at a million peers),
-    // the initial values' normal draws, and the graph's construction.
+    // the initial values' normal draws, and the graph's construction. Trials run
+    // on at most as many threads as there are cores; the trace is written by one.
     const double per_trial = n * s.rounds * (r.work_per_peer + 2 * dim + 8) * 6e-9 + n * dim * 40e-9 +
-                             graph.build_work * 60e-9;
-    e.wall_seconds = per_trial * s.trials / std::max(1, std::min(s.threads, s.trials));
+                             graph.build_work * 60e-9 + s.workload_trial_seconds;
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int parallel = std::max(1, std::min({s.threads, s.trials, cores}));
+    // A trial's group of datasets in the trace costs about 2 ms (HDF5's
+    // creation of each dataset), its rows little beside.
+    const double traced = s.traced ? s.trials * (2e-3 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
+    e.wall_seconds = s.setup_seconds + per_trial * s.trials / parallel + traced;
   }
   return e;
 }
 
-double memory_available() {
+double memory_available(int threads) {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  double limit = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : HUGE_VAL;
+  double limit = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) - kProgramBytes
+                                       : HUGE_VAL;
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-    limit = std::min(limit, static_cast<double>(rl.rlim_cur));
-  return std::max(0.0, limit - kProgramBytes);
+    limit = std::min(limit, static_cast<double>(rl.rlim_cur) - mapped_now() - std::max(0, threads) * kThreadAddressSpace);
+  return std::max(0.0, limit);
 }
 
 void check_run_estimate(const RunEstimate& e, const RunShape& s, const LinkModel& link, double available) {

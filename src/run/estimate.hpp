@@ -19,6 +19,13 @@
 
 namespace avb {
 
+// One component of the memory estimate and the flag that makes it grow.
+struct MemoryPart {
+  std::string what;  // "peer vectors", "graph", "padding buffers", ...
+  std::string flag;  // "--dim", "--topology", "--model-dim", ...
+  double bytes = 0;
+};
+
 // What the estimate needs to know of a run besides its protocol.
 struct RunShape {
   int peers = 1;
@@ -33,14 +40,12 @@ struct RunShape {
   int threads = 1;           // sequential: trials run at once
   int peers_here = 1;        // MPI: ranks on this machine (SMPI: all of them)
   bool shared_padding = false;  // SMPI: --model-dim's padding is one shared mapping (core/padding.hpp)
-  double problem_bytes = 0;  // sgd_bench: bytes of data and model per peer (0 for averaging)
-};
-
-// One component of the memory estimate and the flag that makes it grow.
-struct MemoryPart {
-  std::string what;  // "peer vectors", "graph", "padding buffers", ...
-  std::string flag;  // "--dim", "--topology", "--model-dim", ...
-  double bytes = 0;
+  bool traced = false;       // --out: each trial adds a group of datasets to the trace
+  // The workload besides averaging (sgd_bench's problem: sgd/problem.hpp problem_cost).
+  std::vector<MemoryPart> workload;  // on this machine, held for the whole run
+  double workload_vectors = 0;       // sequential: vectors per peer of each trial in flight
+  double setup_seconds = 0;          // sequential: building it, before the first trial
+  double workload_trial_seconds = 0; // sequential: its share of one trial's wall time
 };
 
 struct RunEstimate {
@@ -60,9 +65,10 @@ inline constexpr double kMaxCountedBytes = 9.2e18;
 
 RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& shape, const LinkModel& link);
 
-// The memory a run may use here: physical memory, or the address-space limit
-// (ulimit -v) when that is lower, less what the program itself occupies.
-double memory_available();
+// The memory a run may use here: physical memory less the program's own, or the
+// address-space limit (ulimit -v) when that is lower, less what is mapped already
+// and what each of `threads` more threads will map.
+double memory_available(int threads);
 
 // Throws ConfigError naming the flag to change and the estimate when the run
 // cannot fit in `available` bytes, its bytes counter could wrap, or (sequential

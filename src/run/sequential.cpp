@@ -99,13 +99,12 @@ double DetectionClock::end_round() {
   return anyone ? timeout_ : 0.0;
 }
 
-std::uint64_t load_population_joiners(const FailureModel& failures, int t, Population& x) {
-  if (failures.kind() != FailureKind::churn) return 0;
+std::uint64_t load_population_joiners(const std::vector<int>& donors, Population& x) {
   std::uint64_t bytes = 0;
-  for (int p = 0; p < x.n; ++p) {
-    const int donor = failures.joined(t, p) ? failures.donor(t, p) : -1;
+  for (std::size_t p = 0; p < donors.size(); ++p) {
+    const int donor = donors[p];
     if (donor < 0) continue;  // donors never join, so the order of the copies does not matter
-    std::copy(x.peer(donor).begin(), x.peer(donor).end(), x.peer(p).begin());
+    std::copy(x.peer(donor).begin(), x.peer(donor).end(), x.peer(static_cast<int>(p)).begin());
     bytes += sizeof(double) * x.model_dim;
   }
   return bytes;
@@ -139,7 +138,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
       record.complete = false;
       break;
     }
-    const std::uint64_t joined = load_population_joiners(failures, t, x);
+    const std::uint64_t joined = load_population_joiners(failures.donors(t), x);
     const int alive_count = failures.alive_mask(t, alive);
     RoundEffect effect;
     try {

@@ -50,8 +50,9 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n_
                                          int threads, const LinkModel& link = {});
 
 // Churn: at the start of round t each joiner takes its donor's values (what
-// sim/churn.hpp's load_joiners does across ranks); returns the bytes moved.
-std::uint64_t load_population_joiners(const FailureModel& failures, int t, Population& x);
+// sim/churn.hpp's load_joiners does across ranks); `donors` is
+// FailureModel::donors(t). Returns the bytes moved.
+std::uint64_t load_population_joiners(const std::vector<int>& donors, Population& x);
 
 // One trial, as run_averaging_sequential records it; `stop` is polled once per round.
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n_peers, int trial,

@@ -14,11 +14,17 @@ namespace {
 constexpr Eigen::Index hessian_block_rows = 1024;
 
 // sum_s w_s s(z_s)(1 - s(z_s)) a_s a_s^T + l2 I at x.
-Eigen::MatrixXd logistic_hessian(const LogisticObjective& objective, const Eigen::VectorXd& x) {
+void poll(const std::atomic<bool>* stop) {
+  if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw SetupInterrupted{};
+}
+
+Eigen::MatrixXd logistic_hessian(const LogisticObjective& objective, const Eigen::VectorXd& x,
+                                 const std::atomic<bool>* stop) {
   const SampleMatrix& features = objective.samples().features;
   const Eigen::Index m = features.rows(), d = features.cols();
   Eigen::MatrixXd hessian = Eigen::MatrixXd::Zero(d, d);
   for (Eigen::Index first = 0; first < m; first += hessian_block_rows) {
+    poll(stop);
     const Eigen::Index rows = std::min(hessian_block_rows, m - first);
     const auto block = features.middleRows(first, rows);
     Eigen::VectorXd curvature = block * x;
@@ -74,7 +80,8 @@ Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance)
   return out;
 }
 
-Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, int max_iterations) {
+Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, int max_iterations,
+                         const std::atomic<bool>* stop) {
   constexpr double armijo = 1e-4;
   constexpr int max_halvings = 60;
   const int d = objective.dim();
@@ -85,7 +92,7 @@ Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, i
   int iteration = 0;
   for (; !small_enough(g.norm(), gradient_scale(objective, x), tolerance) && iteration < max_iterations;
        ++iteration) {
-    const Eigen::VectorXd step = logistic_hessian(objective, x).ldlt().solve(-g);
+    const Eigen::VectorXd step = logistic_hessian(objective, x, stop).ldlt().solve(-g);
     const double slope = g.dot(step);  // < 0 for a positive definite Hessian
     // Near x*, f(x + step) - f(x) falls below the rounding error of f itself; the
     // slack lets the full Newton step through there instead of halving it away.
@@ -115,11 +122,11 @@ Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, i
   return out;
 }
 
-Optimum find_optimum(const Objective& objective, double tolerance) {
+Optimum find_optimum(const Objective& objective, double tolerance, const std::atomic<bool>* stop) {
   if (const auto* quadratic = dynamic_cast<const QuadraticObjective*>(&objective))
     return quadratic_optimum(*quadratic, tolerance);
   if (const auto* logistic = dynamic_cast<const LogisticObjective*>(&objective))
-    return logistic_optimum(*logistic, tolerance);
+    return logistic_optimum(*logistic, tolerance, kMaxNewtonIterations, stop);
   throw std::invalid_argument("find_optimum: neither a quadratic nor a logistic objective");
 }
 

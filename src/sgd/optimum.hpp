@@ -3,6 +3,8 @@
 // so a second-order method reaches x* to rounding level in seconds (w8a: ~3 s).
 #pragma once
 
+#include <atomic>
+
 #include <Eigen/Dense>
 
 #include "sgd/objective.hpp"
@@ -37,12 +39,19 @@ double gradient_scale(const LogisticObjective& objective, const Eigen::VectorXd&
 // with a diagonal matrix); `tolerance` (relative) only sets `converged`.
 Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance = kOptimumTolerance);
 
+inline constexpr int kMaxNewtonIterations = 100;
+
+// Thrown when a set-up's `stop` flag is seen set (a SIGTERM while the problem is built).
+struct SetupInterrupted {};
+
 // Newton from x = 0 with Armijo backtracking until ||grad f|| <= tolerance x
-// gradient_scale; the l2 term keeps the Hessian positive definite.
+// gradient_scale; the l2 term keeps the Hessian positive definite. `stop` is
+// polled between blocks of samples (SetupInterrupted).
 Optimum logistic_optimum(const LogisticObjective& objective, double tolerance = kOptimumTolerance,
-                         int max_iterations = 100);
+                         int max_iterations = kMaxNewtonIterations, const std::atomic<bool>* stop = nullptr);
 
 // Either of the above by the objective's type (std::invalid_argument otherwise).
-Optimum find_optimum(const Objective& objective, double tolerance = kOptimumTolerance);
+Optimum find_optimum(const Objective& objective, double tolerance = kOptimumTolerance,
+                     const std::atomic<bool>* stop = nullptr);
 
 }  // namespace avb

@@ -1,5 +1,6 @@
 #include "sgd/problem.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <sstream>
@@ -178,9 +179,8 @@ void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, 
   pool_data(options, n, std::move(data), p);
 }
 
-// Synthetic data's pooled problem and, for logistic, a held-out set.
-void generate_pooled(const ObjectiveOptions& o, std::uint64_t seed, int n, Problem& p) {
-  p.pooled = make_objective(o, pooled, n, seed);
+// Synthetic logistic data's held-out set.
+void generate_test_set(const ObjectiveOptions& o, std::uint64_t seed, int n, Problem& p) {
   if (o.kind == ObjectiveKind::logistic) {
     // A peer no one has (peer N of N + 1): same classes, fresh samples, balanced.
     ObjectiveOptions held_out = o;
@@ -195,12 +195,15 @@ void generate_pooled(const ObjectiveOptions& o, std::uint64_t seed, int n, Probl
 // pooled set and the held-out set.
 void generate(const ObjectiveOptions& o, std::uint64_t seed, int rank, int n, Problem& p) {
   p.local = make_objective(o, rank, n, seed);
-  if (rank == 0) generate_pooled(o, seed, n, p);
+  if (rank == 0) {
+    p.pooled = make_objective(o, pooled, n, seed);
+    generate_test_set(o, seed, n, p);
+  }
 }
 
 // x*, f* and f(x_0) of the pooled problem (rank 0's part of build_problem).
-void find_reference(const ObjectiveOptions& o, Problem& p) {
-  p.optimum = find_optimum(*p.pooled);
+void find_reference(const ObjectiveOptions& o, Problem& p, const std::atomic<bool>* stop = nullptr) {
+  p.optimum = find_optimum(*p.pooled, kOptimumTolerance, stop);
   p.initial_loss = p.pooled->loss(Eigen::VectorXd::Zero(p.pooled->dim()));
   check_optimum(o, p.optimum, p.initial_loss);
 }
@@ -227,21 +230,117 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
   return p;
 }
 
-Problem build_problem_sequential(const TrainingOptions& options, int n) {
+namespace {
+
+void poll(const std::atomic<bool>* stop) {
+  if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw SetupInterrupted{};
+}
+
+// Synthetic data's pooled problem is every peer's own, in peer order (what
+// make_objective generates for `pooled`): here it is copied from the peers'
+// objectives already built rather than drawn a second time.
+std::unique_ptr<Objective> pool_peers(const ObjectiveOptions& o, const Problem& p, int n,
+                                      const std::atomic<bool>* stop) {
+  const auto counter = static_cast<std::uint64_t>(n);  // the pooled problem's counter word, as make_objective's
+  if (o.kind == ObjectiveKind::quadratic) {
+    Eigen::MatrixXd diagonals(o.dim, n), targets(o.dim, n);
+    for (int i = 0; i < n; ++i) {
+      if ((i & 1023) == 0) poll(stop);
+      const auto& q = static_cast<const QuadraticObjective&>(*p.peers[static_cast<std::size_t>(i)]);
+      diagonals.col(i) = q.diagonals().col(0);
+      targets.col(i) = q.targets().col(0);
+    }
+    return std::make_unique<QuadraticObjective>(std::move(diagonals), std::move(targets), o.gradient_noise, counter);
+  }
+  const Eigen::Index m = o.samples_per_peer;
+  const double total = static_cast<double>(n) * o.samples_per_peer;
+  Dataset all;
+  all.features.resize(n * m, o.dim);
+  all.labels.resize(n * m);
+  for (int i = 0; i < n; ++i) {
+    if ((i & 1023) == 0) poll(stop);
+    const Dataset& shard = static_cast<const LogisticObjective&>(*p.peers[static_cast<std::size_t>(i)]).samples();
+    all.features.middleRows(i * m, m) = shard.features;
+    all.labels.segment(i * m, m) = shard.labels;
+  }
+  return std::make_unique<LogisticObjective>(std::move(all), Eigen::VectorXd::Constant(n * m, 1.0 / total), 1.0 / total,
+                                             counter);
+}
+
+}  // namespace
+
+Problem build_problem_sequential(const TrainingOptions& options, int n, const std::atomic<bool>* stop) {
   require_resolved(options, n, "build_problem_sequential");
   const ObjectiveOptions& o = options.objective;
   Problem p;
   p.peers.reserve(static_cast<std::size_t>(n));
   if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
     Dataset data = read_data(options, n, p);
-    for (int i = 0; i < n; ++i) p.peers.push_back(logistic_peer(o, data, i, n, options.seed));
+    for (int i = 0; i < n; ++i) {
+      if ((i & 255) == 0) poll(stop);
+      p.peers.push_back(logistic_peer(o, data, i, n, options.seed));
+    }
     pool_data(options, n, std::move(data), p);
   } else {
-    for (int i = 0; i < n; ++i) p.peers.push_back(make_objective(o, i, n, options.seed));
-    generate_pooled(o, options.seed, n, p);
+    for (int i = 0; i < n; ++i) {
+      if ((i & 255) == 0) poll(stop);
+      p.peers.push_back(make_objective(o, i, n, options.seed));
+    }
+    p.pooled = pool_peers(o, p, n, stop);
+    generate_test_set(o, options.seed, n, p);
   }
-  find_reference(o, p);
+  find_reference(o, p, stop);
   return p;
+}
+
+ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here) {
+  const ObjectiveOptions& o = options.objective;
+  const double n = n_peers, d = o.dim, word = sizeof(double);
+  // Calibrated on the peak memory and wall time of sequential runs here: an f_i
+  // object with its matrices and allocation headers; a keyed normal draw
+  // (core/rng.hpp); a logistic sample's exp and log1p in a pass over the data,
+  // of which Newton makes about six an iteration.
+  constexpr double kObjectBytes = 400, kObjectSeconds = 2e-6;
+  constexpr double kDrawSeconds = 30e-9, kNoiseSeconds = 8e-9, kSampleSeconds = 40e-9;
+  constexpr double kTypicalNewtonIterations = 8;
+  const double held = sequential ? n : std::max(1, peers_here);  // f_i on this machine
+  ProblemCost c;
+  // The flag behind a product of sizes: its largest factor's (--peers only where
+  // one process holds every peer).
+  auto largest = [&](double m) {
+    if (sequential && n >= m && n >= d) return std::string("--peers");
+    return std::string(m > d ? "--samples-per-peer" : "--dim");
+  };
+  double evaluation = n * d * 4e-9;  // the mean model and the consensus distance
+  if (o.kind == ObjectiveKind::quadratic) {
+    c.memory.push_back({"f_i of the peers", largest(0), held * (2 * d * word + kObjectBytes)});
+    c.memory.push_back({"pooled problem", largest(0), 2 * d * n * word});
+    c.setup_seconds = n * (2 * d * kDrawSeconds + kObjectSeconds) + 4 * n * d * 1e-9;
+    evaluation += n * d * 4e-9;
+  } else if (o.data_path.empty()) {
+    const double m = o.samples_per_peer, sample = (d + 2) * word, all = n * m;
+    c.memory.push_back({"f_i's samples", largest(m), held * (m * sample + kObjectBytes)});
+    // Rank 0 (and the sequential engine): the pooled copy, the held-out set, and
+    // Newton's Hessian, its factor and the per-sample coefficients.
+    c.memory.push_back({"pooled samples", largest(m), all * sample + kTestSamples * sample});
+    c.memory.push_back({"Newton's Hessian", "--dim", 3 * d * d * word + 2 * all * word});
+    const double newton = all * (6 * kSampleSeconds + 6 * d * 1e-9 + d * d * 0.15e-9) + d * d * d * 0.15e-9;
+    c.setup_seconds = (all + kTestSamples) * d * kDrawSeconds + n * (d * kDrawSeconds + kObjectSeconds) +
+                      all * d * 1e-9 + kTypicalNewtonIterations * newton;
+    evaluation += all * (1.5 * kSampleSeconds + 4 * d * 1e-9) + kTestSamples * (kSampleSeconds + 2 * d * 1e-9);
+  }
+  if (!sequential) {
+    c.setup_seconds = 0;
+    return c;
+  }
+  c.trial_vectors = 3;  // momentum, the measurement's second row (x and x - x*), allocation slack
+  const double steps = std::max(0, options.steps);
+  const double step = o.kind == ObjectiveKind::quadratic
+                          ? 100e-9 + d * (8e-9 + (o.gradient_noise > 0 ? kNoiseSeconds : 0.0))
+                          : 100e-9 + options.batch * (60e-9 + 4e-9 * d) + 4e-9 * d;
+  const double evaluations = std::floor(steps / std::max(1, options.eval_every)) + 2;
+  c.trial_seconds = steps * n * step + evaluations * evaluation;
+  return c;
 }
 
 }  // namespace avb

@@ -2,6 +2,7 @@
 // f, the optimum x*, f* and the test set that the measurements need.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "sgd/objective.hpp"
 #include "sgd/optimum.hpp"
+#include "run/estimate.hpp"
 #include "sgd/options.hpp"
 
 namespace avb {
@@ -39,7 +41,23 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world);
 // The sequential engine's problem: every peer's f_i in `peers` (local stays
 // empty), and what rank 0 holds under MPI, built from the same data in the same
 // way, so both engines train on the same bits. Throws as build_problem.
-Problem build_problem_sequential(const TrainingOptions& options, int n_peers);
+// `stop` is polled between peers and during Newton's iterations: once it is set
+// the build ends with SetupInterrupted (sgd/optimum.hpp).
+Problem build_problem_sequential(const TrainingOptions& options, int n_peers, const std::atomic<bool>* stop = nullptr);
+
+// What building and training on the problem costs, known before it is built
+// (run/estimate.hpp adds it to the run's estimate).
+struct ProblemCost {
+  std::vector<MemoryPart> memory;  // on this machine, held for the whole run
+  double trial_vectors = 0;        // sequential engine: vectors per peer of each trial in flight
+  double setup_seconds = 0;        // sequential engine: the data, every f_i and the optimum
+  double trial_seconds = 0;        // sequential engine: one trial's local steps and evaluations
+};
+
+// `peers_here`: the ranks on this machine (MPI engines; rank 0, which holds the
+// pooled problem, is assumed among them). A --data file's size is known only once
+// it is read: its part is left out (build_problem refuses what does not fit).
+ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here);
 
 // The peer's shard as make_objective builds it from the whole data set, for the
 // rank that holds the file (exposed for tests).

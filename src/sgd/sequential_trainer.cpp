@@ -66,10 +66,10 @@ class PopulationSgd {
   // Churn: a joiner takes its donor's model at the start of the steps that lead
   // to its first round, and no momentum. Then who is up in round r.
   void start_round(int r) {
-    bytes_ += load_population_joiners(failures_, r, x_);
-    if (failures_.kind() == FailureKind::churn)
-      for (int i = 0; i < n_; ++i)
-        if (failures_.joined(r, i) && failures_.donor(r, i) >= 0) peer(velocity_, i).setZero();
+    const std::vector<int> donors = failures_.donors(r);
+    bytes_ += load_population_joiners(donors, x_);
+    for (std::size_t i = 0; i < donors.size(); ++i)
+      if (donors[i] >= 0) peer(velocity_, static_cast<int>(i)).setZero();
     failures_.alive_mask(r, alive_);
   }
 

@@ -15,9 +15,9 @@ bool load_joiners(Comm& comm, const FailureModel& failures, int t, std::span<dou
   bool loaded = false;
   // Every peer evaluates every peer's join and donor (pure functions of the seed),
   // so sends and receives match without any negotiation.
-  for (int p = 0; p < comm.size(); ++p) {
-    if (!failures.joined(t, p)) continue;
-    const int donor = failures.donor(t, p);
+  const std::vector<int> donors = failures.donors(t);
+  for (int p = 0; p < static_cast<int>(donors.size()); ++p) {
+    const int donor = donors[static_cast<std::size_t>(p)];
     if (donor < 0) continue;
     if (donor == me) comm.isend(std::span<const double>(x.data(), x.size()), p, kJoinTag, requests);
     if (p == me) {

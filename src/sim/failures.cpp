@@ -93,15 +93,42 @@ bool FailureModel::joined(int round, int peer) const {
   return false;
 }
 
-int FailureModel::donor(int round, int joiner) const {
+namespace {
+
+// The peers a joiner in round t may load from: up in both t - 1 and t, not joining.
+// A joiner was down in t - 1, so the list is the same for every joiner.
+std::vector<int> donor_candidates(const FailureModel& f, int round) {
   std::vector<int> candidates;
-  for (int p = 0; p < n_peers_; ++p)
-    if (p != joiner && alive(round - 1, p) && alive(round, p) && !joined(round, p)) candidates.push_back(p);
+  for (int p = 0; p < f.peers(); ++p)
+    if (f.alive(round - 1, p) && f.alive(round, p) && !f.joined(round, p)) candidates.push_back(p);
+  return candidates;
+}
+
+int pick_donor(const Stream& churn, const std::vector<int>& candidates, int round, int joiner) {
   if (candidates.empty()) return -1;
-  const auto pick = Stream(stream_.seed(), StreamId::churn)
-                        .below(candidates.size(), static_cast<std::uint64_t>(round),
-                               static_cast<std::uint64_t>(joiner), 2);
+  const auto pick = churn.below(candidates.size(), static_cast<std::uint64_t>(round), static_cast<std::uint64_t>(joiner), 2);
   return candidates[static_cast<std::size_t>(pick)];
+}
+
+}  // namespace
+
+int FailureModel::donor(int round, int joiner) const {
+  if (!joined(round, joiner)) return -1;
+  return pick_donor(Stream(stream_.seed(), StreamId::churn), donor_candidates(*this, round), round, joiner);
+}
+
+std::vector<int> FailureModel::donors(int round) const {
+  if (kind_ != FailureKind::churn || round <= 0 || rate_ <= 0.0) return {};
+  std::vector<int> result(static_cast<std::size_t>(n_peers_), -1);
+  std::vector<int> candidates;
+  bool any = false;
+  for (int p = 0; p < n_peers_ && !any; ++p) any = joined(round, p);
+  if (!any) return result;
+  candidates = donor_candidates(*this, round);
+  const Stream churn(stream_.seed(), StreamId::churn);
+  for (int p = 0; p < n_peers_; ++p)
+    if (joined(round, p)) result[static_cast<std::size_t>(p)] = pick_donor(churn, candidates, round, p);
+  return result;
 }
 
 bool FailureModel::alive(int round, int peer) const {

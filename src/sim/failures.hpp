@@ -69,6 +69,9 @@ class FailureModel {
   // Churn: the peer a joiner in round t loads its state from, uniform among the
   // peers up in both t - 1 and t (keyed by (t, joiner)); -1 when there is none.
   int donor(int round, int joiner) const;
+  // Churn: donor(round, p) for every peer p, -1 where p did not join or has no
+  // donor; empty for the other kinds. O(N), where N calls of donor() are O(N^2).
+  std::vector<int> donors(int round) const;
 
   // The alive peers in round t, ascending, and how many there are.
   std::vector<int> alive_peers(int round) const;

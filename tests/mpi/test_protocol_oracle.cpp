@@ -152,7 +152,7 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
       Round round{t, seed, failures, comm, counters};
       if (load_joiners(comm, failures, t, x)) protocol->on_join(x);
       oracle::apply_joins(failures, t, expected);
-      load_population_joiners(failures, t, population);
+      load_population_joiners(failures.donors(t), population);
       protocol->step(x, round);
       const oracle::RoundEffect effect = oracle::step(options.protocol, failures, seed, t, expected, state);
       failures.alive_mask(t, alive);

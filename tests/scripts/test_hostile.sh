@@ -278,8 +278,8 @@ if want flags || want blankflags || want blanksample; then
     hcase simtime.slowdown --straggler-slowdown '1e+09 s|[1, ' -- "$flops" 1e9 --stragglers 0.5 \
       --straggler-slowdown 1e300 "${keep[@]}"
   fi
-  # Sizes that parse but cannot fit: refused by an estimate of the memory the
-  # peers on this machine need (apps/common/app_support.cpp check_memory), before
+  # Sizes that parse but cannot fit: refused by the run's estimate of the memory the
+  # peers on this machine need (src/run/estimate.cpp), before
   # anything is allocated, rather than std::bad_alloc or the OOM killer mid-run.
   mem_gb=$(awk '/^MemTotal:/ { printf "%d", $2 / 1e6 }' /proc/meminfo)
   if [ "$APP" = averaging_bench ]; then memory_case=(--dim 1073741824) need=137; else

@@ -10,29 +10,37 @@
 #   - memory: graphs and protocol state counted (pushsum at 2^20 peers,
 #     random-regular:30000), ulimit -v honoured, --dry-run's estimate against the
 #     peak memory measured for every protocol of the catalog;
-#   - SIGTERM inside one long round (a complete graph) ends the run within a second;
+#   - SIGTERM inside one long round (a complete graph), among many short traced
+#     trials, under churn at 2^20 peers and during sgd_bench's set-up of a large
+#     problem ends the run within a second;
+#   - the wall-time estimate counts each trial's trace group (many short trials);
+#   - sgd_bench's problem (samples, pooled copy, Newton's Hessian) is in the
+#     estimate: refused up front under ulimit -v, estimate against the peak;
 #   - --summary keeps file names as text (--out 007).
 #
-#   tests/scripts/test_resources.sh BINARY [sanitized]   (build/apps/averaging_bench)
+#   tests/scripts/test_resources.sh AVERAGING_BENCH SGD_BENCH [sanitized]   (build/apps/...)
 #
 # sanitized: the binary is built with ASan, whose shadow memory rules out
 # ulimit -v and whose allocator changes the peak memory: those checks are skipped.
 source "$(dirname "$0")/common.sh"
 
-need_args 1+ $# BINARY [sanitized]
+need_args 2+ $# AVERAGING_BENCH SGD_BENCH [sanitized]
 program_arg BIN "$1" "Open MPI build's averaging_bench"
-SANITIZED=${2:-}
+program_arg SGD "$2" "Open MPI build's sgd_bench"
+SANITIZED=${3:-}
 cd "$SCRATCH"
 SEQ=(--engine sequential)
 
-# One line on stderr naming FLAG (a pattern), exit 2, nothing written.
+# One line on stderr naming FLAG (a pattern), exit 2, nothing written
+# (PROGRAM=sgd refused ... for sgd_bench).
 refused() {
-  local flag=$1 rc=0
+  local flag=$1 rc=0 program=$BIN
   shift
+  [ "${PROGRAM:-}" = sgd ] && program=$SGD
   rm -f refused.h5
   local out=(--out refused.h5)
   [[ " $* " == *" --out "* ]] && out=()  # the case names its own
-  timeout 60 "$BIN" "${out[@]}" "$@" >out 2>err || rc=$?
+  timeout 60 "$program" "${out[@]}" "$@" >out 2>err || rc=$?
   local lines
   lines=$(grep -c . err || true)
   if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "error: $flag" err && [ ! -e refused.h5 ] &&
@@ -87,6 +95,24 @@ else
   bad_with_report "--dry-run printed or wrote something else:" "$(cat dry err; ls)"
 fi
 
+# covers_peak LABEL PROGRAM ARGS...: --dry-run's memory estimate covers the peak
+# resident memory GNU time measures (less the program itself: 14 MB at one
+# peer) and stays within 4x of it.
+covers_peak() {
+  local label=$1 program=$2 est peak verdict
+  shift 2
+  est=$(timeout 60 "$program" "$@" --dry-run | sed -n 's/^# estimate: memory: about \([0-9.e+-]*\) GB.*/\1/p')
+  peak=$( { /usr/bin/time -f '%M' timeout 120 "$program" "$@" --quiet >/dev/null; } 2>&1 | tail -1)
+  verdict=$(awk -v e="$est" -v k="$peak" 'BEGIN {
+    used = k * 1024 - 15e6;
+    if (used <= e * 1e9 && e * 1e9 <= 4 * used + 32e6) print "ok"; else print "off" }')
+  if [ "$verdict" = ok ]; then
+    ok "$label: estimate $est GB, peak $((peak / 1024)) MB"
+  else
+    bad "$label: estimate $est GB against a measured peak of $((peak / 1024)) MB (want peak <= estimate <= 4x peak)"
+  fi
+}
+
 if [ -z "$SANITIZED" ]; then
   # pushsum's graph and state at 2^20 peers: counted, and under a 1 GB address
   # space limit refused before anything is allocated (not std::bad_alloc).
@@ -100,22 +126,24 @@ if [ -z "$SANITIZED" ]; then
   else
     bad_with_report "--dry-run under ulimit -v (exit $rc):" "$(cat dry err)"
   fi
-  # The estimate against the measured peak (GNU time's maximum resident set) for every
-  # protocol with a sequential form, at a size where the program's own memory does
-  # not dominate: the estimate must cover the peak and stay within 4x of it.
+  # The estimate against the measured peak for every protocol with a sequential
+  # form, at a size where the program's own memory does not dominate.
   for p in $protocols; do
     [ "$p" = swarm ] && continue
-    args=("${SEQ[@]}" --peers 131072 --dim 4 --protocol "$p" --rounds 3 --trials 2 --threads 2)
-    est=$(timeout 60 "$BIN" "${args[@]}" --dry-run | sed -n 's/^# estimate: memory: about \([0-9.e+-]*\) GB.*/\1/p')
-    peak=$( { /usr/bin/time -f '%M' timeout 120 "$BIN" "${args[@]}" --quiet >/dev/null; } 2>&1 | tail -1)
-    verdict=$(awk -v e="$est" -v k="$peak" 'BEGIN {
-      used = k * 1024 - 15e6;  # less the program itself (measured: 14 MB at one peer)
-      if (used <= e * 1e9 && e * 1e9 <= 4 * used + 32e6) print "ok"; else print "off" }')
-    if [ "$verdict" = ok ]; then
-      ok "$p: estimate $est GB, peak $((peak / 1024)) MB"
-    else
-      bad "$p: estimate $est GB against a measured peak of $((peak / 1024)) MB (want peak <= estimate <= 4x peak)"
-    fi
+    covers_peak "$p" "$BIN" "${SEQ[@]}" --peers 131072 --dim 4 --protocol "$p" --rounds 3 --trials 2 --threads 2
+  done
+  # sgd_bench's problem on the sequential engine: every peer's samples, their
+  # pooled copy and Newton's Hessian are in the estimate. 20000 peers x 100
+  # samples x 200 features need about 6.5 GB: refused at once under a 2 GB
+  # limit (it was accepted, then refused by the set-up after tens of seconds).
+  ( ulimit -v 2000000; PROGRAM=sgd refused "--peers: the run needs about" "${SEQ[@]}" --objective logistic \
+      --peers 20000 --samples-per-peer 100 --dim 200 --steps 10
+    exit "$AVB_FAILURES" ) || AVB_FAILURES=$((AVB_FAILURES + 1))
+  for a in "--objective logistic --peers 20000 --samples-per-peer 50 --dim 20" \
+           "--objective logistic --peers 1000 --samples-per-peer 500 --dim 100" \
+           "--objective quadratic --peers 200000 --dim 64 --protocol gossip"; do
+    # shellcheck disable=SC2086
+    covers_peak "sgd_bench $a" "$SGD" "${SEQ[@]}" $a --steps 20
   done
 fi
 
@@ -141,6 +169,61 @@ if grep -q "warning: --topology complete on 12000 peers: each round walks N(N-1)
   ok "the complete graph's N^2 cost is announced before the run"
 else
   bad_with_report "no warning of the complete graph's cost:" "$(cat long.err)"
+fi
+
+# stopped_within NAME WANT_TRACE PROGRAM ARGS...: the run is sent SIGTERM after 2 s
+# and must end with exit 143 within a second, one line on stderr at most, and
+# (WANT_TRACE=1) its trace at stop.h5 marked incomplete, or (0) nothing written.
+stopped_within() {
+  local name=$1 want_trace=$2 rc=0
+  shift 2
+  rm -f stop.h5
+  timeout -k 5 300 "$@" --out stop.h5 --quiet >stop.out 2>stop.err &
+  local pid=$!
+  sleep 2
+  local started
+  started=$(now)
+  kill -TERM "$pid"
+  wait "$pid" || rc=$?
+  local took
+  took=$(elapsed "$started")
+  if [ "$rc" -eq 143 ] && awk -v t="$took" 'BEGIN { exit !(t < 1.0) }'; then
+    ok "$name: SIGTERM, exit 143 after $took s"
+  else
+    bad_with_report "$name: SIGTERM gave exit $rc after $took s (want 143 within 1 s):" "$(cat stop.err)"
+  fi
+  if [ "$want_trace" = 1 ]; then
+    check_trace stop.h5 --complete 0
+  elif [ -e stop.h5 ] || [ "$(grep -c . stop.err)" -ne 1 ] || ! grep -q "error: stopped by signal 15" stop.err; then
+    bad_with_report "$name: want one line and nothing written:" "$(cat stop.err; ls)"
+  else
+    ok "$name: one line, nothing written: $(cat stop.err)"
+  fi
+}
+
+# Churn at 2^20 peers: the joiners' donors are drawn in one pass a round (they
+# were a scan of every peer per joiner: O(N^2) a round, minutes at this size).
+stopped_within "churn at 2^20 peers" 1 "$BIN" "${SEQ[@]}" --peers 1048576 --protocol gossip --failure churn \
+  --fail-rate 0.05 --join-rate 0.5 --rounds 100000 --trials 1
+# Many short traced trials: each writes a group of datasets; the stop ends the
+# run after the trials in flight.
+stopped_within "100000 traced trials" 1 "$BIN" "${SEQ[@]}" --peers 4 --rounds 3 --trials 100000
+# sgd_bench's set-up of 50 million samples: the build polls the stop.
+stopped_within "sgd_bench set-up" 0 "$SGD" "${SEQ[@]}" --objective logistic --peers 518399 --samples-per-peer 103 \
+  --dim 8 --steps 10
+
+# The wall-time estimate counts each trial's trace group: 2000 short trials of 4
+# peers take about 2 s to write; the estimate must not fall below a quarter of
+# what they take (it once said 0.02 s for 57,375 trials that ran for minutes).
+args=("${SEQ[@]}" --peers 4 --rounds 3 --trials 2000 --out trials.h5 --quiet)
+est=$("$BIN" "${args[@]}" --dry-run | sed -n 's/^# estimate: wall time: about \([0-9.e+-]*\) s$/\1/p')
+started=$(now)
+timeout 120 "$BIN" "${args[@]}" >/dev/null
+took=$(elapsed "$started")
+if awk -v e="$est" -v t="$took" 'BEGIN { exit !(e != "" && 4 * e >= t) }'; then
+  ok "2000 traced trials: estimated $est s, took $took s"
+else
+  bad "2000 traced trials: estimated '$est' s, took $took s (want at least a quarter)"
 fi
 
 # ---- --summary keeps file names as text -------------------------------------------

@@ -45,6 +45,13 @@ TEST(Churn, SpellsAreGeometricAndJoinsLoadFromLivePeers) {
   EXPECT_NEAR(failures / up_rounds, p, 5 * std::sqrt(p * (1 - p) / up_rounds));
   EXPECT_NEAR(rejoins / down_rounds, q, 5 * std::sqrt(q * (1 - q) / down_rounds));
   EXPECT_GT(joins, 100);
+  // donors(t), the O(N) form the engines use, names the same donor per peer.
+  for (int t = 1; t <= 60; ++t) {
+    const std::vector<int> all = f.donors(t);
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(n));
+    for (int peer = 0; peer < n; peer += 7) ASSERT_EQ(all[peer], f.donor(t, peer)) << "peer " << peer << " round " << t;
+  }
+  EXPECT_TRUE(FailureModel(21, p, FailureKind::transient, n).donors(3).empty());
   // Without a join rate churn is permanent failure: nobody ever comes back.
   const FailureModel gone(21, p, FailureKind::churn, 50, 0.0);
   for (int peer = 0; peer < 50; ++peer)

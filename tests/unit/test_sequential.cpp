@@ -90,7 +90,7 @@ TEST_P(SequentialForm, EveryPeerHasTheOraclesBitsAfterEveryRound) {
       protocol->begin_trial(x, seed);
       std::vector<std::uint8_t> alive;
       for (int t = 1; t <= options.rounds; ++t) {
-        const std::uint64_t joined = load_population_joiners(failures, t, x);
+        const std::uint64_t joined = load_population_joiners(failures.donors(t), x);
         ASSERT_EQ(joined, oracle::apply_joins(failures, t, expected));
         failures.alive_mask(t, alive);
         const RoundEffect got = protocol->step(x, PopulationRound{t, seed, failures, alive});
