@@ -58,7 +58,7 @@ int run(int argc, char** argv) {
                                 static_cast<std::size_t>(std::max<std::int64_t>(options.model_dim, options.dim)),
                                 options.rounds, !cli.output.out.empty());
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
-    if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
+    if (sequential) avb::check_sequential_form(options.protocol);
   });
   if (done) return *done;
   if (cli.output.dry_run) return avb::app::print_estimate(kProgram, cli.engine, estimate, shape);

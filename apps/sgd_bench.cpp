@@ -51,7 +51,7 @@ std::string build_setup(const avb::TrainingOptions& options, int sequential_peer
   try {
     setup = sequential_peers > 0 ? avb::build_problem_sequential(options, sequential_peers, avb::app::stop_flag())
                                  : avb::build_problem(options, MPI_COMM_WORLD);
-  } catch (const avb::SetupInterrupted&) {
+  } catch (const avb::StopRequested&) {
     return "";
   } catch (const avb::ConfigError& e) {
     return e.what();
@@ -110,7 +110,7 @@ int run(int argc, char** argv) {
     shape.setup_seconds = problem.setup_seconds;
     shape.workload_trial_seconds = problem.trial_seconds;
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
-    if (sequential) avb::make_sequential_protocol(options.protocol, peers);  // refuses a protocol without one
+    if (sequential) avb::check_sequential_form(options.protocol);
   });
   if (done) return *done;
   if (cli.output.dry_run) return avb::app::print_estimate(kProgram, cli.engine, estimate, shape);

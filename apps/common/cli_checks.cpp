@@ -1,5 +1,6 @@
 #include "common/cli_checks.hpp"
 
+#include <new>
 #include <cstdio>
 
 #include "common/mpi_entry.hpp"
@@ -137,6 +138,9 @@ bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::str
     problem = explain(e);
   } catch (const Error& e) {
     problem = e.what();
+  } catch (const std::bad_alloc&) {  // a check that builds something (a graph) under ulimit -v
+    problem = "--peers: checking the options ran out of memory (physical memory or ulimit -v); use fewer peers "
+              "or a smaller --topology, or see --dry-run";
   }
   return false;
 }

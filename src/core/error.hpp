@@ -2,6 +2,7 @@
 // these; only the apps turn them into messages and exit codes.
 #pragma once
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,17 @@ class MpiError : public Error {
  private:
   int code_;
 };
+
+// Thrown, not an error: a long loop of the sequential engine (a round over
+// millions of peers, a graph or an sgd problem being built) saw its stop flag set
+// (SIGTERM, SIGINT). The runner drops what was half done and ends the trial, or
+// the set-up, cut short.
+struct StopRequested {};
+
+// Polls `stop` (null: never stops): throws StopRequested once it is set.
+inline void check_stop(const std::atomic<bool>* stop) {
+  if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw StopRequested{};
+}
 
 // An HDF5 or file-system failure while writing or reading a trace.
 class TraceError : public Error {

@@ -210,13 +210,15 @@ class ChocoPopulation final : public SequentialProtocol {
       : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.consensus_step), quantizer_(o.quantizer) {}
 
   void begin_trial(const Population& x, std::uint64_t seed) override {
-    topology_.emplace(spec_, n_, seed);
+    topology_.reset();  // drawn at the first round, where a stop can interrupt it
+    seed_ = seed;
     public_.assign(x.values.size(), 0.0);
     updated_.assign(static_cast<std::size_t>(n_), 0);
     sent_.assign(static_cast<std::size_t>(n_), {});
   }
 
   RoundEffect step(Population& x, const PopulationRound& round) override {
+    if (!topology_) topology_.emplace(spec_, n_, seed_, round.stop);
     RoundEffect effect;
     publish(x, round, effect);
     mix(x, round);
@@ -290,6 +292,7 @@ class ChocoPopulation final : public SequentialProtocol {
   double gamma_;
   Quantizer quantizer_;
   std::optional<Topology> topology_;
+  std::uint64_t seed_ = 0;  // the trial's, for the graph
   std::vector<double> public_, diff_, q_, zeros_, pull_;
   std::vector<int> updated_;                         // the last round each peer updated x̂
   std::vector<std::unordered_map<int, int>> sent_;  // [sender][receiver]: the last round it sent

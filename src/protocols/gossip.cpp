@@ -169,7 +169,7 @@ class GossipPopulation final : public SequentialProtocol {
         quantized_(o.quantizer.kind != QuantizerKind::none) {}
 
   RoundEffect step(Population& x, const PopulationRound& round) override {
-    const Topology& g = topology_.get(round.seed);
+    const Topology& g = topology_.get(round.seed, round.stop);
     const int t = round.t;
     const auto d = static_cast<std::size_t>(x.dim);
     const std::size_t message = received_.quantizer().encoded_bytes(x.model_dim);

@@ -7,6 +7,7 @@
 // every engine add the same terms in the same order.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -24,9 +25,11 @@ inline constexpr int kGossipTag = 131;
 class TrialTopology {
  public:
   TrialTopology(TopologySpec spec, int n) : spec_(std::move(spec)), n_(n) {}
-  const Topology& get(std::uint64_t seed) {
+  // `stop`: the sequential engine's round stop flag (see Topology).
+  const Topology& get(std::uint64_t seed, const std::atomic<bool>* stop = nullptr) {
     if (!topology_ || seed_ != seed) {
-      topology_.emplace(spec_, n_, seed);
+      topology_.reset();
+      topology_.emplace(spec_, n_, seed, stop);
       seed_ = seed;
     }
     return *topology_;

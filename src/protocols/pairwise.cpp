@@ -155,7 +155,7 @@ class PairwisePopulation final : public SequentialProtocol {
       : topology_(*o.topology, n), received_(o.quantizer), quantized_(o.quantizer.kind != QuantizerKind::none) {}
 
   RoundEffect step(Population& x, const PopulationRound& round) override {
-    const Topology& g = topology_.get(round.seed);
+    const Topology& g = topology_.get(round.seed, round.stop);
     if (g.time_varying() || edges_seed_ != round.seed || edges_.empty()) {
       edges_ = g.spec().kind == TopologyKind::complete ? std::vector<std::pair<int, int>>{} : g.edges(round.t);
       edges_seed_ = round.seed;

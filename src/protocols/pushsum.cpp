@@ -90,7 +90,7 @@ class PushSumPopulation final : public SequentialProtocol {
   }
 
   RoundEffect step(Population& z, const PopulationRound& round) override {
-    const Topology& g = topology_.get(round.seed);
+    const Topology& g = topology_.get(round.seed, round.stop);
     const int t = round.t, n = z.n;
     const auto d = static_cast<std::size_t>(z.dim);
     for (std::size_t k = 0; k < z.values.size(); ++k) mass_[k / d * (d + 1) + k % d] += z.values[k] - last_[k];

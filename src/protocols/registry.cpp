@@ -152,7 +152,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   return resolved;
 }
 
-std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptions& options, int n_peers) {
+void check_sequential_form(const ProtocolOptions& options) {
   const ProtocolInfo& info = protocol_info(options.name);
   if (info.sequential == nullptr) {
     std::string accepted;
@@ -162,7 +162,11 @@ std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptio
                       " has no sequential form (it needs a network simulation); accepted protocols: " + accepted);
   }
   check_sequential_groups(options);
-  return info.sequential(options, n_peers);
+}
+
+std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptions& options, int n_peers) {
+  check_sequential_form(options);
+  return protocol_info(options.name).sequential(options, n_peers);
 }
 
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world) {

@@ -54,10 +54,6 @@ struct RoundEffect {
   MessagePattern pattern;
 };
 
-// Thrown by PopulationRound::poll when a stop was requested mid-round: the runner
-// drops the round (the population is half updated) and ends the trial cut short.
-struct RoundInterrupted {};
-
 // One round of the whole population. `alive` holds failures.alive(t, i) for every
 // peer, computed once per round by the runner.
 struct PopulationRound {
@@ -74,9 +70,10 @@ struct PopulationRound {
 
   // Called in a protocol's per-peer loops, so that a long round (millions of
   // peers, a complete graph) answers a stop within a fraction of a second. Cheap:
-  // one relaxed load every 256 peers.
+  // one relaxed load every 256 peers. Throws StopRequested (core/error.hpp): the
+  // runner drops the round (the population is half updated) and ends the trial.
   void poll(int peer) const {
-    if ((peer & 255) == 0 && stop != nullptr && stop->load(std::memory_order_relaxed)) throw RoundInterrupted{};
+    if ((peer & 255) == 0) check_stop(stop);
   }
 
   void wait(int peer) const {
@@ -113,6 +110,9 @@ class SequentialProtocol {
 // n_peers; the catalog row's `sequential` (nullptr: the protocol has none).
 using SequentialFactory = std::unique_ptr<SequentialProtocol>(const ProtocolOptions& options, int n_peers);
 
+// Refuses (ConfigError) a protocol without a sequential form, or settings it
+// cannot take, without building anything (make_sequential_protocol checks the same).
+void check_sequential_form(const ProtocolOptions& options);
 std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptions& options, int n_peers);
 
 }  // namespace avb

@@ -143,7 +143,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     RoundEffect effect;
     try {
       effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round(), stop});
-    } catch (const RoundInterrupted&) {  // the round is dropped: the rows so far stand
+    } catch (const StopRequested&) {  // the round is dropped: the rows so far stand
       record.complete = false;
       break;
     }

@@ -14,17 +14,13 @@ namespace {
 constexpr Eigen::Index hessian_block_rows = 1024;
 
 // sum_s w_s s(z_s)(1 - s(z_s)) a_s a_s^T + l2 I at x.
-void poll(const std::atomic<bool>* stop) {
-  if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw SetupInterrupted{};
-}
-
 Eigen::MatrixXd logistic_hessian(const LogisticObjective& objective, const Eigen::VectorXd& x,
                                  const std::atomic<bool>* stop) {
   const SampleMatrix& features = objective.samples().features;
   const Eigen::Index m = features.rows(), d = features.cols();
   Eigen::MatrixXd hessian = Eigen::MatrixXd::Zero(d, d);
   for (Eigen::Index first = 0; first < m; first += hessian_block_rows) {
-    poll(stop);
+    check_stop(stop);
     const Eigen::Index rows = std::min(hessian_block_rows, m - first);
     const auto block = features.middleRows(first, rows);
     Eigen::VectorXd curvature = block * x;

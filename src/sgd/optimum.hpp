@@ -41,12 +41,9 @@ Optimum quadratic_optimum(const QuadraticObjective& objective, double tolerance 
 
 inline constexpr int kMaxNewtonIterations = 100;
 
-// Thrown when a set-up's `stop` flag is seen set (a SIGTERM while the problem is built).
-struct SetupInterrupted {};
-
 // Newton from x = 0 with Armijo backtracking until ||grad f|| <= tolerance x
 // gradient_scale; the l2 term keeps the Hessian positive definite. `stop` is
-// polled between blocks of samples (SetupInterrupted).
+// polled between blocks of samples (StopRequested, core/error.hpp).
 Optimum logistic_optimum(const LogisticObjective& objective, double tolerance = kOptimumTolerance,
                          int max_iterations = kMaxNewtonIterations, const std::atomic<bool>* stop = nullptr);
 

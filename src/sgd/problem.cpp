@@ -232,10 +232,6 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
 
 namespace {
 
-void poll(const std::atomic<bool>* stop) {
-  if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw SetupInterrupted{};
-}
-
 // Synthetic data's pooled problem is every peer's own, in peer order (what
 // make_objective generates for `pooled`): here it is copied from the peers'
 // objectives already built rather than drawn a second time.
@@ -245,7 +241,7 @@ std::unique_ptr<Objective> pool_peers(const ObjectiveOptions& o, const Problem& 
   if (o.kind == ObjectiveKind::quadratic) {
     Eigen::MatrixXd diagonals(o.dim, n), targets(o.dim, n);
     for (int i = 0; i < n; ++i) {
-      if ((i & 1023) == 0) poll(stop);
+      if ((i & 1023) == 0) check_stop(stop);
       const auto& q = static_cast<const QuadraticObjective&>(*p.peers[static_cast<std::size_t>(i)]);
       diagonals.col(i) = q.diagonals().col(0);
       targets.col(i) = q.targets().col(0);
@@ -258,7 +254,7 @@ std::unique_ptr<Objective> pool_peers(const ObjectiveOptions& o, const Problem& 
   all.features.resize(n * m, o.dim);
   all.labels.resize(n * m);
   for (int i = 0; i < n; ++i) {
-    if ((i & 1023) == 0) poll(stop);
+    if ((i & 1023) == 0) check_stop(stop);
     const Dataset& shard = static_cast<const LogisticObjective&>(*p.peers[static_cast<std::size_t>(i)]).samples();
     all.features.middleRows(i * m, m) = shard.features;
     all.labels.segment(i * m, m) = shard.labels;
@@ -277,13 +273,13 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
     Dataset data = read_data(options, n, p);
     for (int i = 0; i < n; ++i) {
-      if ((i & 255) == 0) poll(stop);
+      if ((i & 255) == 0) check_stop(stop);
       p.peers.push_back(logistic_peer(o, data, i, n, options.seed));
     }
     pool_data(options, n, std::move(data), p);
   } else {
     for (int i = 0; i < n; ++i) {
-      if ((i & 255) == 0) poll(stop);
+      if ((i & 255) == 0) check_stop(stop);
       p.peers.push_back(make_objective(o, i, n, options.seed));
     }
     p.pooled = pool_peers(o, p, n, stop);

@@ -42,7 +42,7 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world);
 // empty), and what rank 0 holds under MPI, built from the same data in the same
 // way, so both engines train on the same bits. Throws as build_problem.
 // `stop` is polled between peers and during Newton's iterations: once it is set
-// the build ends with SetupInterrupted (sgd/optimum.hpp).
+// the build ends with StopRequested (core/error.hpp).
 Problem build_problem_sequential(const TrainingOptions& options, int n_peers, const std::atomic<bool>* stop = nullptr);
 
 // What building and training on the problem costs, known before it is built

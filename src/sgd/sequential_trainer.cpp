@@ -45,11 +45,22 @@ class PopulationSgd {
     evaluate(0);
     int done = 0;  // steps run
     for (int s = 0; s < o_.steps && !stop_ && !reached_ && !diverged_; ++s) {
-      const int r = s / o_.local_steps + 1;  // the round these steps lead to
-      if (s % o_.local_steps == 0) start_round(r);
-      local_step(s);
+      // A stop between evaluations, or inside a step's per-peer loops (millions of
+      // peers), ends the trial there: the step is dropped, the rows so far stand.
+      if (stop_flag_ != nullptr && stop_flag_->load(std::memory_order_relaxed)) {
+        stop_ = true;
+        break;
+      }
+      try {
+        const int r = s / o_.local_steps + 1;  // the round these steps lead to
+        if (s % o_.local_steps == 0) start_round(r);
+        local_step(s);
+        if ((s + 1) % o_.local_steps == 0) round(r);
+      } catch (const StopRequested&) {
+        stop_ = true;
+        break;
+      }
       done = s + 1;
-      if ((s + 1) % o_.local_steps == 0) round(r);
       if ((s + 1) % o_.eval_every == 0 || s + 1 == o_.steps) evaluate(s + 1);
     }
     // A stop seen at the last evaluation cuts nothing short.
@@ -77,6 +88,7 @@ class PopulationSgd {
   void local_step(int s) {
     const double lr = o_.lr.at(s);
     for (int i = 0; i < n_; ++i) {
+      if ((i & 255) == 0) check_stop(stop_flag_);  // as PopulationRound::poll
       if (!alive_[static_cast<std::size_t>(i)]) continue;  // down in round r: sits out the steps before it
       PeerVector x = peer(x_, i), velocity = peer(velocity_, i);
       peers_[static_cast<std::size_t>(i)]->stochastic_gradient(x, o_.batch, seed_, static_cast<std::uint64_t>(s), g_);
@@ -86,7 +98,7 @@ class PopulationSgd {
   }
 
   void round(int r) {
-    const RoundEffect effect = protocol_->step(x_, PopulationRound{r, seed_, failures_, alive_, detection_.begin_round()});
+    const RoundEffect effect = protocol_->step(x_, PopulationRound{r, seed_, failures_, alive_, detection_.begin_round(), stop_flag_});
     groups_ += effect.groups;
     failed_groups_ += effect.failed_groups;
     decode_failures_ += effect.decode_failures;

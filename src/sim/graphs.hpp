@@ -21,7 +21,8 @@ int first_unreachable(const AdjacencyLists& adj);
 
 // A connected simple K-regular graph on n peers (K = spec.degree), drawn from the
 // topology stream of `seed`.
-AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed);
+AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed,
+                              const std::atomic<bool>* stop = nullptr);
 // Refuses (ConfigError) the (K, n) for which no connected simple K-regular graph exists.
 void check_random_regular(const TopologySpec& spec, int n);
 

@@ -59,7 +59,8 @@ class EdgeSet {
 // small k. Returns false when the remaining stubs admit no legal pair, so the
 // caller restarts with the next attempt counter. Draws use the counter
 // (attempt, edges placed so far, draw number) of the topology stream.
-bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, AdjacencyLists& adj) {
+bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, AdjacencyLists& adj,
+                const std::atomic<bool>* stop) {
   adj.assign(static_cast<std::size_t>(n), {});
   for (auto& list : adj) list.reserve(static_cast<std::size_t>(k));
   EdgeSet edges(adj, k);
@@ -75,6 +76,7 @@ bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, Adjac
     if (b >= a) ++b;
     const int u = stubs[a], v = stubs[b];
     if (u != v && !edges.contains(u, v)) {
+      if ((placed & 65535) == 0) check_stop(stop);
       adj[static_cast<std::size_t>(u)].push_back(v);
       adj[static_cast<std::size_t>(v)].push_back(u);
       edges.insert(u, v);
@@ -106,14 +108,15 @@ std::string where(const TopologySpec& spec) { return "--topology " + to_string(s
 
 // Dense (2K > n - 1): draw the complement, which is (n-1-K)-regular and sparser,
 // and flip it. Minimum degree >= n/2 makes the result connected.
-AdjacencyLists complement_of_sparse(int n, int k, const Stream& stream) {
+AdjacencyLists complement_of_sparse(int n, int k, const Stream& stream, const std::atomic<bool>* stop) {
   const int kc = n - 1 - k;
   AdjacencyLists comp;
   for (std::uint64_t attempt = 0;; ++attempt)
-    if (pair_stubs(n, kc, stream, attempt, comp)) break;
+    if (pair_stubs(n, kc, stream, attempt, comp, stop)) break;
   AdjacencyLists adj(static_cast<std::size_t>(n));
   std::vector<char> mark(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
+    if ((i & 255) == 0) check_stop(stop);
     std::fill(mark.begin(), mark.end(), 0);
     for (int j : comp[static_cast<std::size_t>(i)]) mark[static_cast<std::size_t>(j)] = 1;
     for (int j = 0; j < n; ++j)
@@ -157,18 +160,18 @@ void check_random_regular(const TopologySpec& spec, int n) {
                       std::to_string(n) + ")");
 }
 
-AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed) {
+AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t seed, const std::atomic<bool>* stop) {
   check_random_regular(spec, n);
   const int k = spec.degree;
   const Stream stream(seed, StreamId::topology);
-  if (2 * k > n - 1) return complement_of_sparse(n, k, stream);
+  if (2 * k > n - 1) return complement_of_sparse(n, k, stream, stop);
   if (k == 2) return random_cycle(n, stream);
   // k >= 3: random regular graphs are connected with high probability; a
   // disconnected draw is thrown away like a stuck one.
   constexpr std::uint64_t max_attempts = 10000;
   AdjacencyLists adj;
   for (std::uint64_t attempt = 0; attempt < max_attempts; ++attempt)
-    if (pair_stubs(n, k, stream, attempt, adj) && first_unreachable(adj) < 0) return adj;
+    if (pair_stubs(n, k, stream, attempt, adj, stop) && first_unreachable(adj) < 0) return adj;
   throw ConfigError(where(spec) + "found no connected " + std::to_string(k) + "-regular graph on " +
                     std::to_string(n) + " peers in " + std::to_string(max_attempts) + " attempts");
 }

@@ -154,21 +154,19 @@ std::string_view to_string(Weights weights) { return kWeightsNames.name(weights)
 
 // ---- the graph --------------------------------------------------------------
 
-
-// ---- the graph --------------------------------------------------------------
-
-Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed) : spec_(spec), n_(n) {
+Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed, const std::atomic<bool>* stop)
+    : spec_(spec), n_(n) {
   if (n < 1)
     throw ConfigError("--topology " + to_string(spec) + ": needs at least one peer (got " + std::to_string(n) + ")");
-  AdjacencyLists adj(static_cast<std::size_t>(n));  // the undirected kinds fill this
+  AdjacencyLists adj;  // the stored kinds fill this
   switch (spec.kind) {
     case TopologyKind::ring: adj = ring_graph(n); break;
     case TopologyKind::torus: adj = torus_graph(n); break;
     case TopologyKind::hypercube: adj = hypercube_graph(n); break;
     case TopologyKind::exp:
     case TopologyKind::one_peer_exp: return;  // computed: see in_neighbours
-    case TopologyKind::random_regular: adj = graph::random_regular(spec, n, seed); break;
-    case TopologyKind::complete: break;  // not stored: see in_neighbours
+    case TopologyKind::random_regular: adj = graph::random_regular(spec, n, seed, stop); break;
+    case TopologyKind::complete: return;  // not stored: see in_neighbours
     case TopologyKind::file: adj = graph::read_edge_list(spec, n); break;
   }
   store_undirected(std::move(adj));

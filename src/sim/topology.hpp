@@ -7,6 +7,7 @@
 // graph from (spec, N, seed), so no peer ever asks another who its neighbours are.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
@@ -81,7 +82,8 @@ class Topology {
   // Throws ConfigError ("--topology ...") when the graph cannot be built for n
   // peers: hypercube with n not a power of two, random-regular with K >= n or n*K
   // odd, a malformed or disconnected file (with the line number), etc.
-  Topology(const TopologySpec& spec, int n, std::uint64_t seed);
+  // `stop`: polled while a random graph is drawn (StopRequested, core/error.hpp).
+  Topology(const TopologySpec& spec, int n, std::uint64_t seed, const std::atomic<bool>* stop = nullptr);
   // A file:PATH topology read from `edge_list` instead of PATH, which then only
   // names it in errors (the fuzzer feeds bytes). Same checks, same messages.
   Topology(const TopologySpec& spec, int n, std::istream& edge_list);

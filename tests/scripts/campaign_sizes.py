@@ -604,8 +604,9 @@ def signal_name(rc):
 def judge_timeout(case, run, rundir, seen, timeout):
     """A run still going at the timeout: a failure (its estimate said otherwise);
     says what SIGTERM then did (exit 143 and a trace marked incomplete, promised)."""
-    est = seen["estimate_s"]
-    text = (f"timeout: still running after {timeout:.0f} s, though its --dry-run estimated {est:g} s; "
+    est = seen.get("estimate_s")
+    estimated = f"estimated {est:g} s" if est is not None else "printed no wall time"
+    text = (f"timeout: still running after {timeout:.0f} s, though its --dry-run {estimated}; "
             f"SIGTERM then gave exit {run['rc']}{signal_name(run['rc'])}")
     problems = [text]
     if run["killed"]:

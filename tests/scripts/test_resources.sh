@@ -10,7 +10,8 @@
 #   - memory: graphs and protocol state counted (pushsum at 2^20 peers,
 #     random-regular:30000), ulimit -v honoured, --dry-run's estimate against the
 #     peak memory measured for every protocol of the catalog;
-#   - SIGTERM inside one long round (a complete graph), among many short traced
+#   - SIGTERM inside one long round (a complete graph), while a random graph of
+#     2^22 peers is drawn, among many short traced
 #     trials, under churn at 2^20 peers and during sgd_bench's set-up of a large
 #     problem ends the run within a second;
 #   - the wall-time estimate counts each trial's trace group (many short trials);
@@ -119,6 +120,18 @@ if [ -z "$SANITIZED" ]; then
   # (A subshell's verdicts are its own: its exit status carries them back.)
   ( ulimit -v 1000000; refused "--dim: the run needs about" "${SEQ[@]}" --peers 1048576 --protocol pushsum --dim 64
     exit "$AVB_FAILURES" ) || AVB_FAILURES=$((AVB_FAILURES + 1))
+  # Checking the options builds nothing that grows with N: a computed graph at 14
+  # million peers under 320 MB (the check once allocated a list per peer: exit 1,
+  # std::bad_alloc, even for --dry-run).
+  rc=0
+  ( ulimit -v 324710; timeout 60 "$BIN" "${SEQ[@]}" --peers 13956791 --protocol pairwise --topology one-peer-exp \
+      --rounds 1 --dry-run >dry 2>err ) || rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(grep -c '^# estimate: ' dry)" -eq 4 ] && [ "$(grep -c . err)" -eq 1 ] &&
+     grep -q "error: --peers: the run needs about" err; then
+    ok "one-peer-exp at 13956791 peers under ulimit -v 324710: estimate and refusal"
+  else
+    bad_with_report "one-peer-exp at 13956791 peers under ulimit -v (exit $rc):" "$(cat dry err)"
+  fi
   rc=0
   ( ulimit -v 1000000; timeout 60 "$BIN" "${SEQ[@]}" --peers 1048576 --protocol pushsum --dim 64 --dry-run >dry 2>err ) || rc=$?
   if [ "$rc" -eq 2 ] && grep -q "^# estimate: memory: about" dry && grep -q "error: --dim" err; then
@@ -205,6 +218,10 @@ stopped_within() {
 # were a scan of every peer per joiner: O(N^2) a round, minutes at this size).
 stopped_within "churn at 2^20 peers" 1 "$BIN" "${SEQ[@]}" --peers 1048576 --protocol gossip --failure churn \
   --fail-rate 0.05 --join-rate 0.5 --rounds 100000 --trials 1
+# A random regular graph of 2^22 peers takes tens of seconds to draw: the draw
+# polls the stop (it did not: SIGTERM waited for the whole graph).
+stopped_within "random-regular:8 on 2^22 peers" 1 "$BIN" "${SEQ[@]}" --peers 4194304 --protocol gossip \
+  --topology random-regular:8 --rounds 3 --trials 1
 # Many short traced trials: each writes a group of datasets; the stop ends the
 # run after the trials in flight.
 stopped_within "100000 traced trials" 1 "$BIN" "${SEQ[@]}" --peers 4 --rounds 3 --trials 100000
