@@ -92,7 +92,9 @@ void resolve_topology(const ProtocolInfo& info, ProtocolOptions& o, int n_peers)
   if (o.alive_weights == AliveWeights::metropolis && o.weights != Weights::metropolis)
     throw ConfigError("--alive-weights metropolis: needs --weights metropolis (the weights it recomputes for "
                       "the alive subgraph)");
-  if (check_large_graph(*o.topology, n_peers)) return;  // undirected: any weights apply
+  // Undirected graphs take any weights: a large one (or the complete graph, whose
+  // metropolis row alone walks N^2 edges) is not built to check them.
+  if (check_large_graph(*o.topology, n_peers) || o.topology->kind == TopologyKind::complete) return;
   const Topology check(*o.topology, n_peers, 0);
   if (takes(info.name, "--weights") && n_peers > 0) check.mixing_row(o.weights, 1, 0);
 }

@@ -88,6 +88,10 @@ done
 
 # ---- memory -----------------------------------------------------------------------
 refused "--topology: the run needs about" "${SEQ[@]}" --peers 65536 --protocol gossip --topology random-regular:30000
+# Checking the weights of a complete graph of 13 million peers once walked N^2
+# edges (a --dry-run still running at 60 s, deaf to SIGTERM).
+refused "--topology: the run needs about" "${SEQ[@]}" --peers 13369780 --protocol choco --topology complete \
+  --weights metropolis --dim 5 --rounds 1
 # --dry-run runs nothing and writes nothing.
 timeout 60 "$BIN" "${SEQ[@]}" --peers 1024 --protocol moshpit --trials 100 --out dry.h5 --dry-run >dry 2>err
 if [ ! -e dry.h5 ] && [ "$(grep -c '^# estimate: ' dry)" -eq 4 ] && [ ! -s err ]; then
