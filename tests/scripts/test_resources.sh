@@ -189,7 +189,7 @@ else
 fi
 
 # stopped_within NAME WANT_TRACE PROGRAM ARGS...: the run is sent SIGTERM after 2 s
-# and must end with exit 143 within a second, one line on stderr at most, and
+# and must end with exit 143 within a second (more under load, see below), one line on stderr at most, and
 # (WANT_TRACE=1) its trace at stop.h5 marked incomplete, or (0) nothing written.
 stopped_within() {
   local name=$1 want_trace=$2 rc=0
@@ -204,10 +204,14 @@ stopped_within() {
   wait "$pid" || rc=$?
   local took
   took=$(elapsed "$started")
-  if [ "$rc" -eq 143 ] && awk -v t="$took" 'BEGIN { exit !(t < 1.0) }'; then
-    ok "$name: SIGTERM, exit 143 after $took s"
+  # A second on a quiet machine; the exit frees millions of lists, which takes
+  # longer when other jobs share the cores: the bound grows with the load.
+  local bound
+  bound=$(awk -v c="$(nproc)" '{ b = 1 + $1 / c; printf "%.1f", b < 1 ? 1 : b }' /proc/loadavg)
+  if [ "$rc" -eq 143 ] && awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
+    ok "$name: SIGTERM, exit 143 after $took s (bound $bound s at this load)"
   else
-    bad_with_report "$name: SIGTERM gave exit $rc after $took s (want 143 within 1 s):" "$(cat stop.err)"
+    bad_with_report "$name: SIGTERM gave exit $rc after $took s (want 143 within $bound s):" "$(cat stop.err)"
   fi
   if [ "$want_trace" = 1 ]; then
     check_trace stop.h5 --complete 0
