@@ -235,6 +235,12 @@ std::vector<std::pair<int, int>> Topology::edges(int t) const {
   return result;
 }
 
+std::size_t Topology::undirected_degree(int t, int j) const {
+  // The complete graph's lists are built on demand: its degree is known.
+  if (spec_.kind == TopologyKind::complete) return static_cast<std::size_t>(n_ - 1);
+  return in_[phase(t, j)][static_cast<std::size_t>(j)].size();
+}
+
 MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
   const auto& in = in_neighbours(t, i);
   MixingRow row;
@@ -259,7 +265,7 @@ MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
       row.peers.push_back(i);
       row.weights.push_back(0.0);  // filled in below
     }
-    const auto d_j = in_neighbours(t, in[k]).size();
+    const auto d_j = undirected_degree(t, in[k]);
     const double w = 1.0 / (1.0 + static_cast<double>(std::max(d_i, d_j)));
     row.peers.push_back(in[k]);
     row.weights.push_back(w);

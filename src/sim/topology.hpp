@@ -111,6 +111,8 @@ class Topology {
   MixingRow mixing_row(Weights weights, int t, int i) const;
 
  private:
+  // How many neighbours peer j has in round t (undirected kinds), without listing them.
+  std::size_t undirected_degree(int t, int j) const;
   // Index into in_/out_ for round t; checks t and i.
   std::size_t phase(int t, int i) const;
   // Drops self-loops, sorts each peer's list, stores it as the one phase.

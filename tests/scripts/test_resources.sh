@@ -230,6 +230,10 @@ stopped_within "churn at 2^20 peers" 1 "$BIN" "${SEQ[@]}" --peers 1048576 --prot
 # polls the stop (it did not: SIGTERM waited for the whole graph).
 stopped_within "random-regular:8 on 2^22 peers" 1 "$BIN" "${SEQ[@]}" --peers 4194304 --protocol gossip \
   --topology random-regular:8 --rounds 3 --trials 1
+# Metropolis weights on the complete graph: a peer's row once listed every
+# neighbour's neighbours (N^2 a row, N^3 a round, deaf to SIGTERM for minutes).
+stopped_within "metropolis on the complete graph of 20000 peers" 1 "$BIN" "${SEQ[@]}" --peers 20000 \
+  --protocol gossip --topology complete --weights metropolis --rounds 50 --trials 1
 # Many short traced trials: each writes a group of datasets; the stop ends the
 # run after the trials in flight.
 stopped_within "100000 traced trials" 1 "$BIN" "${SEQ[@]}" --peers 4 --rounds 3 --trials 100000
