@@ -35,6 +35,9 @@ constexpr PlatformFlag kPlatformFlags[] = {
     {"--backbone-bandwidth", &LinkModel::backbone, "bytes/s", "--bb-bw"},
     {"--backbone-latency", &LinkModel::backbone_latency, "seconds", "--bb-lat"},
 };
+// The threads a run starts after its estimate: the sequential engine's workers.
+int extra_threads(const RunShape& shape) { return shape.sequential ? std::min(shape.threads, shape.trials) : 0; }
+
 }  // namespace
 
 void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
@@ -100,11 +103,6 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
   for (const PlatformFlag& p : kPlatformFlags)  // named without the leading "--", as the other options
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
 }
-
-namespace {
-// The threads a run starts after its estimate: the sequential engine's workers.
-int extra_threads(const RunShape& shape) { return shape.sequential ? std::min(shape.threads, shape.trials) : 0; }
-}  // namespace
 
 RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
                    std::size_t model_dim, double rounds, bool traced) {

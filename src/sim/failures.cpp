@@ -120,14 +120,13 @@ int FailureModel::donor(int round, int joiner) const {
 std::vector<int> FailureModel::donors(int round) const {
   if (kind_ != FailureKind::churn || round <= 0 || rate_ <= 0.0) return {};
   std::vector<int> result(static_cast<std::size_t>(n_peers_), -1);
-  std::vector<int> candidates;
-  bool any = false;
-  for (int p = 0; p < n_peers_ && !any; ++p) any = joined(round, p);
-  if (!any) return result;
-  candidates = donor_candidates(*this, round);
-  const Stream churn(stream_.seed(), StreamId::churn);
+  std::vector<int> joiners;
   for (int p = 0; p < n_peers_; ++p)
-    if (joined(round, p)) result[static_cast<std::size_t>(p)] = pick_donor(churn, candidates, round, p);
+    if (joined(round, p)) joiners.push_back(p);
+  if (joiners.empty()) return result;
+  const std::vector<int> candidates = donor_candidates(*this, round);
+  const Stream churn(stream_.seed(), StreamId::churn);
+  for (int p : joiners) result[static_cast<std::size_t>(p)] = pick_donor(churn, candidates, round, p);
   return result;
 }
 
