@@ -80,6 +80,25 @@ avb::OptimumRecord optimum_record(const avb::TrainingOptions& options, const avb
   return optimum;
 }
 
+// The run's size for the estimate: the averaging rounds plus the problem's own memory and time.
+avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::TrainingOptions& options, int peers,
+                             int threads) {
+  // At most one averaging round per step (geometric local steps: any step may end one).
+  const double rounds = options.local_steps_dist == avb::LocalStepsDist::fixed
+                            ? std::ceil(static_cast<double>(options.steps) / options.local_steps)
+                            : options.steps;
+  const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim));
+  avb::RunShape shape =
+      avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
+  const bool sequential = cli.engine.engine == avb::app::Engine::sequential;
+  const avb::ProblemCost problem = avb::problem_cost(options, peers, sequential, shape.peers_here);
+  shape.workload = problem.memory;
+  shape.workload_vectors = problem.trial_vectors;
+  shape.setup_seconds = problem.setup_seconds;
+  shape.workload_trial_seconds = problem.trial_seconds;
+  return shape;
+}
+
 int run(int argc, char** argv) {
   const avb::app::World world = avb::app::world();
   const int rank = world.rank, size = world.size;
@@ -98,17 +117,7 @@ int run(int argc, char** argv) {
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);
     if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
-    // At most one averaging round per step (geometric local steps: any step may end one).
-    const double rounds = options.local_steps_dist == avb::LocalStepsDist::fixed
-                              ? std::ceil(static_cast<double>(options.steps) / options.local_steps)
-                              : options.steps;
-    const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim));
-    shape = avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
-    const avb::ProblemCost problem = avb::problem_cost(options, peers, sequential, shape.peers_here);
-    shape.workload = problem.memory;
-    shape.workload_vectors = problem.trial_vectors;
-    shape.setup_seconds = problem.setup_seconds;
-    shape.workload_trial_seconds = problem.trial_seconds;
+    shape = training_shape(cli, options, peers, threads);
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::check_sequential_form(options.protocol);
   });
