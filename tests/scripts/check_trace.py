@@ -428,6 +428,18 @@ def _config_str(f, key: str, default: str) -> str:
     return value if isinstance(value, str) else default
 
 
+def _join_every(f):
+    """Under --failure churn, H (--local-steps): joiners load their donors' models at
+    steps s with s % H == 0. None otherwise, or when /config does not say."""
+    if _config_str(f, "failure", "") != "churn":
+        return None
+    try:
+        h = int(_config_str(f, "local-steps", ""))
+    except ValueError:  # unreadable: _check_config reports it
+        return None
+    return h if h > 0 else None
+
+
 def _quantizer(f) -> str:
     """The run's --quantizer as /config records it; "none" for protocols that
     record none (they send their values as they are)."""
@@ -756,7 +768,7 @@ def _check_training_values(c: _Checker, where: str, cols, diverged):
 
 
 def _check_training_counters(c: _Checker, where: str, cols, n_peers, rnd, ok, quantizer, detection_timeout,
-                             geometric):
+                             geometric, join_every):
     """Counters cumulative, and unchanged while no round ran."""
     _check_counters(c, where, cols, n_peers, "step 0")
     _check_decode_failures(c, where, cols, quantizer, "sgd", finite=ok)
@@ -771,9 +783,17 @@ def _check_training_counters(c: _Checker, where: str, cols, n_peers, rnd, ok, qu
     same = np.concatenate(([False], rnd[1:] == rnd[:-1])) & (not geometric)
     c.first_bad(f"{where}/groups", same & (groups != 0),
                 lambda i: f"row {i} has {groups[i]} groups, but no round ran since the previous row")
-    c.first_bad(f"{where}/bytes_sent", same[1:] & (sent[1:] != sent[:-1]),
+    # Under --failure churn a joiner loads its donor's model at the first of the H
+    # steps before its first round (step s with s % H == 0): those bytes may show in
+    # a row whose round has not run yet (or never runs, when --steps ends first).
+    loads = np.zeros(len(sent), dtype=bool)
+    if join_every is not None:
+        step = cols["step"].astype(np.int64)
+        first_load = -(-step[:-1] // join_every) * join_every  # the first s >= the previous row's step
+        loads[1:] = first_load < step[1:]
+    c.first_bad(f"{where}/bytes_sent", same[1:] & ~loads[1:] & (sent[1:] != sent[:-1]),
                 lambda i: f"changes at row {i + 1} ({sent[i]} -> {sent[i + 1]}), but no round ran "
-                          f"(SGD steps send nothing)")
+                          f"(SGD steps send nothing{'' if join_every is None else ', churn loads none then'})")
     if n_peers is not None:
         c.first_bad(f"{where}/alive", (rnd == 0) & (alive != n_peers),
                     lambda i: f"row {i} has {alive[i]} alive peers before any round, expected all {n_peers}")
@@ -827,7 +847,8 @@ def _check_relative_gap(c: _Checker, where: str, cols, optimum, ok):
 
 
 def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, eval_every,
-                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0, geometric=False):
+                          version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0, geometric=False,
+                          join_every=None):
     """Checks one training /trials/<k> group against /optimum (when usable);
     returns what /summary must agree with, or None."""
     where = g.name
@@ -841,7 +862,7 @@ def _check_training_trial(c: _Checker, g, n_peers, optimum, steps, local_steps, 
     rnd = cols["round"].astype(np.int64)
     _check_step_round(c, where, step, rnd, steps, local_steps, eval_every)
     ok = _check_training_values(c, where, cols, diverged)
-    _check_training_counters(c, where, cols, n_peers, rnd, ok, quantizer, detection_timeout, geometric)
+    _check_training_counters(c, where, cols, n_peers, rnd, ok, quantizer, detection_timeout, geometric, join_every)
     with np.errstate(invalid="ignore", over="ignore"):
         if optimum is not None:
             _check_against_optimum(c, where, cols, optimum, ok)
@@ -985,7 +1006,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 return c.problems
             check_one = (
                 (lambda g: _check_training_trial(c, g, n_peers, optimum, steps, local_steps, eval_every, version,
-                                                 quantizer, detection_timeout, geometric))
+                                                 quantizer, detection_timeout, geometric, _join_every(f)))
                 if run_kind == "sgd" else
                 (lambda g: _check_trial(c, g, n_peers, rounds, version, quantizer, detection_timeout)))
             order, infos = _check_trials(c, f["trials"], check_one)

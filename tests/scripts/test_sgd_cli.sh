@@ -257,6 +257,10 @@ good_run quad_gossip_step "$(sgd 2 50 2 5)" -- --protocol gossip --fail-rate 0.3
 good_run quad_pushsum "$(sgd 1 20 1 3)" -- --protocol pushsum --steps 20 --eval-every 3
 good_run quad_churn "$(sgd 2 30 2 5)" -- --protocol gossip --failure churn --fail-rate 0.3 --join-rate 0.5 \
   --detection-timeout 0.2 --momentum 0.5 --local-steps 2 --steps 30 --eval-every 5 --trials 2
+# A row every step: a joiner's load shows in the row before its first round (seed 0
+# has joiners in both trials).
+good_run churn_every_step "$(sgd 2 30 3 1)" -- --protocol gossip --failure churn --fail-rate 0.3 --join-rate 0.5 \
+  --local-steps 3 --steps 30 --eval-every 1 --trials 2
 # Swarm with geometric local steps and a simulated step cost (charged under SMPI
 # only): a peer's rounds no longer follow step / H, so the round column is not checked.
 good_run swarm_geometric "--complete 1 --trials 2 --steps 30 --eval-every 10" -- --protocol swarm --mode non-blocking \
