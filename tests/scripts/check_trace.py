@@ -998,6 +998,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             version = _schema_version(f)
             quantizer = _quantizer(f)
             geometric = _config_str(f, "local-steps-dist", "fixed") == "geometric"
+            join_every = _join_every(f)
             detection_timeout = _detection_timeout(f)
             optimum_present, optimum = (_check_optimum(c, f, version) if run_kind == "sgd" else (True, None))
 
@@ -1006,7 +1007,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 return c.problems
             check_one = (
                 (lambda g: _check_training_trial(c, g, n_peers, optimum, steps, local_steps, eval_every, version,
-                                                 quantizer, detection_timeout, geometric, _join_every(f)))
+                                                 quantizer, detection_timeout, geometric, join_every))
                 if run_kind == "sgd" else
                 (lambda g: _check_trial(c, g, n_peers, rounds, version, quantizer, detection_timeout)))
             order, infos = _check_trials(c, f["trials"], check_one)
