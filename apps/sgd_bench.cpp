@@ -96,6 +96,7 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
   shape.workload_vectors = problem.trial_vectors;
   shape.setup_seconds = problem.setup_seconds;
   shape.workload_trial_seconds = problem.trial_seconds;
+  avb::app::charge_computation(shape, options, options.step_flops, "--step-flops", options.local_steps);
   return shape;
 }
 
@@ -116,7 +117,7 @@ int run(int argc, char** argv) {
     options = avb::app::training_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);
-    if (!sequential) avb::check_simulated_time(options, world.slowest_speed);
+    avb::check_simulated_time(options, sequential ? cli.engine.link.host_speed : world.slowest_speed);
     shape = training_shape(cli, options, peers, threads);
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::check_sequential_form(options.protocol);

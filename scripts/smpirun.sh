@@ -9,7 +9,8 @@
 # of N hosts, or what these options ask for (platform.py --help says more):
 #   --kind cluster|cloud|geo   cloud: lognormal host speeds and link bandwidths;
 #                              geo: regions joined by wide-area links
-#   --speed-sigma S            lognormal sigma of host speeds (median 1 Gflop/s)
+#   --speed F                  host speed (1Gf; the median when lognormal)
+#   --speed-sigma S            lognormal sigma of host speeds
 #   --bw-sigma B               cloud: lognormal sigma of link bandwidths
 #   --speed-seed K             seed of the lognormal draws
 #   --regions R, --wan-lat L, --wan-bw B   geo: regions and the links between them
@@ -66,14 +67,14 @@ while [ $# -gt 0 ]; do
     --eager-limit)
       case "${2:-}" in ''|*[!0-9]*) echo "smpirun.sh: error: --eager-limit: '${2:-}' is not a number of bytes >= 0" >&2; exit 2 ;; esac
       eager=$2; shift 2 ;;
-    --kind|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw|--bb-bw|--bb-lat|--bw|--lat) gen+=("$1" "$2"); shift 2 ;;
+    --kind|--speed|--speed-sigma|--bw-sigma|--regions|--wan-lat|--wan-bw|--bb-bw|--bb-lat|--bw|--lat) gen+=("$1" "$2"); shift 2 ;;
     --speed-seed) gen+=(--seed "$2"); shift 2 ;;
     --) shift; break ;;
     *) break ;;
   esac
 done
 if [ -z "$n" ] || [ $# -eq 0 ]; then
-  echo "usage: smpirun.sh -n N [--platform XML --hostfile FILE | --kind K --speed-sigma S --bw-sigma B --speed-seed K --regions R --wan-lat L --wan-bw B --bb-bw B --bb-lat L --bw B --lat L] [--privatize] [--eager-limit BYTES] [--cfg=...] [--] PROGRAM [ARGS...]" >&2
+  echo "usage: smpirun.sh -n N [--platform XML --hostfile FILE | --kind K --speed F --speed-sigma S --bw-sigma B --speed-seed K --regions R --wan-lat L --wan-bw B --bb-bw B --bb-lat L --bw B --lat L] [--privatize] [--eager-limit BYTES] [--cfg=...] [--] PROGRAM [ARGS...]" >&2
   exit 2
 fi
 case "$n" in ''|*[!0-9]*) echo "smpirun.sh: error: -n: '$n' is not a positive integer" >&2; exit 2 ;; esac

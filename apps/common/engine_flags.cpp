@@ -16,24 +16,23 @@
 namespace avb::app {
 
 namespace {
-// Flags whose only effect is on time, which the sequential engine estimates from
-// the message pattern alone (protocols/time_model.hpp).
-constexpr const char* kTimeOnlyFlags[] = {"--compute-flops", "--step-flops", "--stragglers", "--straggler-slowdown",
-                                          "--round-timeout"};
+// Flags the sequential engine has no use for: a watchdog of real rounds.
+constexpr const char* kMpiOnlyFlags[] = {"--round-timeout"};
 
 // The sequential engine's platform: each flag, its field, and the flag of
 // scripts/smpirun.sh (platform.py) that sets the same value under SMPI.
 struct PlatformFlag {
   const char* flag;
-  double LinkModel::*field;
+  double PlatformModel::*field;
   const char* unit;
   const char* smpi_flag;
 };
 constexpr PlatformFlag kPlatformFlags[] = {
-    {"--link-bandwidth", &LinkModel::bandwidth, "bytes/s", "--bw"},
-    {"--link-latency", &LinkModel::link_latency, "seconds", "--lat"},
-    {"--backbone-bandwidth", &LinkModel::backbone, "bytes/s", "--bb-bw"},
-    {"--backbone-latency", &LinkModel::backbone_latency, "seconds", "--bb-lat"},
+    {"--link-bandwidth", &PlatformModel::bandwidth, "bytes/s", "--bw"},
+    {"--link-latency", &PlatformModel::link_latency, "seconds", "--lat"},
+    {"--backbone-bandwidth", &PlatformModel::backbone, "bytes/s", "--bb-bw"},
+    {"--backbone-latency", &PlatformModel::backbone_latency, "seconds", "--bb-lat"},
+    {"--host-speed", &PlatformModel::host_speed, "flops/s", "--speed"},
 };
 // The threads a run starts after its estimate: the sequential engine's workers.
 int extra_threads(const RunShape& shape) { return shape.sequential ? std::min(shape.threads, shape.trials) : 0; }
@@ -80,10 +79,10 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
                       " were started; run it without mpirun");
   if (flags.peers < 1)
     throw ConfigError("--peers: required with --engine sequential; accepted: an integer in [1, 2^24]");
-  for (const char* flag : kTimeOnlyFlags)
+  for (const char* flag : kMpiOnlyFlags)
     if (changed.count(flag) != 0)
-      throw ConfigError(std::string(flag) + ": shapes only time, which --engine sequential estimates without a "
-                        "network simulation; use --engine mpi (under SMPI for simulated time)");
+      throw ConfigError(std::string(flag) + ": watches the rounds of MPI peers, which can hang on a lost "
+                        "message; --engine sequential has no messages to lose (use --engine mpi)");
   return flags.peers;
 }
 
@@ -121,6 +120,12 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
   shape.peers_here = shape.sequential ? 1 : peers_on_this_machine(peers, 0);
   shape.shared_padding = engine_name() == "smpi";
   return shape;
+}
+
+void charge_computation(RunShape& shape, const RunOptions& o, double flops, const std::string& flag, double per_round) {
+  shape.compute_flops = flops * per_round * (o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0);
+  shape.compute_flag = flag;
+  shape.compute_flag_value = flops;
 }
 
 RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run) {

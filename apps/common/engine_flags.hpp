@@ -23,11 +23,11 @@ struct EngineFlags {
   Engine engine = Engine::mpi;
   int peers = 0;    // sequential: the number of peers (required)
   int threads = 0;  // sequential: trials run at once; 0: one per core
-  LinkModel link;   // sequential: the platform of the time estimate
+  PlatformModel link;  // sequential: the platform of the time estimate
 };
 
 // --engine, --peers, --threads and the estimate's platform (--link-bandwidth,
-// --link-latency, --backbone-bandwidth, --backbone-latency), in the help group "Engine".
+// --link-latency, --backbone-bandwidth, --backbone-latency, --host-speed), in the help group "Engine".
 void add_engine_flags(TypedOptions& add, EngineFlags& flags);
 
 // The run's peer count: the MPI world's size, or --peers on the sequential engine.
@@ -44,6 +44,11 @@ int run_threads(const EngineFlags& flags, int trials);
 // The run's shape for its resource estimate (run/estimate.hpp): `o` resolved,
 // `rounds` averaging rounds per trial at most, `threads` as run_threads gave,
 // `traced` when --out writes a trace.
+// The computation of a round, for the estimate: `flops` (named by `flag`) charged
+// `per_round` times a round by its slowest peer, a straggler when there are any.
+void charge_computation(RunShape& shape, const RunOptions& o, double flops, const std::string& flag,
+                        double per_round = 1);
+
 RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
                    std::size_t model_dim, double rounds, bool traced);
 

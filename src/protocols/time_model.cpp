@@ -85,7 +85,7 @@ MessagePattern collective_pattern(Collective c, int n, std::size_t dim, const Qu
   }
 }
 
-RoundTime round_time(const MessagePattern& pattern, double bytes, const LinkModel& link) {
+RoundTime round_time(const MessagePattern& pattern, double bytes, const PlatformModel& link) {
   if (pattern.steps <= 0) return {};
   const Factor& f = factor(pattern.message);
   const double per_step = bytes / pattern.steps;
@@ -98,7 +98,7 @@ RoundTime round_time(const MessagePattern& pattern, double bytes, const LinkMode
   return r;
 }
 
-double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link) {
+double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const PlatformModel& link) {
   if (pattern.steps <= 0) return 0.0;
   const Factor& f = factor(pattern.message);
   const double per_step = static_cast<double>(bytes) / pattern.steps;

@@ -19,13 +19,14 @@
 
 namespace avb {
 
-// The platform the estimate assumes: scripts/platform.py's cluster, one private
-// link per peer to a backbone all links share (its defaults here).
-struct LinkModel {
+// The platform the estimate assumes: scripts/platform.py's cluster, one host per
+// peer with a private link to a backbone all links share (its defaults here).
+struct PlatformModel {
   double link_latency = 50e-6;       // seconds, of one peer's link
   double bandwidth = 125e6;          // bytes/s of one peer's link
   double backbone_latency = 500e-6;  // seconds
   double backbone = 2.25e9;          // bytes/s of the backbone
+  double host_speed = 1e9;           // flops/s of every host (computation charged: --compute-flops, --step-flops)
 
   // A message crosses the sender's link, the backbone and the receiver's link.
   double latency() const { return 2 * link_latency + backbone_latency; }
@@ -54,9 +55,9 @@ struct RoundTime {
   double link_latency = 0, backbone_latency = 0, link_transfer = 0, backbone_transfer = 0;
   double total() const { return link_latency + backbone_latency + link_transfer + backbone_transfer; }
 };
-RoundTime round_time(const MessagePattern& pattern, double bytes, const LinkModel& link = {});
+RoundTime round_time(const MessagePattern& pattern, double bytes, const PlatformModel& link = {});
 
 // The round's estimated duration; `bytes`: what all peers sent in it.
-double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const LinkModel& link = {});
+double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const PlatformModel& link = {});
 
 }  // namespace avb

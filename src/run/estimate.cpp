@@ -52,7 +52,7 @@ std::string number(double v) {
 
 }  // namespace
 
-RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, const LinkModel& link) {
+RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, const PlatformModel& link) {
   const ResourceQuery query{s.peers, s.dim, std::max(s.model_dim, s.dim)};
   const ProtocolResources r = protocol_resources(protocol, query);
   const double n = s.peers, dim = static_cast<double>(s.dim), model = static_cast<double>(query.model_dim);
@@ -92,7 +92,8 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
   e.trial_bytes = s.rounds * e.round_bytes;
   e.pattern = r.pattern;
   if (s.sequential) {
-    e.round_seconds = round_time(r.pattern, e.round_bytes, link).total() + (s.failures ? s.detection_timeout : 0.0);
+    e.round_seconds = s.compute_flops / link.host_speed + round_time(r.pattern, e.round_bytes, link).total() +
+                      (s.failures ? s.detection_timeout : 0.0);
     e.trial_seconds = s.rounds * e.round_seconds;
     // About 6 ns per unit of work (measured on the protocols at a million peers),
     // the initial values' normal draws, and the graph's construction. Trials run
@@ -119,7 +120,7 @@ double memory_available(int threads) {
   return std::max(0.0, limit);
 }
 
-void check_run_estimate(const RunEstimate& e, const RunShape& s, const LinkModel& link, double available) {
+void check_run_estimate(const RunEstimate& e, const RunShape& s, const PlatformModel& link, double available) {
   if (e.memory_bytes > available) {
     const auto largest = std::max_element(e.memory.begin(), e.memory.end(),
                                           [](const MemoryPart& a, const MemoryPart& b) { return a.bytes < b.bytes; });
@@ -149,6 +150,7 @@ void check_run_estimate(const RunEstimate& e, const RunShape& s, const LinkModel
     double value;
   };
   const Cause causes[] = {{detection, "--detection-timeout", s.detection_timeout},
+                          {s.compute_flops / link.host_speed, s.compute_flag.c_str(), s.compute_flag_value},
                           {t.link_latency, "--link-latency", link.link_latency},
                           {t.backbone_latency, "--backbone-latency", link.backbone_latency},
                           {t.link_transfer, "--link-bandwidth", link.bandwidth},

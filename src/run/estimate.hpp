@@ -41,6 +41,11 @@ struct RunShape {
   int peers_here = 1;        // MPI: ranks on this machine (SMPI: all of them)
   bool shared_padding = false;  // SMPI: --model-dim's padding is one shared mapping (core/padding.hpp)
   bool traced = false;       // --out: each trial adds a group of datasets to the trace
+  // The computation a round charges its slowest peer (a straggler's slow-down
+  // included), in flops, and the flag that sets it with that flag's value.
+  double compute_flops = 0;
+  std::string compute_flag;
+  double compute_flag_value = 0;
   // The workload besides averaging (sgd_bench's problem: sgd/problem.hpp problem_cost).
   std::vector<MemoryPart> workload;  // on this machine, held for the whole run
   double workload_vectors = 0;       // sequential: vectors per peer of each trial in flight
@@ -63,7 +68,7 @@ struct RunEstimate {
 // per-peer figures divide it as a signed 64-bit integer.
 inline constexpr double kMaxCountedBytes = 9.2e18;
 
-RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& shape, const LinkModel& link);
+RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& shape, const PlatformModel& link);
 
 // The memory a run may use here: physical memory less the program's own, or the
 // address-space limit (ulimit -v) when that is lower, less what is mapped already
@@ -73,7 +78,7 @@ double memory_available(int threads);
 // Throws ConfigError naming the flag to change and the estimate when the run
 // cannot fit in `available` bytes, its bytes counter could wrap, or (sequential
 // engine) its simulated time leaves kMaxSimulatedSeconds.
-void check_run_estimate(const RunEstimate& estimate, const RunShape& shape, const LinkModel& link, double available);
+void check_run_estimate(const RunEstimate& estimate, const RunShape& shape, const PlatformModel& link, double available);
 
 // The estimate as lines of text ("memory: ...", "bytes: ...", ...), for --dry-run.
 std::vector<std::string> describe_estimate(const RunEstimate& estimate, const RunShape& shape, double available);

@@ -88,15 +88,44 @@ std::span<std::uint8_t> DetectionClock::begin_round() {
   return waiting_;
 }
 
-double DetectionClock::end_round() {
-  bool anyone = false;
+void DetectionClock::end_round() {
   for (std::size_t i = 0; i < waiting_.size(); ++i) {
     if (!waiting_[i]) continue;
-    anyone = true;
     waited_[i] += timeout_;
     most_ = std::max(most_, waited_[i]);
   }
-  return anyone ? timeout_ : 0.0;
+}
+
+ComputeClock::ComputeClock(std::uint64_t trial_seed, const StragglerSpec& spec, int n_peers, double flops,
+                           double host_speed)
+    : seconds_(flops / host_speed), straggler_seconds_(flops * spec.slowdown / host_speed) {
+  if (flops <= 0 || spec.fraction <= 0) return;
+  const Stragglers stragglers(trial_seed, spec);
+  for (int i = 0; i < n_peers; ++i)
+    if (stragglers.factor(i) > 1.0) stragglers_.push_back(i);
+}
+
+double ComputeClock::seconds(std::span<const std::uint8_t> alive) const {
+  if (seconds_ <= 0) return 0.0;
+  for (int i : stragglers_)
+    if (alive[static_cast<std::size_t>(i)]) return straggler_seconds_;
+  return std::find(alive.begin(), alive.end(), std::uint8_t{1}) != alive.end() ? seconds_ : 0.0;
+}
+
+double ComputeClock::slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps) const {
+  const std::span<const std::uint8_t> waiting = detection.waiting();  // empty: no timeout
+  const bool anyone_waits = std::find(waiting.begin(), waiting.end(), std::uint8_t{1}) != waiting.end();
+  if (seconds_ <= 0) return anyone_waits ? detection.timeout() : 0.0;
+  if (!anyone_waits) return steps * seconds(alive);
+  double most = 0.0;
+  std::size_t next = 0;  // the first straggler >= i (stragglers_ is in peer order)
+  for (std::size_t i = 0; i < alive.size(); ++i) {
+    while (next < stragglers_.size() && stragglers_[next] < static_cast<int>(i)) ++next;
+    if (!alive[i]) continue;
+    const bool straggles = next < stragglers_.size() && stragglers_[next] == static_cast<int>(i);
+    most = std::max(most, steps * (straggles ? straggler_seconds_ : seconds_) + (waiting[i] ? detection.timeout() : 0.0));
+  }
+  return most;
 }
 
 std::uint64_t load_population_joiners(const std::vector<int>& donors, Population& x) {
@@ -111,7 +140,7 @@ std::uint64_t load_population_joiners(const std::vector<int>& donors, Population
 }
 
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
-                                 const LinkModel& link) {
+                                 const PlatformModel& link) {
   TrialRecord record;
   record.index = trial;
   record.seed = trial_seed(options.seed, trial);
@@ -131,6 +160,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
   DetectionClock detection(n, options.detection_timeout);
+  const ComputeClock compute(seed, options.stragglers, n, options.compute_flops, link.host_speed);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -155,7 +185,8 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     row.failed_groups = effect.failed_groups;
     row.decode_failures = effect.decode_failures;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + round_seconds(effect.pattern, effect.bytes, link) + detection.end_round();
+    detection.end_round();
+    row.time = previous.time + compute.slowest(alive, detection) + round_seconds(effect.pattern, effect.bytes, link);
     row.detection_time = detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);
@@ -165,7 +196,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
 }
 
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
-                                         int threads, const LinkModel& link) {
+                                         int threads, const PlatformModel& link) {
   require_resolved(options, n, "run_averaging_sequential");
   AveragingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,

@@ -2,7 +2,8 @@
 // protocol in its sequential form (protocols/sequential.hpp), trials spread over
 // threads. The rows are those run_averaging records on an MPI engine, from the
 // same keyed streams; only `time` differs: it is the α–β estimate of
-// protocols/time_model.hpp plus the failure detections waited, not a measurement.
+// protocols/time_model.hpp plus the computation charged and the failure detections
+// waited, not a measurement.
 #pragma once
 
 #include <atomic>
@@ -13,23 +14,27 @@
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
 #include "run/averaging.hpp"
+#include "sim/stragglers.hpp"
 
 namespace avb {
 
 // Failure detection (--detection-timeout) on the sequential engine. Each round the
 // protocol marks the peers that wait out a failure (PopulationRound::waiting), as
 // its MPI form sets GroupCounters::waited_on_failure; each of them waits `timeout`
-// after its messages. The estimate's round ends with its slowest peer, so it takes
-// `timeout` longer when anyone waits; `detection_time` is the trace's column: the
-// most any one peer has waited so far.
+// after its messages. The estimate's round ends with its slowest peer
+// (ComputeClock::slowest); `detection_time` is the trace's column: the most any one
+// peer has waited so far.
 class DetectionClock {
  public:
   DetectionClock(int n_peers, double timeout);
   // The flags for this round's PopulationRound::waiting, zeroed (empty when the
   // timeout is 0: nothing to charge).
   std::span<std::uint8_t> begin_round();
-  // Seconds the round takes beyond its messages' estimate.
-  double end_round();
+  // Adds the round's waits to the peers that waited.
+  void end_round();
+  // This round's flags (after end_round, until the next begin_round).
+  std::span<const std::uint8_t> waiting() const { return waiting_; }
+  double timeout() const { return timeout_; }
   double detection_time() const { return most_; }
 
  private:
@@ -37,6 +42,27 @@ class DetectionClock {
   std::vector<std::uint8_t> waiting_;
   std::vector<double> waited_;  // per peer, added up round by round as the MPI engines do
   double most_ = 0.0;
+};
+
+// The sequential engine's charge for computation (--compute-flops a round,
+// --step-flops a step): every alive peer works `flops` at the platform's host
+// speed, a straggler (sim/stragglers.hpp, the same peers as on the MPI engines)
+// `slowdown` times longer, and the estimate's round waits for the slowest of them,
+// as SMPI's round ends when its slowest peer does.
+class ComputeClock {
+ public:
+  ComputeClock(std::uint64_t trial_seed, const StragglerSpec& spec, int n_peers, double flops, double host_speed);
+  // Seconds the slowest alive peer computes (0 when nobody is alive).
+  double seconds(std::span<const std::uint8_t> alive) const;
+  // Seconds the slowest alive peer takes beside the messages of a round in which it
+  // works `steps` times and then, if it waited out a failure, the detection's
+  // timeout: a straggler that does not wait may finish before a fast peer that does.
+  double slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps = 1) const;
+
+ private:
+  std::vector<int> stragglers_;  // in peer order; empty without stragglers or work
+  double seconds_ = 0.0;         // a peer that does not straggle
+  double straggler_seconds_ = 0.0;
 };
 
 // Runs every trial of `options` (resolved for n_peers) on up to `threads` threads
@@ -47,7 +73,7 @@ class DetectionClock {
 // the last one reported.
 // `link`: the platform the time estimate assumes.
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n_peers, AveragingObserver& observer,
-                                         int threads, const LinkModel& link = {});
+                                         int threads, const PlatformModel& link = {});
 
 // Churn: at the start of round t each joiner takes its donor's values (what
 // sim/churn.hpp's load_joiners does across ranks); `donors` is
@@ -56,6 +82,6 @@ std::uint64_t load_population_joiners(const std::vector<int>& donors, Population
 
 // One trial, as run_averaging_sequential records it; `stop` is polled once per round.
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n_peers, int trial,
-                                 const std::atomic<bool>* stop = nullptr, const LinkModel& link = {});
+                                 const std::atomic<bool>* stop = nullptr, const PlatformModel& link = {});
 
 }  // namespace avb

@@ -29,9 +29,10 @@ using PeerVector = Eigen::Map<Eigen::VectorXd>;
 class PopulationSgd {
  public:
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
-                const LinkModel& link)
+                const PlatformModel& link)
       : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
         link_(link), detection_(n, options.detection_timeout),
+        compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, link.host_speed),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(seed_, options.fail_rate, options.failure, n, options.join_rate),
         protocol_(make_sequential_protocol(options.protocol, n)), x_(n, d_), velocity_(n, d_), g_(d_),
@@ -82,6 +83,7 @@ class PopulationSgd {
     for (std::size_t i = 0; i < donors.size(); ++i)
       if (donors[i] >= 0) peer(velocity_, static_cast<int>(i)).setZero();
     failures_.alive_mask(r, alive_);
+    step_seconds_ = compute_.seconds(alive_);
   }
 
   // Step s (0-based) of every peer up in its round, as SgdTrial::local_step.
@@ -95,6 +97,7 @@ class PopulationSgd {
       velocity = o_.momentum * velocity + g_;
       x -= lr * velocity;
     }
+    time_ += step_seconds_;
   }
 
   void round(int r) {
@@ -103,7 +106,11 @@ class PopulationSgd {
     failed_groups_ += effect.failed_groups;
     decode_failures_ += effect.decode_failures;
     bytes_ += effect.bytes;
-    time_ += round_seconds(effect.pattern, effect.bytes, link_) + detection_.end_round();
+    detection_.end_round();
+    // The round's local steps were charged at the slowest peer's pace; a peer that
+    // waited out a failure may end the round later than that (ComputeClock::slowest).
+    time_ += compute_.slowest(alive_, detection_, o_.local_steps) - o_.local_steps * step_seconds_ +
+             round_seconds(effect.pattern, effect.bytes, link_);
     rounds_done_ = r;
   }
 
@@ -148,8 +155,9 @@ class PopulationSgd {
   const Eigen::VectorXd& reference_;  // x*
   const TrainingMetrics metrics_;
   const std::atomic<bool>* stop_flag_;
-  const LinkModel link_;
+  const PlatformModel link_;
   DetectionClock detection_;
+  const ComputeClock compute_;  // --step-flops
   const int n_;
   const Eigen::Index d_;
   const std::uint64_t seed_;
@@ -162,7 +170,8 @@ class PopulationSgd {
   TrainingTrial record_;
   int groups_ = 0, failed_groups_ = 0, decode_failures_ = 0;  // since the last evaluation
   std::uint64_t bytes_ = 0;                                   // since step 0
-  double time_ = 0.0;                                         // the rounds' α–β estimate, since step 0
+  double time_ = 0.0;         // since step 0: the steps' computation, the rounds' α–β estimate, detections
+  double step_seconds_ = 0.0;  // a local step's computation in the current round
   int rounds_done_ = 0;
   bool stop_ = false, reached_ = false, diverged_ = false;
 };
@@ -170,7 +179,7 @@ class PopulationSgd {
 }  // namespace
 
 PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n,
-                                              int trial, const std::atomic<bool>* stop, const LinkModel& link) {
+                                              int trial, const std::atomic<bool>* stop, const PlatformModel& link) {
   require_resolved(options, n, "run_training_sequential");
   if (static_cast<int>(problem.peers.size()) != n || !problem.pooled)
     throw std::invalid_argument("run_training_sequential: the problem is not build_problem_sequential's for " +
@@ -179,7 +188,7 @@ PopulationTrial run_training_sequential_trial(const TrainingOptions& options, co
 }
 
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n,
-                                       TrainingObserver& observer, int threads, const LinkModel& link) {
+                                       TrainingObserver& observer, int threads, const PlatformModel& link) {
   // Peer 0's final model of the trials that may still be the last one reported:
   // trials run at most 2 threads ahead of the reporting (run/trial_pool.hpp), so
   // older ones are dropped and memory does not grow with the trial count.

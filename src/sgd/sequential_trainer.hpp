@@ -34,7 +34,7 @@ struct PopulationTrial {
 // (build_problem_sequential's); `stop` is polled at every evaluation.
 PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n_peers,
                                               int trial, const std::atomic<bool>* stop = nullptr,
-                                              const LinkModel& link = {});
+                                              const PlatformModel& link = {});
 
 // Runs every trial on up to `threads` threads (at least 1); the results do not
 // depend on the thread count. On the calling thread, the observer receives each
@@ -43,6 +43,6 @@ PopulationTrial run_training_sequential_trial(const TrainingOptions& options, co
 // trial starts. `model` is peer 0's at the end of the last trial. `link`: the
 // platform the time estimate assumes.
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n_peers,
-                                       TrainingObserver& observer, int threads, const LinkModel& link = {});
+                                       TrainingObserver& observer, int threads, const PlatformModel& link = {});
 
 }  // namespace avb

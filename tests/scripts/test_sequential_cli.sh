@@ -28,7 +28,6 @@ refused() {
 
 refused "--engine sequential: protocol swarm" --engine sequential --peers 16 --protocol swarm
 refused "--peers: required" --engine sequential
-refused "--stragglers" --engine sequential --peers 16 --stragglers 0.1
 refused "--round-timeout" --engine sequential --peers 16 --round-timeout 10
 refused "--peers: applies" --peers 16
 # The estimate's platform: sequential only (SMPI's comes from its platform file), > 0.
@@ -36,6 +35,8 @@ refused "--link-bandwidth: applies to --engine sequential only" --link-bandwidth
 refused "--backbone-bandwidth: 0 is not a number > 0" --engine sequential --peers 16 --backbone-bandwidth 0
 refused "--link-latency: 'soon' is not a number > 0" --engine sequential --peers 16 --link-latency soon
 refused "--backbone-latency: inf is not a number > 0" --engine sequential --peers 16 --backbone-latency inf
+refused "--host-speed: -1 is not a number > 0" --engine sequential --peers 16 --host-speed -1
+refused "--host-speed: applies to --engine sequential only" --host-speed 2e9
 refused "--engine: 'serial'" --engine serial --peers 16
 refused "--peers" --engine sequential --peers 0
 # No communicators in one process; the group protocols' sequential forms sum as the butterfly does.

@@ -14,7 +14,10 @@
 # peers that wait out a failure add it to the round on both engines (and the
 # detection_time columns must be equal); a configuration may name a platform other
 # than the default cluster, given to smpirun.sh and to the sequential engine's
-# platform flags (`fat`: a non-blocking backbone; `slow`: slower, longer links).
+# platform flags (`fat`: a non-blocking backbone; `slow`: slower, longer links;
+# `fast`: hosts of 4 Gflop/s). With --compute-flops and stragglers both engines
+# charge each alive peer's work at its host's speed, a straggler's slowed down, and
+# the round waits for the slowest.
 source "$(dirname "$0")/common.sh"
 
 need_args 2 $# SEQUENTIAL_BINARY SMPI_BINARY
@@ -26,6 +29,7 @@ declare -A platforms=(
   [cluster]="|"
   [fat]="--bb-bw 1000GBps|--backbone-bandwidth 1e12"
   [slow]="--bw 50MBps --lat 200us --bb-lat 1ms|--link-bandwidth 5e7 --link-latency 2e-4 --backbone-latency 1e-3"
+  [fast]="--speed 4Gf|--host-speed 4e9"
 )
 configs=(
   "64 100000 moshpit --grid 8x8"
@@ -39,6 +43,9 @@ configs=(
   "1024 1000 pairwise"
   "1024 1000 sgp-paper --fail-rate 0.01"
   "1024 1 random-groups"
+  "64 1000 moshpit --grid 8x8 --compute-flops 2e7 --stragglers 0.1 --straggler-slowdown 4 --fail-rate 0.02 --detection-timeout 0.25"
+  "64 100000 allreduce --compute-flops 5e7 --stragglers 0.2 --straggler-slowdown 3 @fast"
+  "64 1000 gossip --topology exp --compute-flops 1e6 --stragglers 0.05 --straggler-slowdown 10"
 )
 for config in "${configs[@]}"; do
   platform=cluster

@@ -6,6 +6,7 @@
 // oracle, and the sequential engine alongside them.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <ostream>
@@ -265,6 +266,87 @@ TEST(SequentialRun, StopRequestEndsTheRunAndMarksTrialsInFlightIncomplete) {
       EXPECT_TRUE(result.trials[k].complete) << "only the last may be cut short";
     }
   }
+}
+
+// Computation (--compute-flops) on the sequential engine: each round waits for its
+// slowest alive peer's work at the host speed, a straggler's slowed down; values
+// and bytes do not change.
+TEST(SequentialRun, ComputationAddsTheSlowestAlivePeersWorkToEveryRound) {
+  AveragingOptions o;
+  o.protocol.name = "moshpit";
+  o.protocol.grid = {8, 8};
+  o.rounds = 6;
+  o.trials = 1;
+  o = resolve(o, 64);
+  const PlatformModel platform{.host_speed = 2e9};
+  auto run = [&] {
+    AveragingObserver ignore;
+    return run_averaging_sequential(o, 64, ignore, 1, platform).trials.at(0);
+  };
+  const TrialRecord idle = run();
+  o.compute_flops = 1e7;
+  const TrialRecord busy = run();
+  o.stragglers = {.fraction = 0.1, .slowdown = 8};
+  const TrialRecord slow = run();
+  ASSERT_EQ(busy.rows.size(), idle.rows.size());
+  ASSERT_EQ(slow.rows.size(), idle.rows.size());
+  for (std::size_t t = 0; t < idle.rows.size(); ++t) {
+    EXPECT_TRUE(same_bits(busy.rows[t].variance, idle.rows[t].variance));
+    EXPECT_EQ(busy.rows[t].bytes_sent, idle.rows[t].bytes_sent);
+    EXPECT_NEAR(busy.rows[t].time - idle.rows[t].time, t * 1e7 / 2e9, 1e-12) << "round " << t;
+    // 64 peers at 10%: some straggle (the same ones as on the MPI engines).
+    EXPECT_NEAR(slow.rows[t].time - idle.rows[t].time, t * 8e7 / 2e9, 1e-12) << "round " << t;
+  }
+  const Stragglers stragglers(trial_seed(o.seed, 0), o.stragglers);
+  int slow_peers = 0;
+  for (int i = 0; i < 64; ++i) slow_peers += stragglers.factor(i) > 1 ? 1 : 0;
+  EXPECT_GT(slow_peers, 0);
+}
+
+// The slowest alive peer: a straggler that is down does not hold the round up.
+TEST(ComputeClock, ADownStragglerDoesNotCount) {
+  const StragglerSpec spec{.fraction = 0.5, .slowdown = 4};
+  const std::uint64_t seed = 11;
+  const ComputeClock clock(seed, spec, 8, 1e6, 1e9);
+  const Stragglers stragglers(seed, spec);
+  std::vector<std::uint8_t> alive(8, 1);
+  EXPECT_DOUBLE_EQ(clock.seconds(alive), 4e-3);
+  for (int i = 0; i < 8; ++i) alive[static_cast<std::size_t>(i)] = stragglers.factor(i) > 1 ? 0 : 1;
+  ASSERT_NE(std::count(alive.begin(), alive.end(), 1), 8);
+  ASSERT_NE(std::count(alive.begin(), alive.end(), 1), 0) << "pick a seed with both kinds";
+  EXPECT_DOUBLE_EQ(clock.seconds(alive), 1e-3);
+  std::fill(alive.begin(), alive.end(), 0);
+  EXPECT_DOUBLE_EQ(clock.seconds(alive), 0.0);
+  EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, 1e9).seconds(std::vector<std::uint8_t>(8, 1)), 0.0);
+}
+
+// A peer that waits out a failure finishes its round `timeout` after its work: the
+// round ends with the latest of them, not with the slowest worker plus the timeout
+// (SMPI's rounds with stragglers and detection agreed only to 6% before).
+TEST(ComputeClock, TheRoundEndsWithTheLatestPeerWorkAndWaitTogether) {
+  const StragglerSpec spec{.fraction = 0.5, .slowdown = 4};
+  const std::uint64_t seed = 11;
+  const Stragglers stragglers(seed, spec);
+  int fast = -1, slow = -1;
+  for (int i = 0; i < 8; ++i) (stragglers.factor(i) > 1 ? slow : fast) = i;
+  ASSERT_GE(fast, 0);
+  ASSERT_GE(slow, 0);
+  const ComputeClock clock(seed, spec, 8, 1e6, 1e9);  // 1 ms a step, 4 ms for a straggler
+  const std::vector<std::uint8_t> alive(8, 1);
+  DetectionClock detection(8, 2e-3);
+  detection.begin_round()[static_cast<std::size_t>(fast)] = 1;
+  detection.end_round();
+  EXPECT_DOUBLE_EQ(clock.slowest(alive, detection), 4e-3);             // the straggler: 4 > 1 + 2
+  EXPECT_DOUBLE_EQ(clock.slowest(alive, detection, 3), 12e-3);         // three steps: 12 > 3 + 2
+  detection.begin_round()[static_cast<std::size_t>(slow)] = 1;
+  detection.end_round();
+  EXPECT_DOUBLE_EQ(clock.slowest(alive, detection), 6e-3);             // the straggler waits too
+  EXPECT_DOUBLE_EQ(detection.detection_time(), 2e-3);
+  DetectionClock long_wait(8, 0.5);
+  long_wait.begin_round()[static_cast<std::size_t>(fast)] = 1;
+  long_wait.end_round();
+  EXPECT_DOUBLE_EQ(clock.slowest(alive, long_wait), 0.501);            // the waiting peer: 1 + 500 > 4
+  EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, 1e9).slowest(alive, long_wait), 0.5);
 }
 
 TEST(SequentialRun, RefusesAProtocolWithoutASequentialForm) {

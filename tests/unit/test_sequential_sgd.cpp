@@ -201,6 +201,27 @@ TEST(SequentialSgdRun, ResultsDoNotDependOnTheThreadCount) {
   EXPECT_TRUE(std::equal(one.model.begin(), one.model.end(), last.models.peer(0).begin()));
 }
 
+// --step-flops on the sequential engine: every local step waits for the slowest
+// alive peer's work at the host speed (a straggler's slowed down), as under SMPI;
+// the values do not change.
+TEST(SequentialSgdRun, StepFlopsChargeTheSlowestAlivePeerEveryStep) {
+  TrainingOptions o = options_for(Case{"moshpit", false, 3, 0.0});
+  o.steps = 30;
+  o.eval_every = 6;
+  o = resolve(o, kPeers);
+  const Problem problem = build_problem_sequential(o, kPeers);
+  const PlatformModel platform{.host_speed = 5e8};
+  const TrainingTrial idle = run_training_sequential_trial(o, problem, kPeers, 0, nullptr, platform).record;
+  o.step_flops = 1e6;
+  o.stragglers = {.fraction = 0.25, .slowdown = 6};
+  const TrainingTrial busy = run_training_sequential_trial(o, problem, kPeers, 0, nullptr, platform).record;
+  ASSERT_EQ(busy.rows.size(), idle.rows.size());
+  for (std::size_t r = 0; r < idle.rows.size(); ++r) {
+    EXPECT_TRUE(same_bits(busy.rows[r].loss, idle.rows[r].loss)) << "row " << r;
+    EXPECT_NEAR(busy.rows[r].time - idle.rows[r].time, busy.rows[r].step * 6e6 / 5e8, 1e-12) << "row " << r;
+  }
+}
+
 // A model that overflows between two evaluations: the first row after step 0 is
 // not finite, and the trial stops there.
 TEST(SequentialSgdRun, ADivergingTrialIsStoppedAndMarked) {
