@@ -11,8 +11,9 @@ peer's messages share only its own link and the backbone:
            With --speed-sigma S > 0 the host speeds are lognormal (below).
   cloud    heterogeneous, seeded: host speeds speed*exp(S*z) with S = --speed-sigma
            (default 0.5) and link bandwidths bw*exp(B*z') with B = --bw-sigma
-           (default 0.5), z, z' standard normal from --seed; the same seed gives
-           the same platform.
+           (default 0.5), z, z' standard normal keyed by (--seed, host): the
+           sequential engine draws the same ones (averaging_bench --platform cloud),
+           so the same host is slow on both.
   geo      --regions R clusters (peers split into R contiguous blocks of ranks), each
            a homogeneous cluster as above, joined pairwise by wide-area links of
            --wan-lat (default 40ms) and --wan-bw (default 1.25GBps): a message between
@@ -27,7 +28,6 @@ computation; bandwidth and latency matter for every message.
 import argparse
 import math
 import os
-import random
 import re
 import sys
 
@@ -54,10 +54,38 @@ def quantity(flag, text, units):
     fail(f"{flag}: '{text}' is not a positive number with one of the units {', '.join(units)}")
 
 
+# The project's keyed stream for platforms (src/core/rng.hpp, StreamId::platform):
+# host i's speed factor is normal(0, i, 0), its bandwidth factor normal(0, i, 1).
+PLATFORM_STREAM = 17
+MASK = 2**64 - 1
+
+
+def philox4x64(counter, key):
+    """Random123's Philox4x64-10 (what src/core/rng.cpp calls): 10 rounds of two
+    64-bit multiplications, the key bumped by Weyl constants between rounds."""
+    c, k = list(counter), list(key)
+    for r in range(10):
+        if r:
+            k = [(k[0] + 0x9E3779B97F4A7C15) & MASK, (k[1] + 0xBB67AE8584CAA73B) & MASK]
+        p0, p1 = 0xD2E7470EE14C6C93 * c[0], 0xCA5A826395121157 * c[2]
+        c = [(p1 >> 64) ^ c[1] ^ k[0], p1 & MASK, (p0 >> 64) ^ c[3] ^ k[1], p0 & MASK]
+    return c
+
+
+def keyed_normal(seed, peer, draw):
+    """Stream(seed, platform).normal(0, peer, draw), bit for bit: the same block and
+    the same Box-Muller transform with the same libm calls."""
+    words = philox4x64([0, peer, draw, 0], [seed, PLATFORM_STREAM])
+    u1 = ((words[0] >> 11) + 1) * 2.0**-53
+    u2 = (words[1] >> 11) * 2.0**-53
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
 def host_lines(indent, i, speed, bw, lat):
     # One host and its private link, spelled out so each host can differ.
-    return (f'{indent}<host id="peer-{i}" speed="{speed:.6g}f"/>\n'
-            f'{indent}<link id="peer-{i}_link" bandwidth="{bw:.6g}Bps" latency="{lat:.6g}s" '
+    # Every digit: the sequential engine computes the same values from the same draws.
+    return (f'{indent}<host id="peer-{i}" speed="{speed!r}f"/>\n'
+            f'{indent}<link id="peer-{i}_link" bandwidth="{bw!r}Bps" latency="{lat:.6g}s" '
             f'sharing_policy="SPLITDUPLEX"/>\n'
             f'{indent}<host_link id="peer-{i}" up="peer-{i}_link_UP" down="peer-{i}_link_DOWN"/>\n')
 
@@ -69,11 +97,10 @@ def cluster_body(a):
         # SimGrid's own <cluster> element: the same topology, a smaller file.
         return (f'  <cluster id="avbench" prefix="peer-" suffix="" radical="0-{a.peers - 1}" speed="{a.speed}"\n'
                 f'           bw="{a.bw}" lat="{a.lat}" bb_bw="{a.bb_bw}" bb_lat="{a.bb_lat}"/>\n')
-    rng = random.Random(a.seed)
     lines = ['  <zone id="avbench" routing="Cluster">\n']
     for i in range(a.peers):
-        s = speed * math.exp(a.speed_sigma * rng.gauss(0.0, 1.0))
-        b = bw * math.exp(a.bw_sigma * rng.gauss(0.0, 1.0)) if a.kind == "cloud" else bw
+        s = speed * math.exp(a.speed_sigma * keyed_normal(a.seed, i, 0)) if a.speed_sigma > 0 else speed
+        b = bw * math.exp(a.bw_sigma * keyed_normal(a.seed, i, 1)) if a.bw_sigma > 0 else bw
         lines.append(host_lines("    ", i, s, b, lat))
     lines.append(f'    <backbone id="avbench_backbone" bandwidth="{a.bb_bw}" latency="{a.bb_lat}"/>\n')
     lines.append("  </zone>\n")
@@ -101,7 +128,8 @@ def geo_body(a):
 
 
 def tag(a, defaults):
-    parts = [a.kind, str(a.peers)]
+    # "keyed": the draws of src/core/rng.hpp (files of the earlier draws may be cached).
+    parts = [a.kind, str(a.peers)] + (["keyed"] if a.speed_sigma > 0 or a.bw_sigma > 0 else [])
     for name in ("speed", "bw", "lat", "bb_bw", "bb_lat", "speed_sigma", "bw_sigma", "seed", "regions", "wan_lat",
                  "wan_bw"):
         value = getattr(a, name)
@@ -134,6 +162,8 @@ def main():
         if getattr(a, name) is None:
             setattr(a, name, d)
         defaults[name] = d
+    if not 0 <= a.seed < 2**64:
+        fail(f"--seed: {a.seed} is not an integer in [0, 2^64)")
     if a.peers < 1:
         fail(f"N: {a.peers} is not an integer >= 1")
     for name in ("speed_sigma", "bw_sigma"):

@@ -34,6 +34,21 @@ constexpr PlatformFlag kPlatformFlags[] = {
     {"--backbone-latency", &PlatformModel::backbone_latency, "seconds", "--bb-lat"},
     {"--host-speed", &PlatformModel::host_speed, "flops/s", "--speed"},
 };
+// Lognormal hosts: sigma of log(speed) and of log(bandwidth), smpirun.sh's names.
+struct SigmaFlag {
+  const char* flag;
+  double PlatformModel::*field;
+  const char* what;
+};
+constexpr SigmaFlag kSigmaFlags[] = {
+    {"--speed-sigma", &PlatformModel::speed_sigma, "host speeds"},
+    {"--bw-sigma", &PlatformModel::bandwidth_sigma, "link bandwidths"},
+};
+// platform.py's cloud: both spreads 0.5 unless given.
+constexpr double kCloudSigma = 0.5;
+// exp(10 z) stays finite for any z a double's uniform draw yields (|z| < 40).
+constexpr double kMaxSigma = 10;
+constexpr const char* kPlatformOnlyFlags[] = {"--platform", "--speed-sigma", "--bw-sigma", "--speed-seed"};
 // The threads a run starts after its estimate: the sequential engine's workers.
 int extra_threads(const RunShape& shape) { return shape.sequential ? std::min(shape.threads, shape.trials) : 0; }
 
@@ -51,13 +66,45 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
   add.integer("--threads", flags.threads, 0, 1024,
               "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
               "depend on it");
+  add.word("--platform", flags.platform, kPlatformKindNames,
+           "sequential engine: the time estimate's platform, scripts/platform.py's kind of that name (under "
+           "SMPI: scripts/smpirun.sh --kind); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
+           "and --bw-sigma 0.5 unless given");
   for (const PlatformFlag& p : kPlatformFlags)
     add.real(p.flag, flags.link.*p.field, std::string("a number > 0 (") + p.unit + ")",
              std::string("sequential engine: the time estimate's platform, in ") + p.unit +
                  " (under SMPI: scripts/smpirun.sh " + p.smpi_flag + ")");
+  for (const SigmaFlag& s : kSigmaFlags)
+    add.real(s.flag, flags.link.*s.field, "a number in [0, 10]",
+             std::string("sequential engine: the spread (sigma of the logarithm) of the ") + s.what +
+                 " around their medians, keyed by (--speed-seed, host) as scripts/smpirun.sh " + s.flag +
+                 " draws them");
+  add.seed("--speed-seed", flags.link.seed,
+           "sequential engine: the seed of the lognormal hosts, an integer in [0, 2^64) (scripts/smpirun.sh "
+           "--speed-seed)");
 }
 
-int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_size) {
+namespace {
+
+// The kind's defaults and the spreads' checks (platform.py's).
+void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
+  PlatformModel& p = flags.link;
+  if (flags.platform == PlatformKind::cloud) {
+    if (changed.count("--speed-sigma") == 0) p.speed_sigma = kCloudSigma;
+    if (changed.count("--bw-sigma") == 0) p.bandwidth_sigma = kCloudSigma;
+  } else if (changed.count("--bw-sigma") != 0) {
+    throw ConfigError("--bw-sigma: applies to --platform cloud only (the cluster's links are equal)");
+  }
+  for (const SigmaFlag& s : kSigmaFlags) {
+    const double v = p.*s.field;
+    if (!(v >= 0 && v <= kMaxSigma))
+      throw ConfigError(std::string(s.flag) + ": " + format_number(v) + " is not a number in [0, 10]");
+  }
+}
+
+}  // namespace
+
+int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size) {
   if (flags.engine == Engine::mpi) {
     for (const char* flag : {"--peers", "--threads"})
       if (changed.count(flag) != 0)
@@ -67,6 +114,10 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
       if (changed.count(p.flag) != 0)
         throw ConfigError(std::string(p.flag) + ": applies to --engine sequential only; under SMPI the platform file "
                           "sets it (scripts/smpirun.sh " + p.smpi_flag + ")");
+    for (const char* flag : kPlatformOnlyFlags)
+      if (changed.count(flag) != 0)
+        throw ConfigError(std::string(flag) + ": applies to --engine sequential only; under SMPI the platform file "
+                          "sets it (scripts/smpirun.sh " + (flag == std::string("--platform") ? "--kind" : flag) + ")");
     return world_size;
   }
   for (const PlatformFlag& p : kPlatformFlags) {
@@ -74,6 +125,7 @@ int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_s
     if (!(v > 0) || !std::isfinite(v))
       throw ConfigError(std::string(p.flag) + ": " + format_number(v) + " is not a number > 0 (" + p.unit + ")");
   }
+  resolve_platform(flags, changed);
   if (world_size > 1)
     throw ConfigError("--engine sequential: runs every peer in one process, but " + std::to_string(world_size) +
                       " were started; run it without mpirun");
@@ -99,8 +151,11 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
   start.info.time_model = "alpha-beta estimate";
   start.described.emplace_back("engine", "sequential");
   start.described.emplace_back("peers", std::to_string(peers));
+  start.described.emplace_back("platform", std::string(kPlatformKindNames.name(flags.platform)));
   for (const PlatformFlag& p : kPlatformFlags)  // named without the leading "--", as the other options
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
+  for (const SigmaFlag& s : kSigmaFlags) start.described.emplace_back(std::string(s.flag).substr(2), format_number(flags.link.*s.field));
+  start.described.emplace_back("speed-seed", std::to_string(flags.link.seed));
 }
 
 RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,
@@ -129,8 +184,10 @@ void charge_computation(RunShape& shape, const RunOptions& o, double flops, cons
 }
 
 RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run) {
-  const RunEstimate estimate = estimate_run(o.protocol, shape, flags.link);
-  if (!dry_run) check_run_estimate(estimate, shape, flags.link, memory_available(extra_threads(shape)));
+  // Lognormal hosts: the estimate's bounds are the slowest host and link.
+  const PlatformModel slowest = shape.sequential ? slowest_hosts(flags.link, shape.peers) : flags.link;
+  const RunEstimate estimate = estimate_run(o.protocol, shape, slowest);
+  if (!dry_run) check_run_estimate(estimate, shape, slowest, memory_available(extra_threads(shape)));
   return estimate;
 }
 
@@ -164,7 +221,7 @@ int print_estimate(const std::string& program, const EngineFlags& flags, const R
                    const RunShape& shape) {
   std::string refusal;
   try {
-    check_run_estimate(estimate, shape, flags.link, memory_available(extra_threads(shape)));
+    check_run_estimate(estimate, shape, slowest_hosts(flags.link, shape.peers), memory_available(extra_threads(shape)));
   } catch (const ConfigError& e) {
     refusal = e.what();
   }

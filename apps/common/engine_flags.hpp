@@ -19,15 +19,22 @@ enum class Engine { mpi, sequential };
 inline constexpr EnumNames<Engine, 2> kEngineNames{
     "--engine", {{{Engine::mpi, "mpi"}, {Engine::sequential, "sequential"}}}};
 
+// The sequential engine's platforms: scripts/platform.py's kinds it models.
+enum class PlatformKind { cluster, cloud };
+inline constexpr EnumNames<PlatformKind, 2> kPlatformKindNames{
+    "--platform", {{{PlatformKind::cluster, "cluster"}, {PlatformKind::cloud, "cloud"}}}};
+
 struct EngineFlags {
   Engine engine = Engine::mpi;
   int peers = 0;    // sequential: the number of peers (required)
   int threads = 0;  // sequential: trials run at once; 0: one per core
-  PlatformModel link;  // sequential: the platform of the time estimate
+  PlatformKind platform = PlatformKind::cluster;  // sequential: the estimate's platform
+  PlatformModel link;                             // its settings (run_peers applies the kind's defaults)
 };
 
-// --engine, --peers, --threads and the estimate's platform (--link-bandwidth,
-// --link-latency, --backbone-bandwidth, --backbone-latency, --host-speed), in the help group "Engine".
+// --engine, --peers, --threads and the estimate's platform (--platform,
+// --link-bandwidth, --link-latency, --backbone-bandwidth, --backbone-latency,
+// --host-speed, --speed-sigma, --bw-sigma, --speed-seed), in the help group "Engine".
 void add_engine_flags(TypedOptions& add, EngineFlags& flags);
 
 // The run's peer count: the MPI world's size, or --peers on the sequential engine.
@@ -36,7 +43,7 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags);
 // sequential run started on more than one process or without --peers, and, on the
 // sequential engine, the flags that only shape simulated or measured time
 // (`changed` holds the flags given).
-int run_peers(const EngineFlags& flags, const ChangedFlags& changed, int world_size);
+int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size);
 
 // The threads a sequential run uses for `trials` trials.
 int run_threads(const EngineFlags& flags, int trials);

@@ -30,6 +30,7 @@ enum class StreamId : std::uint64_t {
   local_steps = 14,    // random local-step counts (--local-steps-dist geometric)
   stragglers = 15,     // which peers straggle
   churn = 16,          // churn: failure and join rounds, donors
+  platform = 17,       // generated platforms' host speeds and link bandwidths (scripts/platform.py too)
   test = 1000,         // reserved for tests
 };
 

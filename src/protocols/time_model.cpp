@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "core/rng.hpp"
 #include "protocols/doubling_allreduce.hpp"
 
 namespace avb {
@@ -46,6 +47,49 @@ int ceil_log2(int n) {
 }
 
 }  // namespace
+
+double PlatformModel::speed_of(int host) const {
+  if (speed_sigma <= 0) return host_speed;
+  return host_speed * std::exp(speed_sigma * Stream(seed, StreamId::platform).normal(0, static_cast<std::uint64_t>(host), 0));
+}
+
+double PlatformModel::bandwidth_of(int host) const {
+  if (bandwidth_sigma <= 0) return bandwidth;
+  return bandwidth * std::exp(bandwidth_sigma * Stream(seed, StreamId::platform).normal(0, static_cast<std::uint64_t>(host), 1));
+}
+
+Hosts::Hosts(const PlatformModel& platform, int n_peers) : platform_(platform) {
+  const auto n = static_cast<std::size_t>(n_peers);
+  if (platform.speed_sigma > 0) speeds_.resize(n);
+  if (platform.bandwidth_sigma > 0) bandwidths_.resize(n);
+  for (std::size_t i = 0; i < speeds_.size(); ++i) speeds_[i] = platform.speed_of(static_cast<int>(i));
+  for (std::size_t i = 0; i < bandwidths_.size(); ++i) bandwidths_[i] = platform.bandwidth_of(static_cast<int>(i));
+}
+
+PlatformModel Hosts::round_platform(std::span<const std::uint8_t> alive) const {
+  PlatformModel p = platform_;
+  if (bandwidths_.empty()) return p;
+  double slowest = HUGE_VAL;
+  for (std::size_t i = 0; i < bandwidths_.size(); ++i)
+    if (alive[i]) slowest = std::min(slowest, bandwidths_[i]);
+  if (slowest < HUGE_VAL) p.bandwidth = slowest;
+  return p;
+}
+
+double Hosts::bytes(const PlatformModel& platform, int n_peers) {
+  return 8.0 * n_peers * ((platform.speed_sigma > 0 ? 1 : 0) + (platform.bandwidth_sigma > 0 ? 1 : 0));
+}
+
+PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers) {
+  PlatformModel p = platform;
+  if (platform.speed_sigma > 0) p.host_speed = HUGE_VAL;
+  if (platform.bandwidth_sigma > 0) p.bandwidth = HUGE_VAL;
+  for (int i = 0; i < n_peers && (platform.speed_sigma > 0 || platform.bandwidth_sigma > 0); ++i) {
+    p.host_speed = std::min(p.host_speed, platform.speed_of(i));
+    p.bandwidth = std::min(p.bandwidth, platform.bandwidth_of(i));
+  }
+  return p;
+}
 
 void MessagePattern::merge(const MessagePattern& other) {
   steps = std::max(steps, other.steps);

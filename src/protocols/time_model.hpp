@@ -13,24 +13,58 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "protocols/compress.hpp"
 #include "protocols/group_allreduce.hpp"
 
 namespace avb {
 
-// The platform the estimate assumes: scripts/platform.py's cluster, one host per
-// peer with a private link to a backbone all links share (its defaults here).
+// The platform the estimate assumes: scripts/platform.py's cluster or cloud, one
+// host per peer with a private link to a backbone all links share (its defaults
+// here).
 struct PlatformModel {
   double link_latency = 50e-6;       // seconds, of one peer's link
-  double bandwidth = 125e6;          // bytes/s of one peer's link
+  double bandwidth = 125e6;          // bytes/s of one peer's link (the median with bandwidth_sigma)
   double backbone_latency = 500e-6;  // seconds
   double backbone = 2.25e9;          // bytes/s of the backbone
-  double host_speed = 1e9;           // flops/s of every host (computation charged: --compute-flops, --step-flops)
+  double host_speed = 1e9;           // flops/s of a host (the median with speed_sigma)
+  // Lognormal hosts: host i's speed is host_speed exp(speed_sigma z_i) and its
+  // link's bandwidth exp(bandwidth_sigma z'_i) times `bandwidth`, z_i and z'_i
+  // Stream(seed, platform).normal(0, i, 0) and (0, i, 1), as platform.py draws them.
+  double speed_sigma = 0.0;
+  double bandwidth_sigma = 0.0;
+  std::uint64_t seed = 1;
 
   // A message crosses the sender's link, the backbone and the receiver's link.
   double latency() const { return 2 * link_latency + backbone_latency; }
+  // Host i's speed and link bandwidth.
+  double speed_of(int host) const;
+  double bandwidth_of(int host) const;
 };
+
+// The hosts of a platform for n peers, drawn once: what the estimate needs of
+// lognormal hosts each round, without a draw per peer and round.
+class Hosts {
+ public:
+  Hosts(const PlatformModel& platform, int n_peers);
+  const PlatformModel& platform() const { return platform_; }
+  bool uniform_speed() const { return speeds_.empty(); }
+  double speed(int i) const { return speeds_.empty() ? platform_.host_speed : speeds_[static_cast<std::size_t>(i)]; }
+  // The platform of a round among the peers `alive` marks: its slowest link as
+  // every peer's, since a round's busiest exchange waits for it.
+  PlatformModel round_platform(std::span<const std::uint8_t> alive) const;
+  // The bytes it holds.
+  static double bytes(const PlatformModel& platform, int n_peers);
+
+ private:
+  PlatformModel platform_;
+  std::vector<double> speeds_, bandwidths_;  // empty: every host has the platform's
+};
+
+// The slowest host and link of the platform's first n hosts (the estimate's bounds).
+PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers);
 
 // A round's messages, as its protocol sends them.
 struct MessagePattern {

@@ -97,35 +97,44 @@ void DetectionClock::end_round() {
 }
 
 ComputeClock::ComputeClock(std::uint64_t trial_seed, const StragglerSpec& spec, int n_peers, double flops,
-                           double host_speed)
-    : seconds_(flops / host_speed), straggler_seconds_(flops * spec.slowdown / host_speed) {
+                           const Hosts& hosts)
+    : hosts_(hosts), flops_(flops), slowdown_(spec.slowdown) {
   if (flops <= 0 || spec.fraction <= 0) return;
   const Stragglers stragglers(trial_seed, spec);
   for (int i = 0; i < n_peers; ++i)
     if (stragglers.factor(i) > 1.0) stragglers_.push_back(i);
 }
 
-double ComputeClock::seconds(std::span<const std::uint8_t> alive) const {
-  if (seconds_ <= 0) return 0.0;
-  for (int i : stragglers_)
-    if (alive[static_cast<std::size_t>(i)]) return straggler_seconds_;
-  return std::find(alive.begin(), alive.end(), std::uint8_t{1}) != alive.end() ? seconds_ : 0.0;
-}
-
-double ComputeClock::slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps) const {
-  const std::span<const std::uint8_t> waiting = detection.waiting();  // empty: no timeout
-  const bool anyone_waits = std::find(waiting.begin(), waiting.end(), std::uint8_t{1}) != waiting.end();
-  if (seconds_ <= 0) return anyone_waits ? detection.timeout() : 0.0;
-  if (!anyone_waits) return steps * seconds(alive);
+double ComputeClock::latest(std::span<const std::uint8_t> alive, std::span<const std::uint8_t> waiting,
+                            double timeout, int steps) const {
   double most = 0.0;
   std::size_t next = 0;  // the first straggler >= i (stragglers_ is in peer order)
   for (std::size_t i = 0; i < alive.size(); ++i) {
     while (next < stragglers_.size() && stragglers_[next] < static_cast<int>(i)) ++next;
     if (!alive[i]) continue;
     const bool straggles = next < stragglers_.size() && stragglers_[next] == static_cast<int>(i);
-    most = std::max(most, steps * (straggles ? straggler_seconds_ : seconds_) + (waiting[i] ? detection.timeout() : 0.0));
+    const double work = flops_ * (straggles ? slowdown_ : 1.0) / hosts_.speed(static_cast<int>(i));
+    most = std::max(most, steps * work + (!waiting.empty() && waiting[i] ? timeout : 0.0));
   }
   return most;
+}
+
+double ComputeClock::seconds(std::span<const std::uint8_t> alive) const {
+  if (flops_ <= 0) return 0.0;
+  if (!hosts_.uniform_speed()) return latest(alive, {}, 0.0, 1);
+  // Equal hosts: an alive straggler is the slowest.
+  const double speed = hosts_.platform().host_speed;
+  for (int i : stragglers_)
+    if (alive[static_cast<std::size_t>(i)]) return flops_ * slowdown_ / speed;
+  return std::find(alive.begin(), alive.end(), std::uint8_t{1}) != alive.end() ? flops_ / speed : 0.0;
+}
+
+double ComputeClock::slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps) const {
+  const std::span<const std::uint8_t> waiting = detection.waiting();  // empty: no timeout
+  const bool anyone_waits = std::find(waiting.begin(), waiting.end(), std::uint8_t{1}) != waiting.end();
+  if (flops_ <= 0) return anyone_waits ? detection.timeout() : 0.0;
+  if (!anyone_waits) return steps * seconds(alive);
+  return latest(alive, waiting, detection.timeout(), steps);
 }
 
 std::uint64_t load_population_joiners(const std::vector<int>& donors, Population& x) {
@@ -139,8 +148,10 @@ std::uint64_t load_population_joiners(const std::vector<int>& donors, Population
   return bytes;
 }
 
-TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
-                                 const PlatformModel& link) {
+namespace {
+
+TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
+                             const Hosts& hosts) {
   TrialRecord record;
   record.index = trial;
   record.seed = trial_seed(options.seed, trial);
@@ -160,7 +171,7 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
   DetectionClock detection(n, options.detection_timeout);
-  const ComputeClock compute(seed, options.stragglers, n, options.compute_flops, link.host_speed);
+  const ComputeClock compute(seed, options.stragglers, n, options.compute_flops, hosts);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -186,7 +197,8 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
     row.decode_failures = effect.decode_failures;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
     detection.end_round();
-    row.time = previous.time + compute.slowest(alive, detection) + round_seconds(effect.pattern, effect.bytes, link);
+    row.time = previous.time + compute.slowest(alive, detection) +
+               round_seconds(effect.pattern, effect.bytes, hosts.round_platform(alive));
     row.detection_time = detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);
@@ -195,13 +207,21 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
   return record;
 }
 
+}  // namespace
+
+TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
+                                 const PlatformModel& link) {
+  return sequential_trial(options, n, trial, stop, Hosts(link, n));
+}
+
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
                                          int threads, const PlatformModel& link) {
   require_resolved(options, n, "run_averaging_sequential");
+  const Hosts hosts(link, n);  // drawn once for every trial
   AveragingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           return run_sequential_trial(options, n, k, stop, link);
+                                           return sequential_trial(options, n, k, stop, hosts);
                                          });
   return result;
 }

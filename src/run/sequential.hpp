@@ -51,7 +51,7 @@ class DetectionClock {
 // as SMPI's round ends when its slowest peer does.
 class ComputeClock {
  public:
-  ComputeClock(std::uint64_t trial_seed, const StragglerSpec& spec, int n_peers, double flops, double host_speed);
+  ComputeClock(std::uint64_t trial_seed, const StragglerSpec& spec, int n_peers, double flops, const Hosts& hosts);
   // Seconds the slowest alive peer computes (0 when nobody is alive).
   double seconds(std::span<const std::uint8_t> alive) const;
   // Seconds the slowest alive peer takes beside the messages of a round in which it
@@ -60,9 +60,14 @@ class ComputeClock {
   double slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps = 1) const;
 
  private:
+  // The most `steps` of work plus the wait of the peers `waiting` marks (empty:
+  // none) take among the alive peers.
+  double latest(std::span<const std::uint8_t> alive, std::span<const std::uint8_t> waiting, double timeout,
+                int steps) const;
+
+  const Hosts& hosts_;
+  double flops_ = 0.0, slowdown_ = 1.0;
   std::vector<int> stragglers_;  // in peer order; empty without stragglers or work
-  double seconds_ = 0.0;         // a peer that does not straggle
-  double straggler_seconds_ = 0.0;
 };
 
 // Runs every trial of `options` (resolved for n_peers) on up to `threads` threads

@@ -29,10 +29,10 @@ using PeerVector = Eigen::Map<Eigen::VectorXd>;
 class PopulationSgd {
  public:
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
-                const PlatformModel& link)
+                const Hosts& hosts)
       : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
-        link_(link), detection_(n, options.detection_timeout),
-        compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, link.host_speed),
+        hosts_(hosts), detection_(n, options.detection_timeout),
+        compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(seed_, options.fail_rate, options.failure, n, options.join_rate),
         protocol_(make_sequential_protocol(options.protocol, n)), x_(n, d_), velocity_(n, d_), g_(d_),
@@ -110,7 +110,7 @@ class PopulationSgd {
     // The round's local steps were charged at the slowest peer's pace; a peer that
     // waited out a failure may end the round later than that (ComputeClock::slowest).
     time_ += compute_.slowest(alive_, detection_, o_.local_steps) - o_.local_steps * step_seconds_ +
-             round_seconds(effect.pattern, effect.bytes, link_);
+             round_seconds(effect.pattern, effect.bytes, hosts_.round_platform(alive_));
     rounds_done_ = r;
   }
 
@@ -155,7 +155,7 @@ class PopulationSgd {
   const Eigen::VectorXd& reference_;  // x*
   const TrainingMetrics metrics_;
   const std::atomic<bool>* stop_flag_;
-  const PlatformModel link_;
+  const Hosts& hosts_;
   DetectionClock detection_;
   const ComputeClock compute_;  // --step-flops
   const int n_;
@@ -176,15 +176,19 @@ class PopulationSgd {
   bool stop_ = false, reached_ = false, diverged_ = false;
 };
 
-}  // namespace
-
-PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n,
-                                              int trial, const std::atomic<bool>* stop, const PlatformModel& link) {
+void check_inputs(const TrainingOptions& options, const Problem& problem, int n) {
   require_resolved(options, n, "run_training_sequential");
   if (static_cast<int>(problem.peers.size()) != n || !problem.pooled)
     throw std::invalid_argument("run_training_sequential: the problem is not build_problem_sequential's for " +
                                 std::to_string(n) + " peers");
-  return PopulationSgd(options, problem, n, trial, stop, link).run();
+}
+
+}  // namespace
+
+PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n,
+                                              int trial, const std::atomic<bool>* stop, const PlatformModel& link) {
+  check_inputs(options, problem, n);
+  return PopulationSgd(options, problem, n, trial, stop, Hosts(link, n)).run();
 }
 
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n,
@@ -195,10 +199,12 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
   std::map<int, std::vector<double>> models;
   std::mutex models_mutex;
   const int ahead = 2 * std::max(1, threads) + 1;
+  check_inputs(options, problem, n);
+  const Hosts hosts(link, n);  // drawn once for every trial
   TrainingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           PopulationTrial t = run_training_sequential_trial(options, problem, n, k, stop, link);
+                                           PopulationTrial t = PopulationSgd(options, problem, n, k, stop, hosts).run();
                                            const std::span<const double> first = t.models.peer(0);
                                            const std::lock_guard lock(models_mutex);
                                            models[k].assign(first.begin(), first.end());

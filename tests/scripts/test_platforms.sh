@@ -119,6 +119,13 @@ if open(xml).read() != open(again).read():
     problems.append("cloud: the same seed gave another platform")
 if open(xml).read() == open(other).read():
     problems.append("cloud: another seed gave the same platform")
+# The draws are the keyed stream the sequential engine draws (--platform cloud):
+# the same numbers tests/unit/test_sequential.cpp (Hosts.*) pins on the C++ side.
+four, _ = make("4", out + "/four", "--kind", "cloud")
+root = ET.parse(four).getroot()
+pinned = ([h.get("speed") for h in root.iter("host")][:2], [l.get("bandwidth") for l in root.iter("link")][::3][:2])
+if pinned != (["890242075.6668112f", "396549894.5493077f"], ["133287540.6445245Bps", "166803629.38763258Bps"]):
+    problems.append(f"cloud: hosts 0, 1 and links 0, 3 are {pinned}, not the keyed draws the sequential engine makes")
 geo, order = make("10", out, "--kind", "geo", "--regions", "3")
 clusters = [(c.get("id"), c.get("radical")) for c in ET.parse(geo).getroot().iter("cluster")]
 if clusters != [("region-0", "0-2"), ("region-1", "3-5"), ("region-2", "6-9")] or len(order) != 10:

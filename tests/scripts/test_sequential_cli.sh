@@ -37,6 +37,12 @@ refused "--link-latency: 'soon' is not a number > 0" --engine sequential --peers
 refused "--backbone-latency: inf is not a number > 0" --engine sequential --peers 16 --backbone-latency inf
 refused "--host-speed: -1 is not a number > 0" --engine sequential --peers 16 --host-speed -1
 refused "--host-speed: applies to --engine sequential only" --host-speed 2e9
+# platform.py's kinds it models; lognormal spreads in [0, 10]; links spread on cloud only.
+refused "--platform: 'geo'" --engine sequential --peers 16 --platform geo
+refused "--platform: applies to --engine sequential only" --platform cloud
+refused "--speed-sigma: 11 is not a number in \[0, 10\]" --engine sequential --peers 16 --speed-sigma 11
+refused "--bw-sigma: applies to --platform cloud only" --engine sequential --peers 16 --bw-sigma 0.5
+refused "--speed-seed" --engine sequential --peers 16 --platform cloud --speed-seed -1
 refused "--engine: 'serial'" --engine serial --peers 16
 refused "--peers" --engine sequential --peers 0
 # No communicators in one process; the group protocols' sequential forms sum as the butterfly does.

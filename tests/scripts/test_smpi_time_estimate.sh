@@ -15,7 +15,9 @@
 # detection_time columns must be equal); a configuration may name a platform other
 # than the default cluster, given to smpirun.sh and to the sequential engine's
 # platform flags (`fat`: a non-blocking backbone; `slow`: slower, longer links;
-# `fast`: hosts of 4 Gflop/s). With --compute-flops and stragglers both engines
+# `fast`: hosts of 4 Gflop/s; `cloud`, `cloud3`: platform.py's cloud, lognormal host
+# speeds and link bandwidths drawn from the same keyed stream by both, seeds 1
+# and 3). With --compute-flops and stragglers both engines
 # charge each alive peer's work at its host's speed, a straggler's slowed down, and
 # the round waits for the slowest.
 source "$(dirname "$0")/common.sh"
@@ -30,6 +32,8 @@ declare -A platforms=(
   [fat]="--bb-bw 1000GBps|--backbone-bandwidth 1e12"
   [slow]="--bw 50MBps --lat 200us --bb-lat 1ms|--link-bandwidth 5e7 --link-latency 2e-4 --backbone-latency 1e-3"
   [fast]="--speed 4Gf|--host-speed 4e9"
+  [cloud]="--kind cloud|--platform cloud"
+  [cloud3]="--kind cloud --speed-seed 3|--platform cloud --speed-seed 3"
 )
 configs=(
   "64 100000 moshpit --grid 8x8"
@@ -46,6 +50,11 @@ configs=(
   "64 1000 moshpit --grid 8x8 --compute-flops 2e7 --stragglers 0.1 --straggler-slowdown 4 --fail-rate 0.02 --detection-timeout 0.25"
   "64 100000 allreduce --compute-flops 5e7 --stragglers 0.2 --straggler-slowdown 3 @fast"
   "64 1000 gossip --topology exp --compute-flops 1e6 --stragglers 0.05 --straggler-slowdown 10"
+  "64 100000 allreduce @cloud"
+  "64 100000 moshpit --grid 8x8 @cloud"
+  "64 1000 moshpit --grid 8x8 --compute-flops 1e7 --stragglers 0.1 @cloud"
+  "64 1000 gossip --topology exp @cloud3"
+  "64 100000 random-groups --group-size 8 @cloud3"
 )
 for config in "${configs[@]}"; do
   platform=cluster

@@ -307,7 +307,8 @@ TEST(SequentialRun, ComputationAddsTheSlowestAlivePeersWorkToEveryRound) {
 TEST(ComputeClock, ADownStragglerDoesNotCount) {
   const StragglerSpec spec{.fraction = 0.5, .slowdown = 4};
   const std::uint64_t seed = 11;
-  const ComputeClock clock(seed, spec, 8, 1e6, 1e9);
+  const Hosts hosts(PlatformModel{}, 8);
+  const ComputeClock clock(seed, spec, 8, 1e6, hosts);
   const Stragglers stragglers(seed, spec);
   std::vector<std::uint8_t> alive(8, 1);
   EXPECT_DOUBLE_EQ(clock.seconds(alive), 4e-3);
@@ -317,7 +318,7 @@ TEST(ComputeClock, ADownStragglerDoesNotCount) {
   EXPECT_DOUBLE_EQ(clock.seconds(alive), 1e-3);
   std::fill(alive.begin(), alive.end(), 0);
   EXPECT_DOUBLE_EQ(clock.seconds(alive), 0.0);
-  EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, 1e9).seconds(std::vector<std::uint8_t>(8, 1)), 0.0);
+  EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, hosts).seconds(std::vector<std::uint8_t>(8, 1)), 0.0);
 }
 
 // A peer that waits out a failure finishes its round `timeout` after its work: the
@@ -331,7 +332,8 @@ TEST(ComputeClock, TheRoundEndsWithTheLatestPeerWorkAndWaitTogether) {
   for (int i = 0; i < 8; ++i) (stragglers.factor(i) > 1 ? slow : fast) = i;
   ASSERT_GE(fast, 0);
   ASSERT_GE(slow, 0);
-  const ComputeClock clock(seed, spec, 8, 1e6, 1e9);  // 1 ms a step, 4 ms for a straggler
+  const Hosts hosts(PlatformModel{}, 8);
+  const ComputeClock clock(seed, spec, 8, 1e6, hosts);  // 1 ms a step, 4 ms for a straggler
   const std::vector<std::uint8_t> alive(8, 1);
   DetectionClock detection(8, 2e-3);
   detection.begin_round()[static_cast<std::size_t>(fast)] = 1;
@@ -346,7 +348,30 @@ TEST(ComputeClock, TheRoundEndsWithTheLatestPeerWorkAndWaitTogether) {
   long_wait.begin_round()[static_cast<std::size_t>(fast)] = 1;
   long_wait.end_round();
   EXPECT_DOUBLE_EQ(clock.slowest(alive, long_wait), 0.501);            // the waiting peer: 1 + 500 > 4
-  EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, 1e9).slowest(alive, long_wait), 0.5);
+  EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, hosts).slowest(alive, long_wait), 0.5);
+}
+
+// Lognormal hosts are scripts/platform.py's, bit for bit: these are the first
+// hosts of `platform.py 4 DIR --kind cloud` (seed 1), whose XML prints every digit.
+TEST(Hosts, LognormalHostsAreThePlatformFilesOnes) {
+  const PlatformModel cloud{.speed_sigma = 0.5, .bandwidth_sigma = 0.5, .seed = 1};
+  EXPECT_EQ(cloud.speed_of(0), 890242075.6668112);
+  EXPECT_EQ(cloud.bandwidth_of(0), 133287540.6445245);
+  EXPECT_EQ(cloud.speed_of(1), 396549894.5493077);
+  EXPECT_EQ(cloud.bandwidth_of(3), 166803629.38763258);
+  const Hosts hosts(cloud, 4);
+  EXPECT_EQ(hosts.speed(1), cloud.speed_of(1));
+  // The round's platform: its slowest alive link.
+  std::vector<std::uint8_t> alive(4, 1);
+  EXPECT_EQ(hosts.round_platform(alive).bandwidth, 133287540.6445245);
+  alive[0] = 0;
+  EXPECT_EQ(hosts.round_platform(alive).bandwidth, 148328531.30665526);
+  EXPECT_EQ(slowest_hosts(cloud, 4).host_speed, 396549894.5493077);
+  EXPECT_EQ(slowest_hosts(cloud, 4).bandwidth, 133287540.6445245);
+  // Work waits for the slowest alive host.
+  const ComputeClock clock(1, StragglerSpec{}, 4, 1e6, hosts);
+  EXPECT_DOUBLE_EQ(clock.seconds(std::vector<std::uint8_t>(4, 1)), 1e6 / 396549894.5493077);
+  EXPECT_DOUBLE_EQ(clock.seconds(std::vector<std::uint8_t>{1, 0, 1, 1}), 1e6 / 890242075.6668112);
 }
 
 TEST(SequentialRun, RefusesAProtocolWithoutASequentialForm) {
