@@ -92,7 +92,7 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
       avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
   const bool sequential = cli.engine.engine == avb::app::Engine::sequential;
   const avb::ProblemCost problem = avb::problem_cost(options, peers, sequential, shape.peers_here);
-  shape.workload = problem.memory;
+  shape.workload.insert(shape.workload.end(), problem.memory.begin(), problem.memory.end());
   shape.workload_vectors = problem.trial_vectors;
   shape.setup_seconds = problem.setup_seconds;
   shape.workload_trial_seconds = problem.trial_seconds;

@@ -31,6 +31,8 @@ import os
 import re
 import sys
 
+import keyed_stream  # this folder's; Python puts a script's folder first on sys.path
+
 FLOPS = {"f": 1.0, "kf": 1e3, "Mf": 1e6, "Gf": 1e9, "Tf": 1e12}
 BYTES = {"Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12,
          "bps": 1 / 8, "kbps": 1e3 / 8, "Kbps": 1e3 / 8, "Mbps": 1e6 / 8, "Gbps": 1e9 / 8}
@@ -54,31 +56,10 @@ def quantity(flag, text, units):
     fail(f"{flag}: '{text}' is not a positive number with one of the units {', '.join(units)}")
 
 
-# The project's keyed stream for platforms (src/core/rng.hpp, StreamId::platform):
-# host i's speed factor is normal(0, i, 0), its bandwidth factor normal(0, i, 1).
-PLATFORM_STREAM = 17
-MASK = 2**64 - 1
-
-
-def philox4x64(counter, key):
-    """Random123's Philox4x64-10 (what src/core/rng.cpp calls): 10 rounds of two
-    64-bit multiplications, the key bumped by Weyl constants between rounds."""
-    c, k = list(counter), list(key)
-    for r in range(10):
-        if r:
-            k = [(k[0] + 0x9E3779B97F4A7C15) & MASK, (k[1] + 0xBB67AE8584CAA73B) & MASK]
-        p0, p1 = 0xD2E7470EE14C6C93 * c[0], 0xCA5A826395121157 * c[2]
-        c = [(p1 >> 64) ^ c[1] ^ k[0], p1 & MASK, (p0 >> 64) ^ c[3] ^ k[1], p0 & MASK]
-    return c
-
-
 def keyed_normal(seed, peer, draw):
-    """Stream(seed, platform).normal(0, peer, draw), bit for bit: the same block and
-    the same Box-Muller transform with the same libm calls."""
-    words = philox4x64([0, peer, draw, 0], [seed, PLATFORM_STREAM])
-    u1 = ((words[0] >> 11) + 1) * 2.0**-53
-    u2 = (words[1] >> 11) * 2.0**-53
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    """Stream(seed, platform).normal(0, peer, draw): host i's speed factor is
+    normal(0, i, 0), its bandwidth factor normal(0, i, 1)."""
+    return keyed_stream.normal(seed, keyed_stream.PLATFORM, 0, peer, draw)
 
 
 def host_lines(indent, i, speed, bw, lat):

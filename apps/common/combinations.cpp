@@ -16,7 +16,7 @@ namespace {
 // What the simulated-time flags amount to on this engine, and a straggler
 // fraction that has nothing to slow down.
 void simulated_only(std::vector<std::string>& out, bool simulated, const char* flops_flag, double flops,
-                    const StragglerSpec& stragglers, double detection_timeout, double fail_rate) {
+                    const StragglerSpec& stragglers, double detection_timeout, bool can_fail) {
   if (!simulated) {
     std::string flags;
     if (flops > 0) flags += std::string(flops_flag);
@@ -26,7 +26,7 @@ void simulated_only(std::vector<std::string>& out, bool simulated, const char* f
       out.push_back(flags + (one ? ": acts only under SMPI (it charges" : ": act only under SMPI (they charge") +
                     " simulated computation time); on this engine " + (one ? "it changes" : "they change") +
                     " nothing but the recorded /config");
-    if (detection_timeout > 0 && fail_rate > 0)
+    if (detection_timeout > 0 && can_fail)
       out.push_back("--detection-timeout: on this engine no peer waits; the timeout is only added to the trace's "
                     "detection_time column (it takes simulated time under SMPI)");
     return;
@@ -101,7 +101,7 @@ bool lattice_failures_expected(const AveragingOptions& o) {
 std::vector<std::string> averaging_warnings(const AveragingOptions& o, const ProtocolFlags& flags, int n_peers,
                                             bool simulated) {
   std::vector<std::string> out;
-  simulated_only(out, simulated, "--compute-flops", o.compute_flops, o.stragglers, o.detection_timeout, o.fail_rate);
+  simulated_only(out, simulated, "--compute-flops", o.compute_flops, o.stragglers, o.detection_timeout, failures_possible(o));
   sparse_grid(out, o.protocol, flags, n_peers);
   const QuantizerSpec& q = o.protocol.quantizer;
   if (q.kind == QuantizerKind::lattice) {
@@ -122,7 +122,7 @@ std::vector<std::string> averaging_warnings(const AveragingOptions& o, const Pro
 std::vector<std::string> training_warnings(const TrainingOptions& o, const ProtocolFlags& flags, int n_peers,
                                            bool simulated) {
   std::vector<std::string> out;
-  simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout, o.fail_rate);
+  simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout, failures_possible(o));
   sparse_grid(out, o.protocol, flags, n_peers);
   unstable_lr(out, o, n_peers);
   return out;

@@ -167,13 +167,16 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
   shape.model_dim = model_dim;
   shape.rounds = rounds;
   shape.trials = o.trials;
-  shape.failures = o.fail_rate > 0;
-  shape.churn = o.failure == FailureKind::churn;
+  shape.failures = failures_possible(o);
+  shape.churn = has_joiners(o.failure);
   shape.detection_timeout = o.detection_timeout;
   shape.sequential = flags.engine == Engine::sequential;
   shape.threads = threads;
   shape.peers_here = shape.sequential ? 1 : peers_on_this_machine(peers, 0);
   shape.shared_padding = engine_name() == "smpi";
+  if (o.availability != nullptr)  // read by every rank (the sequential engine: once)
+    shape.workload.push_back({"availability trace", "--availability",
+                              shape.peers_here * static_cast<double>(o.availability->bytes())});
   return shape;
 }
 

@@ -28,10 +28,13 @@ void add_failure_flags(TypedOptions& add, ProtocolFlags& f) {
   add.group("Failures");
   add.real("--fail-rate", f.fail_rate, "a number in [0, 1]", "probability that a peer fails in a round, in [0, 1]");
   add.word("--failure", f.failure, kFailureKindNames,
-           "transient (one round), permanent, or churn (peers leave at --fail-rate and new ones take their slots at "
-           "--join-rate, loading a live peer's state)");
+           "transient (one round), permanent, churn (peers leave at --fail-rate and new ones take their slots at "
+           "--join-rate, loading a live peer's state), or trace (churn on --availability's schedule)");
   add.real("--join-rate", f.join_rate, "a number in [0, 1]",
            "churn: probability in [0, 1] per round that a departed peer's slot is taken by a new peer");
+  add.text("--availability", f.availability, "FILE",
+           "CSV of when peers are down, one spell a line: peer,down,up in rounds (docs/failures.md); a peer back up "
+           "is a new peer loading a live peer's state, as under churn. Implies --failure trace");
   add.real("--stragglers", f.stragglers, "a number in [0, 1]",
            "probability in [0, 1] that a peer straggles: its simulated computation (--compute-flops, --step-flops) "
            "takes --straggler-slowdown times longer; SMPI only");
@@ -149,6 +152,11 @@ void set_protocol_options(const ProtocolFlags& f, RunOptions& o) {
   o.fail_rate = f.fail_rate;
   o.failure = f.failure;
   o.join_rate = f.join_rate;
+  if (!f.availability.empty()) {
+    if (!f.changed.count("--failure")) o.failure = FailureKind::trace;
+    o.availability_path = f.availability;
+    o.availability = std::make_shared<const Availability>(Availability::read(f.availability));
+  }
   o.stragglers = straggler_spec(f);
   o.detection_timeout = f.detection_timeout;
   o.round_timeout = f.round_timeout;

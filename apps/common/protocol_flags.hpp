@@ -25,6 +25,7 @@ struct ProtocolFlags {
   double fail_rate = 0;
   FailureKind failure = FailureKind::transient;
   double join_rate = 0;
+  std::string availability;  // --availability FILE; empty: none
   double stragglers = 0;
   double straggler_slowdown = 4;
   double detection_timeout = 0;

@@ -31,6 +31,7 @@ enum class StreamId : std::uint64_t {
   stragglers = 15,     // which peers straggle
   churn = 16,          // churn: failure and join rounds, donors
   platform = 17,       // generated platforms' host speeds and link bandwidths (scripts/platform.py too)
+  availability = 18,  // scripts/availability.py's diurnal traces (drawn in Python only; reserved here)
   test = 1000,         // reserved for tests
 };
 

@@ -38,9 +38,9 @@ bool takes(std::string_view name, std::string_view flag) {
 
 void check_failure_support(std::string_view protocol, FailureKind kind, bool training) {
   const ProtocolInfo& info = protocol_info(protocol);
-  if (kind != FailureKind::churn || info.churn == ChurnSupport::yes) return;
+  if (!has_joiners(kind) || info.churn == ChurnSupport::yes) return;
   if (info.churn == ChurnSupport::averaging_only && !training) return;
-  throw ConfigError("--failure churn: not supported by " + std::string(training ? "sgd_bench " : "") + "--protocol " +
+  throw ConfigError("--failure " + std::string(to_string(kind)) + ": not supported by " + std::string(training ? "sgd_bench " : "") + "--protocol " +
                     std::string(protocol) + " (" + std::string(info.churn_refusal) + ")");
 }
 

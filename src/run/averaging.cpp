@@ -63,7 +63,7 @@ void check_simulated_time(const AveragingOptions& o, double slowest_speed) {
   b.flops_flag = "--compute-flops";
   b.slowdown = o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0;
   b.slowest_speed = slowest_speed;
-  b.waits = o.fail_rate > 0 ? b.computations : 0.0;  // at most one detection per round, only under failures
+  b.waits = failures_possible(o) ? b.computations : 0.0;  // at most one detection per round, only under failures
   b.detection_timeout = o.detection_timeout;
   b.counts = "--rounds " + std::to_string(o.rounds) + " x --trials " + std::to_string(o.trials);
   check_simulated_time(b);

@@ -19,6 +19,14 @@ void resolve_run(RunOptions& r, int n_peers, bool training) {
   require(r.fail_rate >= 0.0 && r.fail_rate <= 1.0, "--fail-rate", r.fail_rate, "a number in [0, 1]");
   validate(r.stragglers);
   check_churn(r.failure, r.join_rate);
+  if (r.failure == FailureKind::trace) {
+    if (r.availability == nullptr) throw ConfigError("--failure: trace needs --availability FILE");
+    if (r.fail_rate != 0.0)
+      throw ConfigError("--fail-rate: does not apply to --failure trace (--availability says when peers are down)");
+    (void)trial_failures(r, 0, n_peers);  // a trace naming more peers than the run is refused here, once
+  } else if (r.availability != nullptr) {
+    throw ConfigError("--availability: needs --failure trace (not " + std::string(to_string(r.failure)) + ")");
+  }
   check_failure_support(r.protocol.name, r.failure, training);
   require(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout), "--detection-timeout",
           r.detection_timeout, "a number >= 0 (seconds)");
@@ -30,6 +38,12 @@ void resolve_run(RunOptions& r, int n_peers, bool training) {
   r.resolved_for = n_peers;
 }
 
+FailureModel trial_failures(const RunOptions& o, std::uint64_t seed, int n_peers) {
+  return FailureModel(seed, o.fail_rate, o.failure, n_peers, o.join_rate, o.availability);
+}
+
+bool failures_possible(const RunOptions& o) { return o.fail_rate > 0 || o.failure == FailureKind::trace; }
+
 void require_resolved(const RunOptions& options, int n_peers, const char* where) {
   if (options.resolved_for != n_peers)
     throw Error(std::string(where) + ": the options were not resolved for " + std::to_string(n_peers) +
@@ -40,6 +54,7 @@ void describe_failures(const RunOptions& o, Described& out) {
   out.emplace_back("fail-rate", format_number(o.fail_rate));
   out.emplace_back("failure", std::string(to_string(o.failure)));
   if (o.failure == FailureKind::churn) out.emplace_back("join-rate", format_number(o.join_rate));
+  if (o.failure == FailureKind::trace) out.emplace_back("availability", o.availability_path);
   for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,10 @@ struct RunOptions {
   double fail_rate = 0.0;
   FailureKind failure = FailureKind::transient;
   double join_rate = 0.0;  // --join-rate, churn only
+  // --availability, the schedule of --failure trace: read once per run and shared
+  // by every trial (and every rank of a process); /config records its path.
+  std::shared_ptr<const Availability> availability;
+  std::string availability_path;
   StragglerSpec stragglers;
   // --detection-timeout: seconds a peer waits before it notices that a peer it
   // expected to hear from this round is down (docs/failures.md).
@@ -39,6 +44,12 @@ struct RunOptions {
 // The checks and defaults of the common options, for a run of `n_peers` peers
 // (ConfigError naming the flag); `training` selects sgd_bench's churn rules.
 void resolve_run(RunOptions& options, int n_peers, bool training);
+
+// The failures of one trial (seed: trial_seed()) of a run of `n_peers` peers.
+FailureModel trial_failures(const RunOptions& options, std::uint64_t seed, int n_peers);
+
+// Whether any peer can fail in this run: a positive --fail-rate, or a trace.
+bool failures_possible(const RunOptions& options);
 
 // Throws Error when `options` did not come from resolve() for `n_peers` peers.
 void require_resolved(const RunOptions& options, int n_peers, const char* where);

@@ -156,7 +156,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
   record.index = trial;
   record.seed = trial_seed(options.seed, trial);
   const std::uint64_t seed = record.seed;
-  const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
+  const FailureModel failures = trial_failures(options, seed, n);
   Population x(n, options.dim);
   x.model_dim = static_cast<std::size_t>(options.model_dim);
   if (!fill_initial_values(x, seed, stop)) {  // a stop during set-up: no rows, the trial is not reported

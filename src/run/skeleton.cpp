@@ -21,7 +21,7 @@ Trial::Trial(const RunOptions& options, MPI_Comm world, Watch& watch, int index_
       comm(Comm::duplicate(world, &watch)),
       me(comm.rank()),
       n(comm.size()),
-      failures(seed, options.fail_rate, options.failure, n, options.join_rate),
+      failures(trial_failures(options, seed, n)),
       stragglers(seed, options.stragglers),
       protocol(make_protocol(options.protocol, comm)) {}
 

@@ -13,7 +13,8 @@ StatsReduction::StatsReduction(MPI_Comm world, std::size_t vector_size)
 
 Totals StatsReduction::reduce(const PeerTally& in) {
   slot(squares) = in.squares;
-  slot(bytes_sent) = static_cast<double>(in.bytes_sent);
+  slot(bytes_low) = static_cast<double>(in.bytes_sent & 0xffffffffu);
+  slot(bytes_high) = static_cast<double>(in.bytes_sent >> 32);
   slot(groups) = in.counters.groups;
   slot(failed_groups) = in.counters.failed_groups;
   slot(decode_failures) = in.counters.decode_failures;
@@ -27,7 +28,7 @@ Totals StatsReduction::reduce(const PeerTally& in) {
   Totals out;
   if (comm_.rank() != 0) return out;
   out.squares = slot(squares);
-  out.bytes_sent = static_cast<std::uint64_t>(slot(bytes_sent));
+  out.bytes_sent = (static_cast<std::uint64_t>(slot(bytes_high)) << 32) + static_cast<std::uint64_t>(slot(bytes_low));
   out.groups = static_cast<std::int32_t>(slot(groups));
   out.failed_groups = static_cast<std::int32_t>(slot(failed_groups));
   out.decode_failures = static_cast<std::int32_t>(slot(decode_failures));

@@ -4,7 +4,9 @@
 //
 // One tree reduction on a communicator of its own, so neither its bytes nor its
 // time reach the protocol's counters. Counters are summed (counts below 2^53 add
-// exactly in doubles); times and flags take the maximum over peers.
+// exactly in doubles; bytes_sent travels as two 32-bit halves, so its sum is exact
+// for any total below 2^64 on up to 2^21 peers); times and flags take the maximum
+// over peers.
 #pragma once
 
 #include <cstddef>
@@ -92,7 +94,7 @@ class StatsReduction {
  private:
   // The tally's place after the vector: sums first, maxima from `duration` on
   // (tree_reduce_to_root's layout).
-  enum Slot : std::size_t { squares, bytes_sent, groups, failed_groups, decode_failures,
+  enum Slot : std::size_t { squares, bytes_low, bytes_high, groups, failed_groups, decode_failures,
                             duration, start, end, stop, detection, slot_count };
   double& slot(Slot s) { return buffer_[vector_size_ + s]; }
 

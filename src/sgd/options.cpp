@@ -43,8 +43,8 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   if (r.local_steps_dist == LocalStepsDist::geometric && !protocol_info(r.protocol.name).asynchronous)
     throw ConfigError("--local-steps-dist: geometric needs --protocol swarm (the other protocols' rounds are "
                       "collective: every peer must reach them after the same number of steps)");
-  if (r.failure == FailureKind::churn && r.local_steps_dist == LocalStepsDist::geometric)
-    throw ConfigError("--failure churn: needs --local-steps-dist fixed (a joiner and its donor must reach the "
+  if (has_joiners(r.failure) && r.local_steps_dist == LocalStepsDist::geometric)
+    throw ConfigError("--failure " + std::string(to_string(r.failure)) + ": needs --local-steps-dist fixed (a joiner and its donor must reach the "
                       "round together)");
   require(r.step_flops >= 0.0 && std::isfinite(r.step_flops), "--step-flops", r.step_flops, "a number >= 0");
   require(r.batch >= 1, "--batch", r.batch, "an integer >= 1");
@@ -72,7 +72,7 @@ void check_simulated_time(const TrainingOptions& o, double slowest_speed) {
   b.flops_flag = "--step-flops";
   b.slowdown = o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0;
   b.slowest_speed = slowest_speed;
-  b.waits = o.fail_rate > 0 ? rounds : 0.0;
+  b.waits = failures_possible(o) ? rounds : 0.0;
   b.detection_timeout = o.detection_timeout;
   b.counts = "--steps " + std::to_string(o.steps) + " x --trials " + std::to_string(o.trials);
   check_simulated_time(b);

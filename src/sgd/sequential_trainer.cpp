@@ -34,7 +34,7 @@ class PopulationSgd {
         hosts_(hosts), detection_(n, options.detection_timeout),
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
-        failures_(seed_, options.fail_rate, options.failure, n, options.join_rate),
+        failures_(trial_failures(options, seed_, n)),
         protocol_(make_sequential_protocol(options.protocol, n)), x_(n, d_), velocity_(n, d_), g_(d_),
         partial_(static_cast<std::size_t>(n) * width()) {
     record_.index = trial;

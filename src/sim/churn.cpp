@@ -9,7 +9,7 @@ constexpr int kJoinTag = 0x4a01;
 }
 
 bool load_joiners(Comm& comm, const FailureModel& failures, int t, std::span<double> x) {
-  if (failures.kind() != FailureKind::churn) return false;
+  if (!has_joiners(failures.kind())) return false;
   const int me = comm.rank();
   std::vector<MPI_Request> requests;
   bool loaded = false;

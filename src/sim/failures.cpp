@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -22,10 +23,18 @@ std::string_view to_string(FailureKind kind) { return kFailureKindNames.name(kin
 
 std::string_view to_string(FailureSemantics semantics) { return kFailureSemanticsNames.name(semantics); }
 
-FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate)
+FailureModel::FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate,
+                           std::shared_ptr<const Availability> trace)
     : stream_(seed, StreamId::failures), rate_(rate), kind_(kind), n_peers_(n_peers), join_rate_(join_rate) {
   if (!(rate >= 0.0 && rate <= 1.0)) throw ConfigError("--fail-rate: must be a number in [0, 1]");
   if (!(join_rate >= 0.0 && join_rate <= 1.0)) throw ConfigError("--join-rate: must be a number in [0, 1]");
+  if (kind_ == FailureKind::trace) {
+    if (trace == nullptr) throw ConfigError("--failure: trace needs --availability FILE");
+    if (trace->peers() > n_peers)
+      throw ConfigError("--availability: names peer " + std::to_string(trace->peers() - 1) + ", but the run has " +
+                        std::to_string(n_peers) + " peers (0.." + std::to_string(n_peers - 1) + ")");
+    trace_ = std::move(trace);
+  }
   if (kind_ == FailureKind::churn) switches_.resize(static_cast<std::size_t>(n_peers));
   threshold_ = static_cast<std::uint64_t>(std::llround(std::ldexp(rate, 32)));
   if (kind_ == FailureKind::permanent) {
@@ -69,7 +78,8 @@ std::int64_t add_rounds(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-const std::vector<std::int64_t>& FailureModel::churn_switches(int peer, int round) const {
+std::span<const std::int64_t> FailureModel::switches(int peer, int round) const {
+  if (trace_ != nullptr) return trace_->switches(peer);
   auto& s = switches_[static_cast<std::size_t>(peer)];
   const Stream churn(stream_.seed(), StreamId::churn);
   // Period k: up from its start (round 0, or the k-th join) until the failure,
@@ -86,8 +96,8 @@ const std::vector<std::int64_t>& FailureModel::churn_switches(int peer, int roun
 }
 
 bool FailureModel::joined(int round, int peer) const {
-  if (kind_ != FailureKind::churn || round <= 0 || rate_ <= 0.0 || peer < 0 || peer >= n_peers_) return false;
-  const auto& s = churn_switches(peer, round);
+  if (!has_joiners(kind_) || round <= 0 || never_fails() || peer < 0 || peer >= n_peers_) return false;
+  const auto s = switches(peer, round);
   for (std::size_t i = 1; i < s.size() && s[i - 1] <= round; i += 2)
     if (s[i] == round) return true;
   return false;
@@ -118,7 +128,7 @@ int FailureModel::donor(int round, int joiner) const {
 }
 
 std::vector<int> FailureModel::donors(int round) const {
-  if (kind_ != FailureKind::churn || round <= 0 || rate_ <= 0.0) return {};
+  if (!has_joiners(kind_) || round <= 0 || never_fails()) return {};
   std::vector<int> result(static_cast<std::size_t>(n_peers_), -1);
   std::vector<int> joiners;
   for (int p = 0; p < n_peers_; ++p)
@@ -131,10 +141,10 @@ std::vector<int> FailureModel::donors(int round) const {
 }
 
 bool FailureModel::alive(int round, int peer) const {
-  if (round <= 0 || rate_ <= 0.0) return true;
-  if (kind_ == FailureKind::churn) {
+  if (round <= 0 || never_fails()) return true;
+  if (has_joiners(kind_)) {
     if (peer < 0 || peer >= n_peers_) return true;
-    const auto& s = churn_switches(peer, round);
+    const auto s = switches(peer, round);
     // Up before the first failure and from each join to the next failure.
     for (std::size_t i = 0; i < s.size(); i += 2) {
       if (round < s[i]) return true;
@@ -152,7 +162,7 @@ bool FailureModel::alive(int round, int peer) const {
 std::vector<int> FailureModel::alive_peers(int round) const {
   std::vector<int> peers;
   peers.reserve(static_cast<std::size_t>(n_peers_));
-  if (round <= 0 || rate_ <= 0.0 || kind_ != FailureKind::transient) {
+  if (round <= 0 || never_fails() || kind_ != FailureKind::transient) {
     for (int i = 0; i < n_peers_; ++i)
       if (alive(round, i)) peers.push_back(i);
     return peers;
@@ -172,7 +182,7 @@ std::vector<int> FailureModel::alive_peers(int round) const {
 int FailureModel::alive_mask(int round, std::vector<std::uint8_t>& mask) const {
   mask.resize(static_cast<std::size_t>(n_peers_));
   int count = 0;
-  if (round <= 0 || rate_ <= 0.0 || kind_ != FailureKind::transient) {
+  if (round <= 0 || never_fails() || kind_ != FailureKind::transient) {
     for (int i = 0; i < n_peers_; ++i) count += mask[static_cast<std::size_t>(i)] = alive(round, i) ? 1 : 0;
     return count;
   }

@@ -8,12 +8,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/enum_names.hpp"
 #include "core/rng.hpp"
+#include "sim/availability.hpp"
 
 namespace avb {
 
@@ -23,12 +26,17 @@ enum class FailureKind {
   churn,      // fails with probability p per round; after a down spell (each round
               // ending it with probability q, the join rate) a new peer takes the
               // slot, loading its state from a live peer
+  trace,      // churn on the schedule of an availability trace (--availability)
 };
-inline constexpr EnumNames<FailureKind, 3> kFailureKindNames{
+inline constexpr EnumNames<FailureKind, 4> kFailureKindNames{
     "--failure",
     {{{FailureKind::transient, "transient"},
      {FailureKind::permanent, "permanent"},
-     {FailureKind::churn, "churn"}}}};
+     {FailureKind::churn, "churn"},
+     {FailureKind::trace, "trace"}}}};
+
+// Whether peers of this kind come back as new peers that load a live peer's state.
+constexpr bool has_joiners(FailureKind kind) { return kind == FailureKind::churn || kind == FailureKind::trace; }
 
 // What an averaging group does when some of its members are down (docs/failures.md).
 enum class FailureSemantics {
@@ -55,14 +63,17 @@ std::string_view to_string(FailureSemantics semantics);
 class FailureModel {
  public:
   // rate (and join_rate, churn only) in [0, 1]; seed is the trial's seed; peers
-  // 0..n_peers-1.
-  FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate = 0.0);
+  // 0..n_peers-1. FailureKind::trace takes its schedule from `trace` (the rates
+  // are unused; joiners' donors are still drawn from the seed) and throws
+  // ConfigError when the trace is missing or names a peer >= n_peers.
+  FailureModel(std::uint64_t seed, double rate, FailureKind kind, int n_peers, double join_rate = 0.0,
+               std::shared_ptr<const Availability> trace = nullptr);
 
   // Is `peer` up in round t? Rounds start at 1; in round 0 (the initial state)
   // everyone is alive.
   bool alive(int round, int peer) const;
 
-  // Churn: does a new peer take `peer`'s slot in round t (up in t, down in t - 1)?
+  // Churn and trace: does a new peer take `peer`'s slot in round t (up in t, down in t - 1)?
   // Always false for the other kinds.
   bool joined(int round, int peer) const;
 
@@ -96,14 +107,18 @@ class FailureModel {
   // P(down) = threshold / 2^32, within 2^-33 of the rate.
   std::uint32_t transient_draw(int round, int peer) const;
 
-  // Churn: extends `peer`'s alternating failure and join rounds past `round`.
-  const std::vector<std::int64_t>& churn_switches(int peer, int round) const;
+  // Churn and trace: `peer`'s alternating failure and join rounds, at least past
+  // `round` (churn draws them lazily; a trace holds them all).
+  std::span<const std::int64_t> switches(int peer, int round) const;
+  // No peer ever fails: the fast path of every query.
+  bool never_fails() const { return rate_ <= 0.0 && trace_ == nullptr; }
 
   Stream stream_;
   double rate_;
   FailureKind kind_;
   int n_peers_;
   double join_rate_ = 0.0;
+  std::shared_ptr<const Availability> trace_;
   // Churn, per peer: the rounds at which it fails and a new peer joins, alternating
   // (F1, J1, F2, J2, ...), drawn lazily as rounds are asked about. Owned by this
   // object (one per rank and trial), like every other cache: no global state.

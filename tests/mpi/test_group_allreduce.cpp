@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <tuple>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/comm.hpp"
 #include "core/rng.hpp"
 #include "protocols/group_allreduce.hpp"
+#include "run/stats.hpp"
 
 namespace avb {
 namespace {
@@ -197,6 +199,24 @@ TEST(GroupForm, MpiAllreduceNeedsACommunicatorAndMatchesTheMean) {
   const double m = static_cast<double>(members.size());
   EXPECT_NEAR(x[0], sum / m, 1e-12 * std::max(1.0, sum / m));
   EXPECT_NEAR(x[1], squares / m, 1e-12 * std::max(1.0, squares / m));
+}
+
+// The measurement's byte counter: per-peer counts near 2^60 are not exact in a
+// double, and their sum is the trace's bytes_sent, which must be exact.
+TEST(StatsReduction, BytesSentSumIsExactPast2To53) {
+  StatsReduction stats(MPI_COMM_WORLD, 1);
+  const int n = stats.comm().size();
+  const auto bytes_of = [](int rank) {
+    return (std::uint64_t{1} << 60) / 64 + 2 * static_cast<std::uint64_t>(rank) + 1;
+  };
+  PeerTally tally;
+  tally.bytes_sent = bytes_of(stats.comm().rank());
+  stats.vector()[0] = 0;
+  const Totals totals = stats.reduce(tally);
+  if (stats.comm().rank() != 0) return;
+  std::uint64_t expected = 0;
+  for (int r = 0; r < n; ++r) expected += bytes_of(r);
+  EXPECT_EQ(totals.bytes_sent, expected);
 }
 
 }  // namespace

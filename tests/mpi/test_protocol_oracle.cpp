@@ -133,7 +133,7 @@ TEST_P(ProtocolOracle, EveryPeerMatchesAfterEveryRound) {
   int joins = 0;  // churn: joiners that loaded a donor's state, over all trials
   for (int trial = 0; trial < options.trials; ++trial) {
     const std::uint64_t seed = trial_seed(options.seed, trial);
-    FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
+    FailureModel failures = trial_failures(options, seed, n);
     auto protocol = make_protocol(options.protocol, comm);
     oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
     oracle::TrialState state;

@@ -470,7 +470,7 @@ std::uint64_t apply_joins(const FailureModel& failures, int t, Matrix& x) {
 TrialRecord run_trial(const AveragingOptions& raw, int n, int trial) {
   const AveragingOptions options = resolve(raw, n);
   const std::uint64_t seed = trial_seed(options.seed, trial);
-  const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
+  const FailureModel failures = trial_failures(options, seed, n);
   Matrix x = initial_state(seed, n, options.dim);
   const std::vector<double> reference = mean(x);
   TrialRecord record;

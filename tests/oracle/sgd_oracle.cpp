@@ -126,7 +126,7 @@ TrainingOutcome run_training_trial(const TrainingOptions& raw, int n, int trial,
   const int d = problem.pooled->dim();
   const int H = options.local_steps;
   const std::uint64_t seed = trial_seed(options.seed, trial);
-  const FailureModel failures(seed, options.fail_rate, options.failure, n);
+  const FailureModel failures = trial_failures(options, seed, n);
   const double min_target = options.targets.back();
 
   TrainingOutcome out;

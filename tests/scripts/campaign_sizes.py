@@ -284,7 +284,8 @@ def draw_failures(rng, case, program_help):
     if case["scenario"] == "detection" or rng.random() < 0.35:
         o["--fail-rate"] = rng.choice(["0.001", "0.01", "0.05", "0.2", "0.5", "1"])
         if rng.random() < 0.4:
-            o["--failure"] = rng.choice(words["--failure"])
+            # trace needs an --availability file and no --fail-rate: test_availability.sh's
+            o["--failure"] = rng.choice([w for w in words["--failure"] if w != "trace"])
             if o["--failure"] == "churn" and rng.random() < 0.8:
                 o["--join-rate"] = rng.choice(["0.01", "0.1", "0.5", "1"])
     if case["scenario"] == "detection":

@@ -429,9 +429,10 @@ def _config_str(f, key: str, default: str) -> str:
 
 
 def _join_every(f):
-    """Under --failure churn, H (--local-steps): joiners load their donors' models at
-    steps s with s % H == 0. None otherwise, or when /config does not say."""
-    if _config_str(f, "failure", "") != "churn":
+    """Under --failure churn (or trace, its schedule from a file), H (--local-steps):
+    joiners load their donors' models at steps s with s % H == 0. None otherwise, or
+    when /config does not say."""
+    if _config_str(f, "failure", "") not in ("churn", "trace"):
         return None
     try:
         h = int(_config_str(f, "local-steps", ""))

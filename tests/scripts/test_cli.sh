@@ -156,7 +156,7 @@ bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit 
 bad_case stragglers_big '--stragglers' '2|[0, 1]' -- --stragglers 2 "${keep[@]}"
 bad_case straggler_slowdown_small '--straggler-slowdown' '0.5|>= 1' -- --straggler-slowdown 0.5 "${keep[@]}"
 bad_case compute_flops_negative '--compute-flops' '>= 0' -- --compute-flops -1 "${keep[@]}"
-bad_case failure_kind '--failure' "'flaky'|{transient, permanent, churn}" -- --failure flaky "${keep[@]}"
+bad_case failure_kind '--failure' "'flaky'|{transient, permanent, churn, trace}" -- --failure flaky "${keep[@]}"
 bad_case join_rate_without_churn '--join-rate' 'churn only' -- --join-rate 0.5 "${keep[@]}"
 bad_case join_rate_big '--join-rate' '[0, 1]' -- --failure churn --fail-rate 0.1 --join-rate 2 "${keep[@]}"
 bad_case churn_pushsum '--failure churn' 'pushsum' -- --protocol pushsum --failure churn --fail-rate 0.1 "${keep[@]}"

@@ -23,7 +23,7 @@ for group in Protocol Failures Problem Schedule Output; do has_line "^$group:" "
 if grep -Eq -- '--[a-z-]+ TEXT' "$OUT"; then bad "--help shows TEXT: $(grep -E -- '--[a-z-]+ TEXT' "$OUT" | head -3)"; else
   ok "--help: no option typed TEXT"; fi
 has_line '--protocol \{allreduce,[a-z,-]*swarm[a-z,-]*\}' "--protocol lists the catalog"
-has_line '--failure \{transient,permanent,churn\}' "--failure lists its names"
+has_line '--failure \{transient,permanent,churn,trace\}' "--failure lists its names"
 has_line '--fail-rate FLOAT' "--fail-rate is a FLOAT"
 has_line '--dim INT' "--dim is an INT"
 has_line '--seed INT' "--seed is an INT"

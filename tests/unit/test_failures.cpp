@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <sstream>
+#include <string>
 
 #include "core/error.hpp"
 #include "protocols/protocol.hpp"
@@ -185,6 +188,71 @@ TEST(Failures, ParseNamesAndRejectOthers) {
   }
   EXPECT_THROW(FailureModel(1, 1.5, FailureKind::transient, 4), ConfigError);
   EXPECT_THROW(FailureModel(1, -0.1, FailureKind::transient, 4), ConfigError);
+}
+
+// An availability trace written from a keyed churn trial's schedule is that
+// trial: every peer's state, every join and every donor, round by round (the
+// donors are drawn from the seed in both).
+TEST(Availability, TraceOfAChurnScheduleIsThatChurn) {
+  const int n = 300, rounds = 120;
+  const FailureModel churn(77, 0.04, FailureKind::churn, n, 0.15);
+  std::ostringstream csv;
+  csv << "# written by the test\npeer,down,up\n";
+  for (int peer = n - 1; peer >= 0; --peer)  // any line order
+    for (int t = 1; t <= rounds; ++t)
+      if (!churn.alive(t, peer) && churn.alive(t - 1, peer)) {
+        int up = t;
+        while (up <= rounds && !churn.alive(up, peer)) ++up;
+        csv << peer << ',' << t << ',';
+        if (up <= rounds) csv << up;
+        csv << '\n';
+      }
+  std::istringstream in(csv.str());
+  auto trace = std::make_shared<const Availability>(Availability::parse(in, "churn.csv"));
+  const FailureModel replay(77, 0.0, FailureKind::trace, n, 0.0, trace);
+  int joins = 0;
+  for (int t = 0; t <= rounds; ++t) {
+    ASSERT_EQ(replay.alive_peers(t), churn.alive_peers(t)) << "round " << t;
+    ASSERT_EQ(replay.donors(t), churn.donors(t)) << "round " << t;
+    for (int peer = 0; peer < n; ++peer) joins += replay.joined(t, peer);
+  }
+  EXPECT_GT(joins, 100);  // the schedule is not trivial
+}
+
+// Each malformed trace is one ConfigError naming --availability, the file and line.
+TEST(Availability, MalformedTracesAreRefusedNamingTheLine) {
+  const auto refusal = [](const std::string& text) -> std::string {
+    std::istringstream in(text);
+    try {
+      (void)Availability::parse(in, "t.csv");
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal("peer,down,up\n0,3,5\n0,9,\n2,1,2\n"), "accepted");
+  EXPECT_EQ(refusal("peer,up,down\n"), "--availability: t.csv:1: the first line must be the header 'peer,down,up'");
+  EXPECT_EQ(refusal(""), "--availability: t.csv: no header line 'peer,down,up'");
+  EXPECT_EQ(refusal("peer,down,up\n0,0,3\n"), "--availability: t.csv:2: down '0' is not an integer in [1, 2147483647]");
+  EXPECT_EQ(refusal("peer,down,up\n-1,2,3\n"), "--availability: t.csv:2: peer '-1' is not an integer in [0, 2147483646]");
+  EXPECT_EQ(refusal("peer,down,up\n0,4,4\n"),
+            "--availability: t.csv:2: up 4 is not after down 4 (the peer is down in rounds down..up-1)");
+  EXPECT_EQ(refusal("peer,down,up\n0,4,x\n"), "--availability: t.csv:2: up 'x' is not an integer in [2, 2147483647]");
+  EXPECT_EQ(refusal("peer,down,up\n0,4\n"), "--availability: t.csv:2: expected three fields, peer,down,up");
+  EXPECT_EQ(refusal("peer,down,up\n1,5,9\n1,8,12\n"),
+            "--availability: t.csv:3: peer 1 is down from round 8, which overlaps or touches its spell on line 2 "
+            "(a peer that joins is up for at least its round)");
+  EXPECT_EQ(refusal("peer,down,up\n1,9,12\n1,5,9\n"),
+            "--availability: t.csv:2: peer 1 is down from round 9, which overlaps or touches its spell on line 3 "
+            "(a peer that joins is up for at least its round)");
+  EXPECT_EQ(refusal("peer,down,up\n1,5,\n1,50,60\n"),
+            "--availability: t.csv:3: peer 1 is down from round 50, which overlaps or touches its spell on line 2 "
+            "(a peer that joins is up for at least its round)");
+  std::istringstream wide("peer,down,up\n9,2,3\n");
+  auto trace = std::make_shared<const Availability>(Availability::parse(wide, "t.csv"));
+  EXPECT_THROW(FailureModel(1, 0.0, FailureKind::trace, 9, 0.0, trace), ConfigError);
+  EXPECT_THROW(FailureModel(1, 0.0, FailureKind::trace, 9), ConfigError);
+  EXPECT_NO_THROW(FailureModel(1, 0.0, FailureKind::trace, 10, 0.0, trace));
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST_P(SequentialForm, EveryPeerHasTheOraclesBitsAfterEveryRound) {
     ++sizes_run;
     for (int trial = 0; trial < options.trials; ++trial) {
       const std::uint64_t seed = trial_seed(options.seed, trial);
-      const FailureModel failures(seed, options.fail_rate, options.failure, n, options.join_rate);
+      const FailureModel failures = trial_failures(options, seed, n);
       oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
       oracle::TrialState state;
       Population x(n, options.dim);
