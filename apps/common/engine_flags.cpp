@@ -174,6 +174,10 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
   shape.threads = threads;
   shape.peers_here = shape.sequential ? 1 : peers_on_this_machine(peers, 0);
   shape.shared_padding = engine_name() == "smpi";
+  if (failures_possible(o) && FailureModel::bytes_per_peer(o.failure) > 0)  // per trial in flight (MPI: per rank)
+    shape.workload.push_back({"failure model", "--failure",
+                              (shape.sequential ? std::min(threads, o.trials) : shape.peers_here) * double(peers) *
+                                  FailureModel::bytes_per_peer(o.failure)});
   if (o.availability != nullptr)  // read by every rank (the sequential engine: once)
     shape.workload.push_back({"availability trace", "--availability",
                               shape.peers_here * static_cast<double>(o.availability->bytes())});

@@ -71,7 +71,7 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     // alive and waiting masks and the detection clock per peer.
     const double population =
         n * ((2 + r.population_vectors + s.workload_vectors) * vector + 8 + 16 + r.population_bytes);
-    const double edges = graph.sends * (r.population_edge_bytes + r.population_edge_vectors * vector);
+    const double edges = graph.distinct_sends(s.rounds) * (r.population_edge_bytes + r.population_edge_vectors * vector);
     e.memory.push_back({"population", size_flag, copies * population});
     if (graph_bytes + edges > 0) e.memory.push_back({"graph", "--topology", copies * (graph_bytes + edges)});
   } else {

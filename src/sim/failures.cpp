@@ -196,6 +196,18 @@ int FailureModel::alive_mask(int round, std::vector<std::uint8_t>& mask) const {
   return count;
 }
 
+double FailureModel::bytes_per_peer(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::transient: return 0;
+    case FailureKind::permanent: return sizeof(std::int64_t);
+    // A vector per peer, its heap block (two switches and malloc's header: 32 bytes),
+    // and an int each in a round's donor and candidate lists.
+    case FailureKind::churn: return sizeof(std::vector<std::int64_t>) + 32 + 2 * sizeof(int);
+    case FailureKind::trace: return 2 * sizeof(int);
+  }
+  return 0;
+}
+
 int FailureModel::count_alive(int round) const { return static_cast<int>(alive_peers(round).size()); }
 
 }  // namespace avb

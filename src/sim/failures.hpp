@@ -92,6 +92,12 @@ class FailureModel {
   int alive_mask(int round, std::vector<std::uint8_t>& mask) const;
   int peers() const { return n_peers_; }
 
+  // Heap bytes per peer that a model of this kind comes to hold over a run, for
+  // the memory estimate: churn's lazily drawn spells (a vector per peer) and a
+  // round's donor and candidate lists; a trace's lists (the trace itself apart);
+  // permanent failures' rounds.
+  static double bytes_per_peer(FailureKind kind);
+
   double rate() const { return rate_; }
   double join_rate() const { return join_rate_; }
   FailureKind kind() const { return kind_; }

@@ -306,6 +306,7 @@ GraphFootprint graph_footprint(const TopologySpec& spec, int n) {
     case TopologyKind::one_peer_exp:  // one out-neighbour a round, computed
       f.sends = peers > 1 ? peers : 0;
       f.max_degree = peers > 1 ? 1 : 0;
+      f.period = std::max(1.0, log2n);
       break;
     case TopologyKind::complete:  // computed, never stored
       f.sends = peers * (peers - 1);

@@ -7,6 +7,7 @@
 // graph from (spec, N, seed), so no peer ever asks another who its neighbours are.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,10 @@ struct GraphFootprint {
   double lists = 0;       // stored neighbour lists, all peers together
   double entries = 0;     // stored neighbour entries, all peers together
   double build_work = 0;  // steps to build it (random-regular retries its pairings)
+  double period = 1;      // rounds before a time-varying graph repeats (one-peer-exp: ceil(log2 N))
+  // Directed edges used at least once in `rounds` rounds: what a protocol keeping
+  // state per receiver (choco's last sends) holds by the end.
+  double distinct_sends(double rounds) const { return sends * std::min(std::max(1.0, rounds), period); }
 };
 GraphFootprint graph_footprint(const TopologySpec& spec, int n);
 

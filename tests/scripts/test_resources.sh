@@ -149,6 +149,13 @@ if [ -z "$SANITIZED" ]; then
     [ "$p" = swarm ] && continue
     covers_peak "$p" "$BIN" "${SEQ[@]}" --peers 131072 --dim 4 --protocol "$p" --rounds 3 --trials 2 --threads 2
   done
+  # What a run holds beyond the protocol's arrays (campaign seed 261204 found both
+  # above their estimate): churn's spells per peer, and choco's last send to every
+  # receiver of a time-varying graph, one more receiver a round up to its period.
+  covers_peak "random-groups under churn" "$BIN" "${SEQ[@]}" --peers 1048576 --protocol random-groups --rounds 3 \
+    --trials 2 --threads 2 --fail-rate 0.01 --failure churn --join-rate 0.1
+  covers_peak "choco on one-peer-exp, 17 rounds" "$BIN" "${SEQ[@]}" --peers 131072 --protocol choco \
+    --topology one-peer-exp --rounds 17 --trials 1
   # sgd_bench's problem on the sequential engine: every peer's samples, their
   # pooled copy and Newton's Hessian are in the estimate. 20000 peers x 100
   # samples x 200 features need about 6.5 GB: refused at once under a 2 GB
