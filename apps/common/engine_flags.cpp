@@ -33,7 +33,12 @@ constexpr PlatformFlag kPlatformFlags[] = {
     {"--backbone-bandwidth", &PlatformModel::backbone, "bytes/s", "--bb-bw"},
     {"--backbone-latency", &PlatformModel::backbone_latency, "seconds", "--bb-lat"},
     {"--host-speed", &PlatformModel::host_speed, "flops/s", "--speed"},
+    {"--wan-latency", &PlatformModel::wan_latency, "seconds", "--wan-lat"},
+    {"--wan-bandwidth", &PlatformModel::wan_bandwidth, "bytes/s", "--wan-bw"},
 };
+// The flags of geo alone (platform.py's defaults: 4 regions).
+constexpr const char* kGeoFlags[] = {"--regions", "--wan-latency", "--wan-bandwidth"};
+constexpr int kGeoRegions = 4;
 // Lognormal hosts: sigma of log(speed) and of log(bandwidth), smpirun.sh's names.
 struct SigmaFlag {
   const char* flag;
@@ -48,7 +53,7 @@ constexpr SigmaFlag kSigmaFlags[] = {
 constexpr double kCloudSigma = 0.5;
 // exp(10 z) stays finite for any z a double's uniform draw yields (|z| < 40).
 constexpr double kMaxSigma = 10;
-constexpr const char* kPlatformOnlyFlags[] = {"--platform", "--speed-sigma", "--bw-sigma", "--speed-seed"};
+constexpr const char* kPlatformOnlyFlags[] = {"--platform", "--speed-sigma", "--bw-sigma", "--speed-seed", "--regions"};
 // The threads a run starts after its estimate: the sequential engine's workers.
 int extra_threads(const RunShape& shape) { return shape.sequential ? std::min(shape.threads, shape.trials) : 0; }
 
@@ -69,7 +74,10 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
   add.word("--platform", flags.platform, kPlatformKindNames,
            "sequential engine: the time estimate's platform, scripts/platform.py's kind of that name (under "
            "SMPI: scripts/smpirun.sh --kind); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
-           "and --bw-sigma 0.5 unless given");
+           "and --bw-sigma 0.5 unless given; geo: --regions clusters joined pairwise by wide-area links");
+  add.integer("--regions", flags.regions, 0, 1 << 24,
+              "sequential engine, --platform geo: the number of regions, an integer in [2, --peers] (0, the "
+              "default: 4; scripts/smpirun.sh --regions)");
   for (const PlatformFlag& p : kPlatformFlags)
     add.real(p.flag, flags.link.*p.field, std::string("a number > 0 (") + p.unit + ")",
              std::string("sequential engine: the time estimate's platform, in ") + p.unit +
@@ -94,6 +102,20 @@ void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
     if (changed.count("--bw-sigma") == 0) p.bandwidth_sigma = kCloudSigma;
   } else if (changed.count("--bw-sigma") != 0) {
     throw ConfigError("--bw-sigma: applies to --platform cloud only (the cluster's links are equal)");
+  }
+  if (flags.platform == PlatformKind::geo) {
+    p.regions = flags.regions == 0 ? kGeoRegions : flags.regions;
+    if (!(p.regions >= 2 && p.regions <= flags.peers))
+      throw ConfigError("--regions: " + std::to_string(p.regions) + " is not an integer in [2, --peers] (here " +
+                        std::to_string(flags.peers) + ")");
+    if (p.speed_sigma != 0)
+      throw ConfigError("--speed-sigma: applies to --platform cluster or cloud (geo's regions are homogeneous "
+                        "clusters, as scripts/platform.py writes them)");
+  } else {
+    for (const char* flag : kGeoFlags)
+      if (changed.count(flag) != 0) throw ConfigError(std::string(flag) + ": applies to --platform geo only");
+    if (flags.regions != 0) throw ConfigError("--regions: applies to --platform geo only");
+    p.regions = 1;
   }
   for (const SigmaFlag& s : kSigmaFlags) {
     const double v = p.*s.field;
@@ -125,12 +147,12 @@ int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size) {
     if (!(v > 0) || !std::isfinite(v))
       throw ConfigError(std::string(p.flag) + ": " + format_number(v) + " is not a number > 0 (" + p.unit + ")");
   }
-  resolve_platform(flags, changed);
   if (world_size > 1)
     throw ConfigError("--engine sequential: runs every peer in one process, but " + std::to_string(world_size) +
                       " were started; run it without mpirun");
   if (flags.peers < 1)
     throw ConfigError("--peers: required with --engine sequential; accepted: an integer in [1, 2^24]");
+  resolve_platform(flags, changed);
   for (const char* flag : kMpiOnlyFlags)
     if (changed.count(flag) != 0)
       throw ConfigError(std::string(flag) + ": watches the rounds of MPI peers, which can hang on a lost "
@@ -156,6 +178,7 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
   for (const SigmaFlag& s : kSigmaFlags) start.described.emplace_back(std::string(s.flag).substr(2), format_number(flags.link.*s.field));
   start.described.emplace_back("speed-seed", std::to_string(flags.link.seed));
+  start.described.emplace_back("regions", std::to_string(flags.link.regions));
 }
 
 RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int threads, std::size_t dim,

@@ -20,9 +20,10 @@ inline constexpr EnumNames<Engine, 2> kEngineNames{
     "--engine", {{{Engine::mpi, "mpi"}, {Engine::sequential, "sequential"}}}};
 
 // The sequential engine's platforms: scripts/platform.py's kinds it models.
-enum class PlatformKind { cluster, cloud };
-inline constexpr EnumNames<PlatformKind, 2> kPlatformKindNames{
-    "--platform", {{{PlatformKind::cluster, "cluster"}, {PlatformKind::cloud, "cloud"}}}};
+enum class PlatformKind { cluster, cloud, geo };
+inline constexpr EnumNames<PlatformKind, 3> kPlatformKindNames{
+    "--platform",
+    {{{PlatformKind::cluster, "cluster"}, {PlatformKind::cloud, "cloud"}, {PlatformKind::geo, "geo"}}}};
 
 struct EngineFlags {
   Engine engine = Engine::mpi;
@@ -30,6 +31,7 @@ struct EngineFlags {
   int threads = 0;  // sequential: trials run at once; 0: one per core
   PlatformKind platform = PlatformKind::cluster;  // sequential: the estimate's platform
   PlatformModel link;                             // its settings (run_peers applies the kind's defaults)
+  int regions = 0;                                // geo: --regions; 0: not given (geo's default)
 };
 
 // --engine, --peers, --threads and the estimate's platform (--platform,

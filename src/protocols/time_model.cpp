@@ -129,16 +129,42 @@ MessagePattern collective_pattern(Collective c, int n, std::size_t dim, const Qu
   }
 }
 
+namespace {
+
+// Geo: the seconds a step's bytes take on the busiest region backbone and on the
+// busiest wide-area link, peers of a step spread evenly over the R regions: a
+// backbone carries its region's messages, (2R - 1)/R^2 of the step's bytes (those
+// leaving or entering it included), and a wide-area link 2/R^2 of them, and at
+// least one whole message.
+struct GeoTransfer {
+  double backbone, wan;
+};
+GeoTransfer geo_transfer(const MessagePattern& pattern, double per_step, const PlatformModel& link) {
+  const double r = link.regions;
+  return {per_step * (2 * r - 1) / (r * r) / link.backbone,
+          std::max(pattern.message, 2 * per_step / (r * r)) / link.wan_bandwidth};
+}
+
+}  // namespace
+
 RoundTime round_time(const MessagePattern& pattern, double bytes, const PlatformModel& link) {
   if (pattern.steps <= 0) return {};
   const Factor& f = factor(pattern.message);
   const double per_step = bytes / pattern.steps;
   RoundTime r;
   r.link_latency = pattern.steps * f.latency * 2 * link.link_latency;
-  r.backbone_latency = pattern.steps * f.latency * link.backbone_latency;
-  const double on_link = pattern.busiest / link.bandwidth, on_backbone = per_step / link.backbone;
-  const double transfer = pattern.steps * kAcknowledgements * std::max(on_link, on_backbone) / f.bandwidth;
-  (on_link >= on_backbone ? r.link_transfer : r.backbone_transfer) = transfer;
+  r.backbone_latency = pattern.steps * f.latency * link.backbone_latency * (link.regions > 1 ? 2 : 1);
+  const double on_link = pattern.busiest / link.bandwidth;
+  double on_backbone = per_step / link.backbone, on_wan = 0;
+  if (link.regions > 1) {
+    r.wan_latency = pattern.steps * f.latency * link.wan_latency;
+    const GeoTransfer geo = geo_transfer(pattern, per_step, link);
+    on_backbone = geo.backbone;
+    on_wan = geo.wan;
+  }
+  const double worst = std::max({on_link, on_backbone, on_wan});
+  const double transfer = pattern.steps * kAcknowledgements * worst / f.bandwidth;
+  (worst == on_link ? r.link_transfer : worst == on_backbone ? r.backbone_transfer : r.wan_transfer) = transfer;
   return r;
 }
 
@@ -146,8 +172,12 @@ double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const P
   if (pattern.steps <= 0) return 0.0;
   const Factor& f = factor(pattern.message);
   const double per_step = static_cast<double>(bytes) / pattern.steps;
-  const double transfer =
+  double transfer =
       kAcknowledgements * std::max(pattern.busiest / link.bandwidth, per_step / link.backbone) / f.bandwidth;
+  if (link.regions > 1) {
+    const GeoTransfer geo = geo_transfer(pattern, per_step, link);
+    transfer = kAcknowledgements * std::max({pattern.busiest / link.bandwidth, geo.backbone, geo.wan}) / f.bandwidth;
+  }
   return pattern.steps * (f.latency * link.latency() + transfer);
 }
 

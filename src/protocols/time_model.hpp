@@ -36,9 +36,20 @@ struct PlatformModel {
   double speed_sigma = 0.0;
   double bandwidth_sigma = 0.0;
   std::uint64_t seed = 1;
+  // platform.py's geo: `regions` clusters like the one above (contiguous blocks of
+  // ranks), each pair joined by a wide-area link of its own. 1: a single cluster.
+  int regions = 1;
+  double wan_latency = 40e-3;    // seconds
+  double wan_bandwidth = 1.25e9;  // bytes/s, one link per pair of regions, both directions sharing it
 
-  // A message crosses the sender's link, the backbone and the receiver's link.
-  double latency() const { return 2 * link_latency + backbone_latency; }
+  // A message crosses the sender's link, the backbone and the receiver's link; on
+  // geo, the estimate assumes every step has a message between regions (peers meet
+  // across the rank blocks in every protocol's default layout), which also crosses
+  // the other region's backbone and a wide-area link.
+  double latency() const {
+    const double local = 2 * link_latency + backbone_latency;
+    return regions > 1 ? local + backbone_latency + wan_latency : local;
+  }
   // Host i's speed and link bandwidth.
   double speed_of(int host) const;
   double bandwidth_of(int host) const;
@@ -87,7 +98,10 @@ MessagePattern collective_pattern(Collective collective, int n, std::size_t dim,
 // bounds it), for the estimate's refusals to name the flag that makes it long.
 struct RoundTime {
   double link_latency = 0, backbone_latency = 0, link_transfer = 0, backbone_transfer = 0;
-  double total() const { return link_latency + backbone_latency + link_transfer + backbone_transfer; }
+  double wan_latency = 0, wan_transfer = 0;  // geo
+  double total() const {
+    return link_latency + backbone_latency + link_transfer + backbone_transfer + wan_latency + wan_transfer;
+  }
 };
 RoundTime round_time(const MessagePattern& pattern, double bytes, const PlatformModel& link = {});
 

@@ -156,7 +156,9 @@ void check_run_estimate(const RunEstimate& e, const RunShape& s, const PlatformM
                           {t.link_latency, "--link-latency", link.link_latency},
                           {t.backbone_latency, "--backbone-latency", link.backbone_latency},
                           {t.link_transfer, "--link-bandwidth", link.bandwidth},
-                          {t.backbone_transfer, "--backbone-bandwidth", link.backbone}};
+                          {t.backbone_transfer, "--backbone-bandwidth", link.backbone},
+                          {t.wan_latency, "--wan-latency", link.wan_latency},
+                          {t.wan_transfer, "--wan-bandwidth", link.wan_bandwidth}};
   Cause worst{-1, "--rounds", s.rounds};
   for (const Cause& c : causes) {
     const double v = std::isnan(c.seconds) ? HUGE_VAL : c.seconds;

@@ -38,7 +38,15 @@ refused "--backbone-latency: inf is not a number > 0" --engine sequential --peer
 refused "--host-speed: -1 is not a number > 0" --engine sequential --peers 16 --host-speed -1
 refused "--host-speed: applies to --engine sequential only" --host-speed 2e9
 # platform.py's kinds it models; lognormal spreads in [0, 10]; links spread on cloud only.
-refused "--platform: 'geo'" --engine sequential --peers 16 --platform geo
+refused "--platform: 'fat'" --engine sequential --peers 16 --platform fat
+refused "--regions: 17 is not an integer in \[2, --peers\]" --engine sequential --peers 16 --platform geo --regions 17
+refused "--regions: 1 is not an integer in \[2, --peers\]" --engine sequential --peers 16 --platform geo --regions 1
+refused "--regions: applies to --platform geo only" --engine sequential --peers 16 --regions 4
+refused "--wan-latency: applies to --platform geo only" --engine sequential --peers 16 --platform cloud --wan-latency 0.1
+refused "--wan-bandwidth: 0 is not a number > 0" --engine sequential --peers 16 --platform geo --wan-bandwidth 0
+refused "--speed-sigma: applies to --platform cluster or cloud" --engine sequential --peers 16 --platform geo --speed-sigma 0.5
+refused "--regions: applies to --engine sequential only" --regions 4
+refused "--wan-latency: applies to --engine sequential only" --wan-latency 0.1
 refused "--platform: applies to --engine sequential only" --platform cloud
 refused "--speed-sigma: 11 is not a number in \[0, 10\]" --engine sequential --peers 16 --speed-sigma 11
 refused "--bw-sigma: applies to --platform cloud only" --engine sequential --peers 16 --bw-sigma 0.5

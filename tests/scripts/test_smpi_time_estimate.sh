@@ -17,9 +17,10 @@
 # platform flags (`fat`: a non-blocking backbone; `slow`: slower, longer links;
 # `fast`: hosts of 4 Gflop/s; `cloud`, `cloud3`: platform.py's cloud, lognormal host
 # speeds and link bandwidths drawn from the same keyed stream by both, seeds 1
-# and 3). With --compute-flops and stragglers both engines
-# charge each alive peer's work at its host's speed, a straggler's slowed down, and
-# the round waits for the slowest.
+# and 3; `geo`, `geo-slow-wan`: platform.py's regions joined by wide-area
+# links). With --compute-flops and stragglers both engines charge each alive
+# peer's work at its host's speed, a straggler's slowed down, and the round waits
+# for the slowest.
 source "$(dirname "$0")/common.sh"
 
 need_args 2 $# SEQUENTIAL_BINARY SMPI_BINARY
@@ -34,6 +35,8 @@ declare -A platforms=(
   [fast]="--speed 4Gf|--host-speed 4e9"
   [cloud]="--kind cloud|--platform cloud"
   [cloud3]="--kind cloud --speed-seed 3|--platform cloud --speed-seed 3"
+  [geo]="--kind geo|--platform geo"
+  [geo-slow-wan]="--kind geo --regions 8 --wan-bw 100MBps|--platform geo --regions 8 --wan-bandwidth 1e8"
 )
 configs=(
   "64 100000 moshpit --grid 8x8"
@@ -55,6 +58,11 @@ configs=(
   "64 1000 moshpit --grid 8x8 --compute-flops 1e7 --stragglers 0.1 @cloud"
   "64 1000 gossip --topology exp @cloud3"
   "64 100000 random-groups --group-size 8 @cloud3"
+  "64 100000 moshpit --grid 8x8 @geo"
+  "64 100000 allreduce @geo"
+  "64 1000 moshpit --grid 8x8 --fail-rate 0.02 --detection-timeout 0.25 @geo"
+  "64 1000 gossip --topology exp @geo"
+  "64 100000 random-groups --group-size 16 @geo-slow-wan"
 )
 for config in "${configs[@]}"; do
   platform=cluster

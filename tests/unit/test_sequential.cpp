@@ -382,5 +382,34 @@ TEST(SequentialRun, RefusesAProtocolWithoutASequentialForm) {
   EXPECT_NE(message.find("moshpit"), std::string::npos) << message;
 }
 
+// platform.py's geo: every step crosses a region boundary, so it pays the other
+// backbone's and the wide-area link's latency; the busiest wide-area link carries
+// a whole message or 2/R^2 of the step's bytes. round_time (the estimate's causes)
+// and round_seconds (the time column) agree, and one region is the cluster.
+TEST(GeoPlatform, StepsCrossRegionsAndTheWideAreaLinkBoundsBigSteps) {
+  MessagePattern small{3, 800, 800}, big{4, 8e6, 8e6};
+  PlatformModel cluster, geo;
+  geo.regions = 4;
+  for (const auto& [pattern, bytes] : {std::pair{small, 64 * 800.0}, std::pair{big, 64 * 8e6}}) {
+    const RoundTime c = round_time(pattern, bytes, cluster), g = round_time(pattern, bytes, geo);
+    EXPECT_DOUBLE_EQ(g.total(), round_seconds(pattern, static_cast<std::uint64_t>(bytes), geo));
+    EXPECT_DOUBLE_EQ(c.total(), round_seconds(pattern, static_cast<std::uint64_t>(bytes), cluster));
+    EXPECT_EQ(c.wan_latency + c.wan_transfer, 0.0);
+    EXPECT_DOUBLE_EQ(g.backbone_latency, 2 * c.backbone_latency);
+    EXPECT_DOUBLE_EQ(g.wan_latency / g.backbone_latency, geo.wan_latency / (2 * geo.backbone_latency));
+  }
+  // 8 MB messages, 128 MB a step over 4 regions: 16 MB on the busiest wide-area
+  // link, against 8 MB on a peer's link at a tenth of the bandwidth.
+  geo.wan_bandwidth = 1e8;
+  const RoundTime slow = round_time(big, 64 * 8e6, geo);
+  geo.wan_bandwidth = 2e8;
+  const RoundTime fast = round_time(big, 64 * 8e6, geo);
+  EXPECT_GT(slow.wan_transfer, 0.0);
+  EXPECT_EQ(slow.link_transfer + slow.backbone_transfer, 0.0);
+  EXPECT_DOUBLE_EQ(slow.wan_transfer, 2 * fast.wan_transfer);
+  EXPECT_DOUBLE_EQ(slow.wan_transfer / round_time(big, 64 * 8e6, cluster).link_transfer,
+                   (16e6 / 1e8) / (8e6 / cluster.bandwidth));
+}
+
 }  // namespace
 }  // namespace avb
