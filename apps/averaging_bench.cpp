@@ -53,8 +53,7 @@ int run(int argc, char** argv) {
     options = avb::app::averaging_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);
-    avb::check_simulated_time(options, sequential ? avb::slowest_hosts(cli.engine.link, peers).host_speed
-                                                        : world.slowest_speed);
+    avb::check_simulated_time(options, sequential ? cli.engine.slowest.host_speed : world.slowest_speed);
     shape = avb::app::run_shape(cli.engine, options, peers, threads, static_cast<std::size_t>(options.dim),
                                 static_cast<std::size_t>(std::max<std::int64_t>(options.model_dim, options.dim)),
                                 options.rounds, !cli.output.out.empty());

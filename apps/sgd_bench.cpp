@@ -117,8 +117,7 @@ int run(int argc, char** argv) {
     options = avb::app::training_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);
-    avb::check_simulated_time(options, sequential ? avb::slowest_hosts(cli.engine.link, peers).host_speed
-                                                        : world.slowest_speed);
+    avb::check_simulated_time(options, sequential ? cli.engine.slowest.host_speed : world.slowest_speed);
     shape = training_shape(cli, options, peers, threads);
     estimate = avb::app::checked_estimate(cli.engine, options, shape, cli.output.dry_run);
     if (sequential) avb::check_sequential_form(options.protocol);

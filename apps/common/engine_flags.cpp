@@ -128,6 +128,7 @@ void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
 
 int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size) {
   if (flags.engine == Engine::mpi) {
+    flags.slowest = flags.link;
     for (const char* flag : {"--peers", "--threads"})
       if (changed.count(flag) != 0)
         throw ConfigError(std::string(flag) + ": applies to --engine sequential only; under --engine mpi the peers are "
@@ -153,6 +154,7 @@ int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size) {
   if (flags.peers < 1)
     throw ConfigError("--peers: required with --engine sequential; accepted: an integer in [1, 2^24]");
   resolve_platform(flags, changed);
+  flags.slowest = slowest_hosts(flags.link, flags.peers);
   for (const char* flag : kMpiOnlyFlags)
     if (changed.count(flag) != 0)
       throw ConfigError(std::string(flag) + ": watches the rounds of MPI peers, which can hang on a lost "
@@ -211,13 +213,18 @@ void charge_computation(RunShape& shape, const RunOptions& o, double flops, cons
   shape.compute_flops = flops * per_round * (o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0);
   shape.compute_flag = flag;
   shape.compute_flag_value = flops;
+  // The sequential engine's compute clock lists each trial's stragglers (an int
+  // each, in a vector that may have grown to twice that).
+  if (shape.sequential && flops > 0 && o.stragglers.fraction > 0)
+    shape.workload.push_back({"stragglers", "--stragglers",
+                              std::min(shape.threads, shape.trials) * 2.0 * sizeof(int) * o.stragglers.fraction *
+                                  shape.peers});
 }
 
 RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run) {
   // Lognormal hosts: the estimate's bounds are the slowest host and link.
-  const PlatformModel slowest = shape.sequential ? slowest_hosts(flags.link, shape.peers) : flags.link;
-  const RunEstimate estimate = estimate_run(o.protocol, shape, slowest);
-  if (!dry_run) check_run_estimate(estimate, shape, slowest, memory_available(extra_threads(shape)));
+  const RunEstimate estimate = estimate_run(o.protocol, shape, flags.slowest);
+  if (!dry_run) check_run_estimate(estimate, shape, flags.slowest, memory_available(extra_threads(shape)));
   return estimate;
 }
 
@@ -251,7 +258,7 @@ int print_estimate(const std::string& program, const EngineFlags& flags, const R
                    const RunShape& shape) {
   std::string refusal;
   try {
-    check_run_estimate(estimate, shape, slowest_hosts(flags.link, shape.peers), memory_available(extra_threads(shape)));
+    check_run_estimate(estimate, shape, flags.slowest, memory_available(extra_threads(shape)));
   } catch (const ConfigError& e) {
     refusal = e.what();
   }

@@ -32,6 +32,10 @@ struct EngineFlags {
   PlatformKind platform = PlatformKind::cluster;  // sequential: the estimate's platform
   PlatformModel link;                             // its settings (run_peers applies the kind's defaults)
   int regions = 0;                                // geo: --regions; 0: not given (geo's default)
+  // Set by run_peers: the slowest host and link of `link`'s hosts (every draw of a
+  // lognormal platform, made once), the bounds of the estimate and of the
+  // simulated-time check; `link` itself on the MPI engines.
+  PlatformModel slowest;
 };
 
 // --engine, --peers, --threads and the estimate's platform (--platform,

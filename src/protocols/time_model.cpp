@@ -58,9 +58,9 @@ double PlatformModel::bandwidth_of(int host) const {
   return bandwidth * std::exp(bandwidth_sigma * Stream(seed, StreamId::platform).normal(0, static_cast<std::uint64_t>(host), 1));
 }
 
-Hosts::Hosts(const PlatformModel& platform, int n_peers) : platform_(platform) {
+Hosts::Hosts(const PlatformModel& platform, int n_peers, bool speeds) : platform_(platform) {
   const auto n = static_cast<std::size_t>(n_peers);
-  if (platform.speed_sigma > 0) speeds_.resize(n);
+  if (platform.speed_sigma > 0 && speeds) speeds_.resize(n);
   if (platform.bandwidth_sigma > 0) bandwidths_.resize(n);
   for (std::size_t i = 0; i < speeds_.size(); ++i) speeds_[i] = platform.speed_of(static_cast<int>(i));
   for (std::size_t i = 0; i < bandwidths_.size(); ++i) bandwidths_[i] = platform.bandwidth_of(static_cast<int>(i));
@@ -76,8 +76,8 @@ PlatformModel Hosts::round_platform(std::span<const std::uint8_t> alive) const {
   return p;
 }
 
-double Hosts::bytes(const PlatformModel& platform, int n_peers) {
-  return 8.0 * n_peers * ((platform.speed_sigma > 0 ? 1 : 0) + (platform.bandwidth_sigma > 0 ? 1 : 0));
+double Hosts::bytes(const PlatformModel& platform, int n_peers, bool speeds) {
+  return 8.0 * n_peers * ((platform.speed_sigma > 0 && speeds ? 1 : 0) + (platform.bandwidth_sigma > 0 ? 1 : 0));
 }
 
 PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers) {

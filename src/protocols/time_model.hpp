@@ -59,7 +59,8 @@ struct PlatformModel {
 // lognormal hosts each round, without a draw per peer and round.
 class Hosts {
  public:
-  Hosts(const PlatformModel& platform, int n_peers);
+  // `speeds`: draw the host speeds too (only a run that charges work needs them).
+  Hosts(const PlatformModel& platform, int n_peers, bool speeds = true);
   const PlatformModel& platform() const { return platform_; }
   bool uniform_speed() const { return speeds_.empty(); }
   double speed(int i) const { return speeds_.empty() ? platform_.host_speed : speeds_[static_cast<std::size_t>(i)]; }
@@ -67,7 +68,7 @@ class Hosts {
   // every peer's, since a round's busiest exchange waits for it.
   PlatformModel round_platform(std::span<const std::uint8_t> alive) const;
   // The bytes it holds.
-  static double bytes(const PlatformModel& platform, int n_peers);
+  static double bytes(const PlatformModel& platform, int n_peers, bool speeds = true);
 
  private:
   PlatformModel platform_;

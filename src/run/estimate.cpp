@@ -84,8 +84,8 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
       e.memory.push_back({"padding buffers", "--model-dim", here * r.messages_in_flight * 8 * staged});
     }
   }
-  if (s.sequential && Hosts::bytes(link, s.peers) > 0)  // drawn once for the run
-    e.memory.push_back({"lognormal hosts", "--platform", Hosts::bytes(link, s.peers)});
+  if (const double hosts = Hosts::bytes(link, s.peers, s.compute_flops > 0); s.sequential && hosts > 0)
+    e.memory.push_back({"lognormal hosts", "--platform", hosts});  // drawn once for the run
   for (const MemoryPart& part : s.workload) e.memory.push_back(part);
   e.memory.push_back({"trial records", "--rounds", records});
   for (const MemoryPart& part : e.memory) e.memory_bytes += part.bytes;

@@ -211,13 +211,13 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
 
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
                                  const PlatformModel& link) {
-  return sequential_trial(options, n, trial, stop, Hosts(link, n));
+  return sequential_trial(options, n, trial, stop, Hosts(link, n, options.compute_flops > 0));
 }
 
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
                                          int threads, const PlatformModel& link) {
   require_resolved(options, n, "run_averaging_sequential");
-  const Hosts hosts(link, n);  // drawn once for every trial
+  const Hosts hosts(link, n, options.compute_flops > 0);  // drawn once for every trial
   AveragingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {

@@ -188,7 +188,7 @@ void check_inputs(const TrainingOptions& options, const Problem& problem, int n)
 PopulationTrial run_training_sequential_trial(const TrainingOptions& options, const Problem& problem, int n,
                                               int trial, const std::atomic<bool>* stop, const PlatformModel& link) {
   check_inputs(options, problem, n);
-  return PopulationSgd(options, problem, n, trial, stop, Hosts(link, n)).run();
+  return PopulationSgd(options, problem, n, trial, stop, Hosts(link, n, options.step_flops > 0)).run();
 }
 
 TrainingResult run_training_sequential(const TrainingOptions& options, const Problem& problem, int n,
@@ -200,7 +200,7 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
   std::mutex models_mutex;
   const int ahead = 2 * std::max(1, threads) + 1;
   check_inputs(options, problem, n);
-  const Hosts hosts(link, n);  // drawn once for every trial
+  const Hosts hosts(link, n, options.step_flops > 0);  // drawn once for every trial
   TrainingResult result;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
