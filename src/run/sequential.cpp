@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
@@ -148,6 +149,20 @@ std::uint64_t load_population_joiners(const std::vector<int>& donors, Population
   return bytes;
 }
 
+double load_seconds(const std::vector<int>& donors, std::size_t model_dim, const PlatformModel& platform) {
+  std::unordered_map<int, int> loads;  // per donor
+  int most = 0;
+  std::uint64_t bytes = 0;
+  for (int donor : donors) {
+    if (donor < 0) continue;
+    most = std::max(most, ++loads[donor]);
+    bytes += sizeof(double) * model_dim;
+  }
+  if (bytes == 0) return 0.0;
+  const double message = sizeof(double) * static_cast<double>(model_dim);
+  return round_seconds(MessagePattern{1, message, most * message}, bytes, platform);
+}
+
 namespace {
 
 TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
@@ -179,8 +194,10 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
       record.complete = false;
       break;
     }
-    const std::uint64_t joined = load_population_joiners(failures.donors(t), x);
+    const std::vector<int> donors = failures.donors(t);
+    const std::uint64_t joined = load_population_joiners(donors, x);
     const int alive_count = failures.alive_mask(t, alive);
+    const double loading = joined > 0 ? load_seconds(donors, x.model_dim, hosts.round_platform(alive)) : 0.0;
     RoundEffect effect;
     try {
       effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round(), stop});
@@ -197,7 +214,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.decode_failures = effect.decode_failures;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
     detection.end_round();
-    row.time = previous.time + compute.slowest(alive, detection) +
+    row.time = previous.time + loading + compute.slowest(alive, detection) +
                round_seconds(effect.pattern, effect.bytes, hosts.round_platform(alive));
     row.detection_time = detection.detection_time();
     check_counters(previous, row, trial);

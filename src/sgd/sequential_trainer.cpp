@@ -79,10 +79,12 @@ class PopulationSgd {
   // to its first round, and no momentum. Then who is up in round r.
   void start_round(int r) {
     const std::vector<int> donors = failures_.donors(r);
-    bytes_ += load_population_joiners(donors, x_);
+    const std::uint64_t loaded = load_population_joiners(donors, x_);
+    bytes_ += loaded;
     for (std::size_t i = 0; i < donors.size(); ++i)
       if (donors[i] >= 0) peer(velocity_, static_cast<int>(i)).setZero();
     failures_.alive_mask(r, alive_);
+    if (loaded > 0) time_ += load_seconds(donors, x_.model_dim, hosts_.round_platform(alive_));
     step_seconds_ = compute_.seconds(alive_);
   }
 

@@ -20,7 +20,7 @@
 # and 3; `geo`, `geo-slow-wan`: platform.py's regions joined by wide-area
 # links). With --compute-flops and stragglers both engines charge each alive
 # peer's work at its host's speed, a straggler's slowed down, and the round waits
-# for the slowest.
+# for the slowest. Under churn, the joiners' state loads take a step of their own.
 source "$(dirname "$0")/common.sh"
 
 need_args 2 $# SEQUENTIAL_BINARY SMPI_BINARY
@@ -63,6 +63,8 @@ configs=(
   "64 1000 moshpit --grid 8x8 --fail-rate 0.02 --detection-timeout 0.25 @geo"
   "64 1000 gossip --topology exp @geo"
   "64 100000 random-groups --group-size 16 @geo-slow-wan"
+  "64 100000 moshpit --grid 8x8 --failure churn --fail-rate 0.05 --join-rate 0.3"
+  "64 1000 gossip --topology exp --failure churn --fail-rate 0.05 --join-rate 0.3 --detection-timeout 0.1"
 )
 for config in "${configs[@]}"; do
   platform=cluster
