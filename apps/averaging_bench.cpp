@@ -49,7 +49,7 @@ int run(int argc, char** argv) {
   avb::RunEstimate estimate;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
     sequential = cli.engine.engine == avb::app::Engine::sequential;
-    peers = avb::app::run_peers(cli.engine, cli.protocol.changed, size);
+    peers = avb::app::run_peers(cli.engine, cli.protocol.changed, size, world.slowest_speed);
     options = avb::app::averaging_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);

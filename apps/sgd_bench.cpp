@@ -113,7 +113,7 @@ int run(int argc, char** argv) {
   avb::RunEstimate estimate;
   const auto done = avb::app::parse_on_every_rank(kProgram, app, argc, argv, [&] {
     sequential = cli.engine.engine == avb::app::Engine::sequential;
-    peers = avb::app::run_peers(cli.engine, avb::app::changed_flags(cli), size);
+    peers = avb::app::run_peers(cli.engine, avb::app::changed_flags(cli), size, world.slowest_speed);
     options = avb::app::training_options(cli, peers);
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);

@@ -72,27 +72,56 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
               "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
               "depend on it");
   add.word("--platform", flags.platform, kPlatformKindNames,
-           "sequential engine: the time estimate's platform, scripts/platform.py's kind of that name (under "
-           "SMPI: scripts/smpirun.sh --kind); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
+           "the simulated platform, scripts/platform.py's kind of that name: the sequential engine's time "
+           "estimate, and under SMPI the platform scripts/smpirun.sh builds from this and the flags below (refused "
+           "on a real MPI); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
            "and --bw-sigma 0.5 unless given; geo: --regions clusters joined pairwise by wide-area links");
   add.integer("--regions", flags.regions, 0, 1 << 24,
-              "sequential engine, --platform geo: the number of regions, an integer in [2, --peers] (0, the "
+              "the simulated platform, --platform geo: the number of regions, an integer in [2, --peers] (0, the "
               "default: 4; scripts/smpirun.sh --regions)");
   for (const PlatformFlag& p : kPlatformFlags)
     add.real(p.flag, flags.link.*p.field, std::string("a number > 0 (") + p.unit + ")",
-             std::string("sequential engine: the time estimate's platform, in ") + p.unit +
-                 " (under SMPI: scripts/smpirun.sh " + p.smpi_flag + ")");
+             std::string("the simulated platform (--platform), in ") + p.unit + " (scripts/smpirun.sh " +
+                 p.smpi_flag + ")");
   for (const SigmaFlag& s : kSigmaFlags)
     add.real(s.flag, flags.link.*s.field, "a number in [0, 10]",
-             std::string("sequential engine: the spread (sigma of the logarithm) of the ") + s.what +
+             std::string("the simulated platform: the spread (sigma of the logarithm) of the ") + s.what +
                  " around their medians, keyed by (--speed-seed, host) as scripts/smpirun.sh " + s.flag +
                  " draws them");
   add.seed("--speed-seed", flags.link.seed,
-           "sequential engine: the seed of the lognormal hosts, an integer in [0, 2^64) (scripts/smpirun.sh "
+           "the simulated platform: the seed of the lognormal hosts, an integer in [0, 2^64) (scripts/smpirun.sh "
            "--speed-seed)");
 }
 
 namespace {
+
+// The first platform flag given, or "".
+std::string first_platform_flag(const ChangedFlags& changed) {
+  for (const PlatformFlag& p : kPlatformFlags)
+    if (changed.count(p.flag) != 0) return p.flag;
+  for (const char* flag : kPlatformOnlyFlags)
+    if (changed.count(flag) != 0) return flag;
+  return "";
+}
+
+void check_platform_values(const EngineFlags& flags) {
+  for (const PlatformFlag& p : kPlatformFlags) {
+    const double v = flags.link.*p.field;
+    if (!(v > 0) || !std::isfinite(v))
+      throw ConfigError(std::string(p.flag) + ": " + format_number(v) + " is not a number > 0 (" + p.unit + ")");
+  }
+}
+
+// Under SMPI the platform file is smpirun.sh's: the hosts it simulates must be the
+// ones the flags describe. Their slowest speed is what both know (the same on
+// every rank); a cluster started for a cloud run, or another seed, shows there.
+void check_simulated_hosts(double expected, double actual) {
+  if (std::abs(expected - actual) <= 1e-9 * expected) return;
+  throw ConfigError("--platform: the simulated hosts are not the ones the platform flags describe (the slowest runs "
+                    "at " + format_number(actual) + " flop/s, the flags say " + format_number(expected) +
+                    "); start the program with scripts/smpirun.sh and no platform options of its own: it builds "
+                    "the platform from the program's flags");
+}
 
 // The kind's defaults and the spreads' checks (platform.py's).
 void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
@@ -126,28 +155,28 @@ void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
 
 }  // namespace
 
-int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size) {
+int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size, double slowest_speed) {
   if (flags.engine == Engine::mpi) {
     flags.slowest = flags.link;
     for (const char* flag : {"--peers", "--threads"})
       if (changed.count(flag) != 0)
         throw ConfigError(std::string(flag) + ": applies to --engine sequential only; under --engine mpi the peers are "
                           "the MPI ranks (here " + std::to_string(world_size) + ")");
-    for (const PlatformFlag& p : kPlatformFlags)
-      if (changed.count(p.flag) != 0)
-        throw ConfigError(std::string(p.flag) + ": applies to --engine sequential only; under SMPI the platform file "
-                          "sets it (scripts/smpirun.sh " + p.smpi_flag + ")");
-    for (const char* flag : kPlatformOnlyFlags)
-      if (changed.count(flag) != 0)
-        throw ConfigError(std::string(flag) + ": applies to --engine sequential only; under SMPI the platform file "
-                          "sets it (scripts/smpirun.sh " + (flag == std::string("--platform") ? "--kind" : flag) + ")");
+    const std::string given = first_platform_flag(changed);
+    if (given.empty()) return world_size;
+    if (engine_name() != "smpi")
+      throw ConfigError(given + ": describes a simulated platform: for --engine sequential, or under SMPI through "
+                        "scripts/smpirun.sh, which builds the platform from it; a real MPI runs on the machines it has");
+    check_platform_values(flags);
+    flags.peers = world_size;  // for the checks against the peers (geo's regions)
+    resolve_platform(flags, changed);
+    flags.peers = 0;
+    flags.slowest = slowest_hosts(flags.link, world_size);
+    check_simulated_hosts(flags.slowest.host_speed, slowest_speed);
+    flags.platform_named = true;
     return world_size;
   }
-  for (const PlatformFlag& p : kPlatformFlags) {
-    const double v = flags.link.*p.field;
-    if (!(v > 0) || !std::isfinite(v))
-      throw ConfigError(std::string(p.flag) + ": " + format_number(v) + " is not a number > 0 (" + p.unit + ")");
-  }
+  check_platform_values(flags);
   if (world_size > 1)
     throw ConfigError("--engine sequential: runs every peer in one process, but " + std::to_string(world_size) +
                       " were started; run it without mpirun");
@@ -155,6 +184,7 @@ int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size) {
     throw ConfigError("--peers: required with --engine sequential; accepted: an integer in [1, 2^24]");
   resolve_platform(flags, changed);
   flags.slowest = slowest_hosts(flags.link, flags.peers);
+  flags.platform_named = true;
   for (const char* flag : kMpiOnlyFlags)
     if (changed.count(flag) != 0)
       throw ConfigError(std::string(flag) + ": watches the rounds of MPI peers, which can hang on a lost "
@@ -168,13 +198,15 @@ int run_threads(const EngineFlags& flags, int trials) {
 }
 
 void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
-  if (flags.engine != Engine::sequential) return;
-  start.info.engine = "sequential";
-  start.info.mpi_library = "every peer in this process; time is an alpha-beta estimate";
-  start.info.n_peers = peers;
-  start.info.time_model = "alpha-beta estimate";
-  start.described.emplace_back("engine", "sequential");
-  start.described.emplace_back("peers", std::to_string(peers));
+  if (flags.engine == Engine::sequential) {
+    start.info.engine = "sequential";
+    start.info.mpi_library = "every peer in this process; time is an alpha-beta estimate";
+    start.info.n_peers = peers;
+    start.info.time_model = "alpha-beta estimate";
+    start.described.emplace_back("engine", "sequential");
+    start.described.emplace_back("peers", std::to_string(peers));
+  }
+  if (!flags.platform_named) return;  // SMPI without the flags: smpirun.sh's own platform
   start.described.emplace_back("platform", std::string(kPlatformKindNames.name(flags.platform)));
   for (const PlatformFlag& p : kPlatformFlags)  // named without the leading "--", as the other options
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));

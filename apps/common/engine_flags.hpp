@@ -36,6 +36,7 @@ struct EngineFlags {
   // lognormal platform, made once), the bounds of the estimate and of the
   // simulated-time check; `link` itself on the MPI engines.
   PlatformModel slowest;
+  bool platform_named = false;  // set by run_peers: the sequential engine, or SMPI given the platform flags
 };
 
 // --engine, --peers, --threads and the estimate's platform (--platform,
@@ -44,12 +45,14 @@ struct EngineFlags {
 void add_engine_flags(TypedOptions& add, EngineFlags& flags);
 
 // The run's peer count: the MPI world's size, or --peers on the sequential engine.
-// Refuses (ConfigError naming the flag) the sequential engine's flags under --engine mpi,
-// a platform value that is not a finite number > 0, a
-// sequential run started on more than one process or without --peers, and, on the
-// sequential engine, the flags that only shape simulated or measured time
-// (`changed` holds the flags given).
-int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size);
+// Refuses (ConfigError naming the flag) --peers and --threads under --engine mpi,
+// the platform flags on a real MPI, a platform value that is not a finite number
+// > 0, a sequential run started on more than one process or without --peers, and,
+// on the sequential engine, the flags that only shape simulated or measured time
+// (`changed` holds the flags given). Under SMPI the platform flags describe the
+// platform scripts/smpirun.sh built from them: `slowest_speed` (World's) must be
+// the slowest host they describe.
+int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size, double slowest_speed);
 
 // The threads a sequential run uses for `trials` trials.
 int run_threads(const EngineFlags& flags, int trials);

@@ -256,4 +256,46 @@ if [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && [[ "$out" =
 else
   bad "smpirun.sh --eager-limit lots: exit $rc, output '$out' (want exit 2 and one line naming --eager-limit)"
 fi
+# 6. One platform, named once: the program's own platform flags (the sequential
+#    engine's) make smpirun.sh build the same platform as its --kind and
+#    --speed-seed (the same simulated time, bit for bit), and /config records it;
+#    the platform given twice, or a platform the flags do not describe (given in a
+#    --config file, which smpirun.sh does not read), is one line and exit 2.
+run_named() {
+  local out=$1
+  shift
+  timeout -k 10 120 "$AVB_SMPIRUN" "$@" --protocol moshpit --grid 4x4 --dim 1000 --rounds 2 --trials 1 \
+    --out "$SCRATCH/$out.h5" --quiet >"$SCRATCH/$out.log" 2>&1 </dev/null
+}
+if run_named named-flags -n 16 -- "$BIN" --platform cloud --speed-seed 3 &&
+   run_named named-kind -n 16 --kind cloud --speed-seed 3 -- "$BIN"; then
+  if report=$("$AVB_PYTHON" - "$SCRATCH/named-flags.h5" "$SCRATCH/named-kind.h5" <<'PY' 2>&1
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+    ta, tb = a["trials/0/time"][()], b["trials/0/time"][()]
+    assert (ta == tb).all(), f"times differ: {ta} vs {tb}"
+    config = a["config"].attrs
+    assert config["platform"] == "cloud" and config["speed-seed"] == "3", dict(config)
+    assert "platform" not in b["config"].attrs, "smpirun.sh's --kind is not the program's to record"
+print(f"the same {ta[-1]:.6g} s; /config says platform cloud, speed-seed 3")
+PY
+  ); then ok "--platform cloud --speed-seed 3 on the program = smpirun.sh --kind cloud --speed-seed 3: $report"
+  else bad_with_report "the program's platform flags under SMPI:" "$report"; fi
+else
+  bad_with_report "a run with the program's platform flags failed:" "$(cat "$SCRATCH"/named-*.log)"
+fi
+printf 'platform = "cloud"\nspeed-seed = 5\n' >"$SCRATCH/cloud.ini"
+for case in "twice|smpirun.sh: error: the platform is given twice|-n 4 --kind cloud -- $BIN --platform cloud" \
+            "config|averaging_bench: error: --platform: the simulated hosts are not|-n 4 -- $BIN --config $SCRATCH/cloud.ini"; do
+  IFS='|' read -r tag want args <<<"$case"
+  rc=0
+  # shellcheck disable=SC2086 # the arguments are words
+  out=$(timeout -k 10 120 "$AVB_SMPIRUN" $args --rounds 1 --out "$SCRATCH/$tag.h5" 2>&1 >/dev/null </dev/null) || rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(grep -c . <<<"$out")" -eq 1 ] && grep -q "^$want" <<<"$out" && [ ! -e "$SCRATCH/$tag.h5" ]; then
+    ok "platform $tag: $out"
+  else
+    bad_with_report "platform $tag: exit $rc (want 2 and one line starting '$want'):" "$out"
+  fi
+done
 finish

@@ -31,12 +31,12 @@ refused "--peers: required" --engine sequential
 refused "--round-timeout" --engine sequential --peers 16 --round-timeout 10
 refused "--peers: applies" --peers 16
 # The estimate's platform: sequential only (SMPI's comes from its platform file), > 0.
-refused "--link-bandwidth: applies to --engine sequential only" --link-bandwidth 1e6
+refused "--link-bandwidth: describes a simulated platform" --link-bandwidth 1e6
 refused "--backbone-bandwidth: 0 is not a number > 0" --engine sequential --peers 16 --backbone-bandwidth 0
 refused "--link-latency: 'soon' is not a number > 0" --engine sequential --peers 16 --link-latency soon
 refused "--backbone-latency: inf is not a number > 0" --engine sequential --peers 16 --backbone-latency inf
 refused "--host-speed: -1 is not a number > 0" --engine sequential --peers 16 --host-speed -1
-refused "--host-speed: applies to --engine sequential only" --host-speed 2e9
+refused "--host-speed: describes a simulated platform" --host-speed 2e9
 # platform.py's kinds it models; lognormal spreads in [0, 10]; links spread on cloud only.
 refused "--platform: 'fat'" --engine sequential --peers 16 --platform fat
 refused "--regions: 17 is not an integer in \[2, --peers\]" --engine sequential --peers 16 --platform geo --regions 17
@@ -45,9 +45,9 @@ refused "--regions: applies to --platform geo only" --engine sequential --peers 
 refused "--wan-latency: applies to --platform geo only" --engine sequential --peers 16 --platform cloud --wan-latency 0.1
 refused "--wan-bandwidth: 0 is not a number > 0" --engine sequential --peers 16 --platform geo --wan-bandwidth 0
 refused "--speed-sigma: applies to --platform cluster or cloud" --engine sequential --peers 16 --platform geo --speed-sigma 0.5
-refused "--regions: applies to --engine sequential only" --regions 4
-refused "--wan-latency: applies to --engine sequential only" --wan-latency 0.1
-refused "--platform: applies to --engine sequential only" --platform cloud
+refused "--regions: describes a simulated platform" --regions 4
+refused "--wan-latency: describes a simulated platform" --wan-latency 0.1
+refused "--platform: describes a simulated platform" --platform cloud
 refused "--speed-sigma: 11 is not a number in \[0, 10\]" --engine sequential --peers 16 --speed-sigma 11
 refused "--bw-sigma: applies to --platform cloud only" --engine sequential --peers 16 --bw-sigma 0.5
 refused "--speed-seed" --engine sequential --peers 16 --platform cloud --speed-seed -1
