@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "protocols/protocol.hpp"
@@ -253,10 +254,10 @@ class ChocoPopulation final : public SequentialProtocol {
       std::size_t sent = 0;
       for (int k : topology_->out_neighbours(t, i)) {
         if (!round.alive[static_cast<std::size_t>(k)]) continue;
-        const auto it = sent_[static_cast<std::size_t>(i)].find(k);
-        const bool current = (it == sent_[static_cast<std::size_t>(i)].end() ? 0 : it->second) == updated_[static_cast<std::size_t>(i)];
+        int& last = last_sent(i, k);
+        const bool current = last == updated_[static_cast<std::size_t>(i)];
         sent += current ? bytes_.size() + (decodes ? 0 : 8 * d) : 8 * d;
-        sent_[static_cast<std::size_t>(i)][k] = t;
+        last = t;
       }
       updated_[static_cast<std::size_t>(i)] = t;
       effect.bytes += sent;
@@ -266,6 +267,17 @@ class ChocoPopulation final : public SequentialProtocol {
     effect.pattern = {1, static_cast<double>(message), static_cast<double>(busiest)};
   }
 
+  // The last round `sender` sent to `receiver` (0: never), to be updated: a sorted
+  // list per sender, 8 bytes a receiver (a hash map per sender cost 5x that, and a
+  // time-varying graph's receivers accumulate over its period).
+  int& last_sent(int sender, int receiver) {
+    auto& list = sent_[static_cast<std::size_t>(sender)];
+    auto it = std::lower_bound(list.begin(), list.end(), receiver,
+                               [](const std::pair<int, int>& e, int r) { return e.first < r; });
+    if (it == list.end() || it->first != receiver) it = list.insert(it, {receiver, 0});
+    return it->second;
+  }
+
   // x_i += gamma * sum over alive neighbours j of w_ij (x̂_j - x̂_i), new copies.
   void mix(Population& x, const PopulationRound& round) {
     const auto d = static_cast<std::size_t>(x.dim);
@@ -273,7 +285,8 @@ class ChocoPopulation final : public SequentialProtocol {
     for (int i = 0; i < n_; ++i) {
       round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
-      const MixingRow row = topology_->mixing_row(weights_, round.t, i);
+      topology_->mixing_row(weights_, round.t, i, row_);
+      const MixingRow& row = row_;
       std::fill(pull_.begin(), pull_.end(), 0.0);
       for (std::size_t k = 0; k < row.peers.size(); ++k) {
         const int j = row.peers[k];
@@ -295,8 +308,9 @@ class ChocoPopulation final : public SequentialProtocol {
   std::uint64_t seed_ = 0;  // the trial's, for the graph
   std::vector<double> public_, diff_, q_, zeros_, pull_;
   std::vector<int> updated_;                         // the last round each peer updated x̂
-  std::vector<std::unordered_map<int, int>> sent_;  // [sender][receiver]: the last round it sent
+  std::vector<std::vector<std::pair<int, int>>> sent_;  // [sender]: (receiver, the last round it sent), by receiver
   std::vector<std::byte> bytes_;
+  MixingRow row_;
 };
 
 }  // namespace
@@ -315,7 +329,7 @@ ProtocolResources resources_choco(const ProtocolOptions& o, const ResourceQuery&
   ProtocolResources r = graph_resources(o, q, message_bytes(o, static_cast<double>(q.model_dim)));
   r.population_vectors = 2;
   r.population_bytes = 128;
-  r.population_edge_bytes = 64;
+  r.population_edge_bytes = 16;  // a (receiver, round) pair, in a vector up to twice its size
   // A mixing row built and a map looked up per edge and round.
   r.work_per_peer += 3 * graph_footprint(*o.topology, q.peers).sends / q.peers;
   r.peer_vectors = 4;

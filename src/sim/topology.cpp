@@ -242,8 +242,15 @@ std::size_t Topology::undirected_degree(int t, int j) const {
 }
 
 MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
-  const auto& in = in_neighbours(t, i);
   MixingRow row;
+  mixing_row(weights, t, i, row);
+  return row;
+}
+
+void Topology::mixing_row(Weights weights, int t, int i, MixingRow& row) const {
+  const auto& in = in_neighbours(t, i);
+  row.peers.clear();
+  row.weights.clear();
   row.peers.reserve(in.size() + 1);
   row.weights.reserve(in.size() + 1);
   const auto self_at = std::lower_bound(in.begin(), in.end(), i) - in.begin();
@@ -252,7 +259,7 @@ MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
     row.peers.assign(in.begin(), in.end());
     row.peers.insert(row.peers.begin() + self_at, i);
     row.weights.assign(row.peers.size(), 1.0 / static_cast<double>(row.peers.size()));
-    return row;
+    return;
   }
 
   if (directed())
@@ -276,7 +283,6 @@ MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
     row.weights.push_back(0.0);
   }
   row.weights[static_cast<std::size_t>(self_at)] = 1.0 - others;
-  return row;
 }
 
 GraphFootprint graph_footprint(const TopologySpec& spec, int n) {

@@ -114,6 +114,8 @@ class Topology {
   // Row i of the mixing matrix of round t. Throws ConfigError for metropolis on a
   // directed graph.
   MixingRow mixing_row(Weights weights, int t, int i) const;
+  // The same into `row`, reusing its storage (a per-peer loop allocates nothing).
+  void mixing_row(Weights weights, int t, int i, MixingRow& row) const;
 
  private:
   // How many neighbours peer j has in round t (undirected kinds), without listing them.
