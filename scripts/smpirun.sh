@@ -89,7 +89,7 @@ for a in "${@:2}"; do
   flag=$prev value=$a
   case "$a" in --*=*) flag=${a%%=*} value=${a#*=} ;; esac
   case "$flag" in
-    --platform) from_program+=(--kind "$value") ;;
+    --platform) case "$value" in cluster|cloud|geo) from_program+=(--kind "$value") ;; esac ;;  # not a program's own file
     --speed-sigma|--bw-sigma|--regions) from_program+=("$flag" "$value") ;;
     --speed-seed) from_program+=(--seed "$value") ;;
     --host-speed) from_program+=(--speed "${value}f") ;;
