@@ -143,7 +143,6 @@ void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
   } else {
     for (const char* flag : kGeoFlags)
       if (changed.count(flag) != 0) throw ConfigError(std::string(flag) + ": applies to --platform geo only");
-    if (flags.regions != 0) throw ConfigError("--regions: applies to --platform geo only");
     p.regions = 1;
   }
   for (const SigmaFlag& s : kSigmaFlags) {

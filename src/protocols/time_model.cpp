@@ -155,13 +155,10 @@ RoundTime round_time(const MessagePattern& pattern, double bytes, const Platform
   r.link_latency = pattern.steps * f.latency * 2 * link.link_latency;
   r.backbone_latency = pattern.steps * f.latency * link.backbone_latency * (link.regions > 1 ? 2 : 1);
   const double on_link = pattern.busiest / link.bandwidth;
-  double on_backbone = per_step / link.backbone, on_wan = 0;
-  if (link.regions > 1) {
-    r.wan_latency = pattern.steps * f.latency * link.wan_latency;
-    const GeoTransfer geo = geo_transfer(pattern, per_step, link);
-    on_backbone = geo.backbone;
-    on_wan = geo.wan;
-  }
+  if (link.regions > 1) r.wan_latency = pattern.steps * f.latency * link.wan_latency;
+  const GeoTransfer shared = link.regions > 1 ? geo_transfer(pattern, per_step, link)
+                                              : GeoTransfer{per_step / link.backbone, 0.0};
+  const double on_backbone = shared.backbone, on_wan = shared.wan;
   const double worst = std::max({on_link, on_backbone, on_wan});
   const double transfer = pattern.steps * kAcknowledgements * worst / f.bandwidth;
   (worst == on_link ? r.link_transfer : worst == on_backbone ? r.backbone_transfer : r.wan_transfer) = transfer;
@@ -172,12 +169,10 @@ double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const P
   if (pattern.steps <= 0) return 0.0;
   const Factor& f = factor(pattern.message);
   const double per_step = static_cast<double>(bytes) / pattern.steps;
-  double transfer =
-      kAcknowledgements * std::max(pattern.busiest / link.bandwidth, per_step / link.backbone) / f.bandwidth;
-  if (link.regions > 1) {
-    const GeoTransfer geo = geo_transfer(pattern, per_step, link);
-    transfer = kAcknowledgements * std::max({pattern.busiest / link.bandwidth, geo.backbone, geo.wan}) / f.bandwidth;
-  }
+  const GeoTransfer shared = link.regions > 1 ? geo_transfer(pattern, per_step, link)
+                                              : GeoTransfer{per_step / link.backbone, 0.0};
+  const double transfer =
+      kAcknowledgements * std::max({pattern.busiest / link.bandwidth, shared.backbone, shared.wan}) / f.bandwidth;
   return pattern.steps * (f.latency * link.latency() + transfer);
 }
 
