@@ -51,6 +51,7 @@ int run(int argc, char** argv) {
     sequential = cli.engine.engine == avb::app::Engine::sequential;
     peers = avb::app::run_peers(cli.engine, cli.protocol.changed, size, world.slowest_speed);
     options = avb::app::averaging_options(cli, peers);
+    if (options.protocol.wait.policy != avb::WaitPolicy::all) avb::app::check_modelled_hosts(cli.engine);
     threads = avb::app::run_threads(cli.engine, options.trials);
     avb::app::note_files(app, options.protocol.topology, cli.output);
     avb::check_simulated_time(options, sequential ? cli.engine.slowest.host_speed : world.slowest_speed);
@@ -74,7 +75,7 @@ int run(int argc, char** argv) {
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described);
   return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds", [&] {
     return sequential ? avb::run_averaging_sequential(options, peers, reporter, threads, cli.engine.link)
-                      : avb::run_averaging(options, MPI_COMM_WORLD, reporter);
+                      : avb::run_averaging(options, MPI_COMM_WORLD, reporter, cli.engine.link);
   });
 }
 

@@ -101,7 +101,10 @@ bool lattice_failures_expected(const AveragingOptions& o) {
 std::vector<std::string> averaging_warnings(const AveragingOptions& o, const ProtocolFlags& flags, int n_peers,
                                             bool simulated) {
   std::vector<std::string> out;
-  simulated_only(out, simulated, "--compute-flops", o.compute_flops, o.stragglers, o.detection_timeout, failures_possible(o));
+  // Under a waiting policy the work decides who is late, on every engine.
+  const bool waits = o.protocol.wait.policy != WaitPolicy::all;
+  simulated_only(out, simulated, "--compute-flops", waits ? 0.0 : o.compute_flops, o.stragglers, o.detection_timeout,
+                 failures_possible(o));
   sparse_grid(out, o.protocol, flags, n_peers);
   const QuantizerSpec& q = o.protocol.quantizer;
   if (q.kind == QuantizerKind::lattice) {

@@ -12,6 +12,7 @@
 #include "core/comm.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "sim/compute.hpp"
 
 namespace avb::app {
 
@@ -154,6 +155,19 @@ void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
 
 }  // namespace
 
+void check_modelled_hosts(const EngineFlags& flags) {
+  if (flags.engine == Engine::sequential || !time_is_simulated()) return;
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  const double model = flags.link.speed_of(rank);
+  int differs = std::abs(host_speed() - model) <= 1e-9 * model ? 0 : 1, any = 0;
+  check_mpi(MPI_Allreduce(&differs, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (any != 0)
+    throw ConfigError("--wait: the simulated hosts are not the platform the program was given, so the late peers "
+                      "would not be the other engines'; name the platform to the program (e.g. --platform cloud) "
+                      "and let scripts/smpirun.sh build it from there");
+}
+
 int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size, double slowest_speed) {
   if (flags.engine == Engine::mpi) {
     flags.slowest = flags.link;
@@ -241,7 +255,9 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
 }
 
 void charge_computation(RunShape& shape, const RunOptions& o, double flops, const std::string& flag, double per_round) {
-  shape.compute_flops = flops * per_round * (o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0);
+  // Lognormal work: a round waits for about the largest of N draws, exp(sigma sqrt(2 ln N)).
+  const double jitter = std::exp(o.stragglers.sigma * std::sqrt(2.0 * std::log(std::max(2.0, double(shape.peers)))));
+  shape.compute_flops = flops * per_round * (o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0) * jitter;
   shape.compute_flag = flag;
   shape.compute_flag_value = flops;
   // The sequential engine's compute clock lists each trial's stragglers (an int
@@ -250,6 +266,11 @@ void charge_computation(RunShape& shape, const RunOptions& o, double flops, cons
     shape.workload.push_back({"stragglers", "--stragglers",
                               std::min(shape.threads, shape.trials) * 2.0 * sizeof(int) * o.stragglers.fraction *
                                   shape.peers});
+  // It charges per-peer work (a double each) when the work varies by round or a
+  // waiting policy cuts it.
+  if (shape.sequential && flops > 0 && (o.stragglers.sigma > 0 || o.protocol.wait.policy != WaitPolicy::all))
+    shape.workload.push_back({"per-peer work", o.stragglers.sigma > 0 ? "--straggler-sigma" : "--wait",
+                              std::min(shape.threads, shape.trials) * double(sizeof(double)) * shape.peers});
 }
 
 RunEstimate checked_estimate(const EngineFlags& flags, const RunOptions& o, const RunShape& shape, bool dry_run) {

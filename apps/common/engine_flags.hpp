@@ -54,6 +54,13 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags);
 // the slowest host they describe.
 int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size, double slowest_speed);
 
+// Under SMPI, for a waiting policy (sim/arrivals.hpp), which models every peer's
+// work on flags.link: refuses (ConfigError naming --wait) a run whose simulated
+// hosts are not the ones flags.link describes (a platform given to smpirun.sh but
+// not to the program, or a file of the user's), since the peers it cuts would then
+// differ from the other engines'. Collective over MPI_COMM_WORLD; nothing elsewhere.
+void check_modelled_hosts(const EngineFlags& flags);
+
 // The threads a sequential run uses for `trials` trials.
 int run_threads(const EngineFlags& flags, int trials);
 

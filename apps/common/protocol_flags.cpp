@@ -40,6 +40,9 @@ void add_failure_flags(TypedOptions& add, ProtocolFlags& f) {
            "takes --straggler-slowdown times longer; SMPI only");
   add.real("--straggler-slowdown", f.straggler_slowdown, "a number >= 1",
            "how many times slower a straggler computes, >= 1");
+  add.real("--straggler-sigma", f.straggler_sigma, "a number in [0, 4]",
+           "averaging_bench only: every peer's work of a round (--compute-flops) also takes exp(sigma z) times "
+           "longer, z a standard normal drawn anew each round from the seed; 0: none");
   add.real("--detection-timeout", f.detection_timeout, "a number >= 0 (seconds)",
            "seconds before a peer notices that a peer it expected this round is down: simulated under SMPI, and "
            "recorded as the trace's detection_time column on every engine (no real sleep)");
@@ -75,6 +78,17 @@ void add_group_flags(TypedOptions& add, ProtocolFlags& f) {
   add.integer("--group-size", f.group_size, 2, 1 << 30, own("--group-size", "peers per group, an integer >= 2"));
   add.integer("--min-group-size", f.min_group_size, 2, 1 << 30,
               own("--min-group-size", "smaller groups do not average, an integer >= 2"));
+  add.word("--wait", f.wait.policy, kWaitPolicyNames,
+           own("--wait", "averaging_bench only: how long a group waits for its members' work (--compute-flops): "
+                         "all, quorum (until --quorum of them have arrived) or deadline (median + --deadline-k "
+                         "MADs of their recent arrivals, at least --deadline-floor); late members count as "
+                         "failed for the round (docs/failures.md)"));
+  add.real("--quorum", f.wait.quorum, "a number in (0, 1]",
+           own("--quorum", "--wait quorum: the fraction of a group's alive members it waits for, in (0, 1]"));
+  add.real("--deadline-k", f.wait.deadline_k, "a number >= 0",
+           own("--deadline-k", "--wait deadline: MADs above the median of recent arrivals, >= 0"));
+  add.real("--deadline-floor", f.wait.deadline_floor, "a number >= 0 (seconds)",
+           own("--deadline-floor", "--wait deadline: the shortest deadline in seconds, >= 0"));
 }
 
 void add_graph_flags(TypedOptions& add, ProtocolFlags& f) {
@@ -141,11 +155,12 @@ ProtocolOptions protocol_options(const ProtocolFlags& f) {
   o.swarm_mode = f.mode;
   o.swarm_clock = f.clock;
   o.consensus_step = f.gamma;
+  o.wait = f.wait;
   o.quantizer = parse_quantizer(f.quantizer, f.lattice_q, f.lattice_eps);
   return o;
 }
 
-StragglerSpec straggler_spec(const ProtocolFlags& f) { return {f.stragglers, f.straggler_slowdown}; }
+StragglerSpec straggler_spec(const ProtocolFlags& f) { return {f.stragglers, f.straggler_slowdown, f.straggler_sigma}; }
 
 void set_protocol_options(const ProtocolFlags& f, RunOptions& o) {
   o.protocol = protocol_options(f);

@@ -12,6 +12,7 @@
 #include "common/typed_options.hpp"
 #include "protocols/protocol.hpp"
 #include "run/options.hpp"
+#include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 #include "sim/stragglers.hpp"
 #include "sim/topology.hpp"
@@ -28,6 +29,7 @@ struct ProtocolFlags {
   std::string availability;  // --availability FILE; empty: none
   double stragglers = 0;
   double straggler_slowdown = 4;
+  double straggler_sigma = 0;
   double detection_timeout = 0;
   double round_timeout = 300;
   std::optional<FailureSemantics> on_failure;  // unset: the protocol's own
@@ -44,6 +46,7 @@ struct ProtocolFlags {
   SwarmMode mode = SwarmMode::blocking;
   SwarmClock clock = SwarmClock::round;
   double gamma = 1;
+  WaitSpec wait;
   std::string quantizer = "none";  // parsed with --lattice-q and --lattice-eps
   long long lattice_q = kDefaultLatticeQ;
   double lattice_eps = kDefaultLatticeEps;

@@ -10,6 +10,7 @@
 
 #include "protocols/coded_allreduce.hpp"
 #include "protocols/group_allreduce.hpp"
+#include "protocols/groups.hpp"
 #include "protocols/sequential.hpp"
 #include "protocols/time_model.hpp"
 #include "protocols/resources.hpp"
@@ -24,6 +25,7 @@ class AllreduceProtocol final : public Protocol {
       : semantics_(semantics), form_(form), allreduce_(collective), coded_(collective), quantizer_(quantizer) {}
 
   void step(std::span<double> x, Round& round) override {
+    if (round.arrivals != nullptr) return step_cut(x, round);
     Comm& world = round.world;
     const int n = world.size();
     std::vector<int> alive = round.failures.alive_peers(round.t);
@@ -59,6 +61,34 @@ class AllreduceProtocol final : public Protocol {
   }
 
  private:
+  // Under a waiting policy (sim/arrivals.hpp): the world-wide group goes on without
+  // its late peers, who keep their values; under abort anyone late restarts it.
+  void step_cut(std::span<double> x, Round& round) {
+    Comm& world = round.world;
+    const int n = world.size(), me = world.rank();
+    const std::vector<int> alive = round.failures.alive_peers(round.t);
+    const std::span<const int> on_time = cut_late(alive, round.t, round.failures, *round.arrivals, cut_);
+    const bool up = round.failures.alive(round.t, me);
+    if (up) round.charge_work(cut_.work_seconds(round.t, me, *round.arrivals));
+    const bool mine = std::binary_search(on_time.begin(), on_time.end(), me);
+    const bool everyone = static_cast<int>(alive.size()) == n;
+    if (!everyone && mine) round.counters.waited_on_failure = 1;
+    if (semantics_ == FailureSemantics::abort) {
+      if (me == 0) {
+        round.counters.groups = 1;
+        round.counters.failed_groups = everyone ? 0 : 1;
+      }
+      if (everyone && !cut_.any_late) average(world, x, round, {});
+      return;
+    }
+    if (on_time.size() < 2) return;  // nobody to average with: not a group
+    if (me == on_time.front()) round.counters.groups = 1;
+    if (!mine) return;  // failed or late: keeps its values
+    if (static_cast<int>(on_time.size()) == n) return average(world, x, round, {});
+    Comm group = form_group(world, on_time, form_);
+    average(group, x, round, on_time);
+  }
+
   // `peers`: the group's peer id by rank (empty: the world, rank = peer).
   void average(Comm& comm, std::span<double> x, const Round& round, std::span<const int> peers) {
     // Unquantized: the plain all-reduce, as before quantizers (bit-identical traces).
@@ -71,6 +101,7 @@ class AllreduceProtocol final : public Protocol {
   GroupAllreduce allreduce_;
   CodedAllreduce coded_;
   Quantizer quantizer_;
+  LateCut cut_;
 };
 
 
@@ -84,14 +115,22 @@ class AllreducePopulation final : public SequentialProtocol {
     members_.clear();
     for (int p = 0; p < x.n; ++p)
       if (round.alive[static_cast<std::size_t>(p)]) members_.push_back(p);
+    const bool everyone = static_cast<int>(members_.size()) == x.n;
+    bool any_late = false;
+    if (round.arrivals != nullptr) {  // as AllreduceProtocol::step_cut
+      const std::span<const int> on_time = cut_late(members_, round.t, round.failures, *round.arrivals, cut_);
+      for (int p : members_) round.work[static_cast<std::size_t>(p)] = cut_.work_seconds(round.t, p, *round.arrivals);
+      any_late = cut_.any_late;
+      members_.assign(on_time.begin(), on_time.end());
+    }
     const int alive = static_cast<int>(members_.size());
-    if (alive < x.n)  // one world-wide group: every alive peer waits out a failure anywhere
+    if (!everyone)  // one world-wide group: every alive peer waits out a failure anywhere
       for (int p : members_) round.wait(p);
     RoundEffect effect;
     if (semantics_ == FailureSemantics::abort) {
       effect.groups = 1;
-      effect.failed_groups = alive == x.n ? 0 : 1;
-      if (alive < x.n) return effect;
+      effect.failed_groups = everyone ? 0 : 1;
+      if (!everyone || any_late) return effect;
     } else if (alive < 2) {
       return effect;  // nobody to average with: not a group
     } else {
@@ -130,6 +169,7 @@ class AllreducePopulation final : public SequentialProtocol {
   Quantizer quantizer_;
   std::vector<int> members_;
   std::vector<double> mean_, rows_;
+  LateCut cut_;
 };
 
 }  // namespace

@@ -44,6 +44,12 @@ std::vector<std::string_view> with_quantizer_no_lattice(std::vector<std::string_
   return own;
 }
 
+// The group protocols wait for their members' work by a policy (sim/arrivals.hpp).
+std::vector<std::string_view> with_waiting(std::vector<std::string_view> own) {
+  for (std::string_view flag : {"--wait", "--quorum", "--deadline-k", "--deadline-floor"}) own.push_back(flag);
+  return own;
+}
+
 // The built-in rows. The catalog starts as these and grows only by
 // register_protocol(), before any run.
 const std::vector<ProtocolInfo> kBuiltIn = {
@@ -51,7 +57,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
      .default_semantics = FS::abort,
      .semantics = {FS::abort, FS::survivors},
-     .flags = with_quantizer_no_lattice({"--collective", "--groups", "--model-dim"}),
+     .flags = with_waiting(with_quantizer_no_lattice({"--collective", "--groups", "--model-dim"})),
      .lattice_refusal = "a partial sum has no value near it at the receiver to decode against",
      .resources = resources_allreduce,
      .make = make_allreduce,
@@ -60,7 +66,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = with_quantizer_no_lattice({"--group-size", "--min-group-size", "--collective", "--groups", "--model-dim"}),
+     .flags = with_waiting(with_quantizer_no_lattice({"--group-size", "--min-group-size", "--collective", "--groups", "--model-dim"})),
      .lattice_refusal = kButterflyLattice,
      .resources = resources_random_groups,
      .make = make_random_groups,
@@ -69,7 +75,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = with_quantizer_no_lattice({"--grid", "--placement", "--key-update", "--min-group-size", "--collective", "--groups", "--model-dim"}),
+     .flags = with_waiting(with_quantizer_no_lattice({"--grid", "--placement", "--key-update", "--min-group-size", "--collective", "--groups", "--model-dim"})),
      .lattice_refusal = kButterflyLattice,
      .resources = resources_moshpit,
      .make = make_moshpit,

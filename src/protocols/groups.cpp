@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/rng.hpp"
+#include "sim/compute.hpp"
 
 namespace avb {
 
@@ -51,6 +52,34 @@ int parts_delivered(std::uint64_t seed, int t, int peer, int n) {
                                      static_cast<std::uint64_t>(peer), 0));
 }
 
+void Round::charge_work(double seconds) {
+  if (work_charged) return;
+  work_charged = true;
+  idle_seconds(seconds);
+}
+
+std::span<const int> cut_late(std::span<const int> members, int t, const FailureModel& failures,
+                              const Arrivals& arrivals, LateCut& out) {
+  out.alive.clear();
+  for (int p : members)
+    if (failures.alive(t, p)) out.alive.push_back(p);
+  const Arrivals::Cut cut = arrivals.cut(t, out.alive, out.late);
+  out.proceed = cut.proceed;
+  out.any_late = cut.late > 0;
+  out.kept.clear();
+  std::size_t a = 0;
+  for (int p : members) {
+    const bool up = a < out.alive.size() && out.alive[a] == p;
+    if (up && out.late[a++]) continue;
+    out.kept.push_back(p);
+  }
+  return out.kept;
+}
+
+double LateCut::work_seconds(int t, int peer, const Arrivals& arrivals) const {
+  return any_late ? proceed : arrivals.at(t, peer);
+}
+
 GroupAverager::GroupAverager(const ProtocolOptions& options)
     : semantics_(*options.on_failure),
       min_group_size_(options.min_group_size),
@@ -58,11 +87,20 @@ GroupAverager::GroupAverager(const ProtocolOptions& options)
       allreduce_(options.collective == Collective::automatic ? Collective::butterfly : options.collective),
       quantizer_(options.quantizer) {}
 
-void GroupAverager::run(std::span<const int> members, std::span<double> x, Round& round) {
-  const int n = static_cast<int>(members.size());
-  if (n < 2 || n < min_group_size_) return;  // a lone peer has nobody to average with
-  const bool counts = members.front() == round.world.rank();
+void GroupAverager::run(std::span<const int> group, std::span<double> x, Round& round) {
+  if (static_cast<int>(group.size()) < std::max(2, min_group_size_)) return;  // nobody to average with
+  const int me = round.world.rank();
+  const bool counts = group.front() == me;
   if (counts) round.counters.groups = 1;
+  std::span<const int> members = group;
+  bool any_late = false;
+  if (round.arrivals != nullptr) {
+    members = cut_late(group, round.t, round.failures, *round.arrivals, cut_);
+    any_late = cut_.any_late;
+    if (round.failures.alive(round.t, me)) round.charge_work(cut_.work_seconds(round.t, me, *round.arrivals));
+  }
+  const bool late = std::find(members.begin(), members.end(), me) == members.end();
+  const int n = static_cast<int>(members.size());
 
   fates_.assign(members.size(), MemberFate{});
   bool any_failed = false;
@@ -73,17 +111,21 @@ void GroupAverager::run(std::span<const int> members, std::span<double> x, Round
     fates_[static_cast<std::size_t>(i)] = {true, parts_delivered(round.seed, round.t, peer, n)};
   }
   if (counts && any_failed) round.counters.failed_groups = 1;
-  if (any_failed && round.failures.alive(round.t, round.world.rank())) round.counters.waited_on_failure = 1;
-  if (any_failed && semantics_ == FailureSemantics::abort) return;  // everyone keeps its values
+  if (late) return;  // keeps its values, and waits for nobody
+  if (any_failed && round.failures.alive(round.t, me)) round.counters.waited_on_failure = 1;
+  // Under abort a failed or late member makes everyone keep its values.
+  if ((any_failed || any_late) && semantics_ == FailureSemantics::abort) return;
+  if (n < std::max(2, min_group_size_)) return;  // too few on time
 
-  Comm group = form_group(round.world, members, form_);
+  Comm group_comm = form_group(round.world, members, form_);
   if (quantizer_.spec().kind != QuantizerKind::none) {
     const ButterflyCoding coding{&quantizer_, round.seed, static_cast<std::uint64_t>(round.t), members};
-    butterfly_.average(group, x, any_failed ? std::span<const MemberFate>(fates_) : std::span<const MemberFate>(), coding);
+    butterfly_.average(group_comm, x, any_failed ? std::span<const MemberFate>(fates_) : std::span<const MemberFate>(),
+                       coding);
     return;
   }
-  if (any_failed) butterfly_.average(group, x, fates_);
-  else allreduce_.average(group, x);
+  if (any_failed) butterfly_.average(group_comm, x, fates_);
+  else allreduce_.average(group_comm, x);
 }
 
 }  // namespace avb

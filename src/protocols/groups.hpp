@@ -33,6 +33,21 @@ std::vector<int> participants(FailureSemantics semantics, const FailureModel& fa
 // reducing. Either way its own part is lost.
 int parts_delivered(std::uint64_t seed, int t, int peer, int n);
 
+// A waiting policy's cut of one group (sim/arrivals.hpp): its alive members, which
+// of them are late, and the group without its late members (`kept`, in the
+// group's order; failed members stay, for the semantics to handle).
+struct LateCut {
+  std::vector<int> alive, kept;
+  std::vector<std::uint8_t> late;  // by alive member
+  double proceed = 0.0;
+  bool any_late = false;
+  // The work an alive member is charged: its own when nobody is late (the
+  // group's messages wait for the last), else everyone's until the group goes on.
+  double work_seconds(int t, int peer, const Arrivals& arrivals) const;
+};
+std::span<const int> cut_late(std::span<const int> members, int t, const FailureModel& failures,
+                              const Arrivals& arrivals, LateCut& out);
+
 // Runs one group's averaging: `members` are world ranks in the round's shuffled
 // order (a member's position is its part in the butterfly), formed by the caller
 // from peers that take part. Collective over the members only.
@@ -40,7 +55,9 @@ int parts_delivered(std::uint64_t seed, int t, int peer, int n);
 //   abort:     a group with a failed member keeps every value;
 //   partial:   the butterfly runs with each failed member's fate (see butterfly_allreduce.hpp),
 //              whatever --collective says: only the butterfly models partial delivery.
-// Groups smaller than min_group_size do not run and are not counted. The group is
+// Groups smaller than min_group_size do not run and are not counted. Under a
+// waiting policy (round.arrivals) the late members are cut first: they keep their
+// values, the rest average as above, and under abort the group gives up. The group is
 // made as options.groups says, inside the round; its all-reduce is options.collective
 // (auto: the butterfly). Parts travel
 // encoded by options.quantizer, through the butterfly (butterfly_allreduce.hpp).
@@ -57,6 +74,7 @@ class GroupAverager {
   Quantizer quantizer_;
   ButterflyAllreduce butterfly_;
   std::vector<MemberFate> fates_;
+  LateCut cut_;
 };
 
 }  // namespace avb

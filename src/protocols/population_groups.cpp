@@ -8,18 +8,26 @@
 
 namespace avb {
 
-void PopulationGroups::average(std::span<const int> members, Population& x, const PopulationRound& round,
+void PopulationGroups::average(std::span<const int> group, Population& x, const PopulationRound& round,
                                RoundEffect& effect) {
-  const int n = static_cast<int>(members.size());
-  if (n < 2 || n < min_group_size_) return;
+  if (static_cast<int>(group.size()) < std::max(2, min_group_size_)) return;
   ++effect.groups;
+  std::span<const int> members = group;
+  bool any_late = false;
+  if (round.arrivals != nullptr) {  // as GroupAverager::run cuts it
+    members = cut_late(group, round.t, round.failures, *round.arrivals, cut_);
+    any_late = cut_.any_late;
+    for (int peer : cut_.alive) round.work[static_cast<std::size_t>(peer)] = cut_.work_seconds(round.t, peer, *round.arrivals);
+  }
+  const int n = static_cast<int>(members.size());
   bool any_failed = false;
   for (int peer : members) any_failed = any_failed || !round.alive[static_cast<std::size_t>(peer)];
   if (any_failed) {
     ++effect.failed_groups;
     for (int peer : members) round.wait(peer);
-    if (semantics_ == FailureSemantics::abort) return;
   }
+  if ((any_failed || any_late) && semantics_ == FailureSemantics::abort) return;
+  if (n < std::max(2, min_group_size_)) return;
   if (quantizer_.spec().kind != QuantizerKind::none) {
     average_coded(members, x, round, effect);
     effect.pattern.merge(butterfly_pattern(n, x.dim, &quantizer_));

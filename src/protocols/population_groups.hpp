@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocols/butterfly_allreduce.hpp"
+#include "protocols/groups.hpp"
 #include "protocols/sequential.hpp"
 
 namespace avb {
@@ -20,7 +21,8 @@ class PopulationGroups {
 
   // One group's butterfly all-reduce; `members` in the round's shuffled order (a
   // member's position is the part it reduces). Counts the group, its bytes and its
-  // time in `effect`.
+  // time in `effect`; under a waiting policy cuts its late members first and sets
+  // its alive members' round.work.
   void average(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
 
  private:
@@ -38,6 +40,7 @@ class PopulationGroups {
   std::vector<double> sum_, before_;
   std::vector<MemberFate> fates_;
   std::vector<int> contributors_;
+  LateCut cut_;
 };
 
 // Peers ordered by round t's shuffle keys, then by peer (shuffle_peers' order),

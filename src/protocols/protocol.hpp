@@ -22,6 +22,7 @@
 #include "protocols/group_allreduce.hpp"
 #include "protocols/resources.hpp"
 #include "protocols/sequential.hpp"
+#include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 #include "sim/topology.hpp"
 
@@ -45,6 +46,13 @@ struct Round {
   const FailureModel& failures;   // alive(t, peer) for any peer
   Comm& world;                    // this trial's communicator
   GroupCounters& counters;        // this peer's contribution to the round's counts
+  // A waiting policy other than `all` (null: none): the group protocols cut late
+  // members and charge this peer's work by it (charge_work), before any message.
+  const Arrivals* arrivals = nullptr;
+  bool work_charged = false;  // set by charge_work; the runner charges the rest
+  // Lets `seconds` of this peer's work pass on the simulated clock (nothing on a
+  // real MPI), once per round.
+  void charge_work(double seconds);
 };
 
 class Protocol {
@@ -132,6 +140,9 @@ struct ProtocolOptions {
   QuantizerSpec quantizer;
   // choco: the consensus step size gamma in (0, 1].
   double consensus_step = 1.0;
+  // allreduce, random-groups, moshpit: how long a group waits for its members'
+  // work (sim/arrivals.hpp); the run builds the round's Arrivals from it.
+  WaitSpec wait;
 };
 
 // Whether a protocol keeps working when departed peers' slots are taken by new

@@ -147,6 +147,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   if (resolved.name == "sgp-paper") sgp_paper_period(n_peers);  // refuses N < 3 (no graph)
   check_groups(resolved);
   validate(resolved.quantizer);
+  validate(resolved.wait);
   if (resolved.quantizer.kind == QuantizerKind::lattice && !info.lattice_refusal.empty())
     throw ConfigError("--quantizer: lattice is not accepted by " + std::string(info.name) + " (" +
                       std::string(info.lattice_refusal) + "); accepted: " + std::string(kReferenceFreeQuantizers));
@@ -196,6 +197,8 @@ void describe_flag(std::string_view flag, const ProtocolOptions& o,
   if (flag == "--gamma") add(format_number(o.consensus_step));
   if (flag == "--quantizer")  // with --lattice-q and --lattice-eps when they apply
     for (auto& kv : describe(o.quantizer)) out.push_back(std::move(kv));
+  if (flag == "--wait")  // with the policy's own settings
+    for (auto& kv : describe(o.wait)) out.push_back(std::move(kv));
 }
 
 }  // namespace

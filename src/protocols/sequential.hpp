@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "protocols/time_model.hpp"
+#include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 
 namespace avb {
@@ -67,6 +68,11 @@ struct PopulationRound {
   std::span<std::uint8_t> waiting = {};
   // Set by the runner when a stop (SIGTERM, SIGINT) is requested; null: never.
   const std::atomic<bool>* stop = nullptr;
+  // A waiting policy other than `all` (null: none), and every peer's work this
+  // round in seconds: the runner fills in each peer's arrival, and a group protocol
+  // sets its members' as GroupAverager charges them (the late cut short).
+  const Arrivals* arrivals = nullptr;
+  std::span<double> work = {};
 
   // Called in a protocol's per-peer loops, so that a long round (millions of
   // peers, a complete graph) answers a stop within a fraction of a second. Cheap:

@@ -28,6 +28,9 @@ AveragingOptions resolve(const AveragingOptions& options, int n_peers) {
   require(r.compute_flops >= 0.0 && std::isfinite(r.compute_flops), "--compute-flops", r.compute_flops,
           "a number >= 0");
   require(r.dim >= 1, "--dim", r.dim, "an integer >= 1");
+  if (r.protocol.wait.policy != WaitPolicy::all && r.compute_flops <= 0)
+    throw ConfigError("--wait: " + std::string(kWaitPolicyNames.name(r.protocol.wait.policy)) +
+                      " waits for the members' work, and there is none; accepted: --wait all, or --compute-flops > 0");
   if (r.model_dim == 0) r.model_dim = r.dim;
   // Only a --model-dim above --dim is bounded: without one, --dim's own limits apply.
   require(r.model_dim == r.dim || (r.model_dim > r.dim && r.model_dim <= kMaxModelDim), "--model-dim", static_cast<double>(r.model_dim),
@@ -61,7 +64,7 @@ void check_simulated_time(const AveragingOptions& o, double slowest_speed) {
   b.computations = static_cast<double>(o.rounds) * o.trials;  // one charge per round
   b.flops = o.compute_flops;
   b.flops_flag = "--compute-flops";
-  b.slowdown = o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0;
+  b.slowdown = (o.stragglers.fraction > 0 ? o.stragglers.slowdown : 1.0) * max_work_jitter(o.stragglers.sigma);
   b.slowest_speed = slowest_speed;
   b.waits = failures_possible(o) ? b.computations : 0.0;  // at most one detection per round, only under failures
   b.detection_timeout = o.detection_timeout;
@@ -79,6 +82,11 @@ TargetResult rounds_to_target(const std::vector<RoundRow>& rows, double target) 
   for (const RoundRow& row : rows)
     if (row.variance < target) return {target, row.round, true};
   return result;
+}
+
+Arrivals round_arrivals(const AveragingOptions& options, std::uint64_t trial_seed, const PlatformModel& platform) {
+  return Arrivals(trial_seed, options.stragglers, options.compute_flops, options.protocol.wait,
+                  [platform](int peer) { return platform.speed_of(peer); });
 }
 
 namespace {
@@ -155,14 +163,15 @@ class AveragingMeter {
 
 // One trial of R rounds: row 0 is the initial state, then one row per round.
 // Returns whether a stop request was seen.
-bool run_averaging_trial(const AveragingOptions& options, AveragingMeter& meter, AveragingObserver& observer,
-                         Watch& watch, Trial& trial, TrialRecord& record) {
+bool run_averaging_trial(const AveragingOptions& options, const PlatformModel& platform, AveragingMeter& meter,
+                         AveragingObserver& observer, Watch& watch, Trial& trial, TrialRecord& record) {
   std::vector<double> x(static_cast<std::size_t>(options.dim));
   for (int d = 0; d < options.dim; ++d) x[static_cast<std::size_t>(d)] = initial_value(trial.seed, trial.me, d);
   meter.set_reference(x);
   trial.comm.set_model_length({x.size(), static_cast<std::size_t>(options.model_dim)});
   trial.protocol->begin_trial(x, trial.seed);
-  const Stragglers& stragglers = trial.stragglers;
+  const Arrivals arrivals = round_arrivals(options, trial.seed, platform);
+  const bool waits = options.protocol.wait.policy != WaitPolicy::all && options.compute_flops > 0;
 
   auto measure = [&](int t, double start, double end, GroupCounters counters) {
     const auto m = meter.measure(x, {0.0, trial.comm.traffic().bytes_sent, counters, start, end,
@@ -184,12 +193,16 @@ bool run_averaging_trial(const AveragingOptions& options, AveragingMeter& meter,
     if (options.stop_at_target && m.variance < min_target) break;
     watch.start(trial.index, "round", t);
     GroupCounters counters;
-    Round round{t, trial.seed, trial.failures, trial.comm, counters};
+    Round round{t, trial.seed, trial.failures, trial.comm, counters, waits ? &arrivals : nullptr};
     const double start = MPI_Wtime();
     // Churn: new peers load a live peer's state.
     if (load_joiners(trial.comm, trial.failures, t, x)) trial.protocol->on_join(x);
-    if (trial.failures.alive(t, trial.me)) charge_flops(options.compute_flops * stragglers.factor(trial.me));
+    const bool up = trial.failures.alive(t, trial.me);
+    // Under a waiting policy the protocol charges the work (a late peer's is cut
+    // short); a peer in no group works on, unwaited for.
+    if (up && !waits) charge_flops(options.compute_flops * arrivals.work_factor(t, trial.me));
     trial.protocol->step(x, round);
+    if (up && waits) round.charge_work(arrivals.at(t, trial.me));
     trial.protocol->settle(x, counters);  // asynchronous protocols: nothing left in flight
     trial.charge_detection(counters, options.detection_timeout);
     m = measure(t, start, MPI_Wtime(), counters);
@@ -203,7 +216,8 @@ bool run_averaging_trial(const AveragingOptions& options, AveragingMeter& meter,
 
 }  // namespace
 
-AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, AveragingObserver& observer) {
+AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, AveragingObserver& observer,
+                              const PlatformModel& platform) {
   require_resolved(options, world_size(world), "run_averaging");
   AveragingResult result;
   Watch watch(world, options.round_timeout);
@@ -211,7 +225,7 @@ AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, A
   meter.set_watch(&watch);
   result.stopped = run_trials(options, world, watch, "round", observer, result.trials,
                               [&](Trial& trial, TrialRecord& record) {
-                                return run_averaging_trial(options, meter, observer, watch, trial, record);
+                                return run_averaging_trial(options, platform, meter, observer, watch, trial, record);
                               });
   return result;
 }

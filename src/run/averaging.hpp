@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include "protocols/protocol.hpp"
+#include "protocols/time_model.hpp"
 #include "run/observer.hpp"
 #include "run/options.hpp"
 #include "trace/trace.hpp"
@@ -64,7 +65,14 @@ using AveragingResult = RunResult<TrialRecord>;
 
 // Runs every trial on `world` (each trial on its own duplicate of it). Collective;
 // `options` come from resolve() for the size of `world` (Error otherwise).
-AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, AveragingObserver& observer);
+// `platform`: the hosts the waiting policies model work on (sim/arrivals.hpp);
+// on SMPI the one the run describes, elsewhere the default cluster.
+AveragingResult run_averaging(const AveragingOptions& options, MPI_Comm world, AveragingObserver& observer,
+                              const PlatformModel& platform = {});
+
+// The arrivals of one trial's work on `platform` (sim/arrivals.hpp): the same on
+// every engine.
+Arrivals round_arrivals(const AveragingOptions& options, std::uint64_t trial_seed, const PlatformModel& platform);
 
 // Rounds to `target` from a trial's rows: the first round whose variance is below
 // it, or the cap (the number of rounds run) when none is.

@@ -130,6 +130,15 @@ double ComputeClock::seconds(std::span<const std::uint8_t> alive) const {
   return std::find(alive.begin(), alive.end(), std::uint8_t{1}) != alive.end() ? flops_ / speed : 0.0;
 }
 
+double ComputeClock::slowest_of(std::span<const std::uint8_t> alive, std::span<const double> work,
+                                const DetectionClock& detection) {
+  const std::span<const std::uint8_t> waiting = detection.waiting();
+  double most = 0.0;
+  for (std::size_t i = 0; i < alive.size(); ++i)
+    if (alive[i]) most = std::max(most, work[i] + (!waiting.empty() && waiting[i] ? detection.timeout() : 0.0));
+  return most;
+}
+
 double ComputeClock::slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps) const {
   const std::span<const std::uint8_t> waiting = detection.waiting();  // empty: no timeout
   const bool anyone_waits = std::find(waiting.begin(), waiting.end(), std::uint8_t{1}) != waiting.end();
@@ -187,6 +196,11 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
   DetectionClock detection(n, options.detection_timeout);
   const ComputeClock compute(seed, options.stragglers, n, options.compute_flops, hosts);
+  // Work that varies by round or is cut by a waiting policy is charged peer by peer.
+  const Arrivals arrivals(seed, options.stragglers, options.compute_flops, options.protocol.wait,
+                          [&hosts](int peer) { return hosts.speed(peer); });
+  const bool waits = options.protocol.wait.policy != WaitPolicy::all && options.compute_flops > 0;
+  std::vector<double> work(waits || (options.stragglers.sigma > 0 && options.compute_flops > 0) ? n : 0);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -200,7 +214,9 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     const double loading = joined > 0 ? load_seconds(donors, x.model_dim, hosts.round_platform(alive)) : 0.0;
     RoundEffect effect;
     try {
-      effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round(), stop});
+      for (int i = 0; i < static_cast<int>(work.size()); ++i) work[static_cast<std::size_t>(i)] = arrivals.at(t, i);
+      effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round(), stop,
+                                                 waits ? &arrivals : nullptr, work});
     } catch (const StopRequested&) {  // the round is dropped: the rows so far stand
       record.complete = false;
       break;
@@ -214,7 +230,8 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.decode_failures = effect.decode_failures;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
     detection.end_round();
-    row.time = previous.time + loading + compute.slowest(alive, detection) +
+    const double computing = work.empty() ? compute.slowest(alive, detection) : ComputeClock::slowest_of(alive, work, detection);
+    row.time = previous.time + loading + computing +
                round_seconds(effect.pattern, effect.bytes, hosts.round_platform(alive));
     row.detection_time = detection.detection_time();
     check_counters(previous, row, trial);

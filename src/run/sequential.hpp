@@ -58,6 +58,10 @@ class ComputeClock {
   // works `steps` times and then, if it waited out a failure, the detection's
   // timeout: a straggler that does not wait may finish before a fast peer that does.
   double slowest(std::span<const std::uint8_t> alive, const DetectionClock& detection, int steps = 1) const;
+  // The same from each peer's own `work` seconds (lognormal work per round, or
+  // cut by a waiting policy: sim/arrivals.hpp).
+  static double slowest_of(std::span<const std::uint8_t> alive, std::span<const double> work,
+                           const DetectionClock& detection);
 
  private:
   // The most `steps` of work plus the wait of the peers `waiting` marks (empty:

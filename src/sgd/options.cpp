@@ -37,6 +37,10 @@ std::optional<double> stable_lr_bound(const TrainingOptions& options, int n_peer
 TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   TrainingOptions r = options;
   resolve_run(r, n_peers, true);
+  if (r.protocol.wait.policy != WaitPolicy::all)
+    throw ConfigError("--wait: sgd_bench waits for every member (all); the waiting policies are averaging_bench's");
+  if (r.stragglers.sigma > 0)
+    throw ConfigError("--straggler-sigma: averaging_bench only; sgd_bench accepts 0");
   r.objective = resolve(options.objective, n_peers);
   require(r.steps >= 0, "--steps", r.steps, "an integer >= 0");
   require(r.local_steps >= 1, "--local-steps", r.local_steps, "an integer >= 1");

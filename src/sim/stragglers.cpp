@@ -12,10 +12,15 @@ void validate(const StragglerSpec& spec) {
     throw ConfigError("--stragglers: " + format_number(spec.fraction) + " is not a number in [0, 1]");
   if (!(spec.slowdown >= 1.0 && std::isfinite(spec.slowdown)))
     throw ConfigError("--straggler-slowdown: " + format_number(spec.slowdown) + " is not a number >= 1");
+  if (!(spec.sigma >= 0.0 && spec.sigma <= 4.0))
+    throw ConfigError("--straggler-sigma: " + format_number(spec.sigma) + " is not a number in [0, 4]");
 }
 
 std::vector<std::pair<std::string, std::string>> describe(const StragglerSpec& spec) {
-  return {{"stragglers", format_number(spec.fraction)}, {"straggler-slowdown", format_number(spec.slowdown)}};
+  std::vector<std::pair<std::string, std::string>> out{{"stragglers", format_number(spec.fraction)},
+                                                       {"straggler-slowdown", format_number(spec.slowdown)}};
+  if (spec.sigma > 0) out.emplace_back("straggler-sigma", format_number(spec.sigma));
+  return out;
 }
 
 }  // namespace avb

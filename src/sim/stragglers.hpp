@@ -18,6 +18,9 @@ namespace avb {
 struct StragglerSpec {
   double fraction = 0.0;  // --stragglers: probability that a peer straggles, in [0, 1]
   double slowdown = 4.0;  // --straggler-slowdown: how many times slower, >= 1
+  // --straggler-sigma: every peer's work of a round is also slowed by exp(sigma z),
+  // z a standard normal keyed by (trial seed, round, peer) (sim/arrivals.hpp).
+  double sigma = 0.0;
 };
 
 void validate(const StragglerSpec& spec);  // throws ConfigError naming the flag

@@ -50,7 +50,8 @@ run_traced() {
 }
 
 # ---- --help ------------------------------------------------------------------
-check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --detection-timeout \
+check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --straggler-sigma \
+  --wait --quorum --deadline-k --deadline-floor --detection-timeout \
   --compute-flops --on-failure --collective --grid --placement \
   --key-update --group-size --min-group-size --topology --weights --alive-weights --mode --clock --quantizer \
   --lattice-q --lattice-eps --dim --rounds --trials --seed \
@@ -156,6 +157,16 @@ bad_case foreign_lattice_q '--lattice-q' 'moshpit|--grid' -- --protocol moshpit 
 bad_case stragglers_big '--stragglers' '2|[0, 1]' -- --stragglers 2 "${keep[@]}"
 bad_case straggler_slowdown_small '--straggler-slowdown' '0.5|>= 1' -- --straggler-slowdown 0.5 "${keep[@]}"
 bad_case compute_flops_negative '--compute-flops' '>= 0' -- --compute-flops -1 "${keep[@]}"
+bad_case straggler_sigma_big '--straggler-sigma' '5|[0, 4]' -- --straggler-sigma 5 "${keep[@]}"
+# Waiting policies (docs/failures.md): the group protocols' own flags, with work to wait for.
+bad_case wait_policy '--wait' "'some'|{all, quorum, deadline}" -- --wait some "${keep[@]}"
+bad_case quorum_zero '--quorum' '0|(0, 1]' -- --wait quorum --quorum 0 --compute-flops 1e6 "${keep[@]}"
+bad_case quorum_big '--quorum' '1.5|(0, 1]' -- --wait quorum --quorum 1.5 --compute-flops 1e6 "${keep[@]}"
+bad_case deadline_k_negative '--deadline-k' '>= 0' -- --wait deadline --deadline-k -1 --compute-flops 1e6 "${keep[@]}"
+bad_case deadline_floor_negative '--deadline-floor' '>= 0' -- --wait deadline --deadline-floor -1 --compute-flops 1e6 \
+  "${keep[@]}"
+bad_case wait_without_work '--wait' 'there is none|--compute-flops > 0' -- --wait quorum "${keep[@]}"
+bad_case wait_gossip '--wait' 'gossip|--topology' -- --protocol gossip --wait quorum --compute-flops 1e6 "${keep[@]}"
 bad_case failure_kind '--failure' "'flaky'|{transient, permanent, churn, trace}" -- --failure flaky "${keep[@]}"
 bad_case join_rate_without_churn '--join-rate' 'churn only' -- --join-rate 0.5 "${keep[@]}"
 bad_case join_rate_big '--join-rate' '[0, 1]' -- --failure churn --fail-rate 0.1 --join-rate 2 "${keep[@]}"

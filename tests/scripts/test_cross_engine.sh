@@ -14,8 +14,9 @@
 # the rounds; and 0.3) under both `survivors` and `abort`, and the test checks
 # that they did happen. The vector length 5 does not divide among 8 peers, so
 # uneven pieces are exercised too; so is each all-reduce algorithm the program
-# offers, moshpit and random-groups under all three failure semantics, and the
-# graph protocols.
+# offers, moshpit and random-groups under all three failure semantics, the
+# waiting policies (which cut the same late peers on every engine, also on a real
+# MPI, where the work they model takes no time), and the graph protocols.
 source "$(dirname "$0")/common.sh"
 
 need_args 2 $# MPI_BINARY SMPI_BINARY
@@ -62,6 +63,9 @@ configs+=("moshpit --fail-rate 0.2 --on-failure survivors --key-update chunk"
   "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4 --detection-timeout 0.5"
   "random-groups --fail-rate 0.1 --on-failure abort --group-size 3"
   "random-groups --fail-rate 0.3 --on-failure partial --group-size 4"
+  "random-groups --fail-rate 0.1 --group-size 3 --compute-flops 1e6 --straggler-sigma 1 --wait quorum --quorum 0.6"
+  "moshpit --fail-rate 0.1 --on-failure abort --compute-flops 1e6 --stragglers 0.3 --wait deadline --deadline-k 0.5"
+  "allreduce --fail-rate 0.1 --on-failure survivors --compute-flops 1e6 --straggler-sigma 0.5 --wait quorum"
   "gossip --fail-rate 0.2 --topology torus --detection-timeout 0.25" "pushsum --fail-rate 0.2"
   "pairwise --fail-rate 0.2 --topology ring"
   "gossip --fail-rate 0.1 --topology exp --quantizer stochastic:4"

@@ -155,6 +155,8 @@ bad_case stragglers_text '--stragglers' "'some'|[0, 1]" -- --stragglers some "${
 bad_case churn_swarm '--failure churn' 'swarm' -- --protocol swarm --failure churn --fail-rate 0.1 "${keep[@]}"
 bad_case join_rate_text '--join-rate' "'half'|[0, 1]" -- --failure churn --join-rate half "${keep[@]}"
 bad_case detection_timeout_inf '--detection-timeout' 'inf|>= 0' -- --detection-timeout inf "${keep[@]}"
+bad_case sgd_wait '--wait' "sgd_bench|averaging_bench" -- --wait quorum "${keep[@]}"
+bad_case sgd_straggler_sigma '--straggler-sigma' 'averaging_bench only' -- --straggler-sigma 0.5 "${keep[@]}"
 bad_case step_flops_text '--step-flops' "'lots'|>= 0" -- --step-flops lots "${keep[@]}"
 bad_case clock_in_sgd '--clock' 'averaging_bench only' -- --protocol swarm --clock poisson "${keep[@]}"
 bad_case lr_zero '--lr' '> 0' -- --lr 0 "${keep[@]}"

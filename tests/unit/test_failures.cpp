@@ -1,6 +1,7 @@
 // The failure model: rates, permanence, purity.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <sstream>
@@ -8,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "protocols/protocol.hpp"
+#include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 #include "sim/stragglers.hpp"
 
@@ -253,6 +255,117 @@ TEST(Availability, MalformedTracesAreRefusedNamingTheLine) {
   EXPECT_THROW(FailureModel(1, 0.0, FailureKind::trace, 9, 0.0, trace), ConfigError);
   EXPECT_THROW(FailureModel(1, 0.0, FailureKind::trace, 9), ConfigError);
   EXPECT_NO_THROW(FailureModel(1, 0.0, FailureKind::trace, 10, 0.0, trace));
+}
+
+
+// Waiting policies (sim/arrivals.hpp). Host i computes at 1/(i+1) flops/s, so
+// peer i's work of `flops` arrives at flops (i+1) seconds, in every round.
+Arrivals staircase(WaitSpec wait, double flops = 2.0) {
+  return Arrivals(5, StragglerSpec{}, flops, wait, [](int i) { return 1.0 / (i + 1); });
+}
+std::vector<int> late_members(const Arrivals& a, int t, std::vector<int> members) {
+  std::vector<std::uint8_t> late;
+  a.cut(t, members, late);
+  std::vector<int> out;
+  for (std::size_t i = 0; i < members.size(); ++i)
+    if (late[i]) out.push_back(members[i]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Arrivals, QuorumWaitsForTheCeilingOfQTimesTheMembers) {
+  const std::vector<int> group{3, 1, 0, 2};  // arrivals 8, 4, 2, 6 s
+  WaitSpec w{WaitPolicy::quorum, 0.75};
+  std::vector<std::uint8_t> late;
+  const Arrivals::Cut cut = staircase(w).cut(1, group, late);
+  EXPECT_DOUBLE_EQ(cut.proceed, 6.0);  // the third arrival
+  EXPECT_EQ(cut.late, 1);
+  EXPECT_EQ(late_members(staircase(w), 1, group), std::vector<int>{3});
+  w.quorum = 0.5;
+  EXPECT_EQ(late_members(staircase(w), 1, group), (std::vector<int>{2, 3}));
+  w.quorum = 0.01;  // at least one member
+  EXPECT_EQ(late_members(staircase(w), 1, group), (std::vector<int>{1, 2, 3}));
+  w.quorum = 1.0;
+  EXPECT_TRUE(late_members(staircase(w), 1, group).empty());
+  EXPECT_TRUE(late_members(staircase(WaitSpec{}), 1, group).empty());  // all
+  EXPECT_DOUBLE_EQ(staircase(WaitSpec{}).cut(1, group, late).proceed, 8.0);
+}
+
+TEST(Arrivals, TiedArrivalsAreNeverLate) {
+  const Arrivals equal(5, StragglerSpec{}, 1e6, WaitSpec{WaitPolicy::quorum, 0.25}, [](int) { return 1e9; });
+  std::vector<std::uint8_t> late;
+  EXPECT_EQ(equal.cut(3, std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, late).late, 0);
+}
+
+TEST(Arrivals, DeadlineIsMedianPlusKMadsOfRecentArrivals) {
+  // Arrivals 2, 4, 6 and 20 s (peer 9) in every round: history median 6 (the upper
+  // middle of 2, 4, 6, 20 repeated), deviations 4, 2, 0, 14 with MAD 4 (again the
+  // upper middle), so the deadline is 6 + 4k.
+  const std::vector<int> group{0, 1, 2, 9};
+  WaitSpec w{WaitPolicy::deadline};
+  w.deadline_k = 1;
+  std::vector<std::uint8_t> late;
+  for (int t : {1, 2, kDeadlineHistory + 3}) {
+    const Arrivals::Cut cut = staircase(w).cut(t, group, late);
+    EXPECT_DOUBLE_EQ(cut.proceed, 10.0) << t;
+    EXPECT_EQ(late_members(staircase(w), t, group), std::vector<int>{9}) << t;
+  }
+  w.deadline_k = 0.5;  // 8 s: still only peer 9
+  EXPECT_EQ(late_members(staircase(w), 3, group), std::vector<int>{9});
+  w.deadline_k = 0;  // 6 s: peer 2 arrives on the dot and is on time
+  EXPECT_EQ(late_members(staircase(w), 3, group), std::vector<int>{9});
+  w.deadline_floor = 30;  // the floor is past everyone: nobody is late, the group goes on with the last
+  EXPECT_TRUE(late_members(staircase(w), 3, group).empty());
+  EXPECT_DOUBLE_EQ(staircase(w).cut(3, group, late).proceed, 20.0);
+}
+
+TEST(Arrivals, LognormalWorkIsKeyedByRoundAndPeer) {
+  StragglerSpec spec;
+  spec.sigma = 0.5;
+  const Arrivals a(11, spec, 1.0, WaitSpec{}, [](int) { return 1.0; });
+  const Arrivals b(11, spec, 1.0, WaitSpec{}, [](int) { return 1.0; });
+  EXPECT_EQ(a.work_factor(3, 7), b.work_factor(3, 7));
+  EXPECT_NE(a.work_factor(3, 7), a.work_factor(4, 7));
+  EXPECT_NE(a.work_factor(3, 7), a.work_factor(3, 8));
+  // log factor ~ N(0, sigma^2): mean and standard deviation over 20 000 draws
+  // within 5 standard errors.
+  double sum = 0, squares = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const double l = std::log(a.work_factor(1 + i % 100, i / 100));
+    sum += l;
+    squares += l * l;
+  }
+  const double mean = sum / n, sd = std::sqrt(squares / n - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 5 * 0.5 / std::sqrt(n));
+  EXPECT_NEAR(sd, 0.5, 5 * 0.5 / std::sqrt(2.0 * n));
+  EXPECT_LE(a.work_factor(1, 1), max_work_jitter(0.5));
+  // A straggler's factor multiplies in.
+  spec.fraction = 1;
+  const Arrivals c(11, spec, 1.0, WaitSpec{}, [](int) { return 1.0; });
+  EXPECT_DOUBLE_EQ(c.work_factor(3, 7), spec.slowdown * a.work_factor(3, 7));
+}
+
+TEST(Arrivals, RefusesSettingsOutsideTheirRanges) {
+  auto refused = [](WaitSpec w, const std::string& flag) {
+    try {
+      validate(w);
+    } catch (const ConfigError& e) {
+      return std::string(e.what()).rfind(flag + ":", 0) == 0;
+    }
+    return false;
+  };
+  for (double q : {0.0, -0.5, 1.5, std::nan("")}) EXPECT_TRUE(refused(WaitSpec{WaitPolicy::quorum, q}, "--quorum")) << q;
+  WaitSpec k;
+  k.deadline_k = -1;
+  EXPECT_TRUE(refused(k, "--deadline-k"));
+  WaitSpec floor;
+  floor.deadline_floor = INFINITY;
+  EXPECT_TRUE(refused(floor, "--deadline-floor"));
+  EXPECT_NO_THROW(validate(WaitSpec{WaitPolicy::quorum, 1.0}));
+  StragglerSpec s;
+  s.sigma = -0.1;
+  EXPECT_THROW(validate(s), ConfigError);
 }
 
 }  // namespace
