@@ -1,5 +1,7 @@
 #include "protocols/time_model.hpp"
 
+#include "core/error.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -58,12 +60,22 @@ double PlatformModel::bandwidth_of(int host) const {
   return bandwidth * std::exp(bandwidth_sigma * Stream(seed, StreamId::platform).normal(0, static_cast<std::uint64_t>(host), 1));
 }
 
-Hosts::Hosts(const PlatformModel& platform, int n_peers, bool speeds) : platform_(platform) {
+Hosts::Hosts(const PlatformModel& platform, int n_peers, bool speeds, const std::function<bool()>& stopped)
+    : platform_(platform) {
   const auto n = static_cast<std::size_t>(n_peers);
   if (platform.speed_sigma > 0 && speeds) speeds_.resize(n);
   if (platform.bandwidth_sigma > 0) bandwidths_.resize(n);
-  for (std::size_t i = 0; i < speeds_.size(); ++i) speeds_[i] = platform.speed_of(static_cast<int>(i));
-  for (std::size_t i = 0; i < bandwidths_.size(); ++i) bandwidths_[i] = platform.bandwidth_of(static_cast<int>(i));
+  auto poll = [&](std::size_t i) {
+    if ((i & 65535) == 0 && stopped && stopped()) throw StopRequested{};
+  };
+  for (std::size_t i = 0; i < speeds_.size(); ++i) {
+    poll(i);
+    speeds_[i] = platform.speed_of(static_cast<int>(i));
+  }
+  for (std::size_t i = 0; i < bandwidths_.size(); ++i) {
+    poll(i);
+    bandwidths_[i] = platform.bandwidth_of(static_cast<int>(i));
+  }
 }
 
 PlatformModel Hosts::round_platform(std::span<const std::uint8_t> alive) const {

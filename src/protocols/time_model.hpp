@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -60,7 +61,9 @@ struct PlatformModel {
 class Hosts {
  public:
   // `speeds`: draw the host speeds too (only a run that charges work needs them).
-  Hosts(const PlatformModel& platform, int n_peers, bool speeds = true);
+  // `stopped` is polled every 65,536 hosts (millions of lognormal hosts take
+  // seconds): StopRequested (core/error.hpp) once it says so.
+  Hosts(const PlatformModel& platform, int n_peers, bool speeds = true, const std::function<bool()>& stopped = {});
   const PlatformModel& platform() const { return platform_; }
   bool uniform_speed() const { return speeds_.empty(); }
   double speed(int i) const { return speeds_.empty() ? platform_.host_speed : speeds_[static_cast<std::size_t>(i)]; }

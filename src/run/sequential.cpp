@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -251,11 +252,17 @@ TrialRecord run_sequential_trial(const AveragingOptions& options, int n, int tri
 AveragingResult run_averaging_sequential(const AveragingOptions& options, int n, AveragingObserver& observer,
                                          int threads, const PlatformModel& link) {
   require_resolved(options, n, "run_averaging_sequential");
-  const Hosts hosts(link, n, options.compute_flops > 0);  // drawn once for every trial
   AveragingResult result;
+  std::optional<Hosts> hosts;  // drawn once for every trial
+  try {
+    hosts.emplace(link, n, options.compute_flops > 0, [&] { return observer.stop_requested(); });
+  } catch (const StopRequested&) {  // before any trial: nothing to report
+    result.stopped = true;
+    return result;
+  }
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           return sequential_trial(options, n, k, stop, hosts);
+                                           return sequential_trial(options, n, k, stop, *hosts);
                                          });
   return result;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <stdexcept>
@@ -202,8 +203,15 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
   std::mutex models_mutex;
   const int ahead = 2 * std::max(1, threads) + 1;
   check_inputs(options, problem, n);
-  const Hosts hosts(link, n, options.step_flops > 0);  // drawn once for every trial
   TrainingResult result;
+  std::optional<Hosts> drawn;  // once for every trial
+  try {
+    drawn.emplace(link, n, options.step_flops > 0, [&] { return observer.stop_requested(); });
+  } catch (const StopRequested&) {  // before any trial: nothing to report
+    result.stopped = true;
+    return result;
+  }
+  const Hosts& hosts = *drawn;
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
                                            PopulationTrial t = PopulationSgd(options, problem, n, k, stop, hosts).run();
