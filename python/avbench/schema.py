@@ -20,11 +20,12 @@ import re
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 7  # what today's writer writes (src/trace/trace.hpp, kTraceSchemaVersion)
+SCHEMA_VERSION = 8  # what today's writer writes (src/trace/trace.hpp, kTraceSchemaVersion)
 # v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time;
 # v4: no diverged (training trial attribute and /summary column); v5: no time_model,
-# run_seconds, engine "sequential"; v6: no dimension scales, no /optimum/coordinate
-KNOWN_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+# run_seconds, engine "sequential"; v6: no dimension scales, no /optimum/coordinate;
+# v7: no late column (averaging)
+KNOWN_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 DIVERGED_SINCE = 5
 TIME_MODEL_SINCE = 6
 SCALES_SINCE = 7
@@ -51,6 +52,7 @@ TRIAL_COLUMNS = {
     "variance": "float64",
     "error": "float64",
     "mean_drift": "float64",
+    "late": "int32",
     **COUNTER_COLUMNS,
 }
 
@@ -72,7 +74,7 @@ ROW_SPECS = {"averaging": TRIAL_COLUMNS, "sgd": TRAINING_COLUMNS}
 ROOT_GROUPS = {"averaging": ("config", "trials", "summary"), "sgd": ("config", "optimum", "trials", "summary")}
 
 # Columns added by a schema version: absent from files of earlier versions.
-ADDED_IN = {"decode_failures": 3, "detection_time": 4}
+ADDED_IN = {"decode_failures": 3, "detection_time": 4, "late": 8}
 
 TRIAL_NAME = re.compile(r"(0|[1-9][0-9]*)")  # a trial's index in decimal, as the writer names it (fullmatch)
 

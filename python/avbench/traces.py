@@ -22,8 +22,9 @@ without going back to the file:
   <per-row columns>  round, variance, error, ... or step, round, loss, gap, ...
                    exactly as stored; `decode_failures`, added in schema v3, is 0
                    for v1/v2 files (nothing could fail to decode before quantizers),
-                   and `detection_time`, added in v4, is 0.0 for earlier files (no
-                   detection timeout existed)
+                   `detection_time`, added in v4, is 0.0 for earlier files (no
+                   detection timeout existed), and the averaging `late`, added in
+                   v8, is 0 for earlier files (no waiting policy existed)
   bytes_per_peer   bytes_sent / peers (cumulative, like bytes_sent)
   rounds_to_<t>, reached_<t> (averaging) or steps_to_<t>, reached_<t> (sgd)
                    the trial's target attributes, repeated on each of its rows
@@ -59,7 +60,7 @@ import pandas as pd
 from . import schema
 
 # v1: no run_kind; v1, v2: no decode_failures; v1-v3: no detection_time; v1-v4: no diverged;
-# v1-v6: no dimension scales (which this reader does not need)
+# v1-v6: no dimension scales (which this reader does not need); v1-v7: no late
 KNOWN_SCHEMA_VERSIONS = schema.KNOWN_VERSIONS
 DIVERGED_SINCE = schema.DIVERGED_SINCE
 RUN_KINDS = schema.RUN_KINDS
@@ -78,7 +79,7 @@ TARGET_PREFIXES = ("rounds_to_", "steps_to_", "reached_")
 # to +inf or NaN later); "accuracy" a float type, NaN (nothing measured) or finite.
 COLUMN_KIND = {
     "round": "int", "step": "int", "alive": "int", "groups": "int", "failed_groups": "int",
-    "decode_failures": "int", "bytes_sent": "int",
+    "decode_failures": "int", "bytes_sent": "int", "late": "int",
     "variance": "finite", "error": "finite", "mean_drift": "finite", "time": "finite", "detection_time": "finite",
     "loss": "model", "gap": "model", "relative_gap": "model", "distance": "model", "consensus": "model",
     "accuracy": "accuracy",

@@ -71,6 +71,7 @@ class AllreduceProtocol final : public Protocol {
     const bool up = round.failures.alive(round.t, me);
     if (up) round.charge_work(cut_.work_seconds(round.t, me, *round.arrivals));
     const bool mine = std::binary_search(on_time.begin(), on_time.end(), me);
+    if (up && !mine) round.counters.late = 1;
     const bool everyone = static_cast<int>(alive.size()) == n;
     if (!everyone && mine) round.counters.waited_on_failure = 1;
     if (semantics_ == FailureSemantics::abort) {
@@ -117,16 +118,20 @@ class AllreducePopulation final : public SequentialProtocol {
       if (round.alive[static_cast<std::size_t>(p)]) members_.push_back(p);
     const bool everyone = static_cast<int>(members_.size()) == x.n;
     bool any_late = false;
+    int late = 0;
     if (round.arrivals != nullptr) {  // as AllreduceProtocol::step_cut
       const std::span<const int> on_time = cut_late(members_, round.t, round.failures, *round.arrivals, cut_);
       for (int p : members_) round.work[static_cast<std::size_t>(p)] = cut_.work_seconds(round.t, p, *round.arrivals);
       any_late = cut_.any_late;
+      late = static_cast<int>(members_.size() - on_time.size());
       members_.assign(on_time.begin(), on_time.end());
     }
+
     const int alive = static_cast<int>(members_.size());
     if (!everyone)  // one world-wide group: every alive peer waits out a failure anywhere
       for (int p : members_) round.wait(p);
     RoundEffect effect;
+    effect.late = late;
     if (semantics_ == FailureSemantics::abort) {
       effect.groups = 1;
       effect.failed_groups = everyone ? 0 : 1;

@@ -111,7 +111,10 @@ void GroupAverager::run(std::span<const int> group, std::span<double> x, Round& 
     fates_[static_cast<std::size_t>(i)] = {true, parts_delivered(round.seed, round.t, peer, n)};
   }
   if (counts && any_failed) round.counters.failed_groups = 1;
-  if (late) return;  // keeps its values, and waits for nobody
+  if (late) {  // keeps its values, and waits for nobody
+    round.counters.late = 1;
+    return;
+  }
   if (any_failed && round.failures.alive(round.t, me)) round.counters.waited_on_failure = 1;
   // Under abort a failed or late member makes everyone keep its values.
   if ((any_failed || any_late) && semantics_ == FailureSemantics::abort) return;

@@ -17,6 +17,7 @@ void PopulationGroups::average(std::span<const int> group, Population& x, const 
   if (round.arrivals != nullptr) {  // as GroupAverager::run cuts it
     members = cut_late(group, round.t, round.failures, *round.arrivals, cut_);
     any_late = cut_.any_late;
+    effect.late += static_cast<int>(group.size() - members.size());  // the cut removes only the late
     for (int peer : cut_.alive) round.work[static_cast<std::size_t>(peer)] = cut_.work_seconds(round.t, peer, *round.arrivals);
   }
   const int n = static_cast<int>(members.size());

@@ -37,6 +37,8 @@ struct GroupCounters {
   // This peer expected to exchange with a peer that is down this round, and waits
   // for the failure to be detected (docs/failures.md, detection timeout): 0 or 1.
   int waited_on_failure = 0;
+  // This peer's group went on without it under a waiting policy (sim/arrivals.hpp): 0 or 1.
+  int late = 0;
 };
 
 // Everything one averaging round may use.

@@ -50,6 +50,7 @@ struct RoundEffect {
   int groups = 0;
   int failed_groups = 0;
   int decode_failures = 0;
+  int late = 0;  // peers a waiting policy left behind
   std::uint64_t bytes = 0;
   // The round's messages, for its α–β time estimate (protocols/time_model.hpp).
   MessagePattern pattern;

@@ -175,6 +175,39 @@ double load_seconds(const std::vector<int>& donors, std::size_t model_dim, const
 
 namespace {
 
+// A round's time beside its messages: every alive peer's work (one charge for all
+// when it is the same every round; else each peer's own, its arrival, cut short
+// by a waiting policy) and the failure detections waited.
+class WorkClock {
+ public:
+  WorkClock(const AveragingOptions& o, std::uint64_t seed, int n, const Hosts& hosts)
+      : detection(n, o.detection_timeout),
+        compute_(seed, o.stragglers, n, o.compute_flops, hosts),
+        arrivals_(seed, o.stragglers, o.compute_flops, o.protocol.wait, [&hosts](int peer) { return hosts.speed(peer); }),
+        waits_(o.protocol.wait.policy != WaitPolicy::all && o.compute_flops > 0),
+        work_(waits_ || (o.stragglers.sigma > 0 && o.compute_flops > 0) ? static_cast<std::size_t>(n) : 0) {}
+
+  // Round t's view for the protocol, each peer's work set to its arrival.
+  PopulationRound begin(int t, std::uint64_t seed, const FailureModel& failures, std::span<const std::uint8_t> alive,
+                        const std::atomic<bool>* stop) {
+    for (std::size_t i = 0; i < work_.size(); ++i) work_[i] = arrivals_.at(t, static_cast<int>(i));
+    return PopulationRound{t, seed, failures, alive, detection.begin_round(), stop, waits_ ? &arrivals_ : nullptr, work_};
+  }
+  // Seconds the round's latest alive peer spends beside the messages.
+  double end(std::span<const std::uint8_t> alive) {
+    detection.end_round();
+    return work_.empty() ? compute_.slowest(alive, detection) : ComputeClock::slowest_of(alive, work_, detection);
+  }
+
+  DetectionClock detection;
+
+ private:
+  const ComputeClock compute_;
+  const Arrivals arrivals_;
+  bool waits_;
+  std::vector<double> work_;
+};
+
 TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
                              const Hosts& hosts) {
   TrialRecord record;
@@ -195,13 +228,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
   row.alive = n;
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
-  DetectionClock detection(n, options.detection_timeout);
-  const ComputeClock compute(seed, options.stragglers, n, options.compute_flops, hosts);
-  // Work that varies by round or is cut by a waiting policy is charged peer by peer.
-  const Arrivals arrivals(seed, options.stragglers, options.compute_flops, options.protocol.wait,
-                          [&hosts](int peer) { return hosts.speed(peer); });
-  const bool waits = options.protocol.wait.policy != WaitPolicy::all && options.compute_flops > 0;
-  std::vector<double> work(waits || (options.stragglers.sigma > 0 && options.compute_flops > 0) ? n : 0);
+  WorkClock clock(options, seed, n, hosts);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -215,9 +242,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     const double loading = joined > 0 ? load_seconds(donors, x.model_dim, hosts.round_platform(alive)) : 0.0;
     RoundEffect effect;
     try {
-      for (int i = 0; i < static_cast<int>(work.size()); ++i) work[static_cast<std::size_t>(i)] = arrivals.at(t, i);
-      effect = protocol->step(x, PopulationRound{t, seed, failures, alive, detection.begin_round(), stop,
-                                                 waits ? &arrivals : nullptr, work});
+      effect = protocol->step(x, clock.begin(t, seed, failures, alive, stop));
     } catch (const StopRequested&) {  // the round is dropped: the rows so far stand
       record.complete = false;
       break;
@@ -229,12 +254,11 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.groups = effect.groups;
     row.failed_groups = effect.failed_groups;
     row.decode_failures = effect.decode_failures;
+    row.late = effect.late;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    detection.end_round();
-    const double computing = work.empty() ? compute.slowest(alive, detection) : ComputeClock::slowest_of(alive, work, detection);
-    row.time = previous.time + loading + computing +
+    row.time = previous.time + loading + clock.end(alive) +
                round_seconds(effect.pattern, effect.bytes, hosts.round_platform(alive));
-    row.detection_time = detection.detection_time();
+    row.detection_time = clock.detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);
   }

@@ -18,6 +18,7 @@ Totals StatsReduction::reduce(const PeerTally& in) {
   slot(groups) = in.counters.groups;
   slot(failed_groups) = in.counters.failed_groups;
   slot(decode_failures) = in.counters.decode_failures;
+  slot(late) = in.counters.late;
   slot(duration) = in.end - in.start;
   slot(start) = in.start;
   slot(end) = in.end;
@@ -32,6 +33,7 @@ Totals StatsReduction::reduce(const PeerTally& in) {
   out.groups = static_cast<std::int32_t>(slot(groups));
   out.failed_groups = static_cast<std::int32_t>(slot(failed_groups));
   out.decode_failures = static_cast<std::int32_t>(slot(decode_failures));
+  out.late = static_cast<std::int32_t>(slot(late));
   out.detection_time = slot(detection);
   out.seconds = global_clock_ ? slot(end) - slot(start) : slot(duration);
   out.stop_requested = slot(stop) != 0.0;

@@ -39,6 +39,7 @@ struct Totals {
   std::int32_t groups = 0;
   std::int32_t failed_groups = 0;
   std::int32_t decode_failures = 0;
+  std::int32_t late = 0;
   double detection_time = 0.0;  // max over peers
   // The interval's duration: from the moment the last peer entered it to the
   // moment the last peer left it. Peers leave the previous measurement at
@@ -57,6 +58,7 @@ struct Totals {
     row.failed_groups = failed_groups;
     row.decode_failures = decode_failures;
     row.detection_time = detection_time;
+    if constexpr (requires { row.late; }) row.late = late;  // averaging rows only
   }
 };
 
@@ -94,7 +96,7 @@ class StatsReduction {
  private:
   // The tally's place after the vector: sums first, maxima from `duration` on
   // (tree_reduce_to_root's layout).
-  enum Slot : std::size_t { squares, bytes_low, bytes_high, groups, failed_groups, decode_failures,
+  enum Slot : std::size_t { squares, bytes_low, bytes_high, groups, failed_groups, decode_failures, late,
                             duration, start, end, stop, detection, slot_count };
   double& slot(Slot s) { return buffer_[vector_size_ + s]; }
 

@@ -121,6 +121,7 @@ inline constexpr auto kRoundColumns = join<RoundRow>(
         {"variance", write_field<RoundRow, &RoundRow::variance>},
         {"error", write_field<RoundRow, &RoundRow::error>},
         {"mean_drift", write_field<RoundRow, &RoundRow::mean_drift>},
+        {"late", write_field<RoundRow, &RoundRow::late>},
     },
     kActivityColumns<RoundRow>);
 

@@ -23,8 +23,9 @@ namespace avb {
 // v3 added the decode_failures column to both layouts; v4 the detection_time column;
 // v5 the training layout's `diverged` (a trial attribute and a /summary column);
 // v6 the root attributes time_model and run_seconds, and the engine "sequential";
-// v7 dimension scales (round or step, targets, trial, coordinate) and /optimum/coordinate.
-inline constexpr int kTraceSchemaVersion = 7;
+// v7 dimension scales (round or step, targets, trial, coordinate) and /optimum/coordinate;
+// v8 the averaging layout's `late` column.
+inline constexpr int kTraceSchemaVersion = 8;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -33,6 +34,7 @@ struct RoundRow {
   double variance = 0;       // (1/(N*D)) sum_i ||x_i - mean_t||^2
   double error = 0;          // (1/(N*D)) sum_i ||x_i - mean_0||^2
   double mean_drift = 0;     // (1/D) ||mean_t - mean_0||^2   (error = variance + mean_drift)
+  std::int32_t late = 0;     // peers a waiting policy (--wait) left behind in this round
   std::int32_t alive = 0;    // peers alive in this round
   std::int32_t groups = 0;   // groups that attempted to average in this round
   std::int32_t failed_groups = 0;  // of those, groups whose averaging was cancelled

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""Validate an avbench HDF5 trace against schema v7 (docs/trace-format.md).
+"""Validate an avbench HDF5 trace against schema v8 (docs/trace-format.md).
 
 Both kinds of run are checked: averaging traces (averaging_bench) and training
 traces (sgd_bench), told apart by the root attribute run_kind. Schema v1 files,
 which predate run_kind and were all averaging traces, are accepted as such, and so
 are v2 files, which predate the decode_failures column, v3 files, which predate
 the detection_time column, and v4 files, which predate the training trials'
-diverged flag, v5 files, which predate time_model and run_seconds, and v6 files,
-which predate the dimension scales.
+diverged flag, v5 files, which predate time_model and run_seconds, v6 files,
+which predate the dimension scales, and v7 files, which predate the averaging
+layout's late column.
 
 As a module:
 
@@ -499,6 +500,29 @@ def _check_counters(c: _Checker, where: str, cols, n_peers, origin: str):
                 lambda i: f"row {i}: {failed[i]} failed of {groups[i]} groups")
 
 
+def _check_late(c: _Checker, where: str, cols, waits: bool):
+    """late (schema v8, averaging): the peers a waiting policy left behind in a
+    round, 0 in row 0, at most the peers alive, and 0 throughout under --wait all."""
+    v = cols.get("late")
+    if v is None:
+        return
+    name = f"{where}/late"
+    if c.first_bad(name, (v < 0) | (v > cols["alive"]), lambda i: f"row {i}: {v[i]} late of {cols['alive'][i]} alive"):
+        return
+    if v[0] != 0:
+        c.problem(name, f"row 0 is {v[0]}, expected 0 (no round was run yet)")
+    if not waits:
+        c.first_bad(name, v != 0, lambda i: f"row {i} counts {v[i]} late peers, but /config's wait is all")
+
+
+def _waits(f) -> bool:
+    """Whether /config records a waiting policy other than all."""
+    try:
+        return "config" in f and f["config"].attrs.get("wait", "all") not in ("all", b"all")
+    except Exception:  # unreadable: _check_config reports it
+        return False
+
+
 def _check_decode_failures(c: _Checker, where: str, cols, quantizer: str, kind: str, finite=None):
     """decode_failures (schema v3): a count per row, 0 in row 0 (nothing was sent
     yet), and 0 throughout unless the configured quantizer can fail to decode;
@@ -588,7 +612,8 @@ def _read_trial(c: _Checker, g, counter: str, columns, version, extra=()):
     return None if cols is None else (targets, suffixes, seed, complete, cols)
 
 
-def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0):
+def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quantizer="none", detection_timeout=0.0,
+                 waits=False):
     """Checks one averaging /trials/<k> group; returns what /summary must agree with, or None."""
     where = g.name
     trial = _read_trial(c, g, "rounds_to", TRIAL_COLUMNS, version)
@@ -609,6 +634,7 @@ def _check_trial(c: _Checker, g, n_peers, rounds, version=SCHEMA_VERSION, quanti
     _check_counters(c, where, cols, n_peers, "round 0")
     _check_decode_failures(c, where, cols, quantizer, "averaging")
     _check_detection_time(c, where, cols, detection_timeout, rnd)
+    _check_late(c, where, cols, waits)
 
     variance = cols["variance"]
     last_round = int(rnd[-1])
@@ -1001,6 +1027,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
             geometric = _config_str(f, "local-steps-dist", "fixed") == "geometric"
             join_every = _join_every(f)
             detection_timeout = _detection_timeout(f)
+            waits = _waits(f)
             optimum_present, optimum = (_check_optimum(c, f, version) if run_kind == "sgd" else (True, None))
 
             if "trials" not in f or not isinstance(f["trials"], h5py.Group):
@@ -1010,7 +1037,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
                 (lambda g: _check_training_trial(c, g, n_peers, optimum, steps, local_steps, eval_every, version,
                                                  quantizer, detection_timeout, geometric, join_every))
                 if run_kind == "sgd" else
-                (lambda g: _check_trial(c, g, n_peers, rounds, version, quantizer, detection_timeout)))
+                (lambda g: _check_trial(c, g, n_peers, rounds, version, quantizer, detection_timeout, waits)))
             order, infos = _check_trials(c, f["trials"], check_one)
             if trials is not None and len(order) != trials:
                 c.problem("/trials", f"holds {len(order)} trials, expected {trials}")

@@ -5,7 +5,7 @@
 
 Works on averaging and training (sgd_bench) traces alike, told apart by the root
 attribute run_kind. Every trial's counters (round, alive, groups, failed_groups,
-decode_failures, bytes_sent, detection_time; training: also step) and rounds or
+decode_failures, bytes_sent, detection_time; averaging: also late; training: also step) and rounds or
 steps to each target (and a training trial's `diverged`) must be identical. The metrics (variance, error, mean_drift; or loss,
 gap, relative_gap, distance, consensus, accuracy) must have the same bits, or,
 with --tolerance T, differ by at most T times the scale (averaging: the trial's
@@ -26,7 +26,7 @@ from bitwise import same
 
 # What each run kind's trials hold: exact columns, exact attributes (by prefix), metrics.
 KINDS = {
-    "averaging": (["round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent", "detection_time"],
+    "averaging": (["round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent", "detection_time", "late"],
                   ("rounds_to_", "reached_"), ["variance", "error", "mean_drift"]),
     "sgd": (["step", "round", "alive", "groups", "failed_groups", "decode_failures", "bytes_sent", "detection_time"],
             ("steps_to_", "reached_", "diverged"), ["loss", "gap", "relative_gap", "distance", "consensus", "accuracy"]),

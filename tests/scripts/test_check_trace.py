@@ -124,6 +124,13 @@ def drop_detection_time(f):
     drop_diverged(f)
 
 
+def drop_late(f):
+    """A file from before schema v8: averaging trials had no late column."""
+    for k in f["trials"]:
+        if "late" in f["trials"][k]:
+            del f["trials"][k]["late"]
+
+
 def drop_diverged(f):
     """A file from before schema v5: training trials had no diverged attribute and
     /summary no diverged column (averaging traces never had them)."""
@@ -154,6 +161,8 @@ def as_version(v):
     before v7 without /optimum/coordinate (the scales' attributes, which older
     versions lack, are left: nothing reads them there)."""
     marks = [set_attr("/", "schema_version", v, "int32")]
+    if v < 8:
+        marks.append(drop_late)
     if v < 6:
         marks += [delete("/", "time_model"), delete("/", "run_seconds")]
     if v < 7:
@@ -186,7 +195,16 @@ CASES = [
     ("wrong completion expected", None, {"complete": 1}, "complete"),
     ("fewer rounds expected", None, {"rounds": 3}, "more than the expected 3"),
     ("root attribute missing", delete("/", "git_sha"), {}, "git_sha"),
-    ("schema version", set_attr("/", "schema_version", 8, "int32"), {}, "schema_version"),
+    ("schema version", set_attr("/", "schema_version", 9, "int32"), {}, "schema_version"),
+    ("a v7 file is valid", as_version(7), {}, None),
+    ("late in a v7 file", set_attr("/", "schema_version", 7, "int32"), {}, "unexpected members: late"),
+    ("late peers without a waiting policy", set_item("/trials/0/late", 2, 1), {}, "but /config's wait is all"),
+    ("late peers with a waiting policy are valid",
+     both(set_attr("/config", "wait", "quorum", h5py.string_dtype()), set_item("/trials/0/late", 2, 1)), {}, None),
+    ("more late peers than alive", both(set_attr("/config", "wait", "quorum", h5py.string_dtype()),
+                                        set_item("/trials/0/late", 2, 8)), {}, "/trials/0/late: row 2: 8 late of 7 alive"),
+    ("late peers in row 0", both(set_attr("/config", "wait", "quorum", h5py.string_dtype()),
+                                 set_item("/trials/0/late", 0, 1)), {}, "/trials/0/late: row 0 is 1"),
     ("a v6 file is valid", as_version(6), {}, None),
     ("round not a dimension scale", delete("/trials/0/round", "CLASS"), {}, "/trials/0/round: not a dimension scale"),
     ("targets not a dimension scale", delete("/trials/1/targets", "CLASS"), {}, "/trials/1/targets: not a dimension"),

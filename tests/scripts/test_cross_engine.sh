@@ -87,8 +87,8 @@ import numpy as np
 sys.path.insert(0, sys.argv[3])
 from bitwise import same
 
-COLUMNS = ["round", "variance", "error", "mean_drift", "alive", "groups", "failed_groups", "decode_failures",
-           "bytes_sent"]
+COLUMNS = ["round", "variance", "error", "mean_drift", "late", "alive", "groups", "failed_groups",
+           "decode_failures", "bytes_sent"]
 
 problems = []
 with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
