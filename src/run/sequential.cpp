@@ -190,7 +190,10 @@ class WorkClock {
   // Round t's view for the protocol, each peer's work set to its arrival.
   PopulationRound begin(int t, std::uint64_t seed, const FailureModel& failures, std::span<const std::uint8_t> alive,
                         const std::atomic<bool>* stop) {
-    for (std::size_t i = 0; i < work_.size(); ++i) work_[i] = arrivals_.at(t, static_cast<int>(i));
+    for (std::size_t i = 0; i < work_.size(); ++i) {
+      if ((i & 65535) == 0) check_stop(stop);  // millions of lognormal draws take a second
+      work_[i] = arrivals_.at(t, static_cast<int>(i));
+    }
     return PopulationRound{t, seed, failures, alive, detection.begin_round(), stop, waits_ ? &arrivals_ : nullptr, work_};
   }
   // Seconds the round's latest alive peer spends beside the messages.

@@ -380,7 +380,7 @@ class Damaged(unittest.TestCase):
 
     def test_summary_and_state_check_the_version(self):
         """read_summary and trace_state refuse what load_trace refuses at the root."""
-        for value, words in ((np.int32(8), "is 8"), (np.int64(7), "type int64"), (None, "missing")):
+        for value, words in ((np.int32(9), "is 9"), (np.int64(7), "type int64"), (None, "missing")):
             with self.subTest(value=value):
                 write_averaging(self.avg, version=4)
                 with h5py.File(self.avg, "a") as f:

@@ -25,7 +25,7 @@ def sample_root(command_line, engine, mpi_library, n_peers, run_kind):
     tests/unit/test_trace.cpp's sample_info describes the run; both samples are
     written by the same version at the same commit, and cut short."""
     return {
-        "schema_version": (np.int32, 7),
+        "schema_version": (np.int32, 8),
         "avbench_version": (str, "0.1.0-sample"),
         "git_sha": (str, "0123456789ab"),
         "command_line": (str, command_line),

@@ -125,10 +125,13 @@ def drop_detection_time(f):
 
 
 def drop_late(f):
-    """A file from before schema v8: averaging trials had no late column."""
+    """A file from before schema v8: averaging trials had no late column (detached
+    from its scale first, or the scale would keep a reference to nothing)."""
     for k in f["trials"]:
-        if "late" in f["trials"][k]:
-            del f["trials"][k]["late"]
+        g = f["trials"][k]
+        if "late" in g:
+            g["late"].dims[0].detach_scale(g["round"])
+            del g["late"]
 
 
 def drop_diverged(f):

@@ -369,7 +369,7 @@ fi
 warn_case unstable_lr '--lr: 1.7 is above 2(1 + momentum)/L = 1.6, where L = 1.25 is the pooled quadratic'"'"'s curvature (allreduce every step): expect the run to diverge' \
   -- --lr 1.7 --steps 5
 good_run not_diverged "$(sgd 1 20 1 10)" -- --steps 20
-attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 7)'
+attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 8)'
 # One trial: its mean, but no standard error ('–' in every cell, not 0, which
 # reads as certainty); a quadratic measures no accuracy: '–' for its mean, not nan.
 mean=$(grep -E '^# +mean ' "$logs/not_diverged.out" | sed 's/^# *mean *//' || true)

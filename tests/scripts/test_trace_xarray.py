@@ -104,12 +104,12 @@ def check_loader(path, dim):
 
 
 def downgrade(path, old):
-    """`path` rewritten as a schema v6 trace: no scales, no /optimum/coordinate."""
+    """`path` rewritten as a schema v6 trace: no scales, no /optimum/coordinate, no late column."""
     with h5py.File(path, "r") as src, h5py.File(old, "w", track_order=True) as dst:
         def copy(name, obj):
             if isinstance(obj, h5py.Group):
                 g = dst.create_group(name, track_order=True)
-            elif name != "optimum/coordinate":
+            elif name != "optimum/coordinate" and not (name.startswith("trials/") and name.endswith("/late")):
                 g = dst.create_dataset(name, data=obj[()])
             else:
                 return
