@@ -10,6 +10,7 @@ packages=(
   libsimgrid-dev
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev librandom123-dev
   libgtest-dev libbenchmark-dev
+  libexpat1-dev  # the sequential engine's reader of SimGrid platform files
   # The fuzz targets (preset fuzz, tests/fuzz) need clang and its libFuzzer runtime.
   clang libclang-rt-14-dev
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf

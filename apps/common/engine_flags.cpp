@@ -1,6 +1,7 @@
 #include "common/engine_flags.hpp"
 #include "common/flag_values.hpp"
 #include "common/mpi_entry.hpp"
+#include "common/platform_file.hpp"
 
 #include <cstdio>
 
@@ -72,11 +73,25 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
   add.integer("--threads", flags.threads, 0, 1024,
               "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
               "depend on it");
-  add.word("--platform", flags.platform, kPlatformKindNames,
-           "the simulated platform, scripts/platform.py's kind of that name: the sequential engine's time "
-           "estimate, and under SMPI the platform scripts/smpirun.sh builds from this and the flags below (refused "
-           "on a real MPI); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
-           "and --bw-sigma 0.5 unless given; geo: --regions clusters joined pairwise by wide-area links");
+  add.custom("--platform", "cluster", "{" + kPlatformKindNames.list(",") + "} or FILE",
+             "the simulated platform, scripts/platform.py's kind of that name: the sequential engine's time "
+             "estimate, and under SMPI the platform scripts/smpirun.sh builds from this and the flags below (refused "
+             "on a real MPI); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
+             "and --bw-sigma 0.5 unless given; geo: --regions clusters joined pairwise by wide-area links. A FILE "
+             "is a SimGrid platform of one cluster (docs/simulation.md), which the program reads itself",
+             [&flags](const std::string& text) {
+               for (const auto& e : kPlatformKindNames.entries)
+                 if (e.name == text) {
+                   flags.platform = e.value;
+                   flags.platform_file.clear();
+                   return;
+                 }
+               if (text.find('/') == std::string::npos && text.find('.') == std::string::npos)
+                 throw ConfigError("--platform: '" + text + "' is not one of {" + kPlatformKindNames.list(", ") +
+                                   "} nor a platform file (a path such as ./mine.xml)");
+               flags.platform = PlatformKind::cluster;
+               flags.platform_file = text;
+             });
   add.integer("--regions", flags.regions, 0, 1 << 24,
               "the simulated platform, --platform geo: the number of regions, an integer in [2, --peers] (0, the "
               "default: 4; scripts/smpirun.sh --regions)");
@@ -96,12 +111,12 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
 
 namespace {
 
-// The first platform flag given, or "".
-std::string first_platform_flag(const ChangedFlags& changed) {
+// The first platform flag given (but --platform itself with `others_only`), or "".
+std::string first_platform_flag(const ChangedFlags& changed, bool others_only = false) {
   for (const PlatformFlag& p : kPlatformFlags)
     if (changed.count(p.flag) != 0) return p.flag;
   for (const char* flag : kPlatformOnlyFlags)
-    if (changed.count(flag) != 0) return flag;
+    if (changed.count(flag) != 0 && !(others_only && std::string(flag) == "--platform")) return flag;
   return "";
 }
 
@@ -124,9 +139,17 @@ void check_simulated_hosts(double expected, double actual) {
                     "the platform from the program's flags");
 }
 
-// The kind's defaults and the spreads' checks (platform.py's).
+// The kind's defaults and the spreads' checks (platform.py's); a platform file's
+// hosts, which no other platform flag may then describe.
 void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
   PlatformModel& p = flags.link;
+  if (!flags.platform_file.empty()) {
+    const std::string other = first_platform_flag(changed, true);
+    if (!other.empty())
+      throw ConfigError(other + ": the platform file " + flags.platform_file + " describes the hosts already");
+    p = read_platform_file(flags.platform_file, flags.peers);
+    return;
+  }
   if (flags.platform == PlatformKind::cloud) {
     if (changed.count("--speed-sigma") == 0) p.speed_sigma = kCloudSigma;
     if (changed.count("--bw-sigma") == 0) p.bandwidth_sigma = kCloudSigma;
@@ -220,7 +243,8 @@ void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
     start.described.emplace_back("peers", std::to_string(peers));
   }
   if (!flags.platform_named) return;  // SMPI without the flags: smpirun.sh's own platform
-  start.described.emplace_back("platform", std::string(kPlatformKindNames.name(flags.platform)));
+  start.described.emplace_back("platform", flags.platform_file.empty() ? std::string(kPlatformKindNames.name(flags.platform))
+                                                                        : flags.platform_file);
   for (const PlatformFlag& p : kPlatformFlags)  // named without the leading "--", as the other options
     start.described.emplace_back(std::string(p.flag).substr(2), format_number(flags.link.*p.field));
   for (const SigmaFlag& s : kSigmaFlags) start.described.emplace_back(std::string(s.flag).substr(2), format_number(flags.link.*s.field));

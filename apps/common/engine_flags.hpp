@@ -30,6 +30,7 @@ struct EngineFlags {
   int peers = 0;    // sequential: the number of peers (required)
   int threads = 0;  // sequential: trials run at once; 0: one per core
   PlatformKind platform = PlatformKind::cluster;  // sequential: the estimate's platform
+  std::string platform_file;                      // --platform FILE (a SimGrid platform); empty: a kind
   PlatformModel link;                             // its settings (run_peers applies the kind's defaults)
   int regions = 0;                                // geo: --regions; 0: not given (geo's default)
   // Set by run_peers: the slowest host and link of `link`'s hosts (every draw of a

@@ -51,11 +51,13 @@ int ceil_log2(int n) {
 }  // namespace
 
 double PlatformModel::speed_of(int host) const {
+  if (listed_speeds != nullptr) return (*listed_speeds)[static_cast<std::size_t>(host)];
   if (speed_sigma <= 0) return host_speed;
   return host_speed * std::exp(speed_sigma * Stream(seed, StreamId::platform).normal(0, static_cast<std::uint64_t>(host), 0));
 }
 
 double PlatformModel::bandwidth_of(int host) const {
+  if (listed_bandwidths != nullptr) return (*listed_bandwidths)[static_cast<std::size_t>(host)];
   if (bandwidth_sigma <= 0) return bandwidth;
   return bandwidth * std::exp(bandwidth_sigma * Stream(seed, StreamId::platform).normal(0, static_cast<std::uint64_t>(host), 1));
 }
@@ -63,8 +65,8 @@ double PlatformModel::bandwidth_of(int host) const {
 Hosts::Hosts(const PlatformModel& platform, int n_peers, bool speeds, const std::function<bool()>& stopped)
     : platform_(platform) {
   const auto n = static_cast<std::size_t>(n_peers);
-  if (platform.speed_sigma > 0 && speeds) speeds_.resize(n);
-  if (platform.bandwidth_sigma > 0) bandwidths_.resize(n);
+  if (platform.speeds_vary() && speeds) speeds_.resize(n);
+  if (platform.bandwidths_vary()) bandwidths_.resize(n);
   auto poll = [&](std::size_t i) {
     if ((i & 65535) == 0 && stopped && stopped()) throw StopRequested{};
   };
@@ -89,14 +91,14 @@ PlatformModel Hosts::round_platform(std::span<const std::uint8_t> alive) const {
 }
 
 double Hosts::bytes(const PlatformModel& platform, int n_peers, bool speeds) {
-  return 8.0 * n_peers * ((platform.speed_sigma > 0 && speeds ? 1 : 0) + (platform.bandwidth_sigma > 0 ? 1 : 0));
+  return 8.0 * n_peers * ((platform.speeds_vary() && speeds ? 1 : 0) + (platform.bandwidths_vary() ? 1 : 0));
 }
 
 PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers) {
   PlatformModel p = platform;
-  if (platform.speed_sigma > 0) p.host_speed = HUGE_VAL;
-  if (platform.bandwidth_sigma > 0) p.bandwidth = HUGE_VAL;
-  for (int i = 0; i < n_peers && (platform.speed_sigma > 0 || platform.bandwidth_sigma > 0); ++i) {
+  if (platform.speeds_vary()) p.host_speed = HUGE_VAL;
+  if (platform.bandwidths_vary()) p.bandwidth = HUGE_VAL;
+  for (int i = 0; i < n_peers && (platform.speeds_vary() || platform.bandwidths_vary()); ++i) {
     p.host_speed = std::min(p.host_speed, platform.speed_of(i));
     p.bandwidth = std::min(p.bandwidth, platform.bandwidth_of(i));
   }

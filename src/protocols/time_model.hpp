@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -37,6 +38,12 @@ struct PlatformModel {
   double speed_sigma = 0.0;
   double bandwidth_sigma = 0.0;
   std::uint64_t seed = 1;
+  // Hosts listed one by one (a platform file's, apps/common/platform_file.hpp):
+  // host i's speed and link bandwidth, in place of the medians and spreads above;
+  // null: none.
+  std::shared_ptr<const std::vector<double>> listed_speeds = nullptr, listed_bandwidths = nullptr;
+  bool speeds_vary() const { return speed_sigma > 0 || listed_speeds != nullptr; }
+  bool bandwidths_vary() const { return bandwidth_sigma > 0 || listed_bandwidths != nullptr; }
   // platform.py's geo: `regions` clusters like the one above (contiguous blocks of
   // ranks), each pair joined by a wide-area link of its own. 1: a single cluster.
   int regions = 1;

@@ -83,6 +83,38 @@ sys.exit(1 if diff else 0)
 PY
 ); then ok "--threads 1 and 3: $report"; else bad_with_report "--threads 1 and 3 differ:" "$report"; fi
 
+# Platform files (docs/simulation.md): platform.py's cloud and cluster files read
+# back as the kinds they were written from, to the bit (values, counters and time),
+# and what the model cannot describe refused in one line.
+plat=$SCRATCH/platforms
+"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$plat" --kind cloud --seed 3 >/dev/null
+"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$plat" >/dev/null
+same_platform() {
+  local file=$1
+  shift
+  local run=(--engine sequential --peers 64 --protocol random-groups --group-size 8 --compute-flops 1e7 --dim 100
+             --straggler-sigma 0.5 --wait quorum --rounds 6 --trials 2 --quiet)
+  if timeout 60 "$BIN" "${run[@]}" "$@" --out "$SCRATCH/kind.h5" >/dev/null 2>&1 &&
+     timeout 60 "$BIN" "${run[@]}" --platform "$file" --out "$SCRATCH/file.h5" >/dev/null 2>&1 &&
+     report=$("$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/file.h5" "$SCRATCH/kind.h5" \
+              --time-within 1e-12 2>&1); then
+    ok "--platform $(basename "$file") is $*: $report"
+  else
+    bad_with_report "--platform $(basename "$file") differs from $*:" "${report:-a run failed}"
+  fi
+  rm -f "$SCRATCH/kind.h5" "$SCRATCH/file.h5"
+}
+same_platform "$plat/cloud-64-keyed-seed-3.xml" --platform cloud --speed-seed 3
+same_platform "$plat/cluster-64.xml" --platform cluster
+printf '<?xml version="1.0"?>\n<platform version="4.1">\n  <cluster id="c" prefix="h" suffix="" radical="0-7"\n' >"$SCRATCH/broken.xml"
+printf '<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">\n<router id="r"/>\n</zone></platform>\n' \
+  >"$SCRATCH/router.xml"
+refused "--platform: .*broken.xml:3: not well-formed XML" --engine sequential --peers 8 --platform "$SCRATCH/broken.xml"
+refused "--platform: .*router.xml:3: <router>" --engine sequential --peers 8 --platform "$SCRATCH/router.xml"
+refused "--platform: .*cluster-64.xml: 64 hosts for 65 peers" --engine sequential --peers 65 --platform "$plat/cluster-64.xml"
+refused "--speed-sigma: the platform file" --engine sequential --peers 8 --platform "$plat/cluster-64.xml" --speed-sigma 1
+refused "--platform: 'mars' is not one of" --engine sequential --peers 8 --platform mars
+
 # SIGTERM mid-run: trials run two at a time, the first one cut is the last written.
 timeout 120 "$BIN" --engine sequential --peers 4096 --protocol gossip --rounds 100000 --trials 20 --threads 2 \
   --out "$SCRATCH/term.h5" --quiet >"$SCRATCH/term.log" 2>&1 &

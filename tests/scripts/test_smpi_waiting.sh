@@ -99,6 +99,22 @@ else
   bad_with_report "time to 1e-4:" "$report"
 fi
 
+# A platform file (docs/simulation.md) given to smpirun.sh and to the program, and
+# read by the sequential engine: the same late peers and the same time.
+"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$SCRATCH/plat" --kind cloud --seed 3 >/dev/null
+file=$SCRATCH/plat/cloud-64-keyed-seed-3.xml
+args=(--platform "$file" --protocol moshpit --grid 8x8 --compute-flops 1e8 --straggler-sigma 1 --wait quorum --rounds 12
+      --trials 2 --seed 9 --quiet)
+if timeout -k 10 300 "$AVB_SMPIRUN" -n 64 --platform "$file" --hostfile "${file%.xml}.hosts" "$BIN" "${args[@]}" \
+     --out "$SCRATCH/smpi-file.h5" >"$SCRATCH/file.log" 2>&1 </dev/null &&
+   timeout 120 "$SEQ" --engine sequential --peers 64 "${args[@]}" --out "$SCRATCH/seq-file.h5" >>"$SCRATCH/file.log" 2>&1 &&
+   report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/seq-file.h5" \
+              "$SCRATCH/smpi-file.h5" --time-within 0.02 2>&1); then
+  ok "a platform file on both engines: $report"
+else
+  bad_with_report "a platform file on both engines:" "${report:-$(tail -5 "$SCRATCH/file.log")}"
+fi
+
 # Hosts the program was not told about (smpirun.sh's own --kind): refused, one line.
 rc=0
 timeout -k 10 120 "$AVB_SMPIRUN" -n 8 --kind cloud "$BIN" --protocol random-groups --group-size 4 --compute-flops 1e8 \
