@@ -33,6 +33,7 @@ struct Reading {
   int line = 0;  // of the element being read
   int clusters = 0, zones = 0;
   PlatformModel model;
+  long long cluster_hosts = 0;                 // a <cluster>'s
   std::vector<double> speeds;                  // listed hosts, in file order
   std::vector<std::string> host_links;         // their links' ids
   std::map<std::string, std::pair<double, double>> links;  // id -> (bandwidth, latency)
@@ -86,11 +87,11 @@ long long radical_count(const std::string& radical) {
   while (std::getline(parts, part, ',')) {
     const auto dash = part.find('-');
     try {
-      std::size_t used = 0;
-      const long long first = std::stoll(part.substr(0, dash), &used);
+      const long long first = std::stoll(part.substr(0, dash));
       const long long last = dash == std::string::npos ? first : std::stoll(part.substr(dash + 1));
       if (last < first || first < 0) return -1;
-      count += last - first + 1;
+      constexpr long long kMany = 1LL << 40;  // far beyond any peer count, and no overflow
+      count = std::min(count + std::min(last - first, kMany) + 1, kMany);
     } catch (const std::exception&) {
       return -1;
     }
@@ -118,7 +119,7 @@ void cluster(Reading& r, const std::map<std::string, std::string>& a) {
   const long long hosts = radical_count(a.count("radical") ? a.at("radical") : "");
   if (hosts < 1) return r.refuse("<cluster> radical \"" + (a.count("radical") ? a.at("radical") : "") +
                                  "\": not a list of ranges such as 0-63");
-  r.speeds.assign(static_cast<std::size_t>(std::min<long long>(hosts, 1LL << 31)), m.host_speed);
+  r.cluster_hosts = hosts;
 }
 
 void start(void* data, const XML_Char* name, const XML_Char** atts) {
@@ -258,8 +259,9 @@ PlatformModel read_platform_file(const std::string& path, int peers) {
     throw ConfigError("--platform: " + path + ": both a <cluster> and listed <host>s: the sequential engine models one cluster");
   if (!r.host_links.empty()) finish_listed(r);
   if (!r.error.empty()) throw ConfigError(r.error);
-  if (static_cast<long long>(r.speeds.size()) < peers)
-    throw ConfigError("--platform: " + path + ": " + std::to_string(r.speeds.size()) + " hosts for " +
+  const long long hosts = r.clusters > 0 ? r.cluster_hosts : static_cast<long long>(r.speeds.size());
+  if (hosts < peers)
+    throw ConfigError("--platform: " + path + ": " + std::to_string(hosts) + " hosts for " +
                       std::to_string(peers) + " peers (one host a peer)");
   return r.model;
 }
