@@ -12,7 +12,7 @@
 #              whose work is Python's (notebooks, summaries, Slurm, docs) and those
 #              that only repeat C++ code other tests run there; the longest run a
 #              slice of their cases (docs/reliability.md)
-# build-fuzz/  libFuzzer on the config, topology and LIBSVM readers, 60 s each,
+# build-fuzz/  libFuzzer on the config, topology, LIBSVM and platform readers, 60 s each,
 #              two at a time (preset fuzz, clang; docs/reliability.md)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,6 +48,6 @@ run_step "build build-asan/" cmake --build build-asan -j"$jobs"
 run_step "ctest build-asan/" ctest --preset asan -j2
 run_step "configure build-fuzz/ (libFuzzer, clang)" cmake --preset fuzz
 run_step "build build-fuzz/" cmake --build build-fuzz -j"$jobs"
-run_step "ctest build-fuzz/ (3 fuzzers x 60 s)" ctest --preset fuzz -j2
+run_step "ctest build-fuzz/ (4 fuzzers x 60 s)" ctest --preset fuzz -j2
 
 echo "test.sh: all tests passed in build/, build-smpi/, build-asan/ and build-fuzz/ in $((SECONDS - started)) s"

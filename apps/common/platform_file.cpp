@@ -54,9 +54,10 @@ std::map<std::string, std::string> attributes(const XML_Char** atts) {
 // Refuses an attribute outside `known`.
 bool only(Reading& r, const std::string& element, const std::map<std::string, std::string>& a,
           std::initializer_list<const char*> known) {
-  for (const auto& [name, value] : a) {
-    if (std::find_if(known.begin(), known.end(), [&](const char* k) { return name == k; }) == known.end()) {
-      r.refuse("<" + element + "> attribute " + name + "=\"" + value +
+  for (const auto& attribute : a) {
+    const std::string& name = attribute.first;
+    if (std::find_if(known.begin(), known.end(), [&name](const char* k) { return name == k; }) == known.end()) {
+      r.refuse("<" + element + "> attribute " + name + "=\"" + attribute.second +
                "\": the sequential engine's model has no such setting (run this platform under SMPI)");
       return false;
     }
@@ -231,9 +232,13 @@ double parse_quantity(const std::string& text, const std::string& kind, const st
       factor = base == "bps" ? f / 8 : f;
     }
   }
-  if (used == 0 || factor <= 0 || !(value >= 0) || !std::isfinite(value))
-    throw ConfigError(what + ": \"" + text + "\" is not a number >= 0 with a unit of " + kind + " (e.g. 1G" + kind + ")");
-  return divisor > 0 ? value / divisor : value * factor;
+  // A latency may be 0; a speed or bandwidth of 0 would make every transfer endless.
+  const bool time = kind == "s";
+  const double result = divisor > 0 ? value / divisor : value * factor;
+  if (used == 0 || factor <= 0 || !(time ? result >= 0 : result > 0) || !std::isfinite(result))
+    throw ConfigError(what + ": \"" + text + "\" is not a number " + (time ? ">= 0" : "> 0") + " with a unit of " +
+                      kind + " (e.g. 1G" + kind + ")");
+  return result;
 }
 
 PlatformModel read_platform_file(const std::string& path, int peers) {
@@ -241,8 +246,10 @@ PlatformModel read_platform_file(const std::string& path, int peers) {
   if (!in) throw ConfigError("--platform: " + path + ": cannot be read (a platform name: cluster, cloud, geo)");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  return parse_platform(buffer.str(), path, peers);
+}
 
+PlatformModel parse_platform(const std::string& text, const std::string& path, int peers) {
   Reading r;
   r.path = path;
   const std::unique_ptr<XML_ParserStruct, decltype(&XML_ParserFree)> parser(XML_ParserCreate(nullptr), XML_ParserFree);

@@ -23,10 +23,13 @@ namespace avb::app {
 // "--platform: FILE: ..." (malformed XML with its line, an unsupported element or
 // attribute, a value without a valid unit, fewer hosts than peers).
 PlatformModel read_platform_file(const std::string& path, int peers);
+// The same from the file's text; `path` names it in the messages.
+PlatformModel parse_platform(const std::string& text, const std::string& path, int peers);
 
 // A SimGrid quantity: a number and a unit of `kind` ("f" flops/s, "Bps" bytes/s
 // (bits with "bps"), "s" seconds), with SI or binary prefixes; a bare number is
-// in the base unit. Throws ConfigError naming `what`.
+// in the base unit. Latencies may be 0, speeds and bandwidths must be > 0, and
+// all finite. Throws ConfigError naming `what`.
 double parse_quantity(const std::string& text, const std::string& kind, const std::string& what);
 
 }  // namespace avb::app

@@ -111,6 +111,9 @@ printf '<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Ful
   >"$SCRATCH/router.xml"
 refused "--platform: .*broken.xml:3: not well-formed XML" --engine sequential --peers 8 --platform "$SCRATCH/broken.xml"
 refused "--platform: .*router.xml:3: <router>" --engine sequential --peers 8 --platform "$SCRATCH/router.xml"
+sed 's/speed="1Gf"/speed="0Gf"/' "$plat/cluster-64.xml" >"$SCRATCH/zero.xml"
+refused '--platform: .*zero.xml:[0-9]*: <cluster> speed: "0Gf" is not a number > 0' --engine sequential --peers 8 \
+  --platform "$SCRATCH/zero.xml"
 refused "--platform: .*cluster-64.xml: 64 hosts for 65 peers" --engine sequential --peers 65 --platform "$plat/cluster-64.xml"
 refused "--speed-sigma: the platform file" --engine sequential --peers 8 --platform "$plat/cluster-64.xml" --speed-sigma 1
 refused "--platform: 'mars' is not one of" --engine sequential --peers 8 --platform mars
