@@ -120,8 +120,9 @@ class AllreducePopulation final : public SequentialProtocol {
     bool any_late = false;
     int late = 0;
     if (round.arrivals != nullptr) {  // as AllreduceProtocol::step_cut
-      const std::span<const int> on_time = cut_late(members_, round.t, round.failures, *round.arrivals, cut_);
-      for (int p : members_) round.work[static_cast<std::size_t>(p)] = cut_.work_seconds(round.t, p, *round.arrivals);
+      const std::span<const int> on_time = cut_late(members_, round.t, round.failures, *round.arrivals, cut_, round.work);
+      if (cut_.any_late)  // everyone works until the group goes on (LateCut::work_seconds)
+        for (int p : members_) round.work[static_cast<std::size_t>(p)] = cut_.proceed;
       any_late = cut_.any_late;
       late = static_cast<int>(members_.size() - on_time.size());
       members_.assign(on_time.begin(), on_time.end());

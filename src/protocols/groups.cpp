@@ -59,11 +59,11 @@ void Round::charge_work(double seconds) {
 }
 
 std::span<const int> cut_late(std::span<const int> members, int t, const FailureModel& failures,
-                              const Arrivals& arrivals, LateCut& out) {
+                              const Arrivals& arrivals, LateCut& out, std::span<const double> known) {
   out.alive.clear();
   for (int p : members)
     if (failures.alive(t, p)) out.alive.push_back(p);
-  const Arrivals::Cut cut = arrivals.cut(t, out.alive, out.late);
+  const Arrivals::Cut cut = arrivals.cut(t, out.alive, out.late, known);
   out.proceed = cut.proceed;
   out.any_late = cut.late > 0;
   out.kept.clear();

@@ -45,8 +45,9 @@ struct LateCut {
   // group's messages wait for the last), else everyone's until the group goes on.
   double work_seconds(int t, int peer, const Arrivals& arrivals) const;
 };
+// `known`: every peer's arrival this round when the caller has them (Arrivals::cut).
 std::span<const int> cut_late(std::span<const int> members, int t, const FailureModel& failures,
-                              const Arrivals& arrivals, LateCut& out);
+                              const Arrivals& arrivals, LateCut& out, std::span<const double> known = {});
 
 // Runs one group's averaging: `members` are world ranks in the round's shuffled
 // order (a member's position is its part in the butterfly), formed by the caller

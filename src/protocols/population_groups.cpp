@@ -15,10 +15,12 @@ void PopulationGroups::average(std::span<const int> group, Population& x, const 
   std::span<const int> members = group;
   bool any_late = false;
   if (round.arrivals != nullptr) {  // as GroupAverager::run cuts it
-    members = cut_late(group, round.t, round.failures, *round.arrivals, cut_);
+    // A peer is in one group a round: its work still holds its arrival here.
+    members = cut_late(group, round.t, round.failures, *round.arrivals, cut_, round.work);
     any_late = cut_.any_late;
     effect.late += static_cast<int>(group.size() - members.size());  // the cut removes only the late
-    for (int peer : cut_.alive) round.work[static_cast<std::size_t>(peer)] = cut_.work_seconds(round.t, peer, *round.arrivals);
+    if (cut_.any_late)  // everyone works until the group goes on (LateCut::work_seconds)
+      for (int peer : cut_.alive) round.work[static_cast<std::size_t>(peer)] = cut_.proceed;
   }
   const int n = static_cast<int>(members.size());
   bool any_failed = false;

@@ -70,8 +70,9 @@ struct PopulationRound {
   // Set by the runner when a stop (SIGTERM, SIGINT) is requested; null: never.
   const std::atomic<bool>* stop = nullptr;
   // A waiting policy other than `all` (null: none), and every peer's work this
-  // round in seconds: the runner fills in each peer's arrival, and a group protocol
-  // sets its members' as GroupAverager charges them (the late cut short).
+  // round in seconds: the runner fills in each peer's arrival (which the cut reads),
+  // and a group protocol then sets its members' as GroupAverager charges them (the
+  // late cut short).
   const Arrivals* arrivals = nullptr;
   std::span<double> work = {};
 

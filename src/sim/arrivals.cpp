@@ -64,12 +64,15 @@ double Arrivals::deadline(int t, std::span<const int> members) const {
   return std::max(wait_.deadline_floor, median + wait_.deadline_k * mad);
 }
 
-Arrivals::Cut Arrivals::cut(int t, std::span<const int> members, std::vector<std::uint8_t>& late) const {
+Arrivals::Cut Arrivals::cut(int t, std::span<const int> members, std::vector<std::uint8_t>& late,
+                            std::span<const double> known) const {
   late.assign(members.size(), 0);
   Cut cut;
   if (members.empty()) return cut;
-  std::vector<double> arrived(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) arrived[i] = at(t, members[i]);
+  std::vector<double>& arrived = arrived_;
+  arrived.resize(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i)
+    arrived[i] = known.empty() ? at(t, members[i]) : known[static_cast<std::size_t>(members[i])];
   const double last = *std::max_element(arrived.begin(), arrived.end());
   switch (wait_.policy) {
     case WaitPolicy::all: cut.proceed = last; break;
@@ -77,7 +80,8 @@ Arrivals::Cut Arrivals::cut(int t, std::span<const int> members, std::vector<std
       // The ceil(q m)-th arrival; rounding q m down first would let 0.75 of 4 members be 2.
       const double wanted = std::ceil(wait_.quorum * static_cast<double>(members.size()) - 1e-9);
       const auto need = static_cast<std::size_t>(std::clamp(wanted, 1.0, static_cast<double>(members.size())));
-      std::vector<double> sorted = arrived;
+      std::vector<double>& sorted = sorted_;
+      sorted.assign(arrived.begin(), arrived.end());
       std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(need - 1), sorted.end());
       cut.proceed = sorted[need - 1];
       break;

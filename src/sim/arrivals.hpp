@@ -73,8 +73,11 @@ class Arrivals {
     double proceed = 0.0;  // seconds from the round's start until the group goes on
     int late = 0;          // how many members are late
   };
-  // late[i] = 1 for the late members[i]; resized to members.size().
-  Cut cut(int t, std::span<const int> members, std::vector<std::uint8_t>& late) const;
+  // late[i] = 1 for the late members[i]; resized to members.size(). `known`: every
+  // peer's at(t, peer), indexed by peer, when the caller has them already (the
+  // sequential engine's round); empty: computed here.
+  Cut cut(int t, std::span<const int> members, std::vector<std::uint8_t>& late,
+          std::span<const double> known = {}) const;
 
  private:
   double deadline(int t, std::span<const int> members) const;
@@ -85,7 +88,7 @@ class Arrivals {
   double flops_;
   WaitSpec wait_;
   std::function<double(int)> speed_;
-  mutable std::vector<double> scratch_;
+  mutable std::vector<double> scratch_, arrived_, sorted_;  // reused from cut to cut
 };
 
 }  // namespace avb
