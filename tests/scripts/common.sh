@@ -138,3 +138,37 @@ run_sequential() {
     bad_with_report "$tag: the sequential engine's trace differs from Open MPI's:" "$report"
   fi
 }
+
+# smpi_against_sequential NAME TAG PEERS WITHIN SMPI_OPTIONS SEQ_OPTIONS ARGS...:
+# runs ARGS on PEERS peers under SMPI ($BIN through smpirun.sh, the words of
+# SMPI_OPTIONS before the program) and on the sequential engine ($SEQ, with the
+# words of SEQ_OPTIONS), into $SCRATCH/smpi-TAG.h5 and seq-TAG.h5, and requires
+# compare_sequential.py's agreement: the same counters and metric bits (an
+# all-reduce's metrics within 1e-12 of the initial variance: the MPI engines sum
+# along a ring) and each trial's time within WITHIN (relative). Reports as NAME.
+smpi_against_sequential() {
+  local name=$1 tag=$2 peers=$3 within=$4 smpi_opts seq_opts started report rc=0 tolerance=()
+  read -r -a smpi_opts <<<"$5"
+  read -r -a seq_opts <<<"$6"
+  shift 6
+  [[ " $* " != *" --protocol allreduce "* ]] || tolerance=(--tolerance 1e-12)
+  started=$(now)
+  timeout -k 10 300 "$AVB_SMPIRUN" -n "$peers" "${smpi_opts[@]}" "$BIN" "$@" --out "$SCRATCH/smpi-$tag.h5" \
+    >"$SCRATCH/$tag.log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bad_with_report "$name: SMPI exited $rc:" "$(tail -5 "$SCRATCH/$tag.log")"
+    return 1
+  fi
+  if ! timeout 120 "$SEQ" --engine sequential --peers "$peers" "${seq_opts[@]}" "$@" --out "$SCRATCH/seq-$tag.h5" \
+      >"$SCRATCH/$tag.seq.log" 2>&1 </dev/null; then
+    bad_with_report "$name: the sequential engine failed:" "$(tail -5 "$SCRATCH/$tag.seq.log")"
+    return 1
+  fi
+  if report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/seq-$tag.h5" \
+                "$SCRATCH/smpi-$tag.h5" "${tolerance[@]}" --time-within "$within" 2>&1); then
+    ok "$name: $report ($(elapsed "$started") s)"
+  else
+    bad_with_report "$name: the sequential engine disagrees with SMPI:" "$report"
+    return 1
+  fi
+}

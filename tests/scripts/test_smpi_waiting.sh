@@ -32,28 +32,8 @@ configs=(
 for entry in "${configs[@]}"; do
   tag=${entry%%:*}
   read -r -a protocol <<<"${entry#*:}"
-  args=(--protocol "${protocol[@]}" "${work[@]}" --rounds 30 --trials 4 --seed 5 --quiet)
-  started=$(now)
-  rc=0
-  timeout -k 10 300 "$AVB_SMPIRUN" -n 64 "$BIN" "${args[@]}" --out "$SCRATCH/smpi-$tag.h5" \
-    >"$SCRATCH/$tag.log" 2>&1 </dev/null || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    bad_with_report "$tag: SMPI exited $rc:" "$(tail -5 "$SCRATCH/$tag.log")"
-    continue
-  fi
-  if ! timeout 120 "$SEQ" --engine sequential --peers 64 "${args[@]}" --out "$SCRATCH/seq-$tag.h5" \
-      >"$SCRATCH/$tag.seq.log" 2>&1 </dev/null; then
-    bad_with_report "$tag: the sequential engine failed:" "$(tail -5 "$SCRATCH/$tag.seq.log")"
-    continue
-  fi
-  tolerance=()
-  [ "${protocol[0]}" != allreduce ] || tolerance=(--tolerance 1e-12)
-  if report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/seq-$tag.h5" \
-                "$SCRATCH/smpi-$tag.h5" "${tolerance[@]}" --time-within 0.02 2>&1); then
-    ok "$tag: $report ($(elapsed "$started") s)"
-  else
-    bad_with_report "$tag: the sequential engine disagrees with SMPI:" "$report"
-  fi
+  smpi_against_sequential "$tag" "$tag" 64 0.02 "" "" --protocol "${protocol[@]}" "${work[@]}" --rounds 30 --trials 4 \
+    --seed 5 --quiet || true
 done
 
 # Time to a variance of 1e-4, quorum against waiting for all, per engine.
@@ -105,15 +85,8 @@ fi
 file=$SCRATCH/plat/cloud-64-keyed-seed-3.xml
 args=(--platform "$file" --protocol moshpit --grid 8x8 --compute-flops 1e8 --straggler-sigma 1 --wait quorum --rounds 12
       --trials 2 --seed 9 --quiet)
-if timeout -k 10 300 "$AVB_SMPIRUN" -n 64 --platform "$file" --hostfile "${file%.xml}.hosts" "$BIN" "${args[@]}" \
-     --out "$SCRATCH/smpi-file.h5" >"$SCRATCH/file.log" 2>&1 </dev/null &&
-   timeout 120 "$SEQ" --engine sequential --peers 64 "${args[@]}" --out "$SCRATCH/seq-file.h5" >>"$SCRATCH/file.log" 2>&1 &&
-   report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/seq-file.h5" \
-              "$SCRATCH/smpi-file.h5" --time-within 0.02 2>&1); then
-  ok "a platform file on both engines: $report"
-else
-  bad_with_report "a platform file on both engines:" "${report:-$(tail -5 "$SCRATCH/file.log")}"
-fi
+smpi_against_sequential "a platform file on both engines" file 64 0.02 "--platform $file --hostfile ${file%.xml}.hosts" "" \
+  "${args[@]}" || true
 
 # Hosts the program was not told about (smpirun.sh's own --kind): refused, one line.
 rc=0
