@@ -150,7 +150,7 @@ class AllreducePopulation final : public SequentialProtocol {
     for (double& m : mean_) m /= static_cast<double>(alive);
     for (int p : members_) std::copy(mean_.begin(), mean_.end(), x.peer(p).begin());
     effect.bytes = collective_bytes(collective_, alive, x.model_dim);
-    effect.pattern = collective_pattern(collective_, alive, x.model_dim);
+    if (round.links != nullptr) round.links->collective(collective_, members_, x.model_dim);
     return effect;
   }
 
@@ -166,7 +166,7 @@ class AllreducePopulation final : public SequentialProtocol {
     for (std::size_t r = 0; r < members_.size(); ++r)
       std::copy(rows_.begin() + static_cast<std::ptrdiff_t>(r * dim),
                 rows_.begin() + static_cast<std::ptrdiff_t>((r + 1) * dim), x.peer(members_[r]).begin());
-    effect.pattern = collective_pattern(collective_, static_cast<int>(members_.size()), dim, &quantizer_);
+    if (round.links != nullptr) round.links->collective(collective_, members_, dim, &quantizer_);
     return effect;
   }
 

@@ -237,7 +237,6 @@ class ChocoPopulation final : public SequentialProtocol {
     diff_.resize(d);
     q_.resize(d);
     zeros_.assign(d, 0.0);
-    std::size_t busiest = 0, message = 0;
     for (int i = 0; i < n_; ++i) {
       round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
@@ -256,15 +255,14 @@ class ChocoPopulation final : public SequentialProtocol {
         if (!round.alive[static_cast<std::size_t>(k)]) continue;
         int& last = last_sent(i, k);
         const bool current = last == updated_[static_cast<std::size_t>(i)];
-        sent += current ? bytes_.size() + (decodes ? 0 : 8 * d) : 8 * d;
+        const std::size_t message = current ? bytes_.size() + (decodes ? 0 : 8 * d) : 8 * d;
+        sent += message;
+        round.send(i, k, static_cast<double>(message));
         last = t;
       }
       updated_[static_cast<std::size_t>(i)] = t;
       effect.bytes += sent;
-      busiest = std::max(busiest, sent);
-      message = bytes_.size();
     }
-    effect.pattern = {1, static_cast<double>(message), static_cast<double>(busiest)};
   }
 
   // The last round `sender` sent to `receiver` (0: never), to be updated: a sorted

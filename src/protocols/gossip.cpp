@@ -177,7 +177,6 @@ class GossipPopulation final : public SequentialProtocol {
     auto old = [&](int j) { return std::span<const double>(old_.data() + static_cast<std::size_t>(j) * d, d); };
     value_.resize(d);
     RoundEffect effect;
-    std::size_t busiest = 0;
     cache(g, round.seed);
     MixingRow changed;
     for (int i = 0; i < x.n; ++i) {
@@ -201,11 +200,12 @@ class GossipPopulation final : public SequentialProtocol {
       std::size_t sent = 0;
       const std::vector<int>& outs = rows_.empty() ? (outs_scratch_ = g.out_neighbours(t, i)) : outs_[static_cast<std::size_t>(i)];
       for (int j : outs)
-        if (round.alive[static_cast<std::size_t>(j)]) sent += message;
+        if (round.alive[static_cast<std::size_t>(j)]) {
+          sent += message;
+          round.send(i, j, static_cast<double>(message));
+        }
       effect.bytes += sent;
-      busiest = std::max(busiest, sent);
     }
-    effect.pattern = {1, static_cast<double>(message), static_cast<double>(busiest)};
     wait_on_silent_sources(round, x.n, [&](int i) { return g.in_neighbours(t, i); });
     return effect;
   }

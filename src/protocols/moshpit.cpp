@@ -194,6 +194,7 @@ class MoshpitPopulation final : public SequentialProtocol {
     if (key_update_ == KeyUpdate::axis) wait_on_lost_lines(round);
     const auto [sorted, starts] = groups(round);
     RoundEffect effect;
+    PopulationGroups::begin_round(round);
     for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
       round.poll(static_cast<int>(b));
       const std::span<const int> members = sorted.subspan(static_cast<std::size_t>(starts[b]),

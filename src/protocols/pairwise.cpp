@@ -172,6 +172,7 @@ class PairwisePopulation final : public SequentialProtocol {
       if (j < 0) continue;
       if (i < j) ++effect.groups;
       effect.bytes += message;
+      round.send(j, i, static_cast<double>(message));
       const std::span<const double> mine(old_.data() + static_cast<std::size_t>(i) * d, d);
       const std::span<const double> theirs(old_.data() + static_cast<std::size_t>(j) * d, d);
       std::span<const double> v = theirs;
@@ -183,7 +184,6 @@ class PairwisePopulation final : public SequentialProtocol {
       }
       for (std::size_t c = 0; c < d; ++c) x.peer(i)[c] = (mine[c] + v[c]) / 2.0;
     }
-    effect.pattern = {1, static_cast<double>(message), static_cast<double>(message)};
     return effect;
   }
 

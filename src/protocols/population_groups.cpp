@@ -33,7 +33,7 @@ void PopulationGroups::average(std::span<const int> group, Population& x, const 
   if (n < std::max(2, min_group_size_)) return;
   if (quantizer_.spec().kind != QuantizerKind::none) {
     average_coded(members, x, round, effect);
-    effect.pattern.merge(butterfly_pattern(n, x.dim, &quantizer_));
+    charge(members, x, round);
     return;
   }
   if (any_failed) {
@@ -42,7 +42,25 @@ void PopulationGroups::average(std::span<const int> group, Population& x, const 
     average_all(members, x);
     effect.bytes += 16ull * x.model_dim * static_cast<std::uint64_t>(n - 1);
   }
-  effect.pattern.merge(butterfly_pattern(n, x.model_dim));
+  charge(members, x, round);
+}
+
+// The group's messages, as ButterflyAllreduce sends them: member k's part goes to
+// it from every other alive member, and back. A failed member sends nothing.
+void PopulationGroups::charge(std::span<const int> members, const Population& x, const PopulationRound& round) {
+  if (round.links == nullptr) return;
+  const int n = static_cast<int>(members.size());
+  const bool coded = quantizer_.spec().kind != QuantizerKind::none;
+  senders_.clear();
+  parts_.clear();
+  for (int k = 0; k < n; ++k) {
+    const int peer = members[static_cast<std::size_t>(k)];
+    if (!round.alive[static_cast<std::size_t>(peer)]) continue;
+    senders_.push_back(peer);
+    const std::size_t size = butterfly_part(coded ? static_cast<std::size_t>(x.dim) : x.model_dim, n, k).size();
+    parts_.push_back(coded ? static_cast<double>(quantizer_.encoded_bytes(size)) : 8.0 * static_cast<double>(size));
+  }
+  round.links->butterfly(senders_, parts_);
 }
 
 // Nobody failed: every coordinate becomes the members' mean, summed in member order

@@ -24,6 +24,10 @@ class PopulationGroups {
   // time in `effect`; under a waiting policy cuts its late members first and sets
   // its alive members' round.work.
   void average(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
+  // Before a round's groups: they run side by side, each a butterfly's two steps.
+  static void begin_round(const PopulationRound& round) {
+    if (round.links != nullptr) round.links->phase(2);
+  }
 
  private:
   void average_all(std::span<const int> members, Population& x);
@@ -31,6 +35,7 @@ class PopulationGroups {
   void average_coded(std::span<const int> members, Population& x, const PopulationRound& round, RoundEffect& effect);
   int note_fates(std::span<const int> members, const Population& x, const PopulationRound& round);
   void reduce_coded(std::span<const int> members, int p, Part part, const ButterflyCoding& coding);
+  void charge(std::span<const int> members, const Population& x, const PopulationRound& round);
 
   FailureSemantics semantics_;
   int min_group_size_;
@@ -39,7 +44,8 @@ class PopulationGroups {
   std::vector<double> decoded_;
   std::vector<double> sum_, before_;
   std::vector<MemberFate> fates_;
-  std::vector<int> contributors_;
+  std::vector<int> contributors_, senders_;
+  std::vector<double> parts_;
   LateCut cut_;
 };
 

@@ -96,16 +96,19 @@ class PushSumPopulation final : public SequentialProtocol {
     for (std::size_t k = 0; k < z.values.size(); ++k) mass_[k / d * (d + 1) + k % d] += z.values[k] - last_[k];
     sent_ = mass_;  // each alive peer's mass times its share
     RoundEffect effect;
-    int busiest = 0;
+    const double message = 8.0 * static_cast<double>(z.model_dim + 1);
     for (int i = 0; i < n; ++i) {
       round.poll(i);
       if (!round.alive[static_cast<std::size_t>(i)]) continue;
       int outs = 0;
-      for (int j : g.out_neighbours(t, i)) outs += round.alive[static_cast<std::size_t>(j)];
+      for (int j : g.out_neighbours(t, i))
+        if (round.alive[static_cast<std::size_t>(j)]) {
+          ++outs;
+          round.send(i, j, message);
+        }
       const double share = 1.0 / static_cast<double>(outs + 1);
       for (double& v : row(sent_, i, d)) v *= share;
       effect.bytes += 8 * (z.model_dim + 1) * static_cast<std::uint64_t>(outs);
-      busiest = std::max(busiest, outs);
     }
     for (int i = 0; i < n; ++i) {
       round.poll(i);
@@ -125,8 +128,6 @@ class PushSumPopulation final : public SequentialProtocol {
     for (int i = 0; i < n; ++i)
       for (std::size_t c = 0; c < d; ++c) z.peer(i)[c] = row(mass_, i, d)[c] / row(mass_, i, d)[d];
     last_ = z.values;
-    const double message = 8.0 * static_cast<double>(z.model_dim + 1);
-    effect.pattern = {1, message, message * busiest};
     return effect;
   }
 

@@ -76,6 +76,7 @@ class RandomGroupsPopulation final : public SequentialProtocol {
     const int r = random_group_count(count, group_size_);
     const int full = std::min(count, r * group_size_);
     RoundEffect effect;
+    PopulationGroups::begin_round(round);
     for (int g = 0; g < r; ++g) {
       round.poll(g);
       members_.assign(order.begin() + std::min(count, g * group_size_), order.begin() + std::min(full, (g + 1) * group_size_));

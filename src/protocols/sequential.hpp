@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "protocols/time_model.hpp"
+#include "protocols/link_loads.hpp"
 #include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 
@@ -52,8 +52,6 @@ struct RoundEffect {
   int decode_failures = 0;
   int late = 0;  // peers a waiting policy left behind
   std::uint64_t bytes = 0;
-  // The round's messages, for its α–β time estimate (protocols/time_model.hpp).
-  MessagePattern pattern;
 };
 
 // One round of the whole population. `alive` holds failures.alive(t, i) for every
@@ -75,6 +73,14 @@ struct PopulationRound {
   // late cut short).
   const Arrivals* arrivals = nullptr;
   std::span<double> work = {};
+  // Where the protocol charges its messages, by endpoint, for the round's time
+  // (null: time not wanted).
+  LinkLoads* links = nullptr;
+
+  // A message from `from` to `to`, charged to the round's current phase.
+  void send(int from, int to, double bytes) const {
+    if (links != nullptr) links->send(from, to, bytes);
+  }
 
   // Called in a protocol's per-peer loops, so that a long round (millions of
   // peers, a complete graph) answers a stop within a fraction of a second. Cheap:

@@ -111,7 +111,6 @@ class SgpPaperPopulation final : public SequentialProtocol {
     old_ = x.values;
     auto alive = [&](int j) { return round.alive[static_cast<std::size_t>(j)] != 0; };
     RoundEffect effect;
-    std::size_t busiest = 0;  // distinct peers the busiest one sends to or receives from
     for (int i = 0; i < x.n; ++i) {
       round.poll(i);
       if (!alive(i)) continue;
@@ -121,12 +120,8 @@ class SgpPaperPopulation final : public SequentialProtocol {
       const std::size_t received = others_.size();
       pull_mean(sources_, [&](int j) { return old_.data() + static_cast<std::size_t>(j) * d; }, x.peer(i), sum_);
       effect.bytes += 8 * d * received;
-      sgp_paper_sinks(x.n, round.t, i, sources_);
-      keep_alive(sources_, i, alive);
-      distinct_others(sources_, i, others_);
-      busiest = std::max({busiest, received, others_.size()});
+      for (int j : others_) round.send(j, i, 8.0 * static_cast<double>(d));
     }
-    effect.pattern = {1, 8.0 * static_cast<double>(d), 8.0 * static_cast<double>(d * busiest)};
     return effect;
   }
 

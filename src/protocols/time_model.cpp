@@ -38,10 +38,6 @@ const Factor& factor(double message) {
   return kFactors.back();
 }
 
-// Every flow sends 5% of its bytes back, as TCP acknowledgements (SimGrid's
-// network/crosstraffic), over the links its data uses.
-constexpr double kAcknowledgements = 1.05;
-
 int ceil_log2(int n) {
   int k = 0;
   while ((1 << k) < n) ++k;
@@ -49,6 +45,11 @@ int ceil_log2(int n) {
 }
 
 }  // namespace
+
+SmpiFactors smpi_factors(double message) {
+  const Factor& f = factor(message);
+  return {f.latency, f.bandwidth};
+}
 
 double PlatformModel::speed_of(int host) const {
   if (listed_speeds != nullptr) return (*listed_speeds)[static_cast<std::size_t>(host)];
@@ -78,16 +79,6 @@ Hosts::Hosts(const PlatformModel& platform, int n_peers, bool speeds, const std:
     poll(i);
     bandwidths_[i] = platform.bandwidth_of(static_cast<int>(i));
   }
-}
-
-PlatformModel Hosts::round_platform(std::span<const std::uint8_t> alive) const {
-  PlatformModel p = platform_;
-  if (bandwidths_.empty()) return p;
-  double slowest = HUGE_VAL;
-  for (std::size_t i = 0; i < bandwidths_.size(); ++i)
-    if (alive[i]) slowest = std::min(slowest, bandwidths_[i]);
-  if (slowest < HUGE_VAL) p.bandwidth = slowest;
-  return p;
 }
 
 double Hosts::bytes(const PlatformModel& platform, int n_peers, bool speeds) {
@@ -173,21 +164,12 @@ RoundTime round_time(const MessagePattern& pattern, double bytes, const Platform
   const GeoTransfer shared = link.regions > 1 ? geo_transfer(pattern, per_step, link)
                                               : GeoTransfer{per_step / link.backbone, 0.0};
   const double on_backbone = shared.backbone, on_wan = shared.wan;
-  const double worst = std::max({on_link, on_backbone, on_wan});
+  // A message held back by its TCP window is charged to the link it crosses.
+  const double windowed = pattern.message * 2 * link.latency() / kTcpWindow / kAcknowledgements;
+  const double worst = std::max({on_link, on_backbone, on_wan, windowed});
   const double transfer = pattern.steps * kAcknowledgements * worst / f.bandwidth;
   (worst == on_link ? r.link_transfer : worst == on_backbone ? r.backbone_transfer : r.wan_transfer) = transfer;
   return r;
-}
-
-double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const PlatformModel& link) {
-  if (pattern.steps <= 0) return 0.0;
-  const Factor& f = factor(pattern.message);
-  const double per_step = static_cast<double>(bytes) / pattern.steps;
-  const GeoTransfer shared = link.regions > 1 ? geo_transfer(pattern, per_step, link)
-                                              : GeoTransfer{per_step / link.backbone, 0.0};
-  const double transfer =
-      kAcknowledgements * std::max({pattern.busiest / link.bandwidth, shared.backbone, shared.wan}) / f.bandwidth;
-  return pattern.steps * (f.latency * link.latency() + transfer);
 }
 
 }  // namespace avb

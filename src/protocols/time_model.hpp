@@ -1,14 +1,15 @@
-// The sequential engine's time column: an α–β estimate of each round on
-// scripts/platform.py's default cluster, under SMPI's default network model.
+// The platform a run simulates (hosts, links, backbones, regions), SMPI's network
+// factors, and the estimate of a round's time before a run starts: its message
+// pattern (steps, largest message, busiest peer's bytes) and all bytes through the
+// shared backbone, an upper bound the run's resource check uses. The sequential
+// engine's time column follows each message instead (protocols/link_loads.hpp).
 //
 // A message crosses the sender's link, the backbone and the receiver's link, so
 // its latency is alpha = 2 lat + backbone lat; SMPI scales the latency and the
 // bandwidth of a message of m bytes by piecewise factors of m (smpi/lat-factor,
-// smpi/bw-factor, SimGrid's defaults). A round is `steps` steps of messages of at
-// most m bytes, in each of which the busiest peer moves b bytes and all peers
-// together B / steps (B the round's bytes) through the shared backbone:
+// smpi/bw-factor, SimGrid's defaults):
 //   step = lat_factor(m) alpha + max(b / bw, (B / steps) / backbone bw) / bw_factor(m)
-// It is an estimate: SMPI (the smpi engine) stays the reference for simulated time.
+// SMPI (the smpi engine) stays the reference for simulated time.
 #pragma once
 
 #include <cstddef>
@@ -74,9 +75,9 @@ class Hosts {
   const PlatformModel& platform() const { return platform_; }
   bool uniform_speed() const { return speeds_.empty(); }
   double speed(int i) const { return speeds_.empty() ? platform_.host_speed : speeds_[static_cast<std::size_t>(i)]; }
-  // The platform of a round among the peers `alive` marks: its slowest link as
-  // every peer's, since a round's busiest exchange waits for it.
-  PlatformModel round_platform(std::span<const std::uint8_t> alive) const;
+  double bandwidth(int i) const {
+    return bandwidths_.empty() ? platform_.bandwidth : bandwidths_[static_cast<std::size_t>(i)];
+  }
   // The bytes it holds.
   static double bytes(const PlatformModel& platform, int n_peers, bool speeds = true);
 
@@ -88,7 +89,21 @@ class Hosts {
 // The slowest host and link of the platform's first n hosts (the estimate's bounds).
 PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers);
 
-// A round's messages, as its protocol sends them.
+// SMPI's piecewise factors for a message of m bytes (SimGrid's default
+// smpi/lat-factor and smpi/bw-factor), and the share of every flow that TCP
+// acknowledgements send back over the same links (network/crosstraffic).
+struct SmpiFactors {
+  double latency, bandwidth;
+};
+SmpiFactors smpi_factors(double message);
+inline constexpr double kAcknowledgements = 1.05;
+// SimGrid's TCP window (network/TCP-gamma, bytes): a flow whose route has a
+// latency of l seconds (before the factor) goes no faster than gamma / (2 l), which
+// binds across a wide-area link (40 ms: 51 MB/s) and nowhere inside a cluster.
+inline constexpr double kTcpWindow = 4194304;
+
+// A round's messages, as its protocol sends them (the estimate's bound, before a
+// run; the sequential engine follows each message: protocols/link_loads.hpp).
 struct MessagePattern {
   int steps = 0;         // one after another (a step's messages travel at once)
   double message = 0.0;  // bytes of the largest message
@@ -116,7 +131,5 @@ struct RoundTime {
 };
 RoundTime round_time(const MessagePattern& pattern, double bytes, const PlatformModel& link = {});
 
-// The round's estimated duration; `bytes`: what all peers sent in it.
-double round_seconds(const MessagePattern& pattern, std::uint64_t bytes, const PlatformModel& link = {});
 
 }  // namespace avb

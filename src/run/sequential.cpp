@@ -159,18 +159,11 @@ std::uint64_t load_population_joiners(const std::vector<int>& donors, Population
   return bytes;
 }
 
-double load_seconds(const std::vector<int>& donors, std::size_t model_dim, const PlatformModel& platform) {
-  std::unordered_map<int, int> loads;  // per donor
-  int most = 0;
-  std::uint64_t bytes = 0;
-  for (int donor : donors) {
-    if (donor < 0) continue;
-    most = std::max(most, ++loads[donor]);
-    bytes += sizeof(double) * model_dim;
-  }
-  if (bytes == 0) return 0.0;
+double load_seconds(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links) {
   const double message = sizeof(double) * static_cast<double>(model_dim);
-  return round_seconds(MessagePattern{1, message, most * message}, bytes, platform);
+  for (std::size_t p = 0; p < donors.size(); ++p)
+    if (donors[p] >= 0) links.send(donors[p], static_cast<int>(p), message);
+  return links.take_seconds();
 }
 
 namespace {
@@ -189,12 +182,13 @@ class WorkClock {
 
   // Round t's view for the protocol, each peer's work set to its arrival.
   PopulationRound begin(int t, std::uint64_t seed, const FailureModel& failures, std::span<const std::uint8_t> alive,
-                        const std::atomic<bool>* stop) {
+                        const std::atomic<bool>* stop, LinkLoads& links) {
     for (std::size_t i = 0; i < work_.size(); ++i) {
       if ((i & 65535) == 0) check_stop(stop);  // millions of lognormal draws take a second
       work_[i] = arrivals_.at(t, static_cast<int>(i));
     }
-    return PopulationRound{t, seed, failures, alive, detection.begin_round(), stop, waits_ ? &arrivals_ : nullptr, work_};
+    return PopulationRound{t,    seed, failures, alive, detection.begin_round(), stop, waits_ ? &arrivals_ : nullptr,
+                           work_, &links};
   }
   // Seconds the round's latest alive peer spends beside the messages.
   double end(std::span<const std::uint8_t> alive) {
@@ -232,6 +226,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
   WorkClock clock(options, seed, n, hosts);
+  LinkLoads links(hosts, n);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -242,10 +237,10 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     const std::vector<int> donors = failures.donors(t);
     const std::uint64_t joined = load_population_joiners(donors, x);
     const int alive_count = failures.alive_mask(t, alive);
-    const double loading = joined > 0 ? load_seconds(donors, x.model_dim, hosts.round_platform(alive)) : 0.0;
+    const double loading = joined > 0 ? load_seconds(donors, x.model_dim, links) : 0.0;
     RoundEffect effect;
     try {
-      effect = protocol->step(x, clock.begin(t, seed, failures, alive, stop));
+      effect = protocol->step(x, clock.begin(t, seed, failures, alive, stop, links));
     } catch (const StopRequested&) {  // the round is dropped: the rows so far stand
       record.complete = false;
       break;
@@ -259,8 +254,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.decode_failures = effect.decode_failures;
     row.late = effect.late;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + loading + clock.end(alive) +
-               round_seconds(effect.pattern, effect.bytes, hosts.round_platform(alive));
+    row.time = previous.time + loading + clock.end(alive) + links.take_seconds();
     row.detection_time = clock.detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);

@@ -88,9 +88,9 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n_
 // sim/churn.hpp's load_joiners does across ranks); `donors` is
 // FailureModel::donors(t). Returns the bytes moved.
 std::uint64_t load_population_joiners(const std::vector<int>& donors, Population& x);
-// The seconds those loads take on `platform`: one step in which each donor sends
-// its vector of `model_dim` doubles to every joiner that chose it.
-double load_seconds(const std::vector<int>& donors, std::size_t model_dim, const PlatformModel& platform);
+// The seconds those loads take: one step in which each donor sends its vector of
+// `model_dim` doubles to every joiner that chose it.
+double load_seconds(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links);
 
 // One trial, as run_averaging_sequential records it; `stop` is polled once per round.
 TrialRecord run_sequential_trial(const AveragingOptions& options, int n_peers, int trial,

@@ -32,7 +32,7 @@ class PopulationSgd {
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
                 const Hosts& hosts)
       : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
-        hosts_(hosts), detection_(n, options.detection_timeout),
+        hosts_(hosts), links_(hosts, n), detection_(n, options.detection_timeout),
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(trial_failures(options, seed_, n)),
@@ -85,7 +85,7 @@ class PopulationSgd {
     for (std::size_t i = 0; i < donors.size(); ++i)
       if (donors[i] >= 0) peer(velocity_, static_cast<int>(i)).setZero();
     failures_.alive_mask(r, alive_);
-    if (loaded > 0) time_ += load_seconds(donors, x_.model_dim, hosts_.round_platform(alive_));
+    if (loaded > 0) time_ += load_seconds(donors, x_.model_dim, links_);
     step_seconds_ = compute_.seconds(alive_);
   }
 
@@ -104,7 +104,9 @@ class PopulationSgd {
   }
 
   void round(int r) {
-    const RoundEffect effect = protocol_->step(x_, PopulationRound{r, seed_, failures_, alive_, detection_.begin_round(), stop_flag_});
+    PopulationRound view{r, seed_, failures_, alive_, detection_.begin_round(), stop_flag_};
+    view.links = &links_;
+    const RoundEffect effect = protocol_->step(x_, view);
     groups_ += effect.groups;
     failed_groups_ += effect.failed_groups;
     decode_failures_ += effect.decode_failures;
@@ -113,7 +115,7 @@ class PopulationSgd {
     // The round's local steps were charged at the slowest peer's pace; a peer that
     // waited out a failure may end the round later than that (ComputeClock::slowest).
     time_ += compute_.slowest(alive_, detection_, o_.local_steps) - o_.local_steps * step_seconds_ +
-             round_seconds(effect.pattern, effect.bytes, hosts_.round_platform(alive_));
+             links_.take_seconds();
     rounds_done_ = r;
   }
 
@@ -159,6 +161,7 @@ class PopulationSgd {
   const TrainingMetrics metrics_;
   const std::atomic<bool>* stop_flag_;
   const Hosts& hosts_;
+  LinkLoads links_;
   DetectionClock detection_;
   const ComputeClock compute_;  // --step-flops
   const int n_;

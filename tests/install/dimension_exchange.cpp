@@ -61,7 +61,8 @@ class SequentialDimensionExchange final : public avb::SequentialProtocol {
       for (std::size_t k = 0; k < a.size(); ++k) a[k] = b[k] = 0.5 * (a[k] + b[k]);
       effect.groups += 1;
       effect.bytes += 2 * x.model_dim * sizeof(double);
-      effect.pattern.merge({.steps = 1, .message = message, .busiest = message});
+      round.send(i, j, message);  // charged to the round's time by endpoint
+      round.send(j, i, message);
     }
     return effect;
   }

@@ -37,6 +37,7 @@ declare -A platforms=(
   [cloud3]="--kind cloud --speed-seed 3|--platform cloud --speed-seed 3"
   [geo]="--kind geo|--platform geo"
   [geo-slow-wan]="--kind geo --regions 8 --wan-bw 100MBps|--platform geo --regions 8 --wan-bandwidth 1e8"
+  [geo2-slow-wan]="--kind geo --regions 2 --wan-bw 100MBps|--platform geo --regions 2 --wan-bandwidth 1e8"
 )
 configs=(
   "64 100000 moshpit --grid 8x8"
@@ -63,6 +64,9 @@ configs=(
   "64 1000 moshpit --grid 8x8 --fail-rate 0.02 --detection-timeout 0.25 @geo"
   "64 1000 gossip --topology exp @geo"
   "64 100000 random-groups --group-size 16 @geo-slow-wan"
+  "4 1 pushsum --model-dim 12800000 @geo"
+  "16 1 pushsum --model-dim 12800000 @geo"
+  "16 1 allreduce --collective ring --model-dim 12800000 @geo2-slow-wan"
   "64 100000 moshpit --grid 8x8 --failure churn --fail-rate 0.05 --join-rate 0.3"
   "64 1000 gossip --topology exp --failure churn --fail-rate 0.05 --join-rate 0.3 --detection-timeout 0.1"
 )

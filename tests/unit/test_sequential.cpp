@@ -102,7 +102,6 @@ TEST_P(SequentialForm, EveryPeerHasTheOraclesBitsAfterEveryRound) {
         ASSERT_EQ(got.failed_groups, want.failed_groups) << where;
         ASSERT_EQ(got.decode_failures, want.decode_failures) << where;
         ASSERT_EQ(got.bytes, want.bytes) << where;
-        EXPECT_GE(round_seconds(got.pattern, got.bytes), 0.0) << where;
         for (int i = 0; i < n; ++i)
           for (int k = 0; k < options.dim; ++k)
             ASSERT_TRUE(same_bits(x.peer(i)[static_cast<std::size_t>(k)], expected[i][k]))
@@ -166,10 +165,15 @@ TEST(QuantizedButterfly, Fp16SendsAQuarterOfTheBytesAndRoundsTheValues) {
   const auto pa = make_sequential_protocol(plain.protocol, n), pb = make_sequential_protocol(coded.protocol, n);
   pa->begin_trial(a, 7);
   pb->begin_trial(b, 7);
-  const RoundEffect ea = pa->step(a, PopulationRound{1, 7, failures, alive});
-  const RoundEffect eb = pb->step(b, PopulationRound{1, 7, failures, alive});
+  const Hosts hosts(PlatformModel{}, n);
+  LinkLoads ta(hosts, n), tb(hosts, n);
+  PopulationRound ra{1, 7, failures, alive}, rb{1, 7, failures, alive};
+  ra.links = &ta;
+  rb.links = &tb;
+  const RoundEffect ea = pa->step(a, ra);
+  const RoundEffect eb = pb->step(b, rb);
   EXPECT_EQ(ea.bytes, 4 * eb.bytes);
-  EXPECT_LT(eb.pattern.message, ea.pattern.message);
+  EXPECT_LT(tb.take_seconds(), ta.take_seconds());
   int differ = 0;
   for (std::size_t k = 0; k < a.values.size(); ++k) {
     differ += same_bits(a.values[k], b.values[k]) ? 0 : 1;
@@ -361,11 +365,7 @@ TEST(Hosts, LognormalHostsAreThePlatformFilesOnes) {
   EXPECT_EQ(cloud.bandwidth_of(3), 166803629.38763258);
   const Hosts hosts(cloud, 4);
   EXPECT_EQ(hosts.speed(1), cloud.speed_of(1));
-  // The round's platform: its slowest alive link.
-  std::vector<std::uint8_t> alive(4, 1);
-  EXPECT_EQ(hosts.round_platform(alive).bandwidth, 133287540.6445245);
-  alive[0] = 0;
-  EXPECT_EQ(hosts.round_platform(alive).bandwidth, 148328531.30665526);
+  EXPECT_EQ(hosts.bandwidth(3), cloud.bandwidth_of(3));
   EXPECT_EQ(slowest_hosts(cloud, 4).host_speed, 396549894.5493077);
   EXPECT_EQ(slowest_hosts(cloud, 4).bandwidth, 133287540.6445245);
   // Work waits for the slowest alive host.
@@ -384,31 +384,30 @@ TEST(SequentialRun, RefusesAProtocolWithoutASequentialForm) {
 
 // platform.py's geo: every step crosses a region boundary, so it pays the other
 // backbone's and the wide-area link's latency; the busiest wide-area link carries
-// a whole message or 2/R^2 of the step's bytes. round_time (the estimate's causes)
-// and round_seconds (the time column) agree, and one region is the cluster.
+// a whole message or 2/R^2 of the step's bytes (the run's estimate, before it
+// starts; one region is the cluster).
 TEST(GeoPlatform, StepsCrossRegionsAndTheWideAreaLinkBoundsBigSteps) {
   MessagePattern small{3, 800, 800}, big{4, 8e6, 8e6};
   PlatformModel cluster, geo;
   geo.regions = 4;
   for (const auto& [pattern, bytes] : {std::pair{small, 64 * 800.0}, std::pair{big, 64 * 8e6}}) {
     const RoundTime c = round_time(pattern, bytes, cluster), g = round_time(pattern, bytes, geo);
-    EXPECT_DOUBLE_EQ(g.total(), round_seconds(pattern, static_cast<std::uint64_t>(bytes), geo));
-    EXPECT_DOUBLE_EQ(c.total(), round_seconds(pattern, static_cast<std::uint64_t>(bytes), cluster));
     EXPECT_EQ(c.wan_latency + c.wan_transfer, 0.0);
     EXPECT_DOUBLE_EQ(g.backbone_latency, 2 * c.backbone_latency);
     EXPECT_DOUBLE_EQ(g.wan_latency / g.backbone_latency, geo.wan_latency / (2 * geo.backbone_latency));
   }
   // 8 MB messages, 128 MB a step over 4 regions: 16 MB on the busiest wide-area
-  // link, against 8 MB on a peer's link at a tenth of the bandwidth.
-  geo.wan_bandwidth = 1e8;
+  // link, against 8 MB on a peer's link at a twentieth of the bandwidth (and more
+  // than the TCP window lets one message take: 8e6 x 2 x 41.1 ms / 4 MiB).
+  geo.wan_bandwidth = 5e7;
   const RoundTime slow = round_time(big, 64 * 8e6, geo);
-  geo.wan_bandwidth = 2e8;
+  geo.wan_bandwidth = 1e8;
   const RoundTime fast = round_time(big, 64 * 8e6, geo);
   EXPECT_GT(slow.wan_transfer, 0.0);
   EXPECT_EQ(slow.link_transfer + slow.backbone_transfer, 0.0);
   EXPECT_DOUBLE_EQ(slow.wan_transfer, 2 * fast.wan_transfer);
   EXPECT_DOUBLE_EQ(slow.wan_transfer / round_time(big, 64 * 8e6, cluster).link_transfer,
-                   (16e6 / 1e8) / (8e6 / cluster.bandwidth));
+                   (16e6 / 5e7) / (8e6 / cluster.bandwidth));
 }
 
 }  // namespace

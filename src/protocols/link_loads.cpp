@@ -1,0 +1,210 @@
+#include "protocols/link_loads.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "protocols/butterfly_allreduce.hpp"
+#include "protocols/compress.hpp"
+#include "protocols/doubling_allreduce.hpp"
+#include "protocols/ring_allreduce.hpp"
+
+namespace avb {
+
+namespace {
+
+// Pairs of regions kept in a table up to this many regions, in a map beyond.
+constexpr int kDenseRegions = 256;
+
+}  // namespace
+
+LinkLoads::LinkLoads(const Hosts& hosts, int n_peers)
+    : hosts_(hosts),
+      platform_(hosts.platform()),
+      n_(n_peers),
+      regions_(std::max(1, hosts.platform().regions)),
+      out_(static_cast<std::size_t>(n_peers), 0.0F),
+      in_(static_cast<std::size_t>(n_peers), 0.0F),
+      backbone_(static_cast<std::size_t>(regions_), 0.0) {
+  if (regions_ > 1 && regions_ <= kDenseRegions) wan_.assign(static_cast<std::size_t>(regions_) * regions_, 0.0);
+}
+
+double LinkLoads::bytes(const PlatformModel& platform, int n_peers) {
+  const double regions = std::max(1, platform.regions);
+  const double pairs = regions > 1 && regions <= kDenseRegions ? regions * regions : 0.0;
+  // out and in, the touched hosts (at most every host once), backbones, pairs
+  return n_peers * (4.0 + 4.0 + 4.0) + 12.0 * regions + 8.0 * pairs;
+}
+
+int LinkLoads::region(int peer) const {
+  if (regions_ == 1) return 0;
+  // platform.py's blocks: region k holds ranks floor(k N / R) .. floor((k + 1) N / R) - 1
+  return static_cast<int>(((static_cast<std::int64_t>(peer) + 1) * regions_ - 1) / n_);
+}
+
+void LinkLoads::phase(int repeats) {
+  close_phase();
+  repeats_ = repeats;
+}
+
+void LinkLoads::load_host(int peer, double out, double in) {
+  const auto i = static_cast<std::size_t>(peer);
+  if (out_[i] == 0.0F && in_[i] == 0.0F) touched_hosts_.push_back(peer);
+  out_[i] += static_cast<float>(out);
+  in_[i] += static_cast<float>(in);
+  busiest_ = std::max(busiest_, static_cast<double>(std::max(out_[i], in_[i])) / hosts_.bandwidth(peer));
+}
+
+void LinkLoads::load_backbone(int region, double bytes) {
+  double& load = backbone_[static_cast<std::size_t>(region)];
+  if (load == 0.0) touched_regions_.push_back(region);
+  load += bytes;
+  busiest_ = std::max(busiest_, load / platform_.backbone);
+}
+
+void LinkLoads::load_wan(int a, int b, double bytes) {
+  if (a > b) std::swap(a, b);
+  double& load = wan_.empty() ? wan_map_[static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)]
+                              : wan_[static_cast<std::size_t>(a) * static_cast<std::size_t>(regions_) + static_cast<std::size_t>(b)];
+  load += bytes;
+  busiest_ = std::max(busiest_, load / platform_.wan_bandwidth);
+  crosses_ = true;
+}
+
+double LinkLoads::route_latency(bool crosses) const {
+  const double local = 2 * platform_.link_latency + platform_.backbone_latency;
+  return crosses ? local + platform_.backbone_latency + platform_.wan_latency : local;
+}
+
+void LinkLoads::note_message(double bytes, bool crosses, double pieces) {
+  message_ = std::max(message_, bytes / pieces);
+  windowed_ = std::max(windowed_, bytes / pieces * 2 * route_latency(crosses) / kTcpWindow);
+}
+
+void LinkLoads::send(int from, int to, double bytes, double pieces) {
+  if (bytes <= 0 || from == to) return;
+  load_host(from, bytes, 0.0);
+  load_host(to, 0.0, bytes);
+  const int a = region(from), b = region(to);
+  note_message(bytes, a != b, pieces);
+  load_backbone(a, bytes);
+  if (a == b) return;
+  load_backbone(b, bytes);
+  load_wan(a, b, bytes);
+}
+
+void LinkLoads::butterfly(std::span<const int> members, std::span<const double> parts) {
+  const std::size_t m = members.size();
+  double total = 0.0;
+  for (double part : parts) total += part;
+  if (m < 2 || total <= 0) return;
+  double largest = 0.0;
+  for (std::size_t k = 0; k < m; ++k) {
+    load_host(members[k], total - parts[k], static_cast<double>(m - 1) * parts[k]);
+    largest = std::max(largest, parts[k]);
+  }
+  note_message(largest, false);
+  if (regions_ == 1) {
+    load_backbone(0, static_cast<double>(m - 1) * total);
+    return;
+  }
+  // By region r, with c_r members reducing parts of S_r bytes in all: its backbone
+  // carries what its members send one another, (c_r - 1) S_r, what leaves it,
+  // c_r (S - S_r), and what enters it, (m - c_r) S_r; the link between regions a
+  // and b carries c_a S_b + c_b S_a.
+  by_region_.clear();
+  for (std::size_t k = 0; k < m; ++k) by_region_.emplace_back(region(members[k]), parts[k]);
+  std::sort(by_region_.begin(), by_region_.end());
+  struct Share {
+    int region;
+    double members, bytes;
+  };
+  std::vector<Share> shares;
+  for (const auto& [r, part] : by_region_) {
+    if (shares.empty() || shares.back().region != r) shares.push_back({r, 0.0, 0.0});
+    shares.back().members += 1;
+    shares.back().bytes += part;
+  }
+  note_message(largest, shares.size() > 1);
+  const auto n = static_cast<double>(m);
+  for (std::size_t a = 0; a < shares.size(); ++a) {
+    const Share& s = shares[a];
+    load_backbone(s.region, (s.members - 1) * s.bytes + s.members * (total - s.bytes) + (n - s.members) * s.bytes);
+    for (std::size_t b = a + 1; b < shares.size(); ++b)
+      load_wan(s.region, shares[b].region, s.members * shares[b].bytes + shares[b].members * s.bytes);
+  }
+}
+
+void LinkLoads::collective(Collective c, std::span<const int> members, std::size_t dim, const Quantizer* quantizer) {
+  const int n = static_cast<int>(members.size());
+  if (n < 2) return;
+  if (c == Collective::automatic) c = choose_collective(n, dim);
+  auto encoded = [&](std::size_t doubles) {
+    return quantizer ? static_cast<double>(quantizer->encoded_bytes(doubles)) : 8.0 * static_cast<double>(doubles);
+  };
+  const double vector = encoded(dim), chunk = encoded((dim + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n));
+  auto at = [&](int k) { return members[static_cast<std::size_t>(k)]; };
+  switch (c) {
+    case Collective::butterfly:
+      phase(2);
+      parts_.resize(members.size());
+      for (int k = 0; k < n; ++k) parts_[static_cast<std::size_t>(k)] = encoded(butterfly_part(dim, n, k).size());
+      butterfly(members, parts_);
+      return;
+    case Collective::ring:
+    case Collective::mpi: {  // charged as the ring, as its bytes are
+      // RingAllreduce sends a chunk as segments of at most kDefaultSegment doubles,
+      // all in flight at once; the quantized ring sends it whole.
+      const std::size_t doubles = (dim + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+      const auto pieces =
+          quantizer ? 1.0 : static_cast<double>((doubles + RingAllreduce::kDefaultSegment - 1) / RingAllreduce::kDefaultSegment);
+      phase(2 * (n - 1));
+      for (int k = 0; k < n; ++k) send(at(k), at((k + 1) % n), chunk, std::max(1.0, pieces));
+      return;
+    }
+    case Collective::tree:  // a binomial reduce, then the broadcast down the same edges
+      for (int mask = 1; mask < n; mask <<= 1) {
+        phase(2);
+        for (int r = mask; r < n; r += 2 * mask) send(at(r), at(r - mask), vector);
+      }
+      return;
+    default: {  // recursive doubling; the ranks beyond a power of two fold in first and out last
+      const int p2 = floor_power_of_two(n);
+      if (p2 < n) phase(2);
+      for (int r = p2; r < n; ++r) send(at(r), at(r - p2), vector);
+      for (int mask = 1; mask < p2; mask <<= 1) {
+        phase();
+        for (int r = 0; r < p2; ++r) send(at(r), at(r ^ mask), vector);
+      }
+    }
+  }
+}
+
+void LinkLoads::close_phase() {
+  if (repeats_ > 0 && message_ > 0) {
+    const SmpiFactors f = smpi_factors(message_);
+    seconds_ += repeats_ * (f.latency * route_latency(crosses_) +
+                            std::max(kAcknowledgements * busiest_, windowed_) / f.bandwidth);
+  }
+  for (int peer : touched_hosts_) out_[static_cast<std::size_t>(peer)] = in_[static_cast<std::size_t>(peer)] = 0.0F;
+  for (int r : touched_regions_) backbone_[static_cast<std::size_t>(r)] = 0.0;
+  touched_hosts_.clear();
+  touched_regions_.clear();
+  if (crosses_) {
+    std::fill(wan_.begin(), wan_.end(), 0.0);
+    wan_map_.clear();
+  }
+  repeats_ = 1;
+  message_ = 0.0;
+  crosses_ = false;
+  busiest_ = 0.0;
+  windowed_ = 0.0;
+}
+
+double LinkLoads::take_seconds() {
+  close_phase();
+  const double s = seconds_;
+  seconds_ = 0.0;
+  return s;
+}
+
+}  // namespace avb

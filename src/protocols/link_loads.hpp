@@ -1,0 +1,94 @@
+// The sequential engine's time column, message by message: each round's messages
+// by their endpoints, charged to the links of the platform they cross.
+//
+// A message from peer a to peer b crosses a's link (up), the backbone of a's
+// region, and b's link (down); between regions of geo also the wide-area link of
+// the pair and b's backbone. A round is a sequence of phases, a phase a set of
+// messages that travel at once (a gossip round, a butterfly's reduce-scatter, one
+// step of a ring). Under SMPI's sharing of links among flows a phase lasts about
+// as long as its busiest link needs for what crosses it:
+//   phase = lat_factor(m) latency + ack max_l(bytes_l / bandwidth_l) / bw_factor(m)
+// with m its largest message, latency that of its longest route, and l every
+// host's link (the larger of what it sends and receives: links are split-duplex),
+// every backbone and every wide-area link (both directions share them), or as long
+// as its largest message needs under the TCP window of its route, when that is
+// longer (kTcpWindow).
+// Following the endpoints is what makes a slow host slow only for those who talk
+// to it, and a protocol that keeps its messages inside a region free of the
+// wide-area link.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "protocols/group_allreduce.hpp"
+#include "protocols/time_model.hpp"
+
+namespace avb {
+
+class Quantizer;
+
+class LinkLoads {
+ public:
+  // hosts: the platform's first n_peers hosts (it keeps a reference).
+  LinkLoads(const Hosts& hosts, int n_peers);
+
+  // Starts the round's next phase: the messages sent until the next call travel
+  // at once, and `repeats` phases like it follow one another (a ring's 2(n - 1)
+  // steps, a butterfly's reduce-scatter and all-gather). A round starts with a
+  // phase of 1.
+  void phase(int repeats = 1);
+  // `pieces`: the message travels as that many equal messages at once (a ring's
+  // segments), each with its own TCP window.
+  void send(int from, int to, double bytes, double pieces = 1);
+  // A butterfly all-reduce's step: members[k] reduces a part of parts[k] bytes,
+  // which every other member sends it (the reduce-scatter); the all-gather, its
+  // mirror image, loads every link alike.
+  void butterfly(std::span<const int> members, std::span<const double> parts);
+  // One all-reduce among `members` (in rank order) of a dim-double vector, its
+  // messages encoded by `quantizer` when given: its phases, as the collective
+  // sends them (protocols/group_allreduce.hpp).
+  void collective(Collective c, std::span<const int> members, std::size_t dim, const Quantizer* quantizer = nullptr);
+
+  // The seconds of the phases since the last call; the next starts afresh.
+  double take_seconds();
+
+  // The bytes it holds for n peers on `platform`.
+  static double bytes(const PlatformModel& platform, int n_peers);
+
+ private:
+  void close_phase();
+  int region(int peer) const;
+  double route_latency(bool crosses) const;
+  void load_host(int peer, double out, double in);
+  void load_backbone(int region, double bytes);
+  void load_wan(int a, int b, double bytes);
+  void note_message(double bytes, bool crosses, double pieces = 1);
+
+  const Hosts& hosts_;
+  const PlatformModel& platform_;
+  std::int64_t n_;
+  int regions_;
+  // Bytes a host sends and receives in the open phase (float: a time estimate),
+  // and the hosts and regions it touched (to clear them).
+  std::vector<float> out_, in_;
+  std::vector<int> touched_hosts_, touched_regions_;
+  std::vector<double> backbone_;
+  std::vector<double> wan_;                         // regions^2, when that is small
+  std::unordered_map<std::uint64_t, double> wan_map_;  // otherwise
+  std::vector<std::pair<int, double>> by_region_;  // (region, part) of a butterfly's members
+  std::vector<double> parts_;
+  // The open phase: its repeats, largest message, whether a message leaves its
+  // region, and the seconds its busiest link needs.
+  int repeats_ = 1;
+  double message_ = 0.0;
+  bool crosses_ = false;
+  double busiest_ = 0.0;
+  double windowed_ = 0.0;  // seconds of the message the TCP window holds back most
+  double seconds_ = 0.0;
+};
+
+}  // namespace avb

@@ -1,0 +1,124 @@
+// The sequential engine's time column, message by message (protocols/link_loads.hpp):
+// each phase against its α–β value worked out by hand from the platform, a slow
+// host slowing only its partners, a butterfly charged as its messages, a ring
+// between two regions charged for the two wide-area crossings it makes, and the
+// TCP window across a wide-area link.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "protocols/butterfly_allreduce.hpp"
+#include "protocols/link_loads.hpp"
+
+namespace avb {
+namespace {
+
+// One phase's seconds: latency of the route, the busiest link's bytes (with the
+// acknowledgements) or the TCP window, scaled by SMPI's factors of the message.
+double phase_seconds(double message, double latency, double busiest_seconds, double windowed_seconds = 0) {
+  const SmpiFactors f = smpi_factors(message);
+  return f.latency * latency + std::max(kAcknowledgements * busiest_seconds, windowed_seconds) / f.bandwidth;
+}
+
+PlatformModel geo_with(int regions, double wan_bandwidth) {
+  PlatformModel geo;
+  geo.regions = regions;
+  geo.wan_bandwidth = wan_bandwidth;
+  return geo;
+}
+
+TEST(LinkLoads, OneMessageIsItsAlphaBetaCost) {
+  const PlatformModel cluster;
+  const Hosts hosts(cluster, 4);
+  LinkLoads links(hosts, 4);
+  links.send(0, 1, 8e6);
+  const double latency = 2 * cluster.link_latency + cluster.backbone_latency;
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(8e6, latency, 8e6 / cluster.bandwidth));
+  EXPECT_EQ(links.take_seconds(), 0.0);  // taken: the next round starts afresh
+  // Two phases, the second repeated 3 times; a host's link is split-duplex, so
+  // sending and receiving 1 MB each is 1 MB on it.
+  links.send(0, 1, 1e6);
+  links.send(1, 0, 1e6);
+  links.phase(3);
+  links.send(2, 3, 5e5);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / cluster.bandwidth) +
+                                             3 * phase_seconds(5e5, latency, 5e5 / cluster.bandwidth));
+}
+
+TEST(LinkLoads, ASlowHostSlowsOnlyThoseWhoTalkToIt) {
+  PlatformModel listed;
+  listed.listed_bandwidths = std::make_shared<const std::vector<double>>(std::vector<double>{1e7, 125e6, 125e6, 125e6});
+  const Hosts hosts(listed, 4);
+  LinkLoads links(hosts, 4);
+  const double latency = 2 * listed.link_latency + listed.backbone_latency;
+  links.send(2, 3, 1e6);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / 125e6));
+  links.send(2, 3, 1e6);
+  links.send(1, 0, 1e6);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / 1e7));
+}
+
+// A butterfly's loads in closed form (by region) against its messages one by one.
+TEST(LinkLoads, AButterflyIsChargedAsItsMessages) {
+  const PlatformModel geo = geo_with(5, 3e8);
+  const int n = 40;
+  const Hosts hosts(geo, n);
+  const Stream draws(7, StreamId::group_shuffle);
+  for (int m : {2, 3, 9, 17}) {
+    std::vector<int> peers(n);
+    std::iota(peers.begin(), peers.end(), 0);
+    for (int i = n - 1; i > 0; --i)
+      std::swap(peers[static_cast<std::size_t>(i)],
+                peers[draws.below(static_cast<std::uint64_t>(i) + 1, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(i), 0)]);
+    const std::vector<int> members(peers.begin(), peers.begin() + m);
+    std::vector<double> parts;
+    for (int k = 0; k < m; ++k) parts.push_back(8.0 * static_cast<double>(butterfly_part(100003, m, k).size()));
+    LinkLoads closed(hosts, n), one_by_one(hosts, n);
+    closed.butterfly(members, parts);
+    for (int i = 0; i < m; ++i)
+      for (int k = 0; k < m; ++k)
+        if (i != k) one_by_one.send(members[static_cast<std::size_t>(i)], members[static_cast<std::size_t>(k)], parts[static_cast<std::size_t>(k)]);
+    const double a = closed.take_seconds(), b = one_by_one.take_seconds();
+    EXPECT_NEAR(a, b, 1e-6 * b) << m << " members";
+    EXPECT_GT(a, 0.0);
+  }
+}
+
+// platform.py's geo with 2 regions of 8 peers and a slow wide-area link: a ring
+// all-reduce crosses it twice a step (7 -> 8 and 15 -> 0), each a chunk; the
+// spread estimate of the old model put 8 chunks on it.
+TEST(LinkLoads, ARingBetweenTwoRegionsCrossesTwiceAStep) {
+  const PlatformModel geo = geo_with(2, 1e8);
+  const int n = 16;
+  const Hosts hosts(geo, n);
+  LinkLoads links(hosts, n);
+  std::vector<int> members(n);
+  std::iota(members.begin(), members.end(), 0);
+  const std::size_t dim = 1600000;  // 100,000 doubles a chunk: two segments each
+  links.collective(Collective::ring, members, dim);
+  const double chunk = 8.0 * 100000;
+  const double crossing = 2 * geo.link_latency + 2 * geo.backbone_latency + geo.wan_latency;
+  const double window = chunk / 2 * 2 * crossing / kTcpWindow;  // a segment's
+  EXPECT_DOUBLE_EQ(links.take_seconds(), 2 * (n - 1) * phase_seconds(chunk / 2, crossing, 2 * chunk / 1e8, window));
+}
+
+// A message across regions goes no faster than SimGrid's TCP window over its
+// route's latency: 4 MiB / (2 x 41.1 ms), about 51 MB/s, below a host's 125 MB/s.
+TEST(LinkLoads, TheTcpWindowHoldsBackAMessageBetweenRegions) {
+  const PlatformModel geo = geo_with(4, PlatformModel{}.wan_bandwidth);
+  const Hosts hosts(geo, 4);
+  LinkLoads links(hosts, 4);
+  const double bytes = 102.4e6;
+  links.send(0, 1, bytes);  // one host per region
+  const double crossing = 2 * geo.link_latency + 2 * geo.backbone_latency + geo.wan_latency;
+  const double window = bytes * 2 * crossing / kTcpWindow;
+  EXPECT_GT(window, kAcknowledgements * bytes / geo.bandwidth);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(bytes, crossing, bytes / geo.bandwidth, window));
+}
+
+}  // namespace
+}  // namespace avb
