@@ -7,6 +7,7 @@
 #include "protocols/compress.hpp"
 #include "protocols/doubling_allreduce.hpp"
 #include "protocols/ring_allreduce.hpp"
+#include "sim/fluid.hpp"
 
 namespace avb {
 
@@ -14,6 +15,12 @@ namespace {
 
 // Pairs of regions kept in a table up to this many regions, in a map beyond.
 constexpr int kDenseRegions = 256;
+// Phases of at most this many messages are simulated flow by flow.
+constexpr std::size_t kFluidMessages = 4096;
+// ... and when their transfer takes more than this share of their latency.
+constexpr double kFluidShare = 0.01;
+// SMPI's network/weight-S (bytes): a flow's penalty adds it over each link's bandwidth.
+constexpr double kWeightS = 8775;
 
 }  // namespace
 
@@ -80,8 +87,19 @@ void LinkLoads::note_message(double bytes, bool crosses, double pieces) {
   windowed_ = std::max(windowed_, bytes / pieces * 2 * route_latency(crosses) / kTcpWindow);
 }
 
+void LinkLoads::record(int from, int to, double bytes, double pieces) {
+  if (too_many_) return;
+  if (messages_.size() >= kFluidMessages) {
+    too_many_ = true;
+    messages_.clear();
+    return;
+  }
+  messages_.push_back({from, to, bytes, pieces});
+}
+
 void LinkLoads::send(int from, int to, double bytes, double pieces) {
   if (bytes <= 0 || from == to) return;
+  record(from, to, bytes, pieces);
   load_host(from, bytes, 0.0);
   load_host(to, 0.0, bytes);
   const int a = region(from), b = region(to);
@@ -97,6 +115,13 @@ void LinkLoads::butterfly(std::span<const int> members, std::span<const double> 
   double total = 0.0;
   for (double part : parts) total += part;
   if (m < 2 || total <= 0) return;
+  if (!too_many_ && messages_.size() + m * (m - 1) > kFluidMessages) {
+    too_many_ = true;
+    messages_.clear();
+  }
+  for (std::size_t i = 0; i < m && !too_many_; ++i)
+    for (std::size_t k = 0; k < m; ++k)
+      if (i != k && parts[k] > 0) messages_.push_back({members[i], members[k], parts[k], 1.0});
   double largest = 0.0;
   for (std::size_t k = 0; k < m; ++k) {
     load_host(members[k], total - parts[k], static_cast<double>(m - 1) * parts[k]);
@@ -182,9 +207,15 @@ void LinkLoads::collective(Collective c, std::span<const int> members, std::size
 void LinkLoads::close_phase() {
   if (repeats_ > 0 && message_ > 0) {
     const SmpiFactors f = smpi_factors(message_);
-    seconds_ += repeats_ * (f.latency * route_latency(crosses_) +
-                            std::max(kAcknowledgements * busiest_, windowed_) / f.bandwidth);
+    const double latency = f.latency * route_latency(crosses_);
+    const double transfer = std::max(kAcknowledgements * busiest_, windowed_) / f.bandwidth;
+    // How the links are shared matters only where the bytes take time beside the
+    // latency (not for the small messages of a value sweep, which stays fast).
+    const bool fluid = !too_many_ && !messages_.empty() && transfer > kFluidShare * latency;
+    seconds_ += repeats_ * (fluid ? fluid_seconds() : latency + transfer);
   }
+  messages_.clear();
+  too_many_ = false;
   for (int peer : touched_hosts_) out_[static_cast<std::size_t>(peer)] = in_[static_cast<std::size_t>(peer)] = 0.0F;
   for (int r : touched_regions_) backbone_[static_cast<std::size_t>(r)] = 0.0;
   touched_hosts_.clear();
@@ -198,6 +229,51 @@ void LinkLoads::close_phase() {
   crosses_ = false;
   busiest_ = 0.0;
   windowed_ = 0.0;
+}
+
+// The open phase's messages as flows on the links they cross (host links up and
+// down, region backbones, wide-area links), each with SMPI's factors of its size;
+// a message in k pieces is one flow that shares and is bounded as k would be.
+double LinkLoads::fluid_seconds() {
+  FluidNetwork net;
+  std::unordered_map<std::int64_t, int> ids;
+  const std::int64_t hosts = 2 * n_, backbones = hosts + regions_;
+  auto link = [&](std::int64_t key, double capacity) {
+    const auto [it, added] = ids.try_emplace(key, 0);
+    if (added) it->second = net.add_link(capacity);
+    return it->second;
+  };
+  auto up = [&](int p) { return link(2 * std::int64_t{p}, hosts_.bandwidth(p)); };
+  auto down = [&](int p) { return link(2 * std::int64_t{p} + 1, hosts_.bandwidth(p)); };
+  auto backbone = [&](int r) { return link(hosts + r, platform_.backbone); };
+  auto wan = [&](int a, int b) {
+    return link(backbones + std::int64_t{std::min(a, b)} * regions_ + std::max(a, b), platform_.wan_bandwidth);
+  };
+  for (const Message& m : messages_) {
+    const int a = region(m.from), b = region(m.to);
+    FluidNetwork::Flow flow;
+    flow.route = {up(m.from), backbone(a), down(m.to)};
+    flow.back = {up(m.to), backbone(b), down(m.from)};
+    if (a != b) {
+      flow.route.insert(flow.route.end(), {backbone(b), wan(a, b)});
+      flow.back.insert(flow.back.end(), {backbone(a), wan(a, b)});
+    }
+    const double latency = route_latency(a != b);
+    const SmpiFactors f = smpi_factors(m.bytes / m.pieces);
+    double slowest = std::min({hosts_.bandwidth(m.from), hosts_.bandwidth(m.to), platform_.backbone});
+    double weights = kWeightS * (1 / hosts_.bandwidth(m.from) + 1 / hosts_.bandwidth(m.to) + 1 / platform_.backbone);
+    if (a != b) {
+      slowest = std::min(slowest, platform_.wan_bandwidth);
+      weights += kWeightS * (1 / platform_.backbone + 1 / platform_.wan_bandwidth);
+    }
+    flow.bytes = m.bytes;
+    flow.latency = f.latency * latency;
+    flow.factor = f.bandwidth;
+    flow.bound = m.pieces * std::min(slowest, kTcpWindow / (2 * latency));
+    flow.penalty = (latency + weights) / m.pieces;
+    net.add_flow(std::move(flow));
+  }
+  return net.run();
 }
 
 double LinkLoads::take_seconds() {

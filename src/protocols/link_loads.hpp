@@ -15,7 +15,9 @@
 // longer (kTcpWindow).
 // Following the endpoints is what makes a slow host slow only for those who talk
 // to it, and a protocol that keeps its messages inside a region free of the
-// wide-area link.
+// wide-area link. A phase of at most kFluidMessages messages is simulated flow by
+// flow instead (sim/fluid.hpp), as SimGrid shares links: unequally, a flow across
+// regions yielding to local ones.
 #pragma once
 
 #include <cstddef>
@@ -67,6 +69,8 @@ class LinkLoads {
   void load_backbone(int region, double bytes);
   void load_wan(int a, int b, double bytes);
   void note_message(double bytes, bool crosses, double pieces = 1);
+  void record(int from, int to, double bytes, double pieces);
+  double fluid_seconds();
 
   const Hosts& hosts_;
   const PlatformModel& platform_;
@@ -89,6 +93,15 @@ class LinkLoads {
   double busiest_ = 0.0;
   double windowed_ = 0.0;  // seconds of the message the TCP window holds back most
   double seconds_ = 0.0;
+  // The open phase's messages one by one, while there are few enough for a fluid
+  // simulation of their sharing (sim/fluid.hpp); beyond that the busiest link's
+  // bound above stands alone.
+  struct Message {
+    int from, to;
+    double bytes, pieces;
+  };
+  std::vector<Message> messages_;
+  bool too_many_ = false;
 };
 
 }  // namespace avb

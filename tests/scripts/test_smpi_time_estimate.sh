@@ -8,8 +8,9 @@
 # SMPI_BINARY build-smpi/apps/averaging_bench under scripts/smpirun.sh. For each
 # configuration both run the same trials; compare_sequential.py requires the same
 # counters and targets, the same metric bits (all-reduce: within 1e-12 of the
-# initial variance), and each trial's estimated time within 10% of the simulated
-# time. Vectors of 1000 and 100000 values cover latency- and bandwidth-bound rounds
+# initial variance), and each trial's estimated time within 3% of the simulated
+# time (10% for a configuration marked ~0.10: what the estimate does not model,
+# docs/performance.md). Vectors of 1000 and 100000 values cover latency- and bandwidth-bound rounds
 # (the backbone included), failures change the groups. With --detection-timeout, the
 # peers that wait out a failure add it to the round on both engines (and the
 # detection_time columns must be equal); a configuration may name a platform other
@@ -47,14 +48,14 @@ configs=(
   "64 100000 allreduce --collective ring"
   "64 100000 gossip --topology torus --fail-rate 0.05"
   "64 1000 pushsum --fail-rate 0.05"
-  "1024 1000 moshpit --grid 32x32 --fail-rate 0.01"
+  "1024 1000 moshpit --grid 32x32 --fail-rate 0.01 ~0.10"
   "1024 1000 pairwise"
   "1024 1000 sgp-paper --fail-rate 0.01"
   "1024 1 random-groups"
   "64 1000 moshpit --grid 8x8 --compute-flops 2e7 --stragglers 0.1 --straggler-slowdown 4 --fail-rate 0.02 --detection-timeout 0.25"
   "64 100000 allreduce --compute-flops 5e7 --stragglers 0.2 --straggler-slowdown 3 @fast"
-  "64 1000 gossip --topology exp --compute-flops 1e6 --stragglers 0.05 --straggler-slowdown 10"
-  "64 100000 allreduce @cloud"
+  "64 1000 gossip --topology exp --compute-flops 1e6 --stragglers 0.05 --straggler-slowdown 10 ~0.10"
+  "64 100000 allreduce @cloud ~0.10"
   "64 100000 moshpit --grid 8x8 @cloud"
   "64 1000 moshpit --grid 8x8 --compute-flops 1e7 --stragglers 0.1 @cloud"
   "64 1000 gossip --topology exp @cloud3"
@@ -67,16 +68,21 @@ configs=(
   "4 1 pushsum --model-dim 12800000 @geo"
   "16 1 pushsum --model-dim 12800000 @geo"
   "16 1 allreduce --collective ring --model-dim 12800000 @geo2-slow-wan"
-  "64 100000 moshpit --grid 8x8 --failure churn --fail-rate 0.05 --join-rate 0.3"
+  "64 100000 moshpit --grid 8x8 --failure churn --fail-rate 0.05 --join-rate 0.3 ~0.10"
   "64 1000 gossip --topology exp --failure churn --fail-rate 0.05 --join-rate 0.3 --detection-timeout 0.1"
 )
 for config in "${configs[@]}"; do
+  within=0.03
+  if [[ "$config" == *" ~"* ]]; then
+    within=${config##* ~}
+    config=${config% ~*}
+  fi
   platform=cluster
   [[ "$config" != *@* ]] || platform=${config##*@}
   read -r peers dim protocol rest <<<"${config%@*}"
   read -r -a extra <<<"$rest"
   tag=$(printf '%s' "$config" | tr -c 'a-z0-9\n' '_')
-  smpi_against_sequential "$config" "$tag" "$peers" 0.10 "${platforms[$platform]%%|*}" "${platforms[$platform]#*|}" \
+  smpi_against_sequential "$config" "$tag" "$peers" "$within" "${platforms[$platform]%%|*}" "${platforms[$platform]#*|}" \
     --protocol "$protocol" "${extra[@]}" --dim "$dim" --rounds 4 --trials 1 --seed 31 --quiet || true
 done
 finish

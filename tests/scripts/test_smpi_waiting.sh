@@ -87,6 +87,18 @@ args=(--platform "$file" --protocol moshpit --grid 8x8 --compute-flops 1e8 --str
       --trials 2 --seed 9 --quiet)
 smpi_against_sequential "a platform file on both engines" file 64 0.02 "--platform $file --hostfile ${file%.xml}.hosts" "" \
   "${args[@]}" || true
+# Named by the program alone: smpirun.sh takes the file and writes its hostfile
+# (scripts/platform_hosts.py); the sequential engine's run above is matched again.
+smpi_against_sequential "a platform file named by the program alone" file-program 64 0.02 "" "" "${args[@]}" || true
+# ... and given to both as different files: refused, one line.
+rc=0
+"$AVB_SMPIRUN" -n 8 --platform "$file" "$BIN" --platform "$SCRATCH/plat/other.xml" --rounds 1 >"$SCRATCH/twice.log" 2>&1 \
+  </dev/null || rc=$?
+if [ "$rc" -eq 2 ] && [ "$(grep -c "given twice" "$SCRATCH/twice.log")" -eq 1 ]; then
+  ok "two different platform files: refused once, exit 2"
+else
+  bad_with_report "two different platform files: exit $rc:" "$(tail -3 "$SCRATCH/twice.log")"
+fi
 
 # Hosts the program was not told about (smpirun.sh's own --kind): refused, one line.
 rc=0

@@ -1,8 +1,8 @@
-// The sequential engine's time column, message by message (protocols/link_loads.hpp):
-// each phase against its α–β value worked out by hand from the platform, a slow
-// host slowing only its partners, a butterfly charged as its messages, a ring
-// between two regions charged for the two wide-area crossings it makes, and the
-// TCP window across a wide-area link.
+// The sequential engine's time column, message by message (protocols/link_loads.hpp,
+// sim/fluid.hpp): each phase against its α–β value worked out by hand from the
+// platform, a slow host slowing only its partners, a butterfly charged as its
+// messages, a ring between two regions charged for the two wide-area crossings it
+// makes, the TCP window across a wide-area link, and SimGrid's weighted sharing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,15 +13,22 @@
 #include "core/rng.hpp"
 #include "protocols/butterfly_allreduce.hpp"
 #include "protocols/link_loads.hpp"
+#include "sim/fluid.hpp"
 
 namespace avb {
 namespace {
 
 // One phase's seconds: latency of the route, the busiest link's bytes (with the
-// acknowledgements) or the TCP window, scaled by SMPI's factors of the message.
-double phase_seconds(double message, double latency, double busiest_seconds, double windowed_seconds = 0) {
+// acknowledgements of the flows coming the other way) or the TCP window, scaled
+// by SMPI's factors of the message.
+double phase_seconds(double message, double latency, double busiest_seconds, double windowed_seconds = 0,
+                     double acknowledgements = kAcknowledgements) {
   const SmpiFactors f = smpi_factors(message);
-  return f.latency * latency + std::max(kAcknowledgements * busiest_seconds, windowed_seconds) / f.bandwidth;
+  return f.latency * latency + std::max(acknowledgements * busiest_seconds, windowed_seconds) / f.bandwidth;
+}
+// A flow alone on its links: no acknowledgements share them.
+double lone_seconds(double message, double latency, double transfer_seconds) {
+  return phase_seconds(message, latency, transfer_seconds, 0, 1.0);
 }
 
 PlatformModel geo_with(int regions, double wan_bandwidth) {
@@ -37,16 +44,16 @@ TEST(LinkLoads, OneMessageIsItsAlphaBetaCost) {
   LinkLoads links(hosts, 4);
   links.send(0, 1, 8e6);
   const double latency = 2 * cluster.link_latency + cluster.backbone_latency;
-  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(8e6, latency, 8e6 / cluster.bandwidth));
+  EXPECT_DOUBLE_EQ(links.take_seconds(), lone_seconds(8e6, latency, 8e6 / cluster.bandwidth));
   EXPECT_EQ(links.take_seconds(), 0.0);  // taken: the next round starts afresh
-  // Two phases, the second repeated 3 times; a host's link is split-duplex, so
-  // sending and receiving 1 MB each is 1 MB on it.
+  // Two phases, the second repeated 3 times. A host's link is split-duplex: an
+  // exchange of 1 MB each way puts 1 MB and the other's acknowledgements on it.
   links.send(0, 1, 1e6);
   links.send(1, 0, 1e6);
   links.phase(3);
   links.send(2, 3, 5e5);
   EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / cluster.bandwidth) +
-                                             3 * phase_seconds(5e5, latency, 5e5 / cluster.bandwidth));
+                                             3 * lone_seconds(5e5, latency, 5e5 / cluster.bandwidth));
 }
 
 TEST(LinkLoads, ASlowHostSlowsOnlyThoseWhoTalkToIt) {
@@ -56,19 +63,20 @@ TEST(LinkLoads, ASlowHostSlowsOnlyThoseWhoTalkToIt) {
   LinkLoads links(hosts, 4);
   const double latency = 2 * listed.link_latency + listed.backbone_latency;
   links.send(2, 3, 1e6);
-  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / 125e6));
+  EXPECT_DOUBLE_EQ(links.take_seconds(), lone_seconds(1e6, latency, 1e6 / 125e6));
   links.send(2, 3, 1e6);
   links.send(1, 0, 1e6);
-  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / 1e7));
+  EXPECT_DOUBLE_EQ(links.take_seconds(), lone_seconds(1e6, latency, 1e6 / 1e7));
 }
 
-// A butterfly's loads in closed form (by region) against its messages one by one.
+// A butterfly's messages and loads in closed form (by region) against its
+// messages one by one.
 TEST(LinkLoads, AButterflyIsChargedAsItsMessages) {
   const PlatformModel geo = geo_with(5, 3e8);
-  const int n = 40;
+  const int n = 100;
   const Hosts hosts(geo, n);
   const Stream draws(7, StreamId::group_shuffle);
-  for (int m : {2, 3, 9, 17}) {
+  for (int m : {2, 3, 17, 70}) {  // 70: too many messages to simulate flow by flow
     std::vector<int> peers(n);
     std::iota(peers.begin(), peers.end(), 0);
     for (int i = n - 1; i > 0; --i)
@@ -118,6 +126,37 @@ TEST(LinkLoads, TheTcpWindowHoldsBackAMessageBetweenRegions) {
   const double window = bytes * 2 * crossing / kTcpWindow;
   EXPECT_GT(window, kAcknowledgements * bytes / geo.bandwidth);
   EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(bytes, crossing, bytes / geo.bandwidth, window));
+}
+
+// SimGrid's sharing, worked out by hand. A link of 100 B/s, flows of 100 bytes.
+TEST(FluidNetwork, ALoneFlowMovesAtItsBoundAfterItsLatency) {
+  FluidNetwork net;
+  const int link = net.add_link(100);
+  net.add_flow({.bytes = 100, .latency = 0.5, .bound = 40, .penalty = 1, .factor = 0.8, .route = {link}, .back = {}});
+  EXPECT_DOUBLE_EQ(net.run(), 0.5 + 100 / (40 * 0.8));
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
+  EXPECT_DOUBLE_EQ(net.run(), 1.0);  // the flows of a run are gone after it
+}
+
+// Shares go as 1 / penalty: the local flow (penalty 1) takes 100/1.1 B/s and ends
+// at 1.1 s, the distant one (penalty 10) has moved 10 bytes by then, and its last
+// 90 go at its bound of 20 B/s: 5.6 s (equal shares would end at 5.0 s).
+TEST(FluidNetwork, ALongRouteYieldsToAShortOneAndThenMovesAtItsWindow) {
+  FluidNetwork net;
+  const int link = net.add_link(100);
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 20, .penalty = 10, .factor = 1, .route = {link}, .back = {}});
+  EXPECT_NEAR(net.run(), 1.1 + 90.0 / 20, 1e-12);
+}
+
+// Two hosts exchanging over split-duplex links: each link carries one flow and
+// 5% of the other's rate as acknowledgements, so each moves at 100 / 1.05.
+TEST(FluidNetwork, AcknowledgementsShareTheWayBack) {
+  FluidNetwork net;
+  const int a_up = net.add_link(100), a_down = net.add_link(100), b_up = net.add_link(100), b_down = net.add_link(100);
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {a_up, b_down}, .back = {b_up, a_down}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {b_up, a_down}, .back = {a_up, b_down}});
+  EXPECT_NEAR(net.run(), 1.05, 1e-12);
 }
 
 }  // namespace
