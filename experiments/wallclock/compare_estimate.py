@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""The sequential engine's time per round against the SMPI cells of results.csv.
+
+    compare_estimate.py RESULTS_DIR [--kind KIND] [--csv FILE]
+
+RESULTS_DIR holds sequential cells run now (AVB_ENGINE=sequential run.sh with
+RESULTS=RESULTS_DIR); each is matched with results.csv's SMPI cell of the same
+protocol, precision, N, platform and failure rate, and trial 0's simulated time per
+round compared (the estimate over SMPI's). Prints one row per cell, worst last, and
+how many are within 2% and 10%. --kind keeps one platform (cluster, fat, cloud,
+geo); --csv reads another results.csv. Cloud's SMPI cells in results.csv were run
+on platform.py's earlier draws (README.md), so compare cloud against cells run anew.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import summarize  # noqa: E402
+
+KEY = ["study_protocol", "precision", "N", "kind", "fail"]
+
+
+def compare(results: Path, smpi_csv: Path, kind: str | None) -> pd.DataFrame:
+    seq = summarize.load_cells(results)
+    seq = seq[seq.engine == "sequential"]
+    smpi = pd.read_csv(smpi_csv)
+    smpi = smpi[(smpi.engine == "smpi") & (smpi.part == "avg")]
+    if kind:
+        smpi = smpi[smpi.kind == kind]
+    m = smpi.merge(seq, on=KEY, suffixes=("_smpi", "_seq"))
+    m["ratio"] = m.t0_time_per_round_seq / m.t0_time_per_round_smpi
+    m["off"] = (m.ratio - 1).abs()
+    return m.sort_values("off")[KEY + ["t0_time_per_round_smpi", "t0_time_per_round_seq", "ratio"]]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path, help="folder of sequential cells (run.sh's RESULTS)")
+    ap.add_argument("--kind", choices=["cluster", "fat", "cloud", "geo"], help="one platform only")
+    ap.add_argument("--csv", type=Path, default=HERE / "results.csv", help="the SMPI cells [results.csv]")
+    a = ap.parse_args()
+    if not a.results.is_dir() or not any(a.results.glob("*_seq.h5")):
+        print(f"compare_estimate.py: error: RESULTS_DIR: {a.results}: no sequential cells (*_seq.h5) there", file=sys.stderr)
+        sys.exit(2)
+    m = compare(a.results, a.csv, a.kind)
+    if m.empty:
+        print("compare_estimate.py: error: RESULTS_DIR: no cell there has an SMPI cell in the CSV", file=sys.stderr)
+        sys.exit(2)
+    pd.set_option("display.width", 200)
+    print(m.to_string(index=False))
+    off = (m.ratio - 1).abs()
+    print(f"{len(m)} cells: {(off <= 0.02).sum()} within 2%, {(off <= 0.10).sum()} within 10%")
+
+
+if __name__ == "__main__":
+    main()
