@@ -77,14 +77,9 @@ void LinkLoads::load_wan(int a, int b, double bytes) {
   crosses_ = true;
 }
 
-double LinkLoads::route_latency(bool crosses) const {
-  const double local = 2 * platform_.link_latency + platform_.backbone_latency;
-  return crosses ? local + platform_.backbone_latency + platform_.wan_latency : local;
-}
-
 void LinkLoads::note_message(double bytes, bool crosses, double pieces) {
   message_ = std::max(message_, bytes / pieces);
-  windowed_ = std::max(windowed_, bytes / pieces * 2 * route_latency(crosses) / kTcpWindow);
+  windowed_ = std::max(windowed_, bytes / pieces * 2 * platform_.route_latency(crosses) / kTcpWindow);
 }
 
 void LinkLoads::record(int from, int to, double bytes, double pieces) {
@@ -139,11 +134,8 @@ void LinkLoads::butterfly(std::span<const int> members, std::span<const double> 
   by_region_.clear();
   for (std::size_t k = 0; k < m; ++k) by_region_.emplace_back(region(members[k]), parts[k]);
   std::sort(by_region_.begin(), by_region_.end());
-  struct Share {
-    int region;
-    double members, bytes;
-  };
-  std::vector<Share> shares;
+  std::vector<Share>& shares = shares_;
+  shares.clear();
   for (const auto& [r, part] : by_region_) {
     if (shares.empty() || shares.back().region != r) shares.push_back({r, 0.0, 0.0});
     shares.back().members += 1;
@@ -207,7 +199,7 @@ void LinkLoads::collective(Collective c, std::span<const int> members, std::size
 void LinkLoads::close_phase() {
   if (repeats_ > 0 && message_ > 0) {
     const SmpiFactors f = smpi_factors(message_);
-    const double latency = f.latency * route_latency(crosses_);
+    const double latency = f.latency * platform_.route_latency(crosses_);
     const double transfer = std::max(kAcknowledgements * busiest_, windowed_) / f.bandwidth;
     // How the links are shared matters only where the bytes take time beside the
     // latency (not for the small messages of a value sweep, which stays fast).
@@ -258,7 +250,7 @@ double LinkLoads::fluid_seconds() {
       flow.route.insert(flow.route.end(), {backbone(b), wan(a, b)});
       flow.back.insert(flow.back.end(), {backbone(a), wan(a, b)});
     }
-    const double latency = route_latency(a != b);
+    const double latency = platform_.route_latency(a != b);
     const SmpiFactors f = smpi_factors(m.bytes / m.pieces);
     double slowest = std::min({hosts_.bandwidth(m.from), hosts_.bandwidth(m.to), platform_.backbone});
     double weights = kWeightS * (1 / hosts_.bandwidth(m.from) + 1 / hosts_.bandwidth(m.to) + 1 / platform_.backbone);

@@ -64,7 +64,6 @@ class LinkLoads {
  private:
   void close_phase();
   int region(int peer) const;
-  double route_latency(bool crosses) const;
   void load_host(int peer, double out, double in);
   void load_backbone(int region, double bytes);
   void load_wan(int a, int b, double bytes);
@@ -85,6 +84,11 @@ class LinkLoads {
   std::unordered_map<std::uint64_t, double> wan_map_;  // otherwise
   std::vector<std::pair<int, double>> by_region_;  // (region, part) of a butterfly's members
   std::vector<double> parts_;
+  struct Share {  // a butterfly's members in one region, and the bytes of the parts they reduce
+    int region;
+    double members, bytes;
+  };
+  std::vector<Share> shares_;
   // The open phase: its repeats, largest message, whether a message leaves its
   // region, and the seconds its busiest link needs.
   int repeats_ = 1;

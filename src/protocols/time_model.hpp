@@ -55,9 +55,11 @@ struct PlatformModel {
   // geo, the estimate assumes every step has a message between regions (peers meet
   // across the rank blocks in every protocol's default layout), which also crosses
   // the other region's backbone and a wide-area link.
-  double latency() const {
+  double latency() const { return route_latency(regions > 1); }
+  // A message's route inside its region, or between two regions.
+  double route_latency(bool between_regions) const {
     const double local = 2 * link_latency + backbone_latency;
-    return regions > 1 ? local + backbone_latency + wan_latency : local;
+    return between_regions ? local + backbone_latency + wan_latency : local;
   }
   // Host i's speed and link bandwidth.
   double speed_of(int host) const;
