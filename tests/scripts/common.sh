@@ -16,6 +16,9 @@ TEST_NAME=$(basename "$0" .sh)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/avb-$TEST_NAME.XXXXXX")
+# Everything the script starts makes its temporary files in its own scratch folder:
+# Open MPI's session folder included, so that two tests' mpiruns never race on it.
+export TMPDIR=$SCRATCH
 # Scripts that start background jobs add their own clean-up to this list.
 avb_cleanup_hooks=()
 avb_cleanup() {

@@ -59,7 +59,13 @@ for var in $(compgen -e); do
 done
 
 # --- a private cluster --------------------------------------------------------------
-C=$SCRATCH/cluster
+# Its files are in the scratch folder, reached through a short link in /tmp: a Unix
+# socket's path has at most 107 bytes, and the scratch folder may be deep in a build
+# tree (ctest's per-test TMPDIR); slurmstepd's sockets add a name and a job id to it.
+mkdir -p "$SCRATCH/cluster"
+C=$(mktemp -u /tmp/avb-slurm.XXXXXX)
+ln -s "$SCRATCH/cluster" "$C"
+remove_cluster_link() { rm -f "$C"; }
 mkdir -p "$C/state" "$C/spool" "$C/log" "$C/pmix"
 chmod 700 "$C"   # munged refuses a key or socket in a folder others may write to
 HOST=$(hostname -s)
@@ -189,6 +195,7 @@ setsid bash -c "sleep $WATCHDOG && kill -TERM $$" </dev/null >/dev/null 2>&1 &
 WATCHDOG_PID=$!
 stop_watchdog() { kill -TERM -- "-$WATCHDOG_PID" 2>/dev/null || true; }
 avb_cleanup_hooks+=(stop_watchdog)
+avb_cleanup_hooks+=(remove_cluster_link)   # last: stopping the cluster uses it
 
 # Prints a daemon's log and ends the test.
 daemon_failed() {
