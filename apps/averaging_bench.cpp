@@ -20,6 +20,7 @@
 
 #include "common/app_support.hpp"
 #include "common/combinations.hpp"
+#include "common/listings.hpp"
 #include "common/averaging_flags.hpp"
 #include "common/protocol_flags.hpp"
 #include "core/comm.hpp"
@@ -42,6 +43,7 @@ int run(int argc, char** argv) {
   avb::app::AveragingCli cli;
   avb::app::define_averaging_flags(app, cli);
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
+  avb::app::add_listing_flags(app, cli.protocol.declared);
   avb::AveragingOptions options;
   int peers = size, threads = 1;
   bool sequential = false;

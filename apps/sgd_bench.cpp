@@ -23,6 +23,7 @@
 
 #include "common/app_support.hpp"
 #include "common/combinations.hpp"
+#include "common/listings.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/training_flags.hpp"
 #include "common/training_reporter.hpp"
@@ -42,6 +43,7 @@ constexpr const char* kProgram = "sgd_bench";
 void define_flags(CLI::App& app, avb::app::TrainingCli& cli) {
   avb::app::define_training_flags(app, cli);
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
+  avb::app::add_listing_flags(app, cli.protocol.declared);
 }
 
 // The problem on every rank (or of every peer, on the sequential engine:

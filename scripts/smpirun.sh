@@ -117,10 +117,16 @@ if [ -n "$program_file" ]; then
     exit 2
   fi
   if [ -z "$platform" ]; then
-    platform=$program_file
     hostfile=$(mktemp "${TMPDIR:-/tmp}/avbench-hosts.XXXXXX")
     trap 'rm -f "$hostfile"' EXIT
-    /usr/bin/python3 "$here/platform_hosts.py" "$program_file" "$hostfile" || exit 2
+    # A file that is not a platform (or no file: an unknown name) is the program's
+    # to refuse, naming its --platform: it runs on the default cluster to do so.
+    if /usr/bin/python3 "$here/platform_hosts.py" "$program_file" "$hostfile" 2>/dev/null; then
+      platform=$program_file
+    else
+      rm -f "$hostfile"
+      hostfile=""
+    fi
   fi
 fi
 if [ -z "$platform" ]; then
@@ -129,9 +135,21 @@ if [ -z "$platform" ]; then
     # The default cluster, generated once (the common case: no Python per run).
     platform="$dir/cluster-$n.xml" hostfile="$dir/cluster-$n.hosts"
     [ -f "$platform" ] && [ -f "$hostfile" ] || /usr/bin/python3 "$here/platform.py" "$n" "$dir" >/dev/null
-  else
-    files=$(/usr/bin/python3 "$here/platform.py" "$n" "$dir" "${gen[@]}") || exit 2
+  elif refused=$(mktemp "${TMPDIR:-/tmp}/avbench-refused.XXXXXX") &&
+      files=$(/usr/bin/python3 "$here/platform.py" "$n" "$dir" "${gen[@]}" 2>"$refused"); then
+    rm -f "$refused"
     { read -r platform; read -r hostfile; } <<<"$files"
+  elif [ ${#from_program[@]} -gt 0 ]; then
+    # Values the program was given: the program refuses them itself, in its own
+    # words and naming its own flag, once it runs (on the default cluster, which
+    # it would refuse too, as not the platform its flags describe).
+    rm -f "$refused"
+    platform="$dir/cluster-$n.xml" hostfile="$dir/cluster-$n.hosts"
+    [ -f "$platform" ] && [ -f "$hostfile" ] || /usr/bin/python3 "$here/platform.py" "$n" "$dir" >/dev/null
+  else
+    cat "$refused" >&2
+    rm -f "$refused"
+    exit 2
   fi
 fi
 # SimGrid reads every argument of the program too, and answers --help itself (with

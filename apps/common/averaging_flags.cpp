@@ -16,7 +16,7 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
   app.allow_extras();
   add_protocol_flags(app, cli.protocol);
   ChangedFlags& changed = cli.protocol.changed;
-  TypedOptions add(app, changed);
+  TypedOptions add(app, changed, cli.protocol.declared);
   add.group("Problem");
   add.integer("--dim", cli.options.dim, 1, 1 << 30, "vector length per peer, an integer >= 1");
   add.integer("--model-dim", cli.options.model_dim, 0, kMaxModelDim,

@@ -108,13 +108,15 @@ std::string explain(const CLI::ParseError& error) {
 
 namespace {
 // A value refused while CLI11 parsed (typed options convert as they are read)
-// must not hide a --help or --version given with it.
+// must not hide a --help, --version or --list-* given with it.
 void parse_asking_first(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const Error&) {
-    CLI::Option* version = app.get_option_no_throw("--version");
-    if (version != nullptr && version->count() > 0) version->run_callback();
+    for (const char* exit_flag : {"--version", "--list-protocols", "--list-flags"}) {
+      CLI::Option* option = app.get_option_no_throw(exit_flag);
+      if (option != nullptr && option->count() > 0) option->run_callback();
+    }
     if (app.get_help_ptr() != nullptr && app.get_help_ptr()->count() > 0) throw CLI::CallForHelp();
     throw;
   }

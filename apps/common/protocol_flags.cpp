@@ -123,7 +123,7 @@ void add_graph_flags(TypedOptions& add, ProtocolFlags& f) {
 }  // namespace
 
 void add_protocol_flags(CLI::App& app, ProtocolFlags& f) {
-  TypedOptions add(app, f.changed);
+  TypedOptions add(app, f.changed, f.declared);
   add.group("Protocol");
   std::string names = avb::protocol_names();
   names.erase(std::remove(names.begin(), names.end(), ' '), names.end());

@@ -51,6 +51,7 @@ struct ProtocolFlags {
   long long lattice_q = kDefaultLatticeQ;
   double lattice_eps = kDefaultLatticeEps;
   ChangedFlags changed;  // the flags above given a value other than their default
+  FlagTable declared;    // every typed flag of the program, for --list-flags
 };
 
 // Adds the flags under the help groups "Protocol" and "Failures".

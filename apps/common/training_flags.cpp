@@ -102,7 +102,7 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.allow_extras();
   add_protocol_flags(app, cli.protocol);
-  TypedOptions add(app, cli.changed);
+  TypedOptions add(app, cli.changed, cli.protocol.declared);
   define_problem_flags(add, cli);
   define_schedule_flags(add, cli);
   add_engine_flags(add, cli.engine);

@@ -32,18 +32,21 @@ CLI::Option* TypedOptions::add(const std::string& flag, const std::string& defau
 }
 
 CLI::Option* TypedOptions::seed(const std::string& flag, std::uint64_t& field, const std::string& help) {
+  declare(flag, "seed", "[0, 18446744073709551615]");
   return add(flag, std::to_string(field), "INT", help,
              [&field, flag](const std::string& text) { field = parse_seed(flag, text); });
 }
 
 CLI::Option* TypedOptions::real(const std::string& flag, double& field, const std::string& accepted,
                                 const std::string& help) {
+  declare(flag, "real", accepted);
   return add(flag, default_text(field), "FLOAT", help,
              [&field, flag, accepted](const std::string& text) { field = parse_real(flag, text, accepted); });
 }
 
 CLI::Option* TypedOptions::reals(const std::string& flag, std::vector<double>& field, const std::string& accepted,
                                  const std::string& help) {
+  declare(flag, "reals", accepted);
   std::string shown;
   for (double v : field) shown += (shown.empty() ? "" : ",") + default_text(v);
   auto* option = app_.add_option_function<std::vector<std::string>>(
@@ -60,15 +63,18 @@ CLI::Option* TypedOptions::reals(const std::string& flag, std::vector<double>& f
 
 CLI::Option* TypedOptions::custom(const std::string& flag, const std::string& default_text, const std::string& type,
                                   const std::string& help, std::function<void(const std::string&)> set) {
+  declare(flag, "custom", type);
   return add(flag, default_text, type, help, std::move(set));
 }
 
 CLI::Option* TypedOptions::text(const std::string& flag, std::string& field, const std::string& type,
                                 const std::string& help) {
+  declare(flag, "text", type);
   return add(flag, field, type, help, [&field](const std::string& text) { field = text; });
 }
 
 CLI::Option* TypedOptions::flag(const std::string& flag, bool& field, const std::string& help) {
+  declare(flag, "switch", "");
   return app_.add_flag(flag, field, help)->group(group_);
 }
 

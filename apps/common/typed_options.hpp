@@ -21,13 +21,22 @@ namespace avb::app {
 // /config lists every flag at its default text, so a replay changes none.
 using ChangedFlags = std::set<std::string>;
 
+// What a flag accepts, as --list-flags prints it (apps/common/listings.hpp): its
+// kind (integer, seed, real, reals, word, custom, text, switch) and its values
+// ("[1, 1073741824]", "a number in [0, 1]", "ring|doubling").
+struct FlagDeclaration {
+  std::string flag, kind, accepted;
+};
+using FlagTable = std::vector<FlagDeclaration>;
+
 // A default as --help and the recorded /config show it: the shortest text that
 // reads back to the same double (300, not 3e+02).
 std::string default_text(double value);
 
 class TypedOptions {
  public:
-  TypedOptions(CLI::App& app, ChangedFlags& changed) : app_(app), changed_(changed) {}
+  TypedOptions(CLI::App& app, ChangedFlags& changed, FlagTable& declared)
+      : app_(app), changed_(changed), declared_(declared) {}
 
   // The options added next are listed in --help under `name`.
   TypedOptions& group(std::string name) {
@@ -38,6 +47,7 @@ class TypedOptions {
   // An integer in [min, max] (parse_integer).
   template <class Int>
   CLI::Option* integer(const std::string& flag, Int& field, long long min, long long max, const std::string& help) {
+    declare(flag, "integer", "[" + std::to_string(min) + ", " + std::to_string(max) + "]");
     return add(flag, std::to_string(field), "INT", help,
                [&field, flag, min, max](const std::string& text) {
                  field = static_cast<Int>(parse(flag, text, min, max));
@@ -53,6 +63,7 @@ class TypedOptions {
   // One of an enum's names.
   template <class E, std::size_t N>
   CLI::Option* word(const std::string& flag, E& field, const EnumNames<E, N>& names, const std::string& help) {
+    declare(flag, "word", names.list("|"));
     return add(flag, std::string(names.name(field)), "{" + names.list(",") + "}", help,
                [&field, &names](const std::string& text) { field = names.parse(text); });
   }
@@ -65,12 +76,16 @@ class TypedOptions {
   CLI::Option* flag(const std::string& flag, bool& field, const std::string& help);
 
  private:
+  void declare(const std::string& flag, const std::string& kind, const std::string& accepted) {
+    declared_.push_back({flag, kind, accepted});
+  }
   static long long parse(const std::string& flag, const std::string& text, long long min, long long max);
   CLI::Option* add(const std::string& flag, const std::string& default_text, const std::string& type,
                    const std::string& help, std::function<void(const std::string&)> set);
 
   CLI::App& app_;
   ChangedFlags& changed_;
+  FlagTable& declared_;
   std::string group_ = "Options";
 };
 

@@ -64,6 +64,23 @@ set_launcher() {
   esac
 }
 
+# Sets the array CASES to HARNESS's cases in the protocols' case tables
+# (tests/protocols/NAME/cases.txt, read by cases.py), one "PROTOCOL FLAGS..." string
+# each, for every protocol in the catalog of the program that COMMAND runs (COMMAND
+# --list-protocols). Dies naming what is missing when a catalog protocol has no
+# table or no section for HARNESS: a new protocol is tested everywhere or nowhere.
+#   protocol_cases HARNESS COMMAND...
+protocol_cases() {
+  local harness=$1 listing
+  shift
+  timeout -k 5 120 "$@" --list-protocols >"$SCRATCH/catalog.tsv" 2>"$SCRATCH/catalog.err" </dev/null ||
+    die "$* --list-protocols failed: $(head -3 "$SCRATCH/catalog.err")"
+  listing=$("$AVB_PYTHON" "$AVB_TESTS_DIR/cases.py" "$harness" --catalog "$SCRATCH/catalog.tsv") ||
+    die "the protocols' case tables cannot give [$harness] (above)"
+  mapfile -t CASES <<<"$listing"
+  [ "${#CASES[@]}" -gt 0 ] && [ -n "${CASES[0]}" ] || die "no protocol has a case for [$harness]"
+}
+
 # Wall-clock seconds since the epoch, with nanoseconds (no bc on a bare Debian).
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }

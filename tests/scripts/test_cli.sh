@@ -132,13 +132,9 @@ fi
 printf '# two peers, one edge\n0 1\n' >"$conf/pair.edges"
 printf '0 1\n1 x\n' >"$conf/bad.edges"
 bad_case topology_bad_line '--topology' 'line 2|1 x' -- --protocol gossip --topology "file:$conf/bad.edges" "${keep[@]}"
-# (sgp-paper needs 3 peers: test_hostile.sh checks its refusal on 2, mpi_np3 and up
-# and ctest sgp_paper_numpy run it.)
-for spec in "moshpit --on-failure survivors --grid 2x1" "moshpit --on-failure partial --key-update chunk" \
-  "moshpit --on-failure abort --placement rank" "random-groups --on-failure partial --group-size 2" \
-  "allreduce --on-failure survivors --collective ring" "gossip --topology torus" \
-  "gossip --weights metropolis --alive-weights metropolis" "pushsum" "pairwise --topology ring" \
-  "gossip --topology file:$conf/pair.edges"; do
+# Each protocol's [cli] cases (tests/protocols/NAME/cases.txt), then a graph from a file.
+protocol_cases cli "${LAUNCH[@]}" "$BIN"
+for spec in "${CASES[@]}" "gossip --topology file:$conf/pair.edges"; do
   read -r -a args <<<"$spec"
   run_traced protocol_run proto.h5 6 --protocol "${args[@]}" --fail-rate 0.2 --dim 3 || :
 done

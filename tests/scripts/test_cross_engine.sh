@@ -56,20 +56,12 @@ for config in survivors:0.05 abort:0.05 survivors:0.3; do
     configs+=("$c")
   done
 done
-# Group protocols, under each failure semantics (partial moves the mean, and its
-# failure phases are drawn from their own stream: the same on both engines too).
-configs+=("moshpit --fail-rate 0.2 --on-failure survivors --key-update chunk"
-  "moshpit --fail-rate 0.2 --on-failure partial --grid 2x2x2 --placement rank"
-  "moshpit --fail-rate 0.1 --on-failure abort --grid 4x4 --detection-timeout 0.5"
-  "random-groups --fail-rate 0.1 --on-failure abort --group-size 3"
-  "random-groups --fail-rate 0.3 --on-failure partial --group-size 4"
-  "random-groups --fail-rate 0.1 --group-size 3 --compute-flops 1e6 --straggler-sigma 1 --wait quorum --quorum 0.6"
-  "moshpit --fail-rate 0.1 --on-failure abort --compute-flops 1e6 --stragglers 0.3 --wait deadline --deadline-k 0.5"
-  "allreduce --fail-rate 0.1 --on-failure survivors --compute-flops 1e6 --straggler-sigma 0.5 --wait quorum"
-  "gossip --fail-rate 0.2 --topology torus --detection-timeout 0.25" "pushsum --fail-rate 0.2"
-  "pairwise --fail-rate 0.2 --topology ring"
-  "gossip --fail-rate 0.1 --topology exp --quantizer stochastic:4"
-  "pairwise --fail-rate 0.1 --quantizer lattice --lattice-q 64 --lattice-eps 0.05")
+# Then every protocol's [cross_engine] cases (tests/protocols/NAME/cases.txt): the
+# group protocols under each failure semantics (partial moves the mean, and its
+# failure phases are drawn from their own stream: the same on every engine too),
+# the waiting policies, the graph protocols and their quantizers.
+protocol_cases cross_engine "$MPI_BIN"
+configs+=("${CASES[@]}")
 for config in "${configs[@]}"; do
     read -r -a protocol_args <<<"$config"
     args=(--protocol "${protocol_args[@]}" --dim 5 --rounds 40 --trials 3 --seed 12345)

@@ -55,9 +55,12 @@ printf '+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.5\n-1 3:0.25\n+1 1:0.75\n-1 2:0.5 3:1\n
 SKIPPED_EMPTY=0 LEFT_TO_SMPI=0 SAMPLED_OUT=0 SAMPLE_KEY=""
 declare -A SAMPLED=()
 FILE_SAMPLE=" config.folder config.garbage topology.folder topology.garbage data.folder data.garbage test_data.folder
-  test_data.garbage "
+  test_data.garbage availability.folder availability.garbage "
+declare -A HOSTILE_FLAGS=()  # every flag a case was written for (run or left to another run)
 hcase() {
-  local a after=0 blank=0
+  local a after=0 blank=0 named
+  IFS='|' read -r -a named <<<"$2"
+  for a in "${named[@]}"; do [[ $a != --* ]] || HOSTILE_FLAGS[$a]=1; done
   for a in "$@"; do
     [ "$after" = 1 ] && [[ -z "$a" || "$a" =~ [[:space:]] ]] && blank=1
     [ "$a" = -- ] && after=1
@@ -151,6 +154,15 @@ word_flag() {
   SAMPLE_KEY=""
 }
 
+# range_case FLAG ACCEPTED VALUE [CONTEXT...]: one value of FLAG outside ACCEPTED.
+# For the flags whose conversion int_flag or real_flag already tries in full on
+# another flag (the same code): one case each, so that every flag has its own.
+range_case() {
+  local flag=$1 accepted=$2 value=$3
+  shift 3
+  hcase "${flag#--}.range" "$flag" "$accepted" -- "$@" "$flag" "$value" "${keep[@]}"
+}
+
 # ---- flags ------------------------------------------------------------------------
 if want flags || want blankflags || want blanksample; then
   say "section flags"
@@ -192,6 +204,31 @@ if want flags || want blankflags || want blanksample; then
     word_flag --clock 'round|poisson' --protocol swarm
     word_flag --quantizer 'none|fp16|stochastic:B|lattice' --protocol gossip
     word_flag --topology 'ring|torus|file:PATH' --protocol gossip
+    # The waiting policies and CHOCO's step.
+    word_flag --wait 'all|quorum|deadline' --protocol moshpit
+    range_case --quorum '(0, 1]' 0 --protocol moshpit --wait quorum
+    range_case --deadline-k '>= 0' -1 --protocol moshpit --wait deadline
+    range_case --deadline-floor '>= 0' -1 --protocol moshpit --wait deadline
+    range_case --gamma '(0, 1]' 1.5 --protocol choco
+    range_case --straggler-sigma '[0, 4]' 5
+    range_case --round-timeout 'no limit' -1
+    range_case --progress-every '[0, 86400]' 86401
+    # The simulated platform: under SMPI, or on the sequential engine (a real MPI
+    # refuses any platform flag: it runs on the machines it has).
+    sequential=()
+    [ "$ENGINE" = smpi ] || sequential=(--engine sequential --peers 4)
+    hcase platform.unknown --platform 'cluster|cloud|geo' -- "${sequential[@]}" --platform NOPE "${keep[@]}"
+    range_case --regions '[0, 16777216]' 16777217 "${sequential[@]}" --platform geo
+    range_case --link-bandwidth '> 0' 0 "${sequential[@]}"
+    range_case --link-latency '> 0' 0 "${sequential[@]}"
+    range_case --backbone-bandwidth '> 0' -1 "${sequential[@]}"
+    range_case --backbone-latency '> 0' 0 "${sequential[@]}"
+    range_case --host-speed '> 0' 0 "${sequential[@]}"
+    range_case --wan-latency '> 0' 0 "${sequential[@]}" --platform geo
+    range_case --wan-bandwidth '> 0' 0 "${sequential[@]}" --platform geo
+    range_case --speed-sigma '[0, 10]' 11 "${sequential[@]}" --platform cloud
+    range_case --bw-sigma '[0, 10]' 11 "${sequential[@]}" --platform cloud
+    range_case --speed-seed '[0, 18446744073709551615]' -1 "${sequential[@]}" --platform cloud --speed-sigma 1
     hcase protocol.long --protocol 'allreduce|moshpit' -- --protocol "$(printf 'x%.0s' $(seq 5000))" "${keep[@]}"
     # Structured values: a grid's sides, a topology's or quantizer's parameter.
     for v in '' x 2x 0x2 -2x2 2x1.5 "${HUGE}x2" 65536x65536 2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2; do
@@ -378,6 +415,13 @@ if want files || want filesample; then
     for t in empty garbage truncated range loop negative huge real three nul; do
       hcase "topology.$t" --topology "$t.edges" -- "${gossip[@]}" "file:$conf/$t.edges" "${keep[@]}"
     done
+    unreadable_cases availability --availability plain --availability
+    garbage >"$conf/garbage.csv"
+    printf 'peer,down,up\n0,5,3\n' >"$conf/negative.csv"
+    printf 'peer,down,up\n0,1,5\n0,3,7\n' >"$conf/overlapping.csv"
+    for t in garbage negative overlapping; do
+      hcase "availability.$t" --availability "$t.csv" -- --availability "$conf/$t.csv" "${keep[@]}"
+    done
   else
     logistic=(--objective logistic)
     unreadable_cases data --data plain "${logistic[@]}" --data
@@ -523,6 +567,39 @@ if want out || want outfull; then
       show_logs
     fi
     unmount_all
+  fi
+fi
+
+# Every flag the program lists (--list-flags) that takes a value has cases in this
+# script, so a flag added to the program without them fails here by name; checked
+# by the runs of every section (a case counts when it is written, run or left to
+# another run). Switches and CLI11's own flags take no value to refuse. sgd_bench's
+# flags declared exactly as averaging_bench's (same kind and accepted values: the
+# same code) are averaging_bench's cases (its run beside this one, same folder).
+if { want flags || want blankflags || want blanksample; } && { want files || want filesample; } && want out; then
+  list_flags() {
+    timeout -k 10 120 "${LAUNCH[@]}" "$1" --list-flags 2>"$logs/flags.err" </dev/null ||
+      die "$1 --list-flags failed: $(head -3 "$logs/flags.err")"
+  }
+  declare -A SAME_AS_AVERAGING=()
+  if [ "$APP" = sgd_bench ]; then
+    program_arg AVERAGING_BIN "$(dirname "$BIN")/averaging_bench" "averaging_bench beside sgd_bench"
+    while IFS=$'\t' read -r flag kind accepted _; do
+      SAME_AS_AVERAGING["$flag"$'\t'"$kind"$'\t'"$accepted"]=1
+    done < <(list_flags "$AVERAGING_BIN")
+  fi
+  uncovered=()
+  while IFS=$'\t' read -r flag kind accepted _; do
+    [[ $flag == --* ]] || continue
+    case "$kind" in switch | builtin) continue ;; esac
+    [ -z "${HOSTILE_FLAGS[$flag]:-}" ] || continue
+    [ -z "${SAME_AS_AVERAGING["$flag"$'\t'"$kind"$'\t'"$accepted"]:-}" ] || continue
+    uncovered+=("$flag ($kind)")
+  done < <(list_flags "$BIN")
+  if [ ${#uncovered[@]} -eq 0 ]; then
+    ok "every flag of $APP --list-flags that takes a value has hostile cases (${#HOSTILE_FLAGS[@]} flags here)"
+  else
+    bad "flags of $APP --list-flags without a hostile case in test_hostile.sh: ${uncovered[*]}"
   fi
 fi
 

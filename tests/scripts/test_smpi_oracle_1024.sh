@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every protocol on 1024 simulated peers under SMPI against the sequential oracle.
+# Every protocol on 1024 simulated peers under SMPI against the sequential oracle,
+# the cases of each protocol's table (tests/protocols/NAME/cases.txt, [oracle_1024]).
 #
 #   tests/scripts/test_smpi_oracle_1024.sh ORACLE_CLI SMPI_BINARY
 #
@@ -16,19 +17,9 @@ program_arg BIN "$2" "SMPI program"
 PEERS=1024
 common=(--dim 2 --rounds 8 --trials 2 --seed 77)
 
-configs=(
-  "gossip --topology torus --fail-rate 0.01"
-  "gossip --topology random-regular:8 --weights metropolis --alive-weights metropolis --fail-rate 0.02"
-  "pushsum --fail-rate 0.01"
-  "sgp-paper --fail-rate 0.01"
-  "pairwise --fail-rate 0.01"
-  "pairwise --topology hypercube --fail-rate 0.01"
-  "gossip --topology torus --quantizer stochastic:4 --fail-rate 0.01"
-  "pairwise --quantizer lattice --lattice-q 64 --lattice-eps 0.05 --fail-rate 0.01"
-  "moshpit --grid 32x32 --key-update chunk --fail-rate 0.02"
-  "moshpit --on-failure partial --fail-rate 0.02"
-  "random-groups --on-failure abort --fail-rate 0.01"
-)
+# Every protocol's [oracle_1024] cases (tests/protocols/NAME/cases.txt).
+protocol_cases oracle_1024 "$AVB_SMPIRUN" -n 1 "$BIN"
+configs=("${CASES[@]}")
 for config in "${configs[@]}"; do
   read -r -a args <<<"$config"
   tag=$(printf '%s' "$config" | tr -c 'a-z0-9\n' '_')

@@ -35,14 +35,18 @@ quadratic="--objective quadratic --preset epfl --zeta 100 --sigma 0.5 --lr 0.000
 # majority label (+1 on even peers, -1 on odd ones).
 logistic="--objective logistic --samples-per-peer 16 --separation 1 --label-skew 0.6 --lr 0.5"
 
-configs=(
-  "--protocol moshpit --fail-rate 0.02 $quadratic --momentum 0.5 --local-steps 2 --steps 14 --trials 2"
-  "--protocol gossip --topology torus --fail-rate 0.02 $logistic --batch 2 --local-steps 1 --steps 18 --trials 2"
-  "--protocol pushsum --fail-rate 0.02 --failure permanent $quadratic --lr-schedule inverse --lr-decay-steps 4 --local-steps 1 --steps 18 --trials 2"
-  "--protocol pairwise --fail-rate 0.01 $logistic --momentum 0.5 --local-steps 2 --steps 16 --trials 2"
-  "--protocol random-groups --on-failure abort --fail-rate 0.01 $quadratic --batch 2 --lr-schedule step --lr-decay-steps 6 --local-steps 2 --steps 18 --trials 2"
-  "--protocol allreduce --on-failure survivors --fail-rate 0.01 $logistic --momentum 0.5 --lr-schedule inverse --lr-decay-steps 8 --local-steps 1 --steps 14 --trials 2"
-)
+# Every protocol's [sgd_oracle_1024] cases (tests/protocols/NAME/cases.txt): the
+# protocol, an objective above by name, then the run's own flags.
+protocol_cases sgd_oracle_1024 "$AVB_SMPIRUN" -n 1 "$BIN"
+configs=()
+for case in "${CASES[@]}"; do
+  read -r protocol objective rest <<<"$case"
+  case "$objective" in
+    quadratic) configs+=("--protocol $protocol $quadratic $rest") ;;
+    logistic) configs+=("--protocol $protocol $logistic $rest") ;;
+    *) die "[sgd_oracle_1024] case '$case': the word after the protocol must be quadratic or logistic" ;;
+  esac
+done
 # The value of FLAG in the array args.
 value_of() {
   local i
@@ -55,11 +59,13 @@ value_of() {
 }
 
 total_started=$(now)
+number=0
 for config in "${configs[@]}"; do
   read -r -a args <<<"$config"
   args+=("${common[@]}")
-  # A name for the files: the protocol and its first option.
-  tag=$(printf '%s_%s' "${args[1]}" "${args[3]}" | tr -c 'a-z0-9\n' '_')
+  # A name for the files: the protocol and the case's number.
+  number=$((number + 1))
+  tag=$(printf '%s_%s' "${args[1]}" "$number" | tr -c 'a-z0-9\n' '_')
   short="${args[*]:0:6}"
   started=$(now)
   rc=0
