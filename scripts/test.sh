@@ -3,6 +3,8 @@
 # test. Stops at the first failure.
 #
 #   scripts/test.sh            (from any folder; as root, or with sudo for apt-get)
+#   scripts/test.sh --full     and then the randomized campaigns whole, of which CI
+#                              runs a slice (about 2 hours more; docs/testing.md)
 #
 # build/       Open MPI build (preset default): unit, MPI and app script tests
 # build-smpi/  SMPI build (preset smpi): MPI tests on simulated peers, 1024-peer run,
@@ -18,6 +20,13 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 exec </dev/null   # nothing here reads input; CI has none
+full=0
+case "${1:-}" in
+  "") ;;
+  --full) full=1 ;;
+  *) echo "test.sh: error: unknown argument '$1' (accepted: none, or --full)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "test.sh: error: one argument at most (--full), got $#" >&2; exit 2; }
 
 started=$SECONDS
 step="start"
@@ -46,8 +55,22 @@ run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure -j2
 run_step "configure build-asan/ (ASan + UBSan)" cmake --preset asan
 run_step "build build-asan/" cmake --build build-asan -j"$jobs"
 run_step "ctest build-asan/" ctest --preset asan -j2
-run_step "configure build-fuzz/ (libFuzzer, clang)" cmake --preset fuzz
+run_step "configure build-fuzz/ (libFuzzer, clang)" cmake --preset fuzz -DAVB_FUZZ_SECONDS=60
 run_step "build build-fuzz/" cmake --build build-fuzz -j"$jobs"
 run_step "ctest build-fuzz/ (4 fuzzers x 60 s)" ctest --preset fuzz -j2
 
-echo "test.sh: all tests passed in build/, build-smpi/, build-asan/ and build-fuzz/ in $((SECONDS - started)) s"
+if [ "$full" = 1 ]; then
+  # The campaigns whose slices CI runs (size_campaign, smpi_swarm_campaign, fuzz_*),
+  # whole, as docs/reliability.md reports them; each run replays from its seed.
+  run_step "size campaign, 2000 runs (campaign_sizes.py)" /usr/bin/python3 tests/scripts/campaign_sizes.py \
+    --runs 2000 --seed 1 --jobs 2 --progress 100 --bin build/apps/averaging_bench --sgd-bin build/apps/sgd_bench
+  run_step "swarm campaign, 2000 runs up to 256 peers (swarm_campaign.py)" /usr/bin/python3 \
+    tests/scripts/swarm_campaign.py --runs 2000 --seed 2026 --max-peers 256 --jobs 2 \
+    --averaging build-smpi/apps/averaging_bench --sgd build-smpi/apps/sgd_bench
+  run_step "configure build-fuzz/ for 10 minutes a fuzzer" cmake --preset fuzz -DAVB_FUZZ_SECONDS=600
+  run_step "ctest build-fuzz/ (4 fuzzers x 600 s)" ctest --preset fuzz -j2
+  run_step "configure build-fuzz/ back to CI's 60 s" cmake --preset fuzz -DAVB_FUZZ_SECONDS=60
+fi
+
+echo "test.sh: all tests passed in build/, build-smpi/, build-asan/ and build-fuzz/$([ "$full" = 1 ] && echo ", and the whole campaigns,") in $((SECONDS - started)) s"
+echo "test.sh: each test's time and share: scripts/test_budget.py"

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The test suite's budget: each test's time and share, from ctest's own records.
+
+    scripts/test_budget.py [BUILD_DIR...] [--log FILE] [--top N] [--csv]
+
+For each build folder (default: build, build-smpi, build-asan and build-fuzz, those
+that exist), reads the last ctest run's Testing/Temporary/LastTest.log and each
+test's TIMEOUT (ctest --show-only=json-v1), and prints one line per test, slowest
+first: its seconds, its share of all the tests' seconds, its timeout and how close
+it came (time / timeout; "NEAR" from one half up: docs/testing.md asks for at least
+2x headroom on a quiet machine). Given scripts/test.sh's output (--log), it also
+prints the stages' seconds and their share of the whole run (builds included).
+Exit 0, or 2 on bad input (a folder without a ctest run, an unreadable log).
+"""
+import argparse
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+DEFAULT_DIRS = ["build", "build-smpi", "build-asan", "build-fuzz"]
+NEAR = 0.5  # time / timeout from which a test is within 2x of its timeout
+
+
+def test_times(build):
+    """{name: (seconds, status)} of the last ctest run in `build`."""
+    log = build / "Testing" / "Temporary" / "LastTest.log"
+    if not log.is_file():
+        raise OSError(f"{build}: no ctest run recorded ({log} is missing)")
+    times, name = {}, None
+    for line in log.read_text(errors="replace").splitlines():
+        m = re.match(r"^\d+/\d+ Test: (\S+)$", line)
+        if m:
+            name = m.group(1)
+            continue
+        m = re.match(r"^Test time =\s*([0-9.]+) sec", line)
+        if m and name is not None:
+            times[name] = [float(m.group(1)), "?"]
+            continue
+        if name in times and line.startswith("Test ") and line.rstrip().endswith("."):
+            times[name][1] = "passed" if line.startswith("Test Passed") else "FAILED"
+            name = None
+    return {k: tuple(v) for k, v in times.items()}
+
+
+def test_timeouts(build):
+    """{name: timeout seconds} from ctest's description of the tests."""
+    out = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    timeouts = {}
+    for test in json.loads(out).get("tests", []):
+        for prop in test.get("properties", []):
+            if prop.get("name") == "TIMEOUT":
+                timeouts[test["name"]] = float(prop["value"])
+    return timeouts
+
+
+def stage_times(log):
+    """[(stage, seconds)] from scripts/test.sh's '== test.sh: STAGE: ok (N s)' lines."""
+    stages = []
+    for line in pathlib.Path(log).read_text(errors="replace").splitlines():
+        m = re.match(r"^== test\.sh: (.+): ok \((\d+) s\)$", line)
+        if m:
+            stages.append((m.group(1), int(m.group(2))))
+    return stages
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("builds", nargs="*", help="build folders (default: those of scripts/test.sh that exist)")
+    parser.add_argument("--log", help="scripts/test.sh's output, for the stages' times")
+    parser.add_argument("--top", type=int, default=0, help="print only the N slowest tests (default: all)")
+    parser.add_argument("--csv", action="store_true", help="comma-separated, with a header")
+    args = parser.parse_args()
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    builds = [pathlib.Path(b) for b in args.builds] or [repo / d for d in DEFAULT_DIRS if (repo / d).is_dir()]
+    rows = []
+    try:
+        for build in builds:
+            times, timeouts = test_times(build), test_timeouts(build)
+            for name, (seconds, status) in times.items():
+                rows.append((name, build.name, seconds, timeouts.get(name, 1500.0), status))
+        stages = stage_times(args.log) if args.log else []
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
+        print(f"test_budget.py: {e}", file=sys.stderr)
+        return 2
+    if not rows:
+        print("test_budget.py: no test times found", file=sys.stderr)
+        return 2
+    total = sum(r[2] for r in rows)
+    rows.sort(key=lambda r: -r[2])
+    shown = rows[:args.top] if args.top else rows
+    if args.csv:
+        print("test,build,seconds,share,timeout,of_timeout,status")
+        for name, build, seconds, timeout, status in shown:
+            print(f"{name},{build},{seconds:.1f},{seconds / total:.4f},{timeout:.0f},{seconds / timeout:.3f},{status}")
+        return 0
+    width = max(len(r[0]) for r in shown)
+    print(f"{'test':<{width}}  {'build':<11} {'seconds':>8} {'share':>6} {'timeout':>8} {'of it':>6}")
+    for name, build, seconds, timeout, status in shown:
+        flag = "  NEAR" if seconds / timeout >= NEAR else ""
+        flag += "  FAILED" if status == "FAILED" else ""
+        print(f"{name:<{width}}  {build:<11} {seconds:8.1f} {seconds / total:6.1%} {timeout:8.0f} "
+              f"{seconds / timeout:6.0%}{flag}")
+    print(f"{len(rows)} tests, {total:.0f} s of test time in {', '.join(b.name for b in builds)} "
+          f"(ctest -j2 runs two at a time); {sum(1 for r in rows if r[2] / r[3] >= NEAR)} within 2x of their timeout")
+    if stages:
+        whole = sum(s for _, s in stages)
+        print(f"\n{'stage of scripts/test.sh':<48} {'seconds':>8} {'share':>6}")
+        for stage, seconds in stages:
+            print(f"{stage:<48} {seconds:8d} {seconds / whole:6.1%}")
+        print(f"{'all stages':<48} {whole:8d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
