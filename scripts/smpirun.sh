@@ -117,15 +117,12 @@ if [ -n "$program_file" ]; then
     exit 2
   fi
   if [ -z "$platform" ]; then
-    hostfile=$(mktemp "${TMPDIR:-/tmp}/avbench-hosts.XXXXXX")
-    trap 'rm -f "$hostfile"' EXIT
+    program_hosts=$(mktemp "${TMPDIR:-/tmp}/avbench-hosts.XXXXXX")
+    trap 'rm -f "$program_hosts"' EXIT   # its own name: $hostfile may become the cache's
     # A file that is not a platform (or no file: an unknown name) is the program's
     # to refuse, naming its --platform: it runs on the default cluster to do so.
-    if /usr/bin/python3 "$here/platform_hosts.py" "$program_file" "$hostfile" 2>/dev/null; then
-      platform=$program_file
-    else
-      rm -f "$hostfile"
-      hostfile=""
+    if /usr/bin/python3 "$here/platform_hosts.py" "$program_file" "$program_hosts" 2>/dev/null; then
+      platform=$program_file hostfile=$program_hosts
     fi
   fi
 fi
