@@ -7,7 +7,6 @@ namespace avb {
 namespace {
 constexpr int kScatterTag = 111;
 constexpr int kGatherTag = 112;
-constexpr MemberFate kAlive{};
 }  // namespace
 
 Part butterfly_part(std::size_t length, int n, int p) {

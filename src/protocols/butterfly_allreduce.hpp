@@ -39,6 +39,7 @@ struct MemberFate {
   bool failed = false;
   int parts_delivered = 0;  // for a failed member: parts sent before it failed, 0..n-1
 };
+inline constexpr MemberFate kAlive{};
 
 // Part p of a length-`length` vector cut into n parts: [begin, end).
 struct Part {

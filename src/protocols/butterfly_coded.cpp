@@ -11,7 +11,6 @@ namespace {
 // Tags of their own, so a quantized message can never match a plain receive.
 constexpr int kCodedScatterTag = 113;
 constexpr int kCodedGatherTag = 114;
-constexpr MemberFate kAlive{};
 
 std::span<std::uint8_t> window(std::vector<std::uint8_t>& bytes, std::size_t begin, std::size_t size) {
   return {bytes.data() + begin, size};

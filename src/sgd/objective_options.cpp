@@ -10,7 +10,7 @@ namespace avb {
 namespace {
 
 // The shortest text that reads back to the same double.
-std::string format_number(double v) {
+std::string shortest_text(double v) {
   char buffer[64];
   const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
   return ec == std::errc() ? std::string(buffer, end) : std::to_string(v);
@@ -25,7 +25,7 @@ ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
   const ObjectiveOptions& o = options;
   auto non_negative = [](const char* flag, double v) {
     if (!(v >= 0.0 && std::isfinite(v)))
-      throw ConfigError(std::string(flag) + ": " + format_number(v) + " is not a number >= 0");
+      throw ConfigError(std::string(flag) + ": " + shortest_text(v) + " is not a number >= 0");
   };
   const bool synthetic = o.kind == ObjectiveKind::logistic && o.data_path.empty();
   if ((o.kind == ObjectiveKind::quadratic || synthetic) && o.dim < 1)
@@ -35,9 +35,9 @@ ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
     non_negative("--sigma", o.gradient_noise);
     if (o.preset == QuadraticPreset::conditioned) {
       if (!(o.condition >= 1.0 && std::isfinite(o.condition)))
-        throw ConfigError("--condition: " + format_number(o.condition) + " is not a number >= 1");
+        throw ConfigError("--condition: " + shortest_text(o.condition) + " is not a number >= 1");
       if (o.dim == 1 && o.condition != 1.0)
-        throw ConfigError("--condition: " + format_number(o.condition) +
+        throw ConfigError("--condition: " + shortest_text(o.condition) +
                           " needs --dim >= 2 (one coordinate has condition 1)");
     }
   } else if (synthetic) {
@@ -45,7 +45,7 @@ ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
       throw ConfigError("--samples-per-peer: " + std::to_string(o.samples_per_peer) + " is not an integer >= 1");
     non_negative("--separation", o.separation);
     if (!(o.label_skew >= 0.0 && o.label_skew <= 1.0))
-      throw ConfigError("--label-skew: " + format_number(o.label_skew) + " is not a number in [0, 1]");
+      throw ConfigError("--label-skew: " + shortest_text(o.label_skew) + " is not a number in [0, 1]");
   } else if (o.data_dim < 0) {
     throw ConfigError("--data-dim: " + std::to_string(o.data_dim) + " is not an integer >= 0 (0: from the file)");
   }
@@ -58,15 +58,15 @@ std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions
   if (o.kind == ObjectiveKind::quadratic) {
     out.emplace_back("dim", std::to_string(o.dim));
     out.emplace_back("preset", std::string(to_string(o.preset)));
-    if (o.preset == QuadraticPreset::conditioned) out.emplace_back("condition", format_number(o.condition));
-    out.emplace_back("zeta", format_number(o.heterogeneity));
-    out.emplace_back("sigma", format_number(o.gradient_noise));
+    if (o.preset == QuadraticPreset::conditioned) out.emplace_back("condition", shortest_text(o.condition));
+    out.emplace_back("zeta", shortest_text(o.heterogeneity));
+    out.emplace_back("sigma", shortest_text(o.gradient_noise));
   } else if (o.data_path.empty()) {
     out.emplace_back("data", "synthetic");
     out.emplace_back("dim", std::to_string(o.dim));
     out.emplace_back("samples-per-peer", std::to_string(o.samples_per_peer));
-    out.emplace_back("separation", format_number(o.separation));
-    out.emplace_back("label-skew", format_number(o.label_skew));
+    out.emplace_back("separation", shortest_text(o.separation));
+    out.emplace_back("label-skew", shortest_text(o.label_skew));
   } else {
     out.emplace_back("data", o.data_path);
     out.emplace_back("data-dim", std::to_string(o.data_dim));

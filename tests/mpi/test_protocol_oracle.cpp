@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "averaging_oracle.hpp"
+#include "support/catalog_coverage.hpp"
 #include "core/comm.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
@@ -477,6 +478,11 @@ TEST(MoshpitExact, FullGridAveragesExactlyInDRounds) {
                             << comm.rank();
         ASSERT_FALSE(any_rank(wrong));
       }
+}
+
+// A protocol the catalog gains is compared with the oracle here, or this fails naming it.
+TEST(ProtocolOracleCoverage, EveryProtocolWithASequentialFormHasCases) {
+  EXPECT_EQ(test::protocols_without_cases("ProtocolOracle", test::has_sequential_form), std::vector<std::string>{});
 }
 
 }  // namespace

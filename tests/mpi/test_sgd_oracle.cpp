@@ -22,6 +22,7 @@
 #include "sgd/libsvm.hpp"
 #include "sgd/trainer.hpp"
 #include "sgd_oracle.hpp"
+#include "support/catalog_coverage.hpp"
 
 namespace avb {
 namespace {
@@ -505,6 +506,11 @@ TEST(SgdRun, EvalEveryNotDividingTheStepsRecordsTheLastStep) {
     for (const auto& x : none.models)
       for (double v : x) EXPECT_EQ(v, 0.0);
   }
+}
+
+// A protocol the catalog gains is trained against the SGD oracle here, or this fails naming it.
+TEST(SgdOracleCoverage, EveryProtocolWithASequentialFormHasCases) {
+  EXPECT_EQ(test::protocols_without_cases("SgdOracle", test::has_sequential_form), std::vector<std::string>{});
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "averaging_oracle.hpp"
 #include "protocols/gossip.hpp"
 #include "run/sequential.hpp"
+#include "support/catalog_coverage.hpp"
 #include "test_support.hpp"
 
 namespace avb {
@@ -408,6 +409,12 @@ TEST(GeoPlatform, StepsCrossRegionsAndTheWideAreaLinkBoundsBigSteps) {
   EXPECT_DOUBLE_EQ(slow.wan_transfer, 2 * fast.wan_transfer);
   EXPECT_DOUBLE_EQ(slow.wan_transfer / round_time(big, 64 * 8e6, cluster).link_transfer,
                    (16e6 / 5e7) / (8e6 / cluster.bandwidth));
+}
+
+// A protocol the catalog gains has its population form compared with the oracle here,
+// or this fails naming it.
+TEST(SequentialFormCoverage, EveryProtocolWithASequentialFormHasCases) {
+  EXPECT_EQ(test::protocols_without_cases("SequentialForm", test::has_sequential_form), std::vector<std::string>{});
 }
 
 }  // namespace

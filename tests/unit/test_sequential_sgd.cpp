@@ -18,6 +18,7 @@
 
 #include "sgd/metrics.hpp"
 #include "sgd/sequential_trainer.hpp"
+#include "support/catalog_coverage.hpp"
 #include "sgd_oracle.hpp"
 #include "test_support.hpp"
 
@@ -163,7 +164,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pushsum", true, 1, 0.2},
                       Case{"pushsum", false, 3, 0.1, "permanent", 0.0, 2},
                       Case{"random-groups", false, 1, 0.2},
-                      Case{"random-groups", true, 3, 0.2, "transient", 0.0, 1, "partial"}));
+                      Case{"random-groups", true, 3, 0.2, "transient", 0.0, 1, "partial"},
+                      Case{"sgp-paper", false, 2, 0.2}, Case{"pairwise", true, 1, 0.2, "transient", 0.5},
+                      Case{"pairwise", false, 3, 0.1, "permanent"}, Case{"choco", false, 1, 0.2},
+                      Case{"choco", true, 2, 0.1, "transient", 0.0, 2}));
 
 class StopAfterFirstTrial : public TrainingObserver {
  public:
@@ -339,6 +343,12 @@ TEST(SequentialSgdRun, RefusesAProtocolWithoutASequentialForm) {
   TrainingObserver ignore;
   const std::string message = test::config_error([&] { run_training_sequential(o, problem, kPeers, ignore, 2); });
   EXPECT_TRUE(test::starts_with(message, "--engine sequential: protocol swarm has no sequential form")) << message;
+}
+
+// A protocol the catalog gains is trained on the sequential engine against the SGD
+// oracle here, or this fails naming it.
+TEST(SequentialSgdCoverage, EveryProtocolWithASequentialFormHasCases) {
+  EXPECT_EQ(test::protocols_without_cases("SequentialSgd", test::has_sequential_form), std::vector<std::string>{});
 }
 
 }  // namespace
