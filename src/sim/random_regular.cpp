@@ -1,6 +1,8 @@
 // Random regular graphs: incremental stub pairing, the complement for dense ones
 // and a random Hamiltonian cycle for K = 2.
 #include <algorithm>
+#include <memory>
+#include <span>
 #include <string>
 #include <unordered_set>
 
@@ -12,12 +14,44 @@ namespace avb::graph {
 
 namespace {
 
+// The lists of a graph that grows to degree k: peer u's neighbours are
+// ends[u*k, u*k + degree[u]). One allocation instead of one per peer, so that an
+// attempt on millions of peers starts (and a stop unwinds) in milliseconds.
+struct GrowingLists {
+  int k = 0;
+  std::unique_ptr<int[]> ends;  // not zeroed: only the first degree[u] of a list are read
+  std::vector<int> degree;
+
+  void reset(int n, int degree_k) {
+    k = degree_k;
+    ends = std::make_unique_for_overwrite<int[]>(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+    degree.assign(static_cast<std::size_t>(n), 0);
+  }
+  std::span<const int> of(int u) const {
+    return {ends.get() + static_cast<std::size_t>(u) * static_cast<std::size_t>(k),
+            static_cast<std::size_t>(degree[static_cast<std::size_t>(u)])};
+  }
+  void add(int u, int v) {
+    ends[static_cast<std::size_t>(u) * static_cast<std::size_t>(k) +
+         static_cast<std::size_t>(degree[static_cast<std::size_t>(u)]++)] = v;
+  }
+  AdjacencyLists lists(const std::atomic<bool>* stop) const {
+    AdjacencyLists adj(degree.size());
+    for (std::size_t u = 0; u < adj.size(); ++u) {
+      if ((u & 65535) == 0) check_stop(stop);
+      const auto own = of(static_cast<int>(u));
+      adj[u].assign(own.begin(), own.end());
+    }
+    return adj;
+  }
+};
+
 // Tracks which pairs are already edges while a random graph grows. Degrees up to
 // 64 scan the (short) lists; denser graphs use a bit matrix when it is small
 // (n <= 16384: at most 32 MB), else a hash set of pair keys.
 class EdgeSet {
  public:
-  EdgeSet(const AdjacencyLists& adj, int k) : adj_(adj), n_(adj.size()) {
+  EdgeSet(const GrowingLists& adj, int n, int k) : adj_(adj), n_(static_cast<std::size_t>(n)) {
     if (k <= 64) mode_ = Mode::scan;
     else if (n_ <= 16384) mode_ = Mode::bits, bits_.assign(n_ * n_, false);
     else mode_ = Mode::hash;
@@ -28,7 +62,7 @@ class EdgeSet {
       case Mode::hash: return keys_.count(key(u, v)) != 0;
       case Mode::scan: break;
     }
-    const auto& list = adj_[static_cast<std::size_t>(u)];
+    const auto list = adj_.of(u);
     return std::find(list.begin(), list.end(), v) != list.end();
   }
   void insert(int u, int v) {
@@ -46,7 +80,7 @@ class EdgeSet {
     const auto [lo, hi] = std::minmax(u, v);
     return (static_cast<std::uint64_t>(lo) << 32) | static_cast<std::uint32_t>(hi);
   }
-  const AdjacencyLists& adj_;
+  const GrowingLists& adj_;
   std::size_t n_;
   Mode mode_ = Mode::scan;
   std::vector<bool> bits_;
@@ -59,13 +93,15 @@ class EdgeSet {
 // small k. Returns false when the remaining stubs admit no legal pair, so the
 // caller restarts with the next attempt counter. Draws use the counter
 // (attempt, edges placed so far, draw number) of the topology stream.
-bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, AdjacencyLists& adj,
+bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, GrowingLists& adj,
                 const std::atomic<bool>* stop) {
-  adj.assign(static_cast<std::size_t>(n), {});
-  for (auto& list : adj) list.reserve(static_cast<std::size_t>(k));
-  EdgeSet edges(adj, k);
+  adj.reset(n, k);
+  EdgeSet edges(adj, n, k);
   std::vector<int> stubs(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
-  for (std::size_t s = 0; s < stubs.size(); ++s) stubs[s] = static_cast<int>(s / static_cast<std::size_t>(k));
+  for (std::size_t s = 0; s < stubs.size(); ++s) {
+    if ((s & 1048575) == 0) check_stop(stop);
+    stubs[s] = static_cast<int>(s / static_cast<std::size_t>(k));
+  }
 
   std::size_t m = stubs.size();
   std::uint64_t placed = 0, draw = 0;
@@ -77,8 +113,8 @@ bool pair_stubs(int n, int k, const Stream& stream, std::uint64_t attempt, Adjac
     const int u = stubs[a], v = stubs[b];
     if (u != v && !edges.contains(u, v)) {
       if ((placed & 65535) == 0) check_stop(stop);
-      adj[static_cast<std::size_t>(u)].push_back(v);
-      adj[static_cast<std::size_t>(v)].push_back(u);
+      adj.add(u, v);
+      adj.add(v, u);
       edges.insert(u, v);
       // Swap-remove the higher index first so the lower one stays valid.
       const auto [lo, hi] = std::minmax(a, b);
@@ -110,7 +146,7 @@ std::string where(const TopologySpec& spec) { return "--topology " + to_string(s
 // and flip it. Minimum degree >= n/2 makes the result connected.
 AdjacencyLists complement_of_sparse(int n, int k, const Stream& stream, const std::atomic<bool>* stop) {
   const int kc = n - 1 - k;
-  AdjacencyLists comp;
+  GrowingLists comp;
   for (std::uint64_t attempt = 0;; ++attempt)
     if (pair_stubs(n, kc, stream, attempt, comp, stop)) break;
   AdjacencyLists adj(static_cast<std::size_t>(n));
@@ -118,7 +154,7 @@ AdjacencyLists complement_of_sparse(int n, int k, const Stream& stream, const st
   for (int i = 0; i < n; ++i) {
     if ((i & 255) == 0) check_stop(stop);
     std::fill(mark.begin(), mark.end(), 0);
-    for (int j : comp[static_cast<std::size_t>(i)]) mark[static_cast<std::size_t>(j)] = 1;
+    for (int j : comp.of(i)) mark[static_cast<std::size_t>(j)] = 1;
     for (int j = 0; j < n; ++j)
       if (j != i && !mark[static_cast<std::size_t>(j)]) adj[static_cast<std::size_t>(i)].push_back(j);
   }
@@ -169,9 +205,12 @@ AdjacencyLists random_regular(const TopologySpec& spec, int n, std::uint64_t see
   // k >= 3: random regular graphs are connected with high probability; a
   // disconnected draw is thrown away like a stuck one.
   constexpr std::uint64_t max_attempts = 10000;
-  AdjacencyLists adj;
-  for (std::uint64_t attempt = 0; attempt < max_attempts; ++attempt)
-    if (pair_stubs(n, k, stream, attempt, adj, stop) && first_unreachable(adj) < 0) return adj;
+  GrowingLists grown;
+  for (std::uint64_t attempt = 0; attempt < max_attempts; ++attempt) {
+    if (!pair_stubs(n, k, stream, attempt, grown, stop)) continue;
+    AdjacencyLists adj = grown.lists(stop);
+    if (first_unreachable(adj) < 0) return adj;
+  }
   throw ConfigError(where(spec) + "found no connected " + std::to_string(k) + "-regular graph on " +
                     std::to_string(n) + " peers in " + std::to_string(max_attempts) + " attempts");
 }
