@@ -46,8 +46,15 @@ def test_times(build):
 
 def test_timeouts(build):
     """{name: timeout seconds} from ctest's description of the tests."""
-    out = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    # ctest --show-only starts a new, empty LastTest.log: the record read above is
+    # put back, so that the times stay readable (by the next call too).
+    log = build / "Testing" / "Temporary" / "LastTest.log"
+    record = log.read_bytes()
+    try:
+        out = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"], capture_output=True,
+                             text=True, timeout=120, check=True).stdout
+    finally:
+        log.write_bytes(record)
     timeouts = {}
     for test in json.loads(out).get("tests", []):
         for prop in test.get("properties", []):
