@@ -99,14 +99,18 @@ def read_table(protocol):
     return sections
 
 
-def harness_cases(harness, catalog):
-    lines, problems = [], []
+def readable_tables(catalog, problems):
+    """(protocol, table) of each catalog protocol whose table reads; problems gets the others."""
     for protocol in catalog:
         try:
-            table = read_table(protocol)
+            yield protocol, read_table(protocol)
         except TableError as e:
             problems.append(str(e))
-            continue
+
+
+def harness_cases(harness, catalog):
+    lines, problems = [], []
+    for protocol, table in readable_tables(catalog, problems):
         if harness not in table:
             problems.append(f"tests/protocols/{protocol}/cases.txt has no [{harness}] section (cases or 'skip: why')")
             continue
@@ -126,12 +130,7 @@ def gtest_suites(program):
 def check(catalog, test_programs):
     problems = []
     suites = set().union(*(gtest_suites(p) for p in test_programs)) if test_programs else None
-    for protocol in catalog:
-        try:
-            table = read_table(protocol)
-        except TableError as e:
-            problems.append(str(e))
-            continue
+    for protocol, table in readable_tables(catalog, problems):
         for harness in HARNESSES:
             if harness not in table:
                 problems.append(f"tests/protocols/{protocol}/cases.txt: no [{harness}] section (cases or 'skip: why')")
