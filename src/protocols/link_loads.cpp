@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "protocols/butterfly_allreduce.hpp"
 #include "protocols/compress.hpp"
@@ -203,8 +205,13 @@ void LinkLoads::close_phase() {
     const double transfer = std::max(kAcknowledgements * busiest_, windowed_) / f.bandwidth;
     // How the links are shared matters only where the bytes take time beside the
     // latency (not for the small messages of a value sweep, which stays fast).
-    const bool fluid = !too_many_ && !messages_.empty() && transfer > kFluidShare * latency;
-    seconds_ += repeats_ * (fluid ? fluid_seconds() : latency + transfer);
+    if (!too_many_ && !messages_.empty() && transfer > kFluidShare * latency) {
+      fluid_phase();
+    } else {
+      const double seconds = repeats_ * (latency + transfer);
+      every_ += seconds;
+      for (auto& entry : ahead_) entry.second += seconds;
+    }
   }
   messages_.clear();
   too_many_ = false;
@@ -223,11 +230,34 @@ void LinkLoads::close_phase() {
   windowed_ = 0.0;
 }
 
+double LinkLoads::clock(int peer) const {
+  const auto it = ahead_.find(peer);
+  if (it != ahead_.end()) return it->second;
+  return (ready_ ? ready_(peer) : 0.0) + every_;
+}
+
+void LinkLoads::start_round(Ready ready) {
+  close_phase();
+  ready_ = std::move(ready);
+  every_ = 0.0;
+  ahead_.clear();
+}
+
+double LinkLoads::finish_round(double alone, std::span<const std::uint8_t> waiting, double timeout) {
+  close_phase();
+  double last = alone + every_;
+  for (const auto& [peer, at] : ahead_)
+    last = std::max(last, at + (!waiting.empty() && waiting[static_cast<std::size_t>(peer)] ? timeout : 0.0));
+  start_round(nullptr);
+  return last;
+}
+
+double LinkLoads::take_seconds() { return finish_round(0.0); }
+
 // The open phase's messages as flows on the links they cross (host links up and
 // down, region backbones, wide-area links), each with SMPI's factors of its size;
 // a message in k pieces is one flow that shares and is bounded as k would be.
-double LinkLoads::fluid_seconds() {
-  FluidNetwork net;
+std::vector<FluidNetwork::Flow> LinkLoads::fluid_flows(FluidNetwork& net) const {
   std::unordered_map<std::int64_t, int> ids;
   const std::int64_t hosts = 2 * n_, backbones = hosts + regions_;
   auto link = [&](std::int64_t key, double capacity) {
@@ -241,6 +271,8 @@ double LinkLoads::fluid_seconds() {
   auto wan = [&](int a, int b) {
     return link(backbones + std::int64_t{std::min(a, b)} * regions_ + std::max(a, b), platform_.wan_bandwidth);
   };
+  std::vector<FluidNetwork::Flow> flows;
+  flows.reserve(messages_.size());
   for (const Message& m : messages_) {
     const int a = region(m.from), b = region(m.to);
     FluidNetwork::Flow flow;
@@ -263,16 +295,74 @@ double LinkLoads::fluid_seconds() {
     flow.factor = f.bandwidth;
     flow.bound = m.pieces * std::min(slowest, kTcpWindow / (2 * latency));
     flow.penalty = (latency + weights) / m.pieces;
-    net.add_flow(std::move(flow));
+    flows.push_back(std::move(flow));
   }
-  return net.run();
+  return flows;
 }
 
-double LinkLoads::take_seconds() {
-  close_phase();
-  const double s = seconds_;
-  seconds_ = 0.0;
-  return s;
+// A message starts when both its ends are ready: a large one waits for its
+// receive to be posted, and every peer posts them as it starts the round.
+void LinkLoads::fluid_phase() {
+  FluidNetwork net;
+  std::vector<FluidNetwork::Flow> flows = fluid_flows(net);
+  // The phase's peers, numbered in order of appearance, with their clocks.
+  std::unordered_map<int, std::size_t> index;
+  std::vector<int> peers;
+  std::vector<double> done;  // each one's clock, then at the end of its last message
+  auto number = [&](int p) {
+    const auto [it, added] = index.try_emplace(p, peers.size());
+    if (added) {
+      peers.push_back(p);
+      done.push_back(clock(p));
+    }
+    return it->second;
+  };
+  std::vector<std::size_t> ends;  // per message: from's number, to's number
+  std::vector<double> starts;
+  for (const Message& m : messages_) {
+    ends.push_back(number(m.from));
+    ends.push_back(number(m.to));
+    starts.push_back(std::max(done[ends[ends.size() - 2]], done[ends.back()]));
+  }
+  const double first = *std::min_element(starts.begin(), starts.end());
+  const bool together = *std::max_element(starts.begin(), starts.end()) == first;
+  for (std::size_t k = 0; k < flows.size(); ++k) {
+    FluidNetwork::Flow flow = flows[k];
+    flow.start = starts[k] - first;
+    net.add_flow(std::move(flow));
+  }
+  net.run();
+  for (std::size_t k = 0; k < flows.size(); ++k)
+    for (std::size_t e : {ends[2 * k], ends[2 * k + 1]}) done[e] = std::max(done[e], first + net.end(k));
+  if (repeats_ > 1) {
+    // The phase's time when its messages start at once: this run's, if they did.
+    if (!together) {
+      for (FluidNetwork::Flow& flow : flows) net.add_flow(std::move(flow));
+      net.run();
+    }
+    std::vector<double> alone(flows.size());
+    for (std::size_t k = 0; k < flows.size(); ++k) alone[k] = net.end(k);
+    repeat_together(ends, alone, done);
+  }
+  for (std::size_t p = 0; p < peers.size(); ++p) ahead_[peers[p]] = done[p];
+}
+
+// The peers a repeated phase joins (a ring, a group) go through its repeats
+// together: the next begins when the last of them is done with the first, and
+// lasts as long as their messages take when they start at once (`alone`).
+void LinkLoads::repeat_together(std::span<const std::size_t> ends, std::span<const double> alone,
+                                std::vector<double>& done) const {
+  std::vector<std::size_t> root(done.size());
+  std::iota(root.begin(), root.end(), std::size_t{0});
+  auto find = [&](std::size_t p) {
+    while (root[p] != p) p = root[p] = root[root[p]];
+    return p;
+  };
+  for (std::size_t k = 0; k < alone.size(); ++k) root[find(ends[2 * k])] = find(ends[2 * k + 1]);
+  std::vector<double> span(done.size(), 0.0), last(done.size(), -std::numeric_limits<double>::infinity());
+  for (std::size_t k = 0; k < alone.size(); ++k) span[find(ends[2 * k])] = std::max(span[find(ends[2 * k])], alone[k]);
+  for (std::size_t p = 0; p < done.size(); ++p) last[find(p)] = std::max(last[find(p)], done[p]);
+  for (std::size_t p = 0; p < done.size(); ++p) done[p] = last[find(p)] + (repeats_ - 1) * span[find(p)];
 }
 
 }  // namespace avb

@@ -18,16 +18,28 @@
 // wide-area link. A phase of at most kFluidMessages messages is simulated flow by
 // flow instead (sim/fluid.hpp), as SimGrid shares links: unequally, a flow across
 // regions yielding to local ones.
+//
+// Each peer keeps its own clock through the round, as each MPI rank does: it starts
+// when its work is done (start_round's `ready`), a message moves once both its ends
+// are ready, and a peer that waits out a failure's detection does so after its own
+// messages (finish_round). So a straggler delays only those who talk to it, and a
+// wait overlaps the messages of others. A phase simulated flow by flow advances the
+// clocks of its peers only, each to the end of its last message; a phase repeated
+// k times (a ring's steps, a butterfly's two halves) advances the peers it joins
+// together, k - 1 more times its time when all start at once. A phase charged by
+// the busiest-link bound advances every clock by that bound.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "protocols/group_allreduce.hpp"
 #include "protocols/time_model.hpp"
+#include "sim/fluid.hpp"
 
 namespace avb {
 
@@ -37,6 +49,19 @@ class LinkLoads {
  public:
   // hosts: the platform's first n_peers hosts (it keeps a reference).
   LinkLoads(const Hosts& hosts, int n_peers);
+
+  // Seconds from the round's start at which peer i is ready to send (its work; may
+  // be negative when the round's start is the slowest peer's end of work). Unset or
+  // null: every peer at 0.
+  using Ready = std::function<double(int)>;
+  void start_round(Ready ready);
+  // Ends the round; returns its seconds: until its last peer is done with its
+  // messages and then, if waiting[i] (empty: none), its `timeout`. `alone` is the
+  // most any alive peer's ready time plus its wait comes to: it stands for every peer
+  // whose clock no simulated phase moved.
+  double finish_round(double alone, std::span<const std::uint8_t> waiting = {}, double timeout = 0.0);
+  // finish_round(0) of a round started with every peer ready at 0 (a churn's loads).
+  double take_seconds();
 
   // Starts the round's next phase: the messages sent until the next call travel
   // at once, and `repeats` phases like it follow one another (a ring's 2(n - 1)
@@ -55,9 +80,6 @@ class LinkLoads {
   // sends them (protocols/group_allreduce.hpp).
   void collective(Collective c, std::span<const int> members, std::size_t dim, const Quantizer* quantizer = nullptr);
 
-  // The seconds of the phases since the last call; the next starts afresh.
-  double take_seconds();
-
   // The bytes it holds for n peers on `platform`.
   static double bytes(const PlatformModel& platform, int n_peers);
 
@@ -69,7 +91,11 @@ class LinkLoads {
   void load_wan(int a, int b, double bytes);
   void note_message(double bytes, bool crosses, double pieces = 1);
   void record(int from, int to, double bytes, double pieces);
-  double fluid_seconds();
+  // Simulates the open phase's messages; advances the clocks of their peers.
+  void fluid_phase();
+  std::vector<FluidNetwork::Flow> fluid_flows(FluidNetwork& net) const;
+  void repeat_together(std::span<const std::size_t> ends, std::span<const double> alone, std::vector<double>& done) const;
+  double clock(int peer) const;
 
   const Hosts& hosts_;
   const PlatformModel& platform_;
@@ -96,7 +122,11 @@ class LinkLoads {
   bool crosses_ = false;
   double busiest_ = 0.0;
   double windowed_ = 0.0;  // seconds of the message the TCP window holds back most
-  double seconds_ = 0.0;
+  // The round's clocks: peer i's is ahead_[i] once a simulated phase moved it, else
+  // ready_(i) + every_ (the bound-charged phases' seconds, which every peer pays).
+  Ready ready_;
+  double every_ = 0.0;
+  std::unordered_map<int, double> ahead_;
   // The open phase's messages one by one, while there are few enough for a fluid
   // simulation of their sharing (sim/fluid.hpp); beyond that the busiest link's
   // bound above stands alone.

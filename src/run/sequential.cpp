@@ -121,6 +121,11 @@ double ComputeClock::latest(std::span<const std::uint8_t> alive, std::span<const
   return most;
 }
 
+double ComputeClock::work(int peer) const {
+  const bool straggles = std::binary_search(stragglers_.begin(), stragglers_.end(), peer);
+  return flops_ * (straggles ? slowdown_ : 1.0) / hosts_.speed(peer);
+}
+
 double ComputeClock::seconds(std::span<const std::uint8_t> alive) const {
   if (flops_ <= 0) return 0.0;
   if (!hosts_.uniform_speed()) return latest(alive, {}, 0.0, 1);
@@ -187,13 +192,20 @@ class WorkClock {
       if ((i & 65535) == 0) check_stop(stop);  // millions of lognormal draws take a second
       work_[i] = arrivals_.at(t, static_cast<int>(i));
     }
+    // Each peer sends once its work is done (a group's members as it goes on).
+    if (!work_.empty()) links.start_round([this](int i) { return work_[static_cast<std::size_t>(i)]; });
+    else if (compute_.works()) links.start_round([this](int i) { return compute_.work(i); });
+    else links.start_round(nullptr);
     return PopulationRound{t,    seed, failures, alive, detection.begin_round(), stop, waits_ ? &arrivals_ : nullptr,
                            work_, &links};
   }
-  // Seconds the round's latest alive peer spends beside the messages.
-  double end(std::span<const std::uint8_t> alive) {
+  // The round's seconds: until its last alive peer is done with its work, its
+  // messages (which `links` holds) and its wait for a failure's detection.
+  double end(std::span<const std::uint8_t> alive, LinkLoads& links) {
     detection.end_round();
-    return work_.empty() ? compute_.slowest(alive, detection) : ComputeClock::slowest_of(alive, work_, detection);
+    const double alone =
+        work_.empty() ? compute_.slowest(alive, detection) : ComputeClock::slowest_of(alive, work_, detection);
+    return links.finish_round(alone, detection.waiting(), detection.timeout());
   }
 
   DetectionClock detection;
@@ -254,7 +266,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.decode_failures = effect.decode_failures;
     row.late = effect.late;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + loading + clock.end(alive) + links.take_seconds();
+    row.time = previous.time + loading + clock.end(alive, links);
     row.detection_time = clock.detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);

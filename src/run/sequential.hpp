@@ -54,6 +54,9 @@ class ComputeClock {
   ComputeClock(std::uint64_t trial_seed, const StragglerSpec& spec, int n_peers, double flops, const Hosts& hosts);
   // Seconds the slowest alive peer computes (0 when nobody is alive).
   double seconds(std::span<const std::uint8_t> alive) const;
+  // Seconds peer i computes (a straggler's slowed down).
+  double work(int peer) const;
+  bool works() const { return flops_ > 0; }
   // Seconds the slowest alive peer takes beside the messages of a round in which it
   // works `steps` times and then, if it waited out a failure, the detection's
   // timeout: a straggler that does not wait may finish before a fast peer that does.

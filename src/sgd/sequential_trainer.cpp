@@ -106,6 +106,12 @@ class PopulationSgd {
   void round(int r) {
     PopulationRound view{r, seed_, failures_, alive_, detection_.begin_round(), stop_flag_};
     view.links = &links_;
+    // The round starts when the slowest peer is done with its local steps; a
+    // faster one is ready that much earlier.
+    if (compute_.works())
+      links_.start_round([this](int i) { return o_.local_steps * (compute_.work(i) - step_seconds_); });
+    else
+      links_.start_round(nullptr);
     const RoundEffect effect = protocol_->step(x_, view);
     groups_ += effect.groups;
     failed_groups_ += effect.failed_groups;
@@ -114,8 +120,8 @@ class PopulationSgd {
     detection_.end_round();
     // The round's local steps were charged at the slowest peer's pace; a peer that
     // waited out a failure may end the round later than that (ComputeClock::slowest).
-    time_ += compute_.slowest(alive_, detection_, o_.local_steps) - o_.local_steps * step_seconds_ +
-             links_.take_seconds();
+    time_ += links_.finish_round(compute_.slowest(alive_, detection_, o_.local_steps) - o_.local_steps * step_seconds_,
+                                 detection_.waiting(), detection_.timeout());
     rounds_done_ = r;
   }
 

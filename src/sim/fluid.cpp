@@ -97,16 +97,19 @@ double FluidNetwork::run() {
   rate_.assign(n, 0.0);
   moving_.assign(n, 0);
   done_.assign(n, 0);
+  end_.assign(n, 0.0);
   for (std::size_t f = 0; f < n; ++f) left_[f] = flows_[f].bytes;
+  auto moves_at = [&](std::size_t f) { return flows_[f].start + flows_[f].latency; };
   double now = 0.0;
   std::size_t remaining = n;
   while (remaining > 0) {
     // Whoever's latency is paid by now moves; whoever moved all its bytes is done.
     for (std::size_t f = 0; f < n; ++f) {
       if (done_[f]) continue;
-      if (!moving_[f] && flows_[f].latency <= now * (1 + 1e-12)) moving_[f] = 1;
+      if (!moving_[f] && moves_at(f) <= now * (1 + 1e-12)) moving_[f] = 1;
       if (moving_[f] && left_[f] <= 1e-9 * std::max(1.0, flows_[f].bytes)) {
         done_[f] = 1;
+        end_[f] = now;
         --remaining;
       }
     }
@@ -115,10 +118,15 @@ double FluidNetwork::run() {
     double next = kInfinity;
     for (std::size_t f = 0; f < n; ++f) {
       if (done_[f]) continue;
-      if (!moving_[f]) next = std::min(next, flows_[f].latency);
+      if (!moving_[f]) next = std::min(next, moves_at(f));
       else if (rate_[f] > 0) next = std::min(next, now + left_[f] / (rate_[f] * flows_[f].factor));
     }
-    if (!(next < kInfinity)) break;  // nothing can move: a zero-capacity link
+    if (!(next < kInfinity)) {  // nothing can move: a zero-capacity link
+      for (std::size_t f = 0; f < n; ++f)
+        if (!done_[f]) end_[f] = kInfinity;
+      now = kInfinity;
+      break;
+    }
     const double dt = next - now;
     for (std::size_t f = 0; f < n; ++f)
       if (moving_[f] && !done_[f]) left_[f] = std::max(0.0, left_[f] - rate_[f] * flows_[f].factor * dt);

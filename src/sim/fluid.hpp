@@ -1,8 +1,8 @@
 // Flows sharing links, as SimGrid's network model shares them: a fluid (flow-
-// level) simulation of messages that start together, for the time of one phase
-// of a round when it has few enough messages (protocols/link_loads.hpp).
+// level) simulation of messages, for the time of one phase of a round when it has
+// few enough messages (protocols/link_loads.hpp).
 //
-// A flow waits out its latency, then moves its bytes at a rate that the links on
+// A flow starts when both its ends are ready (its `start`), waits out its latency, then moves its bytes at a rate that the links on
 // its route share among their flows by weighted max-min fairness (SimGrid's lmm):
 // a flow's share is inversely proportional to its penalty (its route's latency
 // plus weight-S over each link's bandwidth, so a long route yields to short ones),
@@ -22,6 +22,7 @@ class FluidNetwork {
   // A link of `capacity` bytes/s; returns its index.
   int add_link(double capacity);
   struct Flow {
+    double start = 0;  // seconds from the phase's start until it may begin
     double bytes = 0;
     double latency = 0;  // seconds before it moves (SMPI's latency factor applied)
     double bound = 0;    // bytes/s it never exceeds
@@ -31,18 +32,20 @@ class FluidNetwork {
   };
   void add_flow(Flow flow);
   std::size_t flows() const { return flows_.size(); }
-  // The time at which the last flow ends, every flow starting at 0; clears the
-  // flows (the links stay).
+  // Simulates the flows added since the last run: returns the time at which the
+  // last one ends, and keeps each one's end (end(f), f in the order added) until
+  // the next run. The links stay.
   double run();
-  void clear();
+  double end(std::size_t flow) const { return end_[flow]; }
 
  private:
+  void clear();
   void solve();
 
   std::vector<double> capacity_;
   std::vector<Flow> flows_;
   // Per flow: bytes left, current rate, moving (latency paid), done.
-  std::vector<double> left_, rate_;
+  std::vector<double> left_, rate_, end_;
   std::vector<char> moving_, done_, fixed_;
   // Per link: capacity left, the unfixed flows' weights (usage / penalty), and
   // how many unfixed flows use it.

@@ -2,7 +2,8 @@
 // sim/fluid.hpp): each phase against its α–β value worked out by hand from the
 // platform, a slow host slowing only its partners, a butterfly charged as its
 // messages, a ring between two regions charged for the two wide-area crossings it
-// makes, the TCP window across a wide-area link, and SimGrid's weighted sharing.
+// makes, the TCP window across a wide-area link, SimGrid's weighted sharing, and
+// each peer's own clock through a round (flows that start when their ends are ready).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,14 +47,68 @@ TEST(LinkLoads, OneMessageIsItsAlphaBetaCost) {
   const double latency = 2 * cluster.link_latency + cluster.backbone_latency;
   EXPECT_DOUBLE_EQ(links.take_seconds(), lone_seconds(8e6, latency, 8e6 / cluster.bandwidth));
   EXPECT_EQ(links.take_seconds(), 0.0);  // taken: the next round starts afresh
-  // Two phases, the second repeated 3 times. A host's link is split-duplex: an
-  // exchange of 1 MB each way puts 1 MB and the other's acknowledgements on it.
+  // Two phases, the second repeated 3 times, the same peer in both. A host's link
+  // is split-duplex: an exchange of 1 MB each way puts 1 MB and the other's
+  // acknowledgements on it.
+  links.send(0, 1, 1e6);
+  links.send(1, 0, 1e6);
+  links.phase(3);
+  links.send(1, 2, 5e5);
+  const double exchange = phase_seconds(1e6, latency, 1e6 / cluster.bandwidth);
+  const double lone = lone_seconds(5e5, latency, 5e5 / cluster.bandwidth);
+  EXPECT_NEAR(links.take_seconds(), exchange + 3 * lone, 1e-12);
+  // Peers that the first phase leaves alone start the second at once: the round
+  // lasts as long as the longer of the two.
   links.send(0, 1, 1e6);
   links.send(1, 0, 1e6);
   links.phase(3);
   links.send(2, 3, 5e5);
-  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(1e6, latency, 1e6 / cluster.bandwidth) +
-                                             3 * lone_seconds(5e5, latency, 5e5 / cluster.bandwidth));
+  EXPECT_NEAR(links.take_seconds(), std::max(exchange, 3 * lone), 1e-12);
+}
+
+// Each peer's clock (LinkLoads::start_round, finish_round): a peer that waits out
+// a failure's detection does so after its own messages, beside the others'; a
+// straggler holds back only the messages it takes part in; a phase repeated
+// goes on when the last of the peers it joins is ready.
+TEST(LinkLoads, EachPeerKeepsItsOwnClock) {
+  const PlatformModel cluster;
+  const Hosts hosts(cluster, 4);
+  LinkLoads links(hosts, 4);
+  const double latency = 2 * cluster.link_latency + cluster.backbone_latency;
+  const double lone = lone_seconds(8e6, latency, 8e6 / cluster.bandwidth);
+  const std::vector<std::uint8_t> third_waits{0, 0, 1, 0}, first_waits{1, 0, 0, 0};
+  const double timeout = 0.5;
+  // Peer 2 sends nothing and waits: its wait overlaps 0's message to 1.
+  links.start_round(nullptr);
+  links.send(0, 1, 8e6);
+  EXPECT_NEAR(links.finish_round(timeout, third_waits, timeout), std::max(lone, timeout), 1e-12);
+  // Peer 0 waits after its message.
+  links.start_round(nullptr);
+  links.send(0, 1, 8e6);
+  EXPECT_NEAR(links.finish_round(timeout, first_waits, timeout), lone + timeout, 1e-12);
+  // Peer 0 is ready at 1 s: its message to 1 starts then, 2's to 3 at once; 1's
+  // to 2 in the next phase waits for 1.
+  links.start_round([](int peer) { return peer == 0 ? 1.0 : 0.0; });
+  links.send(0, 1, 8e6);
+  links.send(2, 3, 8e6);
+  EXPECT_NEAR(links.finish_round(1.0), 1.0 + lone, 1e-12);
+  links.start_round([](int peer) { return peer == 0 ? 1.0 : 0.0; });
+  links.send(0, 1, 8e6);
+  links.phase();
+  links.send(1, 2, 8e6);
+  EXPECT_NEAR(links.finish_round(1.0), 1.0 + 2 * lone, 1e-12);
+  // Two pairs exchange twice (a phase of 2): the late pair's second exchange waits
+  // for its first, the other pair is done at twice an exchange.
+  const double exchange = phase_seconds(8e6, latency, 8e6 / cluster.bandwidth);
+  links.start_round([](int peer) { return peer < 2 ? 1.0 : 0.0; });
+  links.phase(2);
+  for (int p : {0, 1, 2, 3}) links.send(p, p ^ 1, 8e6);
+  EXPECT_NEAR(links.finish_round(1.0), 1.0 + 2 * exchange, 1e-12);
+  links.start_round(nullptr);
+  links.phase(2);
+  links.send(2, 3, 8e6);
+  links.send(3, 2, 8e6);
+  EXPECT_NEAR(links.finish_round(0.0), 2 * exchange, 1e-12);
 }
 
 TEST(LinkLoads, ASlowHostSlowsOnlyThoseWhoTalkToIt) {
@@ -147,6 +202,19 @@ TEST(FluidNetwork, ALongRouteYieldsToAShortOneAndThenMovesAtItsWindow) {
   net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
   net.add_flow({.bytes = 100, .latency = 0, .bound = 20, .penalty = 10, .factor = 1, .route = {link}, .back = {}});
   EXPECT_NEAR(net.run(), 1.1 + 90.0 / 20, 1e-12);
+}
+
+// A flow that starts later shares the link only while both move: the first
+// moves 50 bytes alone, then each gets 50 B/s until the first ends at 1.5 s; the
+// second has 50 bytes left, alone at 100 B/s.
+TEST(FluidNetwork, AFlowStartingLaterSharesOnlyWhileBothMove) {
+  FluidNetwork net;
+  const int link = net.add_link(100);
+  net.add_flow({.start = 0, .bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
+  net.add_flow({.start = 0.4, .bytes = 100, .latency = 0.1, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
+  EXPECT_NEAR(net.run(), 2.0, 1e-12);
+  EXPECT_NEAR(net.end(0), 1.5, 1e-12);
+  EXPECT_NEAR(net.end(1), 2.0, 1e-12);
 }
 
 // Two hosts exchanging over split-duplex links: each link carries one flow and
