@@ -224,6 +224,7 @@ void LinkLoads::close_phase() {
     wan_map_.clear();
   }
   repeats_ = 1;
+  before_work_ = false;
   message_ = 0.0;
   crosses_ = false;
   busiest_ = 0.0;
@@ -253,6 +254,11 @@ double LinkLoads::finish_round(double alone, std::span<const std::uint8_t> waiti
 }
 
 double LinkLoads::take_seconds() { return finish_round(0.0); }
+
+void LinkLoads::before_work() {
+  close_phase();
+  before_work_ = true;
+}
 
 // The open phase's messages as flows on the links they cross (host links up and
 // down, region backbones, wide-area links), each with SMPI's factors of its size;
@@ -313,7 +319,7 @@ void LinkLoads::fluid_phase() {
     const auto [it, added] = index.try_emplace(p, peers.size());
     if (added) {
       peers.push_back(p);
-      done.push_back(clock(p));
+      done.push_back(before_work_ ? every_ : clock(p));
     }
     return it->second;
   };
@@ -344,7 +350,8 @@ void LinkLoads::fluid_phase() {
     for (std::size_t k = 0; k < flows.size(); ++k) alone[k] = net.end(k);
     repeat_together(ends, alone, done);
   }
-  for (std::size_t p = 0; p < peers.size(); ++p) ahead_[peers[p]] = done[p];
+  for (std::size_t p = 0; p < peers.size(); ++p)
+    ahead_[peers[p]] = done[p] + (before_work_ && ready_ ? ready_(peers[p]) : 0.0);
 }
 
 // The peers a repeated phase joins (a ring, a group) go through its repeats

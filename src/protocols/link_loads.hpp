@@ -60,8 +60,12 @@ class LinkLoads {
   // most any alive peer's ready time plus its wait comes to: it stands for every peer
   // whose clock no simulated phase moved.
   double finish_round(double alone, std::span<const std::uint8_t> waiting = {}, double timeout = 0.0);
-  // finish_round(0) of a round started with every peer ready at 0 (a churn's loads).
+  // finish_round(0) of a round started with every peer ready at 0.
   double take_seconds();
+  // Starts a phase whose messages go before every peer's work (a churn's joiners
+  // loading their state): they start with the round, and a peer's work follows
+  // its last. The round's first phase only.
+  void before_work();
 
   // Starts the round's next phase: the messages sent until the next call travel
   // at once, and `repeats` phases like it follow one another (a ring's 2(n - 1)
@@ -125,6 +129,7 @@ class LinkLoads {
   // The round's clocks: peer i's is ahead_[i] once a simulated phase moved it, else
   // ready_(i) + every_ (the bound-charged phases' seconds, which every peer pays).
   Ready ready_;
+  bool before_work_ = false;  // the open phase goes before the work
   double every_ = 0.0;
   std::unordered_map<int, double> ahead_;
   // The open phase's messages one by one, while there are few enough for a fluid

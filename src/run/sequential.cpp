@@ -164,10 +164,16 @@ std::uint64_t load_population_joiners(const std::vector<int>& donors, Population
   return bytes;
 }
 
-double load_seconds(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links) {
+void charge_loads(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links) {
   const double message = sizeof(double) * static_cast<double>(model_dim);
+  links.before_work();
   for (std::size_t p = 0; p < donors.size(); ++p)
     if (donors[p] >= 0) links.send(donors[p], static_cast<int>(p), message);
+  links.phase();
+}
+
+double load_seconds(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links) {
+  charge_loads(donors, model_dim, links);
   return links.take_seconds();
 }
 
@@ -249,10 +255,11 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     const std::vector<int> donors = failures.donors(t);
     const std::uint64_t joined = load_population_joiners(donors, x);
     const int alive_count = failures.alive_mask(t, alive);
-    const double loading = joined > 0 ? load_seconds(donors, x.model_dim, links) : 0.0;
     RoundEffect effect;
     try {
-      effect = protocol->step(x, clock.begin(t, seed, failures, alive, stop, links));
+      const PopulationRound round = clock.begin(t, seed, failures, alive, stop, links);
+      if (joined > 0) charge_loads(donors, x.model_dim, links);  // as load_joiners, before the work
+      effect = protocol->step(x, round);
     } catch (const StopRequested&) {  // the round is dropped: the rows so far stand
       record.complete = false;
       break;
@@ -266,7 +273,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.decode_failures = effect.decode_failures;
     row.late = effect.late;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + loading + clock.end(alive, links);
+    row.time = previous.time + clock.end(alive, links);
     row.detection_time = clock.detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);

@@ -91,8 +91,11 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n_
 // sim/churn.hpp's load_joiners does across ranks); `donors` is
 // FailureModel::donors(t). Returns the bytes moved.
 std::uint64_t load_population_joiners(const std::vector<int>& donors, Population& x);
-// The seconds those loads take: one step in which each donor sends its vector of
-// `model_dim` doubles to every joiner that chose it.
+// Those loads, charged to the round `links` holds, before every peer's work (each
+// donor sends its vector of `model_dim` doubles to every joiner that chose it);
+// the protocol's messages then start a phase of their own.
+void charge_loads(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links);
+// The seconds those loads take as a step of their own.
 double load_seconds(const std::vector<int>& donors, std::size_t model_dim, LinkLoads& links);
 
 // One trial, as run_averaging_sequential records it; `stop` is polled once per round.
