@@ -21,8 +21,10 @@ constexpr int kDenseRegions = 256;
 constexpr std::size_t kFluidMessages = 4096;
 // ... and when their transfer takes more than this share of their latency.
 constexpr double kFluidShare = 0.01;
-// SMPI's network/weight-S (bytes): a flow's penalty adds it over each link's bandwidth.
-constexpr double kWeightS = 8775;
+// The simulated phases of a round are simulated together, each message released
+// when its two peers are done with their earlier ones, up to this many messages
+// (repeats counted); a phase beyond it is simulated alone (LinkLoads::fluid_phase).
+constexpr std::size_t kRoundMessages = 16384;
 
 }  // namespace
 
@@ -40,8 +42,12 @@ LinkLoads::LinkLoads(const Hosts& hosts, int n_peers)
 double LinkLoads::bytes(const PlatformModel& platform, int n_peers) {
   const double regions = std::max(1, platform.regions);
   const double pairs = regions > 1 && regions <= kDenseRegions ? regions * regions : 0.0;
+  // The round's simulation at its largest: each message staged, its flow and the
+  // network's state of it; and the flows it comes after, at most those of its two
+  // peers' phase before (a butterfly of 64 members: 4 x 63 of them, for 4096 flows).
+  const double simulated = static_cast<double>(kRoundMessages) * 320.0 + static_cast<double>(kFluidMessages) * 4 * 63 * (16 + 4);
   // out and in, the touched hosts (at most every host once), backbones, pairs
-  return n_peers * (4.0 + 4.0 + 4.0) + 12.0 * regions + 8.0 * pairs;
+  return n_peers * (4.0 + 4.0 + 4.0) + 12.0 * regions + 8.0 * pairs + (n_peers > 1 ? simulated : 0.0);
 }
 
 int LinkLoads::region(int peer) const {
@@ -206,8 +212,16 @@ void LinkLoads::close_phase() {
     // How the links are shared matters only where the bytes take time beside the
     // latency (not for the small messages of a value sweep, which stays fast).
     if (!too_many_ && !messages_.empty() && transfer > kFluidShare * latency) {
-      fluid_phase();
+      const std::size_t expanded = messages_.size() * static_cast<std::size_t>(repeats_);
+      if (pending_.size() + expanded > kRoundMessages) simulate_pending();
+      if (expanded <= kRoundMessages) {
+        for (int r = 0; r < repeats_; ++r, ++stage_)
+          for (const Message& m : messages_) pending_.push_back({m, stage_, before_work_});
+      } else {
+        fluid_phase();
+      }
     } else {
+      simulate_pending();
       const double seconds = repeats_ * (latency + transfer);
       every_ += seconds;
       for (auto& entry : ahead_) entry.second += seconds;
@@ -239,6 +253,8 @@ double LinkLoads::clock(int peer) const {
 
 void LinkLoads::start_round(Ready ready) {
   close_phase();
+  pending_.clear();
+  stage_ = 0;
   ready_ = std::move(ready);
   every_ = 0.0;
   ahead_.clear();
@@ -246,6 +262,7 @@ void LinkLoads::start_round(Ready ready) {
 
 double LinkLoads::finish_round(double alone, std::span<const std::uint8_t> waiting, double timeout) {
   close_phase();
+  simulate_pending();
   double last = alone + every_;
   for (const auto& [peer, at] : ahead_)
     last = std::max(last, at + (!waiting.empty() && waiting[static_cast<std::size_t>(peer)] ? timeout : 0.0));
@@ -258,118 +275,6 @@ double LinkLoads::take_seconds() { return finish_round(0.0); }
 void LinkLoads::before_work() {
   close_phase();
   before_work_ = true;
-}
-
-// The open phase's messages as flows on the links they cross (host links up and
-// down, region backbones, wide-area links), each with SMPI's factors of its size;
-// a message in k pieces is one flow that shares and is bounded as k would be.
-std::vector<FluidNetwork::Flow> LinkLoads::fluid_flows(FluidNetwork& net) const {
-  std::unordered_map<std::int64_t, int> ids;
-  const std::int64_t hosts = 2 * n_, backbones = hosts + regions_;
-  auto link = [&](std::int64_t key, double capacity) {
-    const auto [it, added] = ids.try_emplace(key, 0);
-    if (added) it->second = net.add_link(capacity);
-    return it->second;
-  };
-  auto up = [&](int p) { return link(2 * std::int64_t{p}, hosts_.bandwidth(p)); };
-  auto down = [&](int p) { return link(2 * std::int64_t{p} + 1, hosts_.bandwidth(p)); };
-  auto backbone = [&](int r) { return link(hosts + r, platform_.backbone); };
-  auto wan = [&](int a, int b) {
-    return link(backbones + std::int64_t{std::min(a, b)} * regions_ + std::max(a, b), platform_.wan_bandwidth);
-  };
-  std::vector<FluidNetwork::Flow> flows;
-  flows.reserve(messages_.size());
-  for (const Message& m : messages_) {
-    const int a = region(m.from), b = region(m.to);
-    FluidNetwork::Flow flow;
-    flow.route = {up(m.from), backbone(a), down(m.to)};
-    flow.back = {up(m.to), backbone(b), down(m.from)};
-    if (a != b) {
-      flow.route.insert(flow.route.end(), {backbone(b), wan(a, b)});
-      flow.back.insert(flow.back.end(), {backbone(a), wan(a, b)});
-    }
-    const double latency = platform_.route_latency(a != b);
-    const SmpiFactors f = smpi_factors(m.bytes / m.pieces);
-    double slowest = std::min({hosts_.bandwidth(m.from), hosts_.bandwidth(m.to), platform_.backbone});
-    double weights = kWeightS * (1 / hosts_.bandwidth(m.from) + 1 / hosts_.bandwidth(m.to) + 1 / platform_.backbone);
-    if (a != b) {
-      slowest = std::min(slowest, platform_.wan_bandwidth);
-      weights += kWeightS * (1 / platform_.backbone + 1 / platform_.wan_bandwidth);
-    }
-    flow.bytes = m.bytes;
-    flow.latency = f.latency * latency;
-    flow.factor = f.bandwidth;
-    flow.bound = m.pieces * std::min(slowest, kTcpWindow / (2 * latency));
-    flow.penalty = (latency + weights) / m.pieces;
-    flows.push_back(std::move(flow));
-  }
-  return flows;
-}
-
-// A message starts when both its ends are ready: a large one waits for its
-// receive to be posted, and every peer posts them as it starts the round.
-void LinkLoads::fluid_phase() {
-  FluidNetwork net;
-  std::vector<FluidNetwork::Flow> flows = fluid_flows(net);
-  // The phase's peers, numbered in order of appearance, with their clocks.
-  std::unordered_map<int, std::size_t> index;
-  std::vector<int> peers;
-  std::vector<double> done;  // each one's clock, then at the end of its last message
-  auto number = [&](int p) {
-    const auto [it, added] = index.try_emplace(p, peers.size());
-    if (added) {
-      peers.push_back(p);
-      done.push_back(before_work_ ? every_ : clock(p));
-    }
-    return it->second;
-  };
-  std::vector<std::size_t> ends;  // per message: from's number, to's number
-  std::vector<double> starts;
-  for (const Message& m : messages_) {
-    ends.push_back(number(m.from));
-    ends.push_back(number(m.to));
-    starts.push_back(std::max(done[ends[ends.size() - 2]], done[ends.back()]));
-  }
-  const double first = *std::min_element(starts.begin(), starts.end());
-  const bool together = *std::max_element(starts.begin(), starts.end()) == first;
-  for (std::size_t k = 0; k < flows.size(); ++k) {
-    FluidNetwork::Flow flow = flows[k];
-    flow.start = starts[k] - first;
-    net.add_flow(std::move(flow));
-  }
-  net.run();
-  for (std::size_t k = 0; k < flows.size(); ++k)
-    for (std::size_t e : {ends[2 * k], ends[2 * k + 1]}) done[e] = std::max(done[e], first + net.end(k));
-  if (repeats_ > 1) {
-    // The phase's time when its messages start at once: this run's, if they did.
-    if (!together) {
-      for (FluidNetwork::Flow& flow : flows) net.add_flow(std::move(flow));
-      net.run();
-    }
-    std::vector<double> alone(flows.size());
-    for (std::size_t k = 0; k < flows.size(); ++k) alone[k] = net.end(k);
-    repeat_together(ends, alone, done);
-  }
-  for (std::size_t p = 0; p < peers.size(); ++p)
-    ahead_[peers[p]] = done[p] + (before_work_ && ready_ ? ready_(peers[p]) : 0.0);
-}
-
-// The peers a repeated phase joins (a ring, a group) go through its repeats
-// together: the next begins when the last of them is done with the first, and
-// lasts as long as their messages take when they start at once (`alone`).
-void LinkLoads::repeat_together(std::span<const std::size_t> ends, std::span<const double> alone,
-                                std::vector<double>& done) const {
-  std::vector<std::size_t> root(done.size());
-  std::iota(root.begin(), root.end(), std::size_t{0});
-  auto find = [&](std::size_t p) {
-    while (root[p] != p) p = root[p] = root[root[p]];
-    return p;
-  };
-  for (std::size_t k = 0; k < alone.size(); ++k) root[find(ends[2 * k])] = find(ends[2 * k + 1]);
-  std::vector<double> span(done.size(), 0.0), last(done.size(), -std::numeric_limits<double>::infinity());
-  for (std::size_t k = 0; k < alone.size(); ++k) span[find(ends[2 * k])] = std::max(span[find(ends[2 * k])], alone[k]);
-  for (std::size_t p = 0; p < done.size(); ++p) last[find(p)] = std::max(last[find(p)], done[p]);
-  for (std::size_t p = 0; p < done.size(); ++p) done[p] = last[find(p)] + (repeats_ - 1) * span[find(p)];
 }
 
 }  // namespace avb

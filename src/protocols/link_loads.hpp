@@ -97,7 +97,12 @@ class LinkLoads {
   void record(int from, int to, double bytes, double pieces);
   // Simulates the open phase's messages; advances the clocks of their peers.
   void fluid_phase();
-  std::vector<FluidNetwork::Flow> fluid_flows(FluidNetwork& net) const;
+  void simulate_pending();
+  struct Message {
+    int from, to;
+    double bytes, pieces;
+  };
+  std::vector<FluidNetwork::Flow> fluid_flows(FluidNetwork& net, std::span<const Message> messages) const;
   void repeat_together(std::span<const std::size_t> ends, std::span<const double> alone, std::vector<double>& done) const;
   double clock(int peer) const;
 
@@ -135,11 +140,16 @@ class LinkLoads {
   // The open phase's messages one by one, while there are few enough for a fluid
   // simulation of their sharing (sim/fluid.hpp); beyond that the busiest link's
   // bound above stands alone.
-  struct Message {
-    int from, to;
-    double bytes, pieces;
-  };
   std::vector<Message> messages_;
+  // The round's phases simulated so far, not yet run: each message with its phase
+  // (a repeat counts as one) and whether it goes before the work.
+  struct Staged {
+    Message message;
+    int stage;
+    bool before_work;
+  };
+  std::vector<Staged> pending_;
+  int stage_ = 0;
   bool too_many_ = false;
 };
 

@@ -19,37 +19,36 @@ int FluidNetwork::add_link(double capacity) {
   return static_cast<int>(capacity_.size()) - 1;
 }
 
-void FluidNetwork::add_flow(Flow flow) { flows_.push_back(std::move(flow)); }
+int FluidNetwork::add_flow(Flow flow) {
+  flows_.push_back(std::move(flow));
+  return static_cast<int>(flows_.size()) - 1;
+}
 
 void FluidNetwork::clear() {
   flows_.clear();
   for (auto& u : users_) u.clear();
 }
 
-// Weighted max-min by progressive filling: raise a common level L, each unfixed
-// moving flow at L / penalty, until a link fills (its flows are fixed there) or a
-// flow reaches its bound (it is fixed at its bound).
+// Weighted max-min by progressive filling over the moving flows: raise a common
+// level L, each unfixed flow at L / penalty, until a link fills (its flows are
+// fixed there) or a flow reaches its bound (it is fixed at its bound).
 void FluidNetwork::solve() {
-  const std::size_t n = flows_.size();
   room_ = capacity_;
-  weight_.assign(capacity_.size(), 0.0);
-  active_.assign(capacity_.size(), 0);
-  fixed_.assign(n, 0);
-  std::size_t unfixed = 0;
-  for (std::size_t f = 0; f < n; ++f) {
-    rate_[f] = 0.0;
-    if (!moving_[f] || done_[f]) {
-      fixed_[f] = 1;
-      continue;
+  std::fill(weight_.begin(), weight_.end(), 0.0);
+  std::fill(active_.begin(), active_.end(), 0);
+  std::size_t unfixed = moving_.size();
+  std::vector<int> links;  // the links the moving flows use
+  for (int f : moving_) {
+    const Flow& flow = flows_[static_cast<std::size_t>(f)];
+    fixed_[static_cast<std::size_t>(f)] = 0;
+    rate_[static_cast<std::size_t>(f)] = 0.0;
+    for (int l : flow.route) {
+      if (active_[static_cast<std::size_t>(l)]++ == 0) links.push_back(l);
+      weight_[static_cast<std::size_t>(l)] += 1 / flow.penalty;
     }
-    ++unfixed;
-    for (int l : flows_[f].route) {
-      weight_[static_cast<std::size_t>(l)] += 1 / flows_[f].penalty;
-      ++active_[static_cast<std::size_t>(l)];
-    }
-    for (int l : flows_[f].back) {
-      weight_[static_cast<std::size_t>(l)] += kBack / flows_[f].penalty;
-      ++active_[static_cast<std::size_t>(l)];
+    for (int l : flow.back) {
+      if (active_[static_cast<std::size_t>(l)]++ == 0) links.push_back(l);
+      weight_[static_cast<std::size_t>(l)] += kBack / flow.penalty;
     }
   }
   auto fix = [&](std::size_t f, double rate) {
@@ -69,71 +68,134 @@ void FluidNetwork::solve() {
   };
   while (unfixed > 0) {
     double level = kInfinity;
-    for (std::size_t f = 0; f < n; ++f)
-      if (!fixed_[f]) level = std::min(level, flows_[f].bound * flows_[f].penalty);
-    for (std::size_t l = 0; l < capacity_.size(); ++l)
-      if (active_[l] > 0) level = std::min(level, std::max(0.0, room_[l]) / weight_[l]);
+    for (int f : moving_)
+      if (!fixed_[static_cast<std::size_t>(f)])
+        level = std::min(level, flows_[static_cast<std::size_t>(f)].bound * flows_[static_cast<std::size_t>(f)].penalty);
+    for (int l : links)
+      if (active_[static_cast<std::size_t>(l)] > 0)
+        level = std::min(level, std::max(0.0, room_[static_cast<std::size_t>(l)]) / weight_[static_cast<std::size_t>(l)]);
     // Fix the flows at their bound, then those on every link that is now full.
     const double tolerance = 1e-12 * std::max(1.0, level);
-    for (std::size_t f = 0; f < n; ++f)
-      if (!fixed_[f] && flows_[f].bound * flows_[f].penalty <= level + tolerance) fix(f, flows_[f].bound);
-    for (std::size_t l = 0; l < capacity_.size(); ++l) {
-      if (active_[l] == 0 || std::max(0.0, room_[l]) / weight_[l] > level + tolerance) continue;
-      for (const auto& [f, use] : users_[l])
-        if (!fixed_[static_cast<std::size_t>(f)])
-          fix(static_cast<std::size_t>(f), std::min(flows_[static_cast<std::size_t>(f)].bound, level / flows_[static_cast<std::size_t>(f)].penalty));
+    for (int f : moving_) {
+      const auto uf = static_cast<std::size_t>(f);
+      if (!fixed_[uf] && flows_[uf].bound * flows_[uf].penalty <= level + tolerance) fix(uf, flows_[uf].bound);
+    }
+    for (int l : links) {
+      const auto ul = static_cast<std::size_t>(l);
+      if (active_[ul] == 0 || std::max(0.0, room_[ul]) / weight_[ul] > level + tolerance) continue;
+      for (const auto& [f, use] : users_[ul]) {
+        const auto uf = static_cast<std::size_t>(f);
+        if (!fixed_[uf]) fix(uf, std::min(flows_[uf].bound, level / flows_[uf].penalty));
+      }
     }
   }
 }
 
-double FluidNetwork::run() {
+void FluidNetwork::release(std::size_t f, double at) {
+  moves_[f] = std::max(moves_[f], at) + flows_[f].latency;
+  released_.push_back(static_cast<int>(f));
+}
+
+// Indexes the flows added since the last run: each link's users, each flow's
+// followers, and the flows released at their start.
+void FluidNetwork::prepare() {
   const std::size_t n = flows_.size();
   for (auto& u : users_) u.clear();
+  followers_.assign(n, {});
+  waiting_for_.assign(n, 0);
   for (std::size_t f = 0; f < n; ++f) {
     for (int l : flows_[f].route) users_[static_cast<std::size_t>(l)].emplace_back(static_cast<int>(f), 1.0);
     for (int l : flows_[f].back) users_[static_cast<std::size_t>(l)].emplace_back(static_cast<int>(f), kBack);
+    for (const auto& [g, lag] : flows_[f].after) {
+      followers_[static_cast<std::size_t>(g)].push_back(static_cast<int>(f));
+      ++waiting_for_[f];
+    }
   }
-  left_.resize(n);
   rate_.assign(n, 0.0);
-  moving_.assign(n, 0);
-  done_.assign(n, 0);
-  end_.assign(n, 0.0);
-  for (std::size_t f = 0; f < n; ++f) left_[f] = flows_[f].bytes;
-  auto moves_at = [&](std::size_t f) { return flows_[f].start + flows_[f].latency; };
-  double now = 0.0;
-  std::size_t remaining = n;
-  while (remaining > 0) {
-    // Whoever's latency is paid by now moves; whoever moved all its bytes is done.
-    for (std::size_t f = 0; f < n; ++f) {
-      if (done_[f]) continue;
-      if (!moving_[f] && moves_at(f) <= now * (1 + 1e-12)) moving_[f] = 1;
-      if (moving_[f] && left_[f] <= 1e-9 * std::max(1.0, flows_[f].bytes)) {
-        done_[f] = 1;
-        end_[f] = now;
-        --remaining;
+  fixed_.assign(n, 1);
+  end_.assign(n, kInfinity);
+  left_.resize(n);
+  moves_.resize(n);
+  weight_.assign(capacity_.size(), 0.0);
+  active_.assign(capacity_.size(), 0);
+  released_.clear();
+  moving_.clear();
+  for (std::size_t f = 0; f < n; ++f) {
+    left_[f] = flows_[f].bytes;
+    moves_[f] = flows_[f].start;
+    if (waiting_for_[f] == 0) release(f, flows_[f].start);
+  }
+}
+
+// At `now`: whoever's latency is paid moves; whoever moved all its bytes ends,
+// and releases those that wait for it (which may move at once). Returns how many
+// ended.
+std::size_t FluidNetwork::settle(double now) {
+  std::size_t ended = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t k = 0; k < released_.size();) {
+      if (moves_[static_cast<std::size_t>(released_[k])] > now * (1 + 1e-12)) {
+        ++k;
+        continue;
+      }
+      moving_.push_back(released_[k]);
+      released_[k] = released_.back();
+      released_.pop_back();
+    }
+    for (std::size_t k = 0; k < moving_.size();) {
+      const auto f = static_cast<std::size_t>(moving_[k]);
+      if (left_[f] > 1e-9 * std::max(1.0, flows_[f].bytes)) {
+        ++k;
+        continue;
+      }
+      end_[f] = now;
+      ++ended;
+      moving_[k] = moving_.back();
+      moving_.pop_back();
+      for (int g : followers_[f]) {
+        const auto ug = static_cast<std::size_t>(g);
+        double lag = 0.0;
+        for (const auto& [h, l] : flows_[ug].after)
+          if (static_cast<std::size_t>(h) == f) lag = std::max(lag, l);
+        moves_[ug] = std::max(moves_[ug], now + lag);
+        if (--waiting_for_[ug] == 0) {
+          release(ug, moves_[ug]);
+          changed = true;
+        }
       }
     }
+  }
+  return ended;
+}
+
+double FluidNetwork::run() {
+  prepare();
+  double now = 0.0, last = 0.0;
+  for (std::size_t remaining = flows_.size(); remaining > 0;) {
+    const std::size_t ended = settle(now);
+    if (ended > 0) last = now;
+    remaining -= ended;
     if (remaining == 0) break;
     solve();
     double next = kInfinity;
-    for (std::size_t f = 0; f < n; ++f) {
-      if (done_[f]) continue;
-      if (!moving_[f]) next = std::min(next, moves_at(f));
-      else if (rate_[f] > 0) next = std::min(next, now + left_[f] / (rate_[f] * flows_[f].factor));
+    for (int f : released_) next = std::min(next, moves_[static_cast<std::size_t>(f)]);
+    for (int f : moving_) {
+      const auto uf = static_cast<std::size_t>(f);
+      if (rate_[uf] > 0) next = std::min(next, now + left_[uf] / (rate_[uf] * flows_[uf].factor));
     }
     if (!(next < kInfinity)) {  // nothing can move: a zero-capacity link
-      for (std::size_t f = 0; f < n; ++f)
-        if (!done_[f]) end_[f] = kInfinity;
-      now = kInfinity;
+      last = kInfinity;
       break;
     }
-    const double dt = next - now;
-    for (std::size_t f = 0; f < n; ++f)
-      if (moving_[f] && !done_[f]) left_[f] = std::max(0.0, left_[f] - rate_[f] * flows_[f].factor * dt);
+    for (int f : moving_) {
+      const auto uf = static_cast<std::size_t>(f);
+      left_[uf] = std::max(0.0, left_[uf] - rate_[uf] * flows_[uf].factor * (next - now));
+    }
     now = next;
   }
   clear();
-  return now;
+  return last;
 }
 
 }  // namespace avb

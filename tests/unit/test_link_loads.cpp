@@ -166,7 +166,8 @@ TEST(LinkLoads, ARingBetweenTwoRegionsCrossesTwiceAStep) {
   const double chunk = 8.0 * 100000;
   const double crossing = 2 * geo.link_latency + 2 * geo.backbone_latency + geo.wan_latency;
   const double window = chunk / 2 * 2 * crossing / kTcpWindow;  // a segment's
-  EXPECT_DOUBLE_EQ(links.take_seconds(), 2 * (n - 1) * phase_seconds(chunk / 2, crossing, 2 * chunk / 1e8, window));
+  const double expected = 2 * (n - 1) * phase_seconds(chunk / 2, crossing, 2 * chunk / 1e8, window);
+  EXPECT_NEAR(links.take_seconds(), expected, 1e-12 * expected);  // its steps one after another
 }
 
 // A message across regions goes no faster than SimGrid's TCP window over its
@@ -215,6 +216,20 @@ TEST(FluidNetwork, AFlowStartingLaterSharesOnlyWhileBothMove) {
   EXPECT_NEAR(net.run(), 2.0, 1e-12);
   EXPECT_NEAR(net.end(0), 1.5, 1e-12);
   EXPECT_NEAR(net.end(1), 2.0, 1e-12);
+}
+
+// A flow released by others' ends: the first ends at 1 s; the second comes after
+// it with a lag of 0.5 s (its peer's work), waits out its latency of 0.1 s and
+// moves alone: 2.6 s. The third comes after both, without a lag.
+TEST(FluidNetwork, AFlowAfterOthersStartsWhenTheyEndPlusTheirLag) {
+  FluidNetwork net;
+  const int link = net.add_link(100);
+  const int first = net.add_flow({.bytes = 100, .bound = 1e9, .route = {link}});
+  const int second = net.add_flow({.bytes = 100, .latency = 0.1, .bound = 1e9, .route = {link}, .after = {{first, 0.5}}});
+  net.add_flow({.start = 3.0, .bytes = 50, .bound = 1e9, .route = {link}, .after = {{first, 0.0}, {second, 0.0}}});
+  EXPECT_NEAR(net.run(), 3.5, 1e-12);
+  EXPECT_NEAR(net.end(0), 1.0, 1e-12);
+  EXPECT_NEAR(net.end(1), 2.6, 1e-12);
 }
 
 // Two hosts exchanging over split-duplex links: each link carries one flow and
