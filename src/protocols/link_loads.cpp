@@ -24,13 +24,14 @@ constexpr double kFluidShare = 0.01;
 // The simulated phases of a round are simulated together, each message released
 // when its two peers are done with their earlier ones, up to this many messages
 // (repeats counted); a phase beyond it is simulated alone (LinkLoads::fluid_phase).
-constexpr std::size_t kRoundMessages = 16384;
+constexpr std::size_t kRoundMessages = 131072;
 
 }  // namespace
 
-LinkLoads::LinkLoads(const Hosts& hosts, int n_peers)
+LinkLoads::LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* stop)
     : hosts_(hosts),
       platform_(hosts.platform()),
+      stop_(stop),
       n_(n_peers),
       regions_(std::max(1, hosts.platform().regions)),
       out_(static_cast<std::size_t>(n_peers), 0.0F),
@@ -39,15 +40,30 @@ LinkLoads::LinkLoads(const Hosts& hosts, int n_peers)
   if (regions_ > 1 && regions_ <= kDenseRegions) wan_.assign(static_cast<std::size_t>(regions_) * regions_, 0.0);
 }
 
-double LinkLoads::bytes(const PlatformModel& platform, int n_peers) {
+// Whether a message of `message` bytes can take long enough beside its latency to
+// be simulated flow by flow: on the platform's slowest link (the run's estimate
+// gives its slowest host's as `bandwidth`), under the smallest latency factor.
+bool LinkLoads::may_simulate(const PlatformModel& platform, double message) {
+  double slowest = std::min(platform.bandwidth, platform.backbone);
+  if (platform.listed_bandwidths)
+    for (double b : *platform.listed_bandwidths) slowest = std::min(slowest, b);
+  const double smallest_factor = std::min(smpi_factors(message).latency, 1.0);
+  return kAcknowledgements * message / slowest > kFluidShare * smallest_factor * platform.route_latency(false);
+}
+
+double LinkLoads::bytes(const PlatformModel& platform, int n_peers, double message) {
   const double regions = std::max(1, platform.regions);
   const double pairs = regions > 1 && regions <= kDenseRegions ? regions * regions : 0.0;
   // The round's simulation at its largest: each message staged, its flow and the
   // network's state of it; and the flows it comes after, at most those of its two
-  // peers' phase before (a butterfly of 64 members: 4 x 63 of them, for 4096 flows).
-  const double simulated = static_cast<double>(kRoundMessages) * 320.0 + static_cast<double>(kFluidMessages) * 4 * 63 * (16 + 4);
+  // peers' phase before (4 (n - 1) of them; a butterfly of 64 members: 4 x 63, for
+  // its 4096 flows). A round of n peers has at most 2 n (n - 1) messages (a ring's).
+  const double n = n_peers;
+  const double round_messages = std::min(static_cast<double>(kRoundMessages), 2.0 * n * (n - 1.0));
+  const double after = std::min(static_cast<double>(kFluidMessages) * 4 * 63, round_messages * 4 * (n - 1.0));
+  const double simulated = may_simulate(platform, message) ? round_messages * 512.0 + after * (16 + 4) : 0.0;
   // out and in, the touched hosts (at most every host once), backbones, pairs
-  return n_peers * (4.0 + 4.0 + 4.0) + 12.0 * regions + 8.0 * pairs + (n_peers > 1 ? simulated : 0.0);
+  return n * (4.0 + 4.0 + 4.0) + 12.0 * regions + 8.0 * pairs + simulated;
 }
 
 int LinkLoads::region(int peer) const {

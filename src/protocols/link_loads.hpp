@@ -30,6 +30,7 @@
 // the busiest-link bound advances every clock by that bound.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -48,7 +49,9 @@ class Quantizer;
 class LinkLoads {
  public:
   // hosts: the platform's first n_peers hosts (it keeps a reference).
-  LinkLoads(const Hosts& hosts, int n_peers);
+  // `stop` (null: never): polled while a round is simulated flow by flow, which
+  // throws StopRequested (core/error.hpp) once it is set.
+  LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* stop = nullptr);
 
   // Seconds from the round's start at which peer i is ready to send (its work; may
   // be negative when the round's start is the slowest peer's end of work). Unset or
@@ -84,8 +87,12 @@ class LinkLoads {
   // sends them (protocols/group_allreduce.hpp).
   void collective(Collective c, std::span<const int> members, std::size_t dim, const Quantizer* quantizer = nullptr);
 
-  // The bytes it holds for n peers on `platform`.
-  static double bytes(const PlatformModel& platform, int n_peers);
+  // The bytes it holds for n peers on `platform`, whose largest message is
+  // `message` bytes.
+  static double bytes(const PlatformModel& platform, int n_peers, double message);
+  // Whether a message of that many bytes may be simulated flow by flow there (the
+  // rest is charged by the bound, and needs no memory beyond the loads).
+  static bool may_simulate(const PlatformModel& platform, double message);
 
  private:
   void close_phase();
@@ -108,6 +115,7 @@ class LinkLoads {
 
   const Hosts& hosts_;
   const PlatformModel& platform_;
+  const std::atomic<bool>* stop_;
   std::int64_t n_;
   int regions_;
   // Bytes a host sends and receives in the open phase (float: a time estimate),

@@ -74,7 +74,7 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
         n * ((2 + r.population_vectors + s.workload_vectors) * vector + 8 + 16 + r.population_bytes);
     const double edges = graph.distinct_sends(s.rounds) * (r.population_edge_bytes + r.population_edge_vectors * vector);
     e.memory.push_back({"population", size_flag, copies * population});
-    e.memory.push_back({"link loads", "--peers", copies * LinkLoads::bytes(link, s.peers)});  // a round's time
+    e.memory.push_back({"link loads", "--peers", copies * LinkLoads::bytes(link, s.peers, 8 * model + 8)});  // a round's time
     if (graph_bytes + edges > 0) e.memory.push_back({"graph", "--topology", copies * (graph_bytes + edges)});
   } else {
     const double here = s.peers_here;

@@ -244,7 +244,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
   WorkClock clock(options, seed, n, hosts);
-  LinkLoads links(hosts, n);
+  LinkLoads links(hosts, n, stop);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -256,10 +256,12 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     const std::uint64_t joined = load_population_joiners(donors, x);
     const int alive_count = failures.alive_mask(t, alive);
     RoundEffect effect;
+    double seconds = 0.0;
     try {
       const PopulationRound round = clock.begin(t, seed, failures, alive, stop, links);
       if (joined > 0) charge_loads(donors, x.model_dim, links);  // as load_joiners, before the work
       effect = protocol->step(x, round);
+      seconds = clock.end(alive, links);
     } catch (const StopRequested&) {  // the round is dropped: the rows so far stand
       record.complete = false;
       break;
@@ -273,7 +275,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.decode_failures = effect.decode_failures;
     row.late = effect.late;
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
-    row.time = previous.time + clock.end(alive, links);
+    row.time = previous.time + seconds;
     row.detection_time = clock.detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);

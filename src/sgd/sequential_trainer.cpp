@@ -32,7 +32,7 @@ class PopulationSgd {
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
                 const Hosts& hosts)
       : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
-        hosts_(hosts), links_(hosts, n), detection_(n, options.detection_timeout),
+        hosts_(hosts), links_(hosts, n, stop), detection_(n, options.detection_timeout),
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(trial_failures(options, seed_, n)),

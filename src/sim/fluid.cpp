@@ -1,5 +1,7 @@
 #include "sim/fluid.hpp"
 
+#include "core/error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -33,22 +35,34 @@ void FluidNetwork::clear() {
 // level L, each unfixed flow at L / penalty, until a link fills (its flows are
 // fixed there) or a flow reaches its bound (it is fixed at its bound).
 void FluidNetwork::solve() {
-  room_ = capacity_;
-  std::fill(weight_.begin(), weight_.end(), 0.0);
-  std::fill(active_.begin(), active_.end(), 0);
   std::size_t unfixed = moving_.size();
-  std::vector<int> links;  // the links the moving flows use
+  std::vector<int>& links = links_;  // the links the moving flows use, with those flows
+  for (int l : links) {
+    const auto ul = static_cast<std::size_t>(l);
+    users_[ul].clear();
+    weight_[ul] = 0.0;
+    active_[ul] = 0;
+  }
+  links.clear();
   for (int f : moving_) {
     const Flow& flow = flows_[static_cast<std::size_t>(f)];
     fixed_[static_cast<std::size_t>(f)] = 0;
     rate_[static_cast<std::size_t>(f)] = 0.0;
     for (int l : flow.route) {
-      if (active_[static_cast<std::size_t>(l)]++ == 0) links.push_back(l);
+      if (active_[static_cast<std::size_t>(l)]++ == 0) {
+        links.push_back(l);
+        room_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
+      }
       weight_[static_cast<std::size_t>(l)] += 1 / flow.penalty;
+      users_[static_cast<std::size_t>(l)].push_back(f);
     }
     for (int l : flow.back) {
-      if (active_[static_cast<std::size_t>(l)]++ == 0) links.push_back(l);
+      if (active_[static_cast<std::size_t>(l)]++ == 0) {
+        links.push_back(l);
+        room_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
+      }
       weight_[static_cast<std::size_t>(l)] += kBack / flow.penalty;
+      users_[static_cast<std::size_t>(l)].push_back(f);
     }
   }
   auto fix = [&](std::size_t f, double rate) {
@@ -83,7 +97,7 @@ void FluidNetwork::solve() {
     for (int l : links) {
       const auto ul = static_cast<std::size_t>(l);
       if (active_[ul] == 0 || std::max(0.0, room_[ul]) / weight_[ul] > level + tolerance) continue;
-      for (const auto& [f, use] : users_[ul]) {
+      for (int f : users_[ul]) {
         const auto uf = static_cast<std::size_t>(f);
         if (!fixed_[uf]) fix(uf, std::min(flows_[uf].bound, level / flows_[uf].penalty));
       }
@@ -101,11 +115,10 @@ void FluidNetwork::release(std::size_t f, double at) {
 void FluidNetwork::prepare() {
   const std::size_t n = flows_.size();
   for (auto& u : users_) u.clear();
+  links_.clear();
   followers_.assign(n, {});
   waiting_for_.assign(n, 0);
   for (std::size_t f = 0; f < n; ++f) {
-    for (int l : flows_[f].route) users_[static_cast<std::size_t>(l)].emplace_back(static_cast<int>(f), 1.0);
-    for (int l : flows_[f].back) users_[static_cast<std::size_t>(l)].emplace_back(static_cast<int>(f), kBack);
     for (const auto& [g, lag] : flows_[f].after) {
       followers_[static_cast<std::size_t>(g)].push_back(static_cast<int>(f));
       ++waiting_for_[f];
@@ -118,6 +131,8 @@ void FluidNetwork::prepare() {
   moves_.resize(n);
   weight_.assign(capacity_.size(), 0.0);
   active_.assign(capacity_.size(), 0);
+  room_.assign(capacity_.size(), 0.0);
+  users_.resize(capacity_.size());
   released_.clear();
   moving_.clear();
   for (std::size_t f = 0; f < n; ++f) {
@@ -169,10 +184,11 @@ std::size_t FluidNetwork::settle(double now) {
   return ended;
 }
 
-double FluidNetwork::run() {
+double FluidNetwork::run(const std::atomic<bool>* stop) {
   prepare();
   double now = 0.0, last = 0.0;
-  for (std::size_t remaining = flows_.size(); remaining > 0;) {
+  for (std::size_t remaining = flows_.size(), events = 0; remaining > 0; ++events) {
+    if ((events & 1023) == 0) check_stop(stop);
     const std::size_t ended = settle(now);
     if (ended > 0) last = now;
     remaining -= ended;

@@ -14,6 +14,7 @@
 // anew whenever a flow starts moving or ends.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -41,8 +42,10 @@ class FluidNetwork {
   std::size_t flows() const { return flows_.size(); }
   // Simulates the flows added since the last run: returns the time at which the
   // last one ends, and keeps each one's end (end(f), f in the order added) until
-  // the next run. The links stay.
-  double run();
+  // the next run. The links stay. Polls `stop` (null: never) and throws
+  // StopRequested (core/error.hpp) once it is set: a round of 100,000 flows takes
+  // seconds.
+  double run(const std::atomic<bool>* stop = nullptr);
   double end(std::size_t flow) const { return end_[flow]; }
 
  private:
@@ -66,7 +69,9 @@ class FluidNetwork {
   // how many unfixed flows use it.
   std::vector<double> room_, weight_;
   std::vector<int> active_;
-  std::vector<std::vector<std::pair<int, double>>> users_;  // per link: (flow, usage)
+  // The links the moving flows use, and per link those flows (solve's).
+  std::vector<int> links_;
+  std::vector<std::vector<int>> users_;
 };
 
 }  // namespace avb

@@ -12,8 +12,8 @@
 #     peak memory measured for every protocol of the catalog;
 #   - SIGTERM inside one long round (a complete graph), while a random graph of
 #     2^22 peers is drawn, among many short traced
-#     trials, under churn at 2^20 peers and during sgd_bench's set-up of a large
-#     problem ends the run within a second;
+#     trials, under churn at 2^20 peers, inside a round simulated flow by flow and
+#     during sgd_bench's set-up of a large problem ends the run within a second;
 #   - the wall-time estimate counts each trial's trace group (many short trials);
 #   - sgd_bench's problem (samples, pooled copy, Newton's Hessian) is in the
 #     estimate: refused up front under ulimit -v, estimate against the peak;
@@ -257,6 +257,10 @@ stopped_within() {
 # ASan's allocator makes that more than the 5 s after which timeout -k kills it.
 [ -z "$SANITIZED" ] && stopped_within "churn at 2^20 peers" 1 "$BIN" "${SEQ[@]}" --peers 1048576 --protocol gossip --failure churn \
   --fail-rate 0.05 --join-rate 0.5 --rounds 100000 --trials 1
+# A ring all-reduce of 256 peers at model size on cloud: its round is simulated
+# flow by flow (130,560 messages, seconds), which polls the stop.
+[ -z "$SANITIZED" ] && stopped_within "a round simulated flow by flow" 1 "$BIN" "${SEQ[@]}" --peers 256 --platform cloud \
+  --protocol allreduce --model-dim 12800000 --rounds 1000 --trials 1
 # A random regular graph of 2^22 peers takes tens of seconds to draw: the draw
 # polls the stop (it did not: SIGTERM waited for the whole graph).
 # (Not under the sanitizers, as the sgd_bench set-up below: the C++ that polls is
