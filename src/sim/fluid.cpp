@@ -31,40 +31,41 @@ void FluidNetwork::clear() {
   for (auto& u : users_) u.clear();
 }
 
-// Weighted max-min by progressive filling over the moving flows: raise a common
-// level L, each unfixed flow at L / penalty, until a link fills (its flows are
-// fixed there) or a flow reaches its bound (it is fixed at its bound).
-void FluidNetwork::solve() {
-  std::size_t unfixed = moving_.size();
-  std::vector<int>& links = links_;  // the links the moving flows use, with those flows
-  for (int l : links) {
+// The moving flows' links (links_), each with its moving users, its weight (the
+// users' usage / penalty), how many use it, and its whole capacity left.
+void FluidNetwork::gather() {
+  for (int l : links_) {
     const auto ul = static_cast<std::size_t>(l);
     users_[ul].clear();
     weight_[ul] = 0.0;
     active_[ul] = 0;
   }
-  links.clear();
+  links_.clear();
+  auto use = [&](int l, int f, double weight) {
+    const auto ul = static_cast<std::size_t>(l);
+    if (active_[ul]++ == 0) {
+      links_.push_back(l);
+      room_[ul] = capacity_[ul];
+    }
+    weight_[ul] += weight;
+    users_[ul].push_back(f);
+  };
   for (int f : moving_) {
     const Flow& flow = flows_[static_cast<std::size_t>(f)];
     fixed_[static_cast<std::size_t>(f)] = 0;
     rate_[static_cast<std::size_t>(f)] = 0.0;
-    for (int l : flow.route) {
-      if (active_[static_cast<std::size_t>(l)]++ == 0) {
-        links.push_back(l);
-        room_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
-      }
-      weight_[static_cast<std::size_t>(l)] += 1 / flow.penalty;
-      users_[static_cast<std::size_t>(l)].push_back(f);
-    }
-    for (int l : flow.back) {
-      if (active_[static_cast<std::size_t>(l)]++ == 0) {
-        links.push_back(l);
-        room_[static_cast<std::size_t>(l)] = capacity_[static_cast<std::size_t>(l)];
-      }
-      weight_[static_cast<std::size_t>(l)] += kBack / flow.penalty;
-      users_[static_cast<std::size_t>(l)].push_back(f);
-    }
+    for (int l : flow.route) use(l, f, 1 / flow.penalty);
+    for (int l : flow.back) use(l, f, kBack / flow.penalty);
   }
+}
+
+// Weighted max-min by progressive filling over the moving flows: raise a common
+// level L, each unfixed flow at L / penalty, until a link fills (its flows are
+// fixed there) or a flow reaches its bound (it is fixed at its bound).
+void FluidNetwork::solve() {
+  gather();
+  std::size_t unfixed = moving_.size();
+  const std::vector<int>& links = links_;
   auto fix = [&](std::size_t f, double rate) {
     fixed_[f] = 1;
     --unfixed;

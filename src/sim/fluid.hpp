@@ -53,6 +53,7 @@ class FluidNetwork {
   void prepare();
   std::size_t settle(double now);
   void release(std::size_t f, double at);
+  void gather();
   void solve();
 
   std::vector<double> capacity_;
