@@ -116,10 +116,10 @@ void LinkLoads::simulate_pending() {
   }
   net.run(stop_);
   for (auto& [p, e] : peers) {
-    double done = e.clock;
-    for (int k : e.latest) done = std::max(done, first + net.end(static_cast<std::size_t>(k)));
-    if (e.latest_first && ready_) done += ready_(p);  // its work follows its loads
-    ahead_[p] = std::max(done, e.clock);
+    double last = -std::numeric_limits<double>::infinity();
+    for (int k : e.latest) last = std::max(last, first + net.end(static_cast<std::size_t>(k)));
+    if (e.latest_first && ready_) last += ready_(p);  // its work follows its loads
+    ahead_[p] = std::max(last, e.clock);
   }
   pending_.clear();
 }

@@ -109,6 +109,13 @@ TEST(LinkLoads, EachPeerKeepsItsOwnClock) {
   links.send(2, 3, 8e6);
   links.send(3, 2, 8e6);
   EXPECT_NEAR(links.finish_round(0.0), 2 * exchange, 1e-12);
+  // A joiner's load comes before its work: it is done at the load's end plus its
+  // 1 s of work, not later.
+  links.start_round([](int peer) { return peer == 1 ? 1.0 : 0.0; });
+  links.before_work();
+  links.send(0, 1, 8e6);
+  links.phase();
+  EXPECT_NEAR(links.finish_round(1.0), 1.0 + lone, 1e-12);
 }
 
 TEST(LinkLoads, ASlowHostSlowsOnlyThoseWhoTalkToIt) {
