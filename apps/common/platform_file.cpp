@@ -1,4 +1,5 @@
 #include "common/platform_file.hpp"
+#include "common/platform_reading.hpp"
 
 #include <expat.h>
 
@@ -26,29 +27,15 @@ double prefix_factor(const std::string& prefix) {
   return it == factors.end() ? -1.0 : it->second;
 }
 
-// What the parser has seen: the hosts, links and backbone of the one cluster.
-struct Reading {
-  std::string path;
-  XML_Parser parser = nullptr;
-  int line = 0;  // of the element being read
-  int clusters = 0, zones = 0;
-  PlatformModel model;
-  long long cluster_hosts = 0;                 // a <cluster>'s
-  std::vector<double> speeds;                  // listed hosts, in file order
-  std::vector<std::string> host_links;         // their links' ids
-  std::map<std::string, std::pair<double, double>> links;  // id -> (bandwidth, latency)
-  bool backbone = false;
-  std::string error;  // the first problem; parsing stops there
-
-  void refuse(const std::string& why) {
-    if (error.empty()) error = "--platform: " + path + ":" + std::to_string(line) + ": " + why;
-  }
-};
-
 std::map<std::string, std::string> attributes(const XML_Char** atts) {
   std::map<std::string, std::string> out;
   for (int i = 0; atts[i] != nullptr; i += 2) out[atts[i]] = atts[i + 1];
   return out;
+}
+
+std::string value(const std::map<std::string, std::string>& a, const std::string& name) {
+  const auto it = a.find(name);
+  return it == a.end() ? "" : it->second;
 }
 
 // Refuses an attribute outside `known`.
@@ -104,23 +91,88 @@ void cluster(Reading& r, const std::map<std::string, std::string>& a) {
   if (!only(r, "cluster", a, {"id", "prefix", "suffix", "radical", "speed", "bw", "lat", "bb_bw", "bb_lat",
                               "sharing_policy", "bb_sharing_policy", "topology", "router_id"}))
     return;
+  if (r.open.size() > 1 || (r.open.size() == 1 && r.open.back().routing != "Full"))
+    return r.refuse("<cluster> inside a zone of routing \"" + r.open.back().routing +
+                    "\": the sequential engine models clusters side by side in one zone of Full routing");
   if (a.count("topology") && a.at("topology") != "FLAT") return r.refuse("<cluster> topology " + a.at("topology") + ": only FLAT is modelled");
   if (a.count("sharing_policy") && a.at("sharing_policy") != "SPLITDUPLEX")
     return r.refuse("<cluster> sharing_policy " + a.at("sharing_policy") + ": only SPLITDUPLEX links are modelled");
-  PlatformModel& m = r.model;
-  m.host_speed = quantity(r, a, "speed", "f", "cluster");
-  m.bandwidth = quantity(r, a, "bw", "Bps", "cluster");
-  m.link_latency = quantity(r, a, "lat", "s", "cluster");
+  RegionReading c;
+  c.id = value(a, "id");
+  c.depth = static_cast<int>(r.open.size()) + 1;
+  c.line = r.line;
+  c.speed = quantity(r, a, "speed", "f", "cluster");
+  c.bandwidth = quantity(r, a, "bw", "Bps", "cluster");
+  c.latency = quantity(r, a, "lat", "s", "cluster");
   const bool fatpipe = a.count("bb_sharing_policy") && a.at("bb_sharing_policy") == "FATPIPE";
   if (a.count("bb_sharing_policy") && !fatpipe && a.at("bb_sharing_policy") != "SHARED")
     return r.refuse("<cluster> bb_sharing_policy " + a.at("bb_sharing_policy") + ": SHARED or FATPIPE");
   // No backbone, or one that never saturates (FATPIPE): every flow has the full rate.
-  m.backbone = a.count("bb_bw") && !fatpipe ? quantity(r, a, "bb_bw", "Bps", "cluster") : HUGE_VAL;
-  m.backbone_latency = a.count("bb_bw") ? quantity(r, a, "bb_lat", "s", "cluster", 0.0) : 0.0;
-  const long long hosts = radical_count(a.count("radical") ? a.at("radical") : "");
-  if (hosts < 1) return r.refuse("<cluster> radical \"" + (a.count("radical") ? a.at("radical") : "") +
-                                 "\": not a list of ranges such as 0-63");
-  r.cluster_hosts = hosts;
+  if (a.count("bb_bw") && !fatpipe) c.backbone = quantity(r, a, "bb_bw", "Bps", "cluster");
+  if (a.count("bb_bw")) c.backbone_latency = quantity(r, a, "bb_lat", "s", "cluster", 0.0);
+  c.hosts = radical_count(value(a, "radical"));
+  if (c.hosts < 1) return r.refuse("<cluster> radical \"" + value(a, "radical") + "\": not a list of ranges such as 0-63");
+  r.regions.push_back(std::move(c));
+}
+
+void zone(Reading& r, const std::map<std::string, std::string>& a) {
+  const std::string routing = value(a, "routing");
+  if (routing != "Cluster" && routing != "Full" && routing != "Floyd" && routing != "Dijkstra" && routing != "None")
+    return r.refuse("<zone> routing \"" + routing + "\": not a routing SimGrid knows");
+  if (r.open.size() >= 2 || (r.open.size() == 1 && (r.open.back().routing != "Full" || routing != "Cluster")))
+    return r.refuse("a <zone> of routing \"" + routing + "\" inside one of \"" + (r.open.empty() ? "" : r.open.back().routing) +
+                    "\": the sequential engine models zones of routing Cluster side by side in one of Full routing "
+                    "(run this under SMPI)");
+  r.open.push_back({r.zones++, value(a, "id"), routing});
+}
+
+void host(Reading& r, const std::map<std::string, std::string>& a) {
+  if (!only(r, "host", a, {"id", "speed", "core"})) return;
+  if (a.count("core") && a.at("core") != "1") return r.refuse("<host> core " + a.at("core") + ": one core a host is modelled");
+  if (r.open.empty()) return r.refuse("<host> outside a <zone>");
+  RegionReading& region = r.zone_region();
+  region.speeds.push_back(quantity(r, a, "speed", "f", "host"));
+  region.host_links.emplace_back();
+}
+
+void link(Reading& r, const std::map<std::string, std::string>& a) {
+  if (!only(r, "link", a, {"id", "bandwidth", "latency", "sharing_policy"})) return;
+  const std::string policy = value(a, "sharing_policy");
+  if (!policy.empty() && policy != "SPLITDUPLEX" && policy != "SHARED")
+    return r.refuse("<link> sharing_policy " + policy + ": SPLITDUPLEX (a host's link) or SHARED (a wide-area link)");
+  r.links[value(a, "id")] = {quantity(r, a, "bandwidth", "Bps", "link"), quantity(r, a, "latency", "s", "link", 0.0),
+                             policy == "SPLITDUPLEX"};
+}
+
+void host_link(Reading& r, const std::map<std::string, std::string>& a) {
+  const std::string up = value(a, "up");
+  if (r.open.empty() || r.regions.empty() || r.regions.back().zone != r.open.back().index ||
+      r.regions.back().host_links.empty())
+    return r.refuse("<host_link> before any <host> of its zone");
+  const std::string suffix = "_UP";
+  if (up.size() < suffix.size() || up.compare(up.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return r.refuse("<host_link> up=\"" + up + "\": the UP half of a SPLITDUPLEX link is expected");
+  r.regions.back().host_links.back() = up.substr(0, up.size() - suffix.size());
+}
+
+void backbone(Reading& r, const std::map<std::string, std::string>& a) {
+  if (r.open.empty()) return r.refuse("<backbone> outside a <zone>");
+  RegionReading& region = r.zone_region();
+  if (region.has_backbone) return r.refuse("a second <backbone> in one zone");
+  region.has_backbone = true;
+  region.backbone = quantity(r, a, "bandwidth", "Bps", "backbone");
+  region.backbone_latency = quantity(r, a, "latency", "s", "backbone", 0.0);
+}
+
+void zone_route(Reading& r, const std::map<std::string, std::string>& a) {
+  if (!only(r, "zoneRoute", a, {"src", "dst", "gw_src", "gw_dst", "symmetrical"})) return;
+  const std::string symmetrical = value(a, "symmetrical");
+  if (!symmetrical.empty() && symmetrical != "YES" && symmetrical != "yes")
+    return r.refuse("<zoneRoute> symmetrical=\"" + symmetrical + "\": the model's routes are the same both ways");
+  if (r.open.size() != 1 || r.open.back().routing != "Full")
+    return r.refuse("<zoneRoute> outside a zone of Full routing around the regions");
+  r.routes.push_back({value(a, "src"), value(a, "dst"), {}, r.line});
+  r.in_route = true;
 }
 
 void start(void* data, const XML_Char* name, const XML_Char** atts) {
@@ -130,81 +182,32 @@ void start(void* data, const XML_Char* name, const XML_Char** atts) {
   const std::string element = name;
   const auto a = attributes(atts);
   if (element == "platform" || element == "prop") return;
-  if (element == "zone" || element == "AS") {
-    ++r.zones;
-    const std::string routing = a.count("routing") ? a.at("routing") : "";
-    if (r.zones > 1) return r.refuse("a second <zone>: the sequential engine models one cluster (run this under SMPI)");
-    if (routing != "Cluster" && routing != "Full" && routing != "Floyd" && routing != "Dijkstra" && routing != "None")
-      return r.refuse("<zone> routing \"" + routing + "\": not a routing SimGrid knows");
+  if (element == "zone" || element == "AS") return zone(r, a);
+  if (element == "cluster") return cluster(r, a);
+  if (element == "host") return host(r, a);
+  if (element == "link") return link(r, a);
+  if (element == "host_link") return host_link(r, a);
+  if (element == "backbone") return backbone(r, a);
+  if (element == "zoneRoute") return zone_route(r, a);
+  if (element == "link_ctn" && r.in_route) {
+    if (!only(r, "link_ctn", a, {"id", "direction"})) return;
+    if (!value(a, "direction").empty() && value(a, "direction") != "NONE")
+      return r.refuse("<link_ctn> direction " + value(a, "direction") + ": wide-area links are SHARED both ways");
+    r.routes.back().links.push_back(value(a, "id"));
     return;
   }
-  if (element == "cluster") {
-    if (++r.clusters > 1) return r.refuse("a second <cluster>: the sequential engine models one (run this under SMPI)");
-    return cluster(r, a);
-  }
-  if (element == "host") {
-    if (!only(r, "host", a, {"id", "speed", "core"})) return;
-    if (a.count("core") && a.at("core") != "1") return r.refuse("<host> core " + a.at("core") + ": one core a host is modelled");
-    r.speeds.push_back(quantity(r, a, "speed", "f", "host"));
-    r.host_links.emplace_back();
-    return;
-  }
-  if (element == "link") {
-    if (!only(r, "link", a, {"id", "bandwidth", "latency", "sharing_policy"})) return;
-    if (a.count("sharing_policy") && a.at("sharing_policy") != "SPLITDUPLEX")
-      return r.refuse("<link> sharing_policy " + a.at("sharing_policy") + ": only SPLITDUPLEX host links are modelled");
-    r.links[a.count("id") ? a.at("id") : ""] = {quantity(r, a, "bandwidth", "Bps", "link"),
-                                                quantity(r, a, "latency", "s", "link", 0.0)};
-    return;
-  }
-  if (element == "host_link") {
-    const std::string id = a.count("id") ? a.at("id") : "", up = a.count("up") ? a.at("up") : "";
-    if (r.host_links.empty()) return r.refuse("<host_link> before any <host>");
-    const std::string suffix = "_UP";
-    if (up.size() < suffix.size() || up.compare(up.size() - suffix.size(), suffix.size(), suffix) != 0)
-      return r.refuse("<host_link> up=\"" + up + "\": the UP half of a SPLITDUPLEX link is expected");
-    r.host_links.back() = up.substr(0, up.size() - suffix.size());
-    return;
-  }
-  if (element == "backbone") {
-    if (r.backbone) return r.refuse("a second <backbone>");
-    r.backbone = true;
-    r.model.backbone = quantity(r, a, "bandwidth", "Bps", "backbone");
-    r.model.backbone_latency = quantity(r, a, "latency", "s", "backbone", 0.0);
-    return;
-  }
-  r.refuse("<" + element + ">: the sequential engine models one cluster (a <cluster>, or a zone of hosts, their "
-           "links and a backbone); run this platform under SMPI");
+  // A zone of hosts' gateway (a zoneRoute's gw_src or gw_dst) has no link of its own.
+  if (element == "router" && !r.open.empty() && r.open.back().routing == "Cluster") return;
+  r.refuse("<" + element + ">: the sequential engine models clusters (a <cluster>, or a zone of hosts, their links "
+           "and a backbone), side by side in a zone of Full routing with a <zoneRoute> of wide-area links between "
+           "each two; run this platform under SMPI");
 }
 
-void end(void* /*data*/, const XML_Char* /*name*/) {}
-
-// A zone of listed hosts: each host's link, one latency for all.
-void finish_listed(Reading& r) {
-  std::vector<double> bandwidths;
-  double latency = -1;
-  for (std::size_t i = 0; i < r.host_links.size(); ++i) {
-    const auto it = r.links.find(r.host_links[i]);
-    if (it == r.links.end()) return r.refuse("host " + std::to_string(i) + " has no <host_link> to a <link> of the file");
-    if (latency >= 0 && it->second.second != latency)
-      return r.refuse("the hosts' links have different latencies: the model has one");
-    latency = it->second.second;
-    bandwidths.push_back(it->second.first);
-  }
-  PlatformModel& m = r.model;
-  if (!r.backbone) {
-    m.backbone = HUGE_VAL;
-    m.backbone_latency = 0.0;
-  }
-  m.link_latency = latency;
-  std::vector<double> sorted = r.speeds;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-  m.host_speed = sorted[sorted.size() / 2];  // the median, for /config; each host has its own
-  sorted = bandwidths;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-  m.bandwidth = sorted[sorted.size() / 2];
-  m.listed_speeds = std::make_shared<const std::vector<double>>(r.speeds);
-  m.listed_bandwidths = std::make_shared<const std::vector<double>>(std::move(bandwidths));
+void end(void* data, const XML_Char* name) {
+  auto& r = *static_cast<Reading*>(data);
+  const std::string element = name;
+  if ((element == "zone" || element == "AS") && !r.open.empty()) r.open.pop_back();
+  if (element == "zoneRoute") r.in_route = false;
 }
 
 }  // namespace
@@ -260,17 +263,19 @@ PlatformModel parse_platform(const std::string& text, const std::string& path, i
     throw ConfigError("--platform: " + path + ":" + std::to_string(XML_GetCurrentLineNumber(parser.get())) +
                       ": not well-formed XML (" + XML_ErrorString(XML_GetErrorCode(parser.get())) + ")");
   if (!r.error.empty()) throw ConfigError(r.error);
-  if (r.clusters == 0 && r.host_links.empty())
+  if (r.regions.empty())
     throw ConfigError("--platform: " + path + ": no <cluster> and no <host>: not a platform the sequential engine models");
-  if (r.clusters > 0 && !r.host_links.empty())
-    throw ConfigError("--platform: " + path + ": both a <cluster> and listed <host>s: the sequential engine models one cluster");
-  if (!r.host_links.empty()) finish_listed(r);
-  if (!r.error.empty()) throw ConfigError(r.error);
-  const long long hosts = r.clusters > 0 ? r.cluster_hosts : static_cast<long long>(r.speeds.size());
+  long long hosts = 0;
+  for (const RegionReading& g : r.regions) {
+    if (g.count() == 0) throw ConfigError("--platform: " + path + ":" + std::to_string(g.line) + ": zone \"" + g.id + "\" lists no <host>");
+    hosts = std::min(hosts + g.count(), 1LL << 40);
+  }
   if (hosts < peers)
     throw ConfigError("--platform: " + path + ": " + std::to_string(hosts) + " hosts for " +
                       std::to_string(peers) + " peers (one host a peer)");
-  return r.model;
+  PlatformModel model = platform_of(r, peers);
+  if (!r.error.empty()) throw ConfigError(r.error);
+  return model;
 }
 
 }  // namespace avb::app

@@ -6,11 +6,14 @@
 //     homogeneous cluster);
 //   - one <zone routing="Cluster"> that lists each <host>, its <link> (through
 //     <host_link>) and one <backbone> (SimGrid's cluster of unequal hosts, and
-//     scripts/platform.py's cloud).
+//     scripts/platform.py's cloud);
+//   - several such clusters side by side in one <zone routing="Full">, each pair
+//     joined by a <zoneRoute> through SHARED wide-area <link>s (scripts/platform.py's
+//     geo, or regions of unequal sizes, hosts, backbones and wide-area links).
 // Host i is the i-th host in the file, as scripts/platform.py's host files number
-// them. Anything else (routers, several zones or clusters, routes, other topologies
-// or sharing policies, links of different latencies) is refused: such a platform
-// runs under SMPI.
+// them. Anything else (routers but a zone's gateway, zones nested deeper, routes
+// between hosts, other topologies or sharing policies, links of different latencies
+// in one cluster) is refused: such a platform runs under SMPI.
 #pragma once
 
 #include <string>

@@ -15,8 +15,9 @@ namespace avb {
 
 namespace {
 
-// Pairs of regions kept in a table up to this many regions, in a map beyond.
-constexpr int kDenseRegions = 256;
+// Wide-area links' loads kept in a table up to this many links (geo: a link for
+// each pair of 256 regions), in a map beyond.
+constexpr std::int64_t kDenseWideLinks = 65536;
 // Phases of at most this many messages are simulated flow by flow.
 constexpr std::size_t kFluidMessages = 4096;
 // ... and when their transfer takes more than this share of their latency.
@@ -37,7 +38,8 @@ LinkLoads::LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* s
       out_(static_cast<std::size_t>(n_peers), 0.0F),
       in_(static_cast<std::size_t>(n_peers), 0.0F),
       backbone_(static_cast<std::size_t>(regions_), 0.0) {
-  if (regions_ > 1 && regions_ <= kDenseRegions) wan_.assign(static_cast<std::size_t>(regions_) * regions_, 0.0);
+  const std::int64_t keys = platform_.wide_link_keys();
+  if (regions_ > 1 && keys <= kDenseWideLinks) wan_.assign(static_cast<std::size_t>(keys), 0.0);
 }
 
 // Whether a message of `message` bytes can take long enough beside its latency to
@@ -47,13 +49,20 @@ bool LinkLoads::may_simulate(const PlatformModel& platform, double message) {
   double slowest = std::min(platform.bandwidth, platform.backbone);
   if (platform.listed_bandwidths)
     for (double b : *platform.listed_bandwidths) slowest = std::min(slowest, b);
+  double local = platform.route_latency(0, 0);
+  if (platform.listed_regions)
+    for (std::size_t r = 0; r < platform.listed_regions->regions.size(); ++r) {
+      slowest = std::min(slowest, platform.backbone_in(static_cast<int>(r)));
+      local = std::min(local, platform.route_latency(static_cast<int>(r), static_cast<int>(r)));
+    }
   const double smallest_factor = std::min(smpi_factors(message).latency, 1.0);
-  return kAcknowledgements * message / slowest > kFluidShare * smallest_factor * platform.route_latency(false);
+  return kAcknowledgements * message / slowest > kFluidShare * smallest_factor * local;
 }
 
 double LinkLoads::bytes(const PlatformModel& platform, int n_peers, double message) {
   const double regions = std::max(1, platform.regions);
-  const double pairs = regions > 1 && regions <= kDenseRegions ? regions * regions : 0.0;
+  const double keys = static_cast<double>(platform.wide_link_keys());
+  const double pairs = regions > 1 && keys <= kDenseWideLinks ? keys : 0.0;
   // The round's simulation at its largest: each message staged, its flow and the
   // network's state of it; and the flows it comes after, at most those of its two
   // peers' phase before (4 (n - 1) of them; a butterfly of 64 members: 4 x 63, for
@@ -66,11 +75,7 @@ double LinkLoads::bytes(const PlatformModel& platform, int n_peers, double messa
   return n * (4.0 + 4.0 + 4.0) + 12.0 * regions + 8.0 * pairs + simulated;
 }
 
-int LinkLoads::region(int peer) const {
-  if (regions_ == 1) return 0;
-  // platform.py's blocks: region k holds ranks floor(k N / R) .. floor((k + 1) N / R) - 1
-  return static_cast<int>(((static_cast<std::int64_t>(peer) + 1) * regions_ - 1) / n_);
-}
+int LinkLoads::region(int peer) const { return regions_ == 1 ? 0 : platform_.region_of(peer, n_); }
 
 void LinkLoads::phase(int repeats) {
   close_phase();
@@ -89,21 +94,23 @@ void LinkLoads::load_backbone(int region, double bytes) {
   double& load = backbone_[static_cast<std::size_t>(region)];
   if (load == 0.0) touched_regions_.push_back(region);
   load += bytes;
-  busiest_ = std::max(busiest_, load / platform_.backbone);
+  busiest_ = std::max(busiest_, load / platform_.backbone_in(region));
 }
 
 void LinkLoads::load_wan(int a, int b, double bytes) {
-  if (a > b) std::swap(a, b);
-  double& load = wan_.empty() ? wan_map_[static_cast<std::uint64_t>(a) << 32 | static_cast<std::uint32_t>(b)]
-                              : wan_[static_cast<std::size_t>(a) * static_cast<std::size_t>(regions_) + static_cast<std::size_t>(b)];
-  load += bytes;
-  busiest_ = std::max(busiest_, load / platform_.wan_bandwidth);
+  platform_.for_each_wide_link(a, b, [&](std::int64_t key, double bandwidth, double) {
+    double& load = wan_.empty() ? wan_map_[key] : wan_[static_cast<std::size_t>(key)];
+    load += bytes;
+    busiest_ = std::max(busiest_, load / bandwidth);
+  });
   crosses_ = true;
 }
 
-void LinkLoads::note_message(double bytes, bool crosses, double pieces) {
+void LinkLoads::note_message(double bytes, int a, int b, double pieces) {
+  const double latency = platform_.route_latency(a, b);
   message_ = std::max(message_, bytes / pieces);
-  windowed_ = std::max(windowed_, bytes / pieces * 2 * platform_.route_latency(crosses) / kTcpWindow);
+  latency_ = std::max(latency_, latency);
+  windowed_ = std::max(windowed_, bytes / pieces * 2 * latency / kTcpWindow);
 }
 
 void LinkLoads::record(int from, int to, double bytes, double pieces) {
@@ -122,7 +129,7 @@ void LinkLoads::send(int from, int to, double bytes, double pieces) {
   load_host(from, bytes, 0.0);
   load_host(to, 0.0, bytes);
   const int a = region(from), b = region(to);
-  note_message(bytes, a != b, pieces);
+  note_message(bytes, a, b, pieces);
   load_backbone(a, bytes);
   if (a == b) return;
   load_backbone(b, bytes);
@@ -146,8 +153,8 @@ void LinkLoads::butterfly(std::span<const int> members, std::span<const double> 
     load_host(members[k], total - parts[k], static_cast<double>(m - 1) * parts[k]);
     largest = std::max(largest, parts[k]);
   }
-  note_message(largest, false);
   if (regions_ == 1) {
+    note_message(largest, 0, 0);
     load_backbone(0, static_cast<double>(m - 1) * total);
     return;
   }
@@ -165,7 +172,8 @@ void LinkLoads::butterfly(std::span<const int> members, std::span<const double> 
     shares.back().members += 1;
     shares.back().bytes += part;
   }
-  note_message(largest, shares.size() > 1);
+  for (const Share& a : shares)
+    for (const Share& b : shares) note_message(largest, a.region, b.region);
   const auto n = static_cast<double>(m);
   for (std::size_t a = 0; a < shares.size(); ++a) {
     const Share& s = shares[a];
@@ -223,7 +231,7 @@ void LinkLoads::collective(Collective c, std::span<const int> members, std::size
 void LinkLoads::close_phase() {
   if (repeats_ > 0 && message_ > 0) {
     const SmpiFactors f = smpi_factors(message_);
-    const double latency = f.latency * platform_.route_latency(crosses_);
+    const double latency = f.latency * latency_;
     const double transfer = std::max(kAcknowledgements * busiest_, windowed_) / f.bandwidth;
     // How the links are shared matters only where the bytes take time beside the
     // latency (not for the small messages of a value sweep, which stays fast).
@@ -256,6 +264,7 @@ void LinkLoads::close_phase() {
   repeats_ = 1;
   before_work_ = false;
   message_ = 0.0;
+  latency_ = 0.0;
   crosses_ = false;
   busiest_ = 0.0;
   windowed_ = 0.0;

@@ -100,7 +100,8 @@ class LinkLoads {
   void load_host(int peer, double out, double in);
   void load_backbone(int region, double bytes);
   void load_wan(int a, int b, double bytes);
-  void note_message(double bytes, bool crosses, double pieces = 1);
+  // A message of `bytes` in `pieces` from region a to region b.
+  void note_message(double bytes, int a, int b, double pieces = 1);
   void record(int from, int to, double bytes, double pieces);
   // Simulates the open phase's messages; advances the clocks of their peers.
   void fluid_phase();
@@ -123,8 +124,8 @@ class LinkLoads {
   std::vector<float> out_, in_;
   std::vector<int> touched_hosts_, touched_regions_;
   std::vector<double> backbone_;
-  std::vector<double> wan_;                         // regions^2, when that is small
-  std::unordered_map<std::uint64_t, double> wan_map_;  // otherwise
+  std::vector<double> wan_;                            // by wide-area link, when there are few
+  std::unordered_map<std::int64_t, double> wan_map_;  // otherwise
   std::vector<std::pair<int, double>> by_region_;  // (region, part) of a butterfly's members
   std::vector<double> parts_;
   struct Share {  // a butterfly's members in one region, and the bytes of the parts they reduce
@@ -132,10 +133,11 @@ class LinkLoads {
     double members, bytes;
   };
   std::vector<Share> shares_;
-  // The open phase: its repeats, largest message, whether a message leaves its
-  // region, and the seconds its busiest link needs.
+  // The open phase: its repeats, largest message, longest route's latency, whether
+  // a message leaves its region, and the seconds its busiest link needs.
   int repeats_ = 1;
   double message_ = 0.0;
+  double latency_ = 0.0;
   bool crosses_ = false;
   double busiest_ = 0.0;
   double windowed_ = 0.0;  // seconds of the message the TCP window holds back most

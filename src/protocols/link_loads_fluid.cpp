@@ -28,10 +28,7 @@ std::vector<FluidNetwork::Flow> LinkLoads::fluid_flows(FluidNetwork& net, std::s
   };
   auto up = [&](int p) { return link(2 * std::int64_t{p}, hosts_.bandwidth(p)); };
   auto down = [&](int p) { return link(2 * std::int64_t{p} + 1, hosts_.bandwidth(p)); };
-  auto backbone = [&](int r) { return link(hosts + r, platform_.backbone); };
-  auto wan = [&](int a, int b) {
-    return link(backbones + std::int64_t{std::min(a, b)} * regions_ + std::max(a, b), platform_.wan_bandwidth);
-  };
+  auto backbone = [&](int r) { return link(hosts + r, platform_.backbone_in(r)); };
   std::vector<FluidNetwork::Flow> flows;
   flows.reserve(messages.size());
   for (const Message& m : messages) {
@@ -39,18 +36,23 @@ std::vector<FluidNetwork::Flow> LinkLoads::fluid_flows(FluidNetwork& net, std::s
     FluidNetwork::Flow flow;
     flow.route = {up(m.from), backbone(a), down(m.to)};
     flow.back = {up(m.to), backbone(b), down(m.from)};
+    double slowest = std::min({hosts_.bandwidth(m.from), hosts_.bandwidth(m.to), platform_.backbone_in(a)});
+    double weights = kWeightS * (1 / hosts_.bandwidth(m.from) + 1 / hosts_.bandwidth(m.to) + 1 / platform_.backbone_in(a));
     if (a != b) {
-      flow.route.insert(flow.route.end(), {backbone(b), wan(a, b)});
-      flow.back.insert(flow.back.end(), {backbone(a), wan(a, b)});
+      flow.route.push_back(backbone(b));
+      flow.back.push_back(backbone(a));
+      slowest = std::min(slowest, platform_.backbone_in(b));
+      weights += kWeightS / platform_.backbone_in(b);
+      platform_.for_each_wide_link(a, b, [&](std::int64_t key, double bandwidth, double) {
+        const int wan = link(backbones + key, bandwidth);
+        flow.route.push_back(wan);
+        flow.back.push_back(wan);
+        slowest = std::min(slowest, bandwidth);
+        weights += kWeightS / bandwidth;
+      });
     }
-    const double latency = platform_.route_latency(a != b);
+    const double latency = platform_.route_latency(a, b);
     const SmpiFactors f = smpi_factors(m.bytes / m.pieces);
-    double slowest = std::min({hosts_.bandwidth(m.from), hosts_.bandwidth(m.to), platform_.backbone});
-    double weights = kWeightS * (1 / hosts_.bandwidth(m.from) + 1 / hosts_.bandwidth(m.to) + 1 / platform_.backbone);
-    if (a != b) {
-      slowest = std::min(slowest, platform_.wan_bandwidth);
-      weights += kWeightS * (1 / platform_.backbone + 1 / platform_.wan_bandwidth);
-    }
     flow.bytes = m.bytes;
     flow.latency = f.latency * latency;
     flow.factor = f.bandwidth;

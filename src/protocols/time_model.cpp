@@ -51,6 +51,27 @@ SmpiFactors smpi_factors(double message) {
   return {f.latency, f.bandwidth};
 }
 
+int RegionTable::region_of(int host) const {
+  const auto after = std::upper_bound(regions.begin(), regions.end(), host,
+                                      [](int h, const Region& r) { return h < r.first_host; });
+  return static_cast<int>(after - regions.begin()) - 1;
+}
+
+int PlatformModel::region_of(int host, std::int64_t n_peers) const {
+  if (listed_regions != nullptr) return listed_regions->region_of(host);
+  if (regions <= 1) return 0;
+  // platform.py's blocks: region k holds ranks floor(k N / R) .. floor((k + 1) N / R) - 1
+  return static_cast<int>(((static_cast<std::int64_t>(host) + 1) * regions - 1) / n_peers);
+}
+
+double PlatformModel::route_latency(int a, int b) const {
+  double latency = link_latency_in(a) + backbone_latency_in(a) + link_latency_in(b);
+  if (a == b) return latency;
+  latency += backbone_latency_in(b);
+  for_each_wide_link(a, b, [&](std::int64_t, double, double l) { latency += l; });
+  return latency;
+}
+
 double PlatformModel::speed_of(int host) const {
   if (listed_speeds != nullptr) return (*listed_speeds)[static_cast<std::size_t>(host)];
   if (speed_sigma <= 0) return host_speed;
@@ -87,6 +108,27 @@ double Hosts::bytes(const PlatformModel& platform, int n_peers, bool speeds) {
 
 PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers) {
   PlatformModel p = platform;
+  if (platform.listed_regions != nullptr) {
+    const RegionTable& t = *platform.listed_regions;
+    p.listed_regions = nullptr;
+    p.regions = n_peers > 0 ? t.region_of(n_peers - 1) + 1 : 1;
+    p.link_latency = p.backbone_latency = p.wan_latency = 0.0;
+    p.backbone = p.wan_bandwidth = HUGE_VAL;
+    for (int a = 0; a < p.regions; ++a) {
+      const RegionTable::Region& r = t.regions[static_cast<std::size_t>(a)];
+      p.link_latency = std::max(p.link_latency, r.link_latency);
+      p.backbone = std::min(p.backbone, r.backbone);
+      p.backbone_latency = std::max(p.backbone_latency, r.backbone_latency);
+      for (int b = a + 1; b < p.regions; ++b) {
+        double latency = 0.0;
+        platform.for_each_wide_link(a, b, [&](std::int64_t, double bandwidth, double l) {
+          p.wan_bandwidth = std::min(p.wan_bandwidth, bandwidth);
+          latency += l;
+        });
+        p.wan_latency = std::max(p.wan_latency, latency);
+      }
+    }
+  }
   if (platform.speeds_vary()) p.host_speed = HUGE_VAL;
   if (platform.bandwidths_vary()) p.bandwidth = HUGE_VAL;
   for (int i = 0; i < n_peers && (platform.speeds_vary() || platform.bandwidths_vary()); ++i) {

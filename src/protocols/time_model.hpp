@@ -12,6 +12,7 @@
 // SMPI (the smpi engine) stays the reference for simulated time.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -23,6 +24,28 @@
 #include "protocols/group_allreduce.hpp"
 
 namespace avb {
+
+// A platform file's regions (apps/common/platform_file.hpp), in place of geo's
+// equal blocks of equal clusters: each a cluster of contiguous hosts with its own
+// link latency and backbone, each pair joined by the wide-area links its route
+// names (shared in both directions, and by every route that names them).
+struct RegionTable {
+  struct Region {
+    int first_host;
+    double link_latency, backbone, backbone_latency;  // backbone: HUGE_VAL when none
+  };
+  struct WideLink {
+    double bandwidth, latency;
+  };
+  std::vector<Region> regions;  // by first host, the first at host 0
+  std::vector<WideLink> links;
+  std::vector<std::vector<int>> routes;  // [a * regions + b]: the links between regions a and b
+
+  int region_of(int host) const;
+  const std::vector<int>& route(int a, int b) const {
+    return routes[static_cast<std::size_t>(a) * regions.size() + static_cast<std::size_t>(b)];
+  }
+};
 
 // The platform the estimate assumes: scripts/platform.py's cluster or cloud, one
 // host per peer with a private link to a backbone all links share (its defaults
@@ -51,15 +74,41 @@ struct PlatformModel {
   double wan_latency = 40e-3;    // seconds
   double wan_bandwidth = 1.25e9;  // bytes/s, one link per pair of regions, both directions sharing it
 
+  // A platform file's regions, in place of `regions` equal blocks of the settings
+  // above; null: none.
+  std::shared_ptr<const RegionTable> listed_regions = nullptr;
+
   // A message crosses the sender's link, the backbone and the receiver's link; on
   // geo, the estimate assumes every step has a message between regions (peers meet
   // across the rank blocks in every protocol's default layout), which also crosses
-  // the other region's backbone and a wide-area link.
-  double latency() const { return route_latency(regions > 1); }
-  // A message's route inside its region, or between two regions.
-  double route_latency(bool between_regions) const {
-    const double local = 2 * link_latency + backbone_latency;
-    return between_regions ? local + backbone_latency + wan_latency : local;
+  // the other region's backbone and a wide-area link. Of a platform without listed
+  // regions (slowest_hosts gives the estimate one).
+  double latency() const { return route_latency(0, regions > 1 ? 1 : 0); }
+  // The region of host i, of the first n_peers hosts.
+  int region_of(int host, std::int64_t n_peers) const;
+  // Region r's link latency, backbone bandwidth and backbone latency.
+  double link_latency_in(int r) const { return listed_regions ? listed_regions->regions[static_cast<std::size_t>(r)].link_latency : link_latency; }
+  double backbone_in(int r) const { return listed_regions ? listed_regions->regions[static_cast<std::size_t>(r)].backbone : backbone; }
+  double backbone_latency_in(int r) const {
+    return listed_regions ? listed_regions->regions[static_cast<std::size_t>(r)].backbone_latency : backbone_latency;
+  }
+  // The latency of a message's route from region a to region b.
+  double route_latency(int a, int b) const;
+  // The wide-area links between regions a != b: f(key, bandwidth, latency) for
+  // each, key a number below wide_link_keys() that names the link.
+  template <class F>
+  void for_each_wide_link(int a, int b, F&& f) const {
+    if (listed_regions == nullptr) {
+      f(std::int64_t{std::min(a, b)} * regions + std::max(a, b), wan_bandwidth, wan_latency);
+      return;
+    }
+    for (int l : listed_regions->route(a, b)) {
+      const RegionTable::WideLink& w = listed_regions->links[static_cast<std::size_t>(l)];
+      f(std::int64_t{l}, w.bandwidth, w.latency);
+    }
+  }
+  std::int64_t wide_link_keys() const {
+    return listed_regions ? static_cast<std::int64_t>(listed_regions->links.size()) : std::int64_t{regions} * regions;
   }
   // Host i's speed and link bandwidth.
   double speed_of(int host) const;
@@ -88,7 +137,9 @@ class Hosts {
   std::vector<double> speeds_, bandwidths_;  // empty: every host has the platform's
 };
 
-// The slowest host and link of the platform's first n hosts (the estimate's bounds).
+// The slowest host and link of the platform's first n hosts (the estimate's
+// bounds); of listed regions, the slowest backbone and wide-area link, the longest
+// latencies, as if every region had them.
 PlatformModel slowest_hosts(const PlatformModel& platform, int n_peers);
 
 // SMPI's piecewise factors for a message of m bytes (SimGrid's default

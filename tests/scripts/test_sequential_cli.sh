@@ -106,6 +106,29 @@ same_platform() {
 }
 same_platform "$plat/cloud-64-keyed-seed-3.xml" --platform cloud --speed-seed 3
 same_platform "$plat/cluster-64.xml" --platform cluster
+# Regions: platform.py's geo file is --platform geo to the bit; a file of unequal
+# regions (tests/platforms, the engines' agreement in smpi_time_estimate) runs.
+"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$plat" --kind geo --regions 3 >/dev/null
+same_platform "$plat/geo-64-regions-3.xml" --platform geo --regions 3
+three=$AVB_REPO/tests/platforms/three-regions.xml
+if out=$(timeout 60 "$BIN" --engine sequential --peers 64 --platform "$three" --protocol moshpit --grid 8x8 --dim 1000 \
+           --rounds 2 --quiet 2>&1) && grep -q "regions=3" <<<"$out"; then
+  ok "--platform three-regions.xml: 3 regions read"
+else
+  bad_with_report "--platform three-regions.xml:" "$out"
+fi
+# What the regions' model lacks: a pair without a route, a route through a host's
+# link, a zone inside a cluster's zone.
+sed '/<zoneRoute src="west" dst="edge"/d' "$three" >"$SCRATCH/unrouted.xml"
+refused '--platform: .*unrouted.xml:[0-9]*: no <zoneRoute> between "west" and "edge"' --engine sequential --peers 64 \
+  --platform "$SCRATCH/unrouted.xml"
+sed 's/<link_ctn id="core"\/>/<link_ctn id="edge-0_link"\/>/' "$three" >"$SCRATCH/host-route.xml"
+refused '--platform: .*host-route.xml:[0-9]*: <link_ctn> id="edge-0_link": not a SHARED <link>' --engine sequential \
+  --peers 64 --platform "$SCRATCH/host-route.xml"
+sed 's/<router id="edge-gw"\/>/<zone id="deep" routing="Cluster"><\/zone>/' "$three" >"$SCRATCH/deep.xml"
+refused '--platform: .*deep.xml:[0-9]*: a <zone> of routing "Cluster" inside one of "Cluster"' --engine sequential \
+  --peers 64 --platform "$SCRATCH/deep.xml"
+refused "--platform: .*three-regions.xml: 64 hosts for 65 peers" --engine sequential --peers 65 --platform "$three"
 printf '<?xml version="1.0"?>\n<platform version="4.1">\n  <cluster id="c" prefix="h" suffix="" radical="0-7"\n' >"$SCRATCH/broken.xml"
 printf '<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">\n<router id="r"/>\n</zone></platform>\n' \
   >"$SCRATCH/router.xml"

@@ -19,7 +19,8 @@
 # `fast`: hosts of 4 Gflop/s; `cloud`, `cloud3`: platform.py's cloud, lognormal host
 # speeds and link bandwidths drawn from the same keyed stream by both, seeds 1
 # and 3; `geo`, `geo-slow-wan`: platform.py's regions joined by wide-area
-# links). With --compute-flops and stragglers both engines charge each alive
+# links; `three`: tests/platforms/three-regions.xml, regions of unequal sizes,
+# hosts and backbones, one reached through two wide-area links, read by both). With --compute-flops and stragglers both engines charge each alive
 # peer's work at its host's speed, a straggler's slowed down; each peer's messages
 # start when both ends are done with their work, and a peer that waits out a
 # failure does so after its own messages, beside the others' (push-sum at model
@@ -32,7 +33,10 @@ program_arg SEQ "$1" "Open MPI build's averaging_bench" "build the default prese
 program_arg BIN "$2" "SMPI program"
 
 # A platform's smpirun.sh options | the sequential engine's options for the same.
+three=$AVB_REPO/tests/platforms/three-regions.xml
+"$AVB_PYTHON" "$AVB_REPO/scripts/platform_hosts.py" "$three" "$SCRATCH/three-regions.hosts"
 declare -A platforms=(
+  [three]="--platform $three --hostfile $SCRATCH/three-regions.hosts|--platform $three"
   [cluster]="|"
   [fat]="--bb-bw 1000GBps|--backbone-bandwidth 1e12"
   [slow]="--bw 50MBps --lat 200us --bb-lat 1ms|--link-bandwidth 5e7 --link-latency 2e-4 --backbone-latency 1e-3"
@@ -74,6 +78,12 @@ configs=(
   "16 1 allreduce --collective ring --model-dim 12800000 @geo2-slow-wan"
   "64 100000 moshpit --grid 8x8 --failure churn --fail-rate 0.05 --join-rate 0.3"
   "64 1000 gossip --topology exp --failure churn --fail-rate 0.05 --join-rate 0.3 --detection-timeout 0.1"
+  "64 100000 moshpit --grid 8x8 @three"
+  "64 100000 allreduce --collective ring @three"
+  "64 1000 gossip --topology exp @three"
+  "64 100000 pushsum --fail-rate 0.05 --detection-timeout 0.25 @three"
+  "64 1000 moshpit --grid 8x8 --compute-flops 1e7 --stragglers 0.1 @three"
+  "64 1000 moshpit --grid 8x8 --fail-rate 0.02 --detection-timeout 0.25 @three ~0.10"
 )
 for config in "${configs[@]}"; do
   within=0.02

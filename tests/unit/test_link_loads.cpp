@@ -66,6 +66,53 @@ TEST(LinkLoads, OneMessageIsItsAlphaBetaCost) {
   EXPECT_NEAR(links.take_seconds(), std::max(exchange, 3 * lone), 1e-12);
 }
 
+// A platform file's regions (RegionTable): each region's own link latency and
+// backbone, and a route of two wide-area links whose slowest bounds the message.
+TEST(LinkLoads, ListedRegionsChargeTheirOwnBackbonesAndRoutes) {
+  auto table = std::make_shared<RegionTable>();
+  table->regions = {{0, 50e-6, 2.25e9, 500e-6}, {2, 100e-6, 1e6, 1e-3}, {3, 80e-6, 1e9, 200e-6}};
+  table->links = {{5e6, 0.01}, {1e9, 0.02}, {1e8, 0.04}};
+  table->routes.assign(9, {});
+  auto route = [&](int a, int b, std::vector<int> links) {
+    table->routes[static_cast<std::size_t>(a * 3 + b)] = links;
+    table->routes[static_cast<std::size_t>(b * 3 + a)] = links;
+  };
+  route(0, 1, {2});
+  route(0, 2, {0, 1});
+  route(1, 2, {1});
+  PlatformModel platform;
+  platform.regions = 3;
+  platform.listed_regions = table;
+  EXPECT_EQ(platform.region_of(1, 4), 0);
+  EXPECT_EQ(platform.region_of(2, 4), 1);
+  EXPECT_EQ(platform.region_of(3, 4), 2);
+  const Hosts hosts(platform, 4);
+  LinkLoads links(hosts, 4);
+  const double bandwidth = platform.bandwidth;
+  // Inside region 0: its links and backbone.
+  links.send(0, 1, 8e6);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), lone_seconds(8e6, 2 * 50e-6 + 500e-6, 8e6 / bandwidth));
+  // Into region 1, whose backbone is the slowest link on the way, and shared: the
+  // message's own acknowledgements cross it too.
+  const double into_1 = 50e-6 + 500e-6 + 0.04 + 1e-3 + 100e-6;
+  EXPECT_DOUBLE_EQ(platform.route_latency(0, 1), into_1);
+  links.send(0, 2, 8e6);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(8e6, into_1, 8e6 / 1e6));
+  // Into region 2 through two wide-area links: latencies add, the slower binds.
+  const double into_2 = 50e-6 + 500e-6 + 0.01 + 0.02 + 200e-6 + 80e-6;
+  EXPECT_DOUBLE_EQ(platform.route_latency(2, 0), into_2);
+  links.send(3, 0, 8e6);
+  EXPECT_DOUBLE_EQ(links.take_seconds(), phase_seconds(8e6, into_2, 8e6 / 5e6));
+  // The estimate's platform: the slowest backbone and wide-area link, the longest latencies.
+  const PlatformModel slowest = slowest_hosts(platform, 4);
+  EXPECT_EQ(slowest.listed_regions, nullptr);
+  EXPECT_EQ(slowest.regions, 3);
+  EXPECT_EQ(slowest.backbone, 1e6);
+  EXPECT_EQ(slowest.wan_bandwidth, 5e6);
+  EXPECT_DOUBLE_EQ(slowest.wan_latency, 0.04);
+  EXPECT_EQ(slowest.link_latency, 100e-6);
+}
+
 // Each peer's clock (LinkLoads::start_round, finish_round): a peer that waits out
 // a failure's detection does so after its own messages, beside the others'; a
 // straggler holds back only the messages it takes part in; a phase repeated
