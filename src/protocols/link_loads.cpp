@@ -59,6 +59,14 @@ bool LinkLoads::may_simulate(const PlatformModel& platform, double message) {
   return kAcknowledgements * message / slowest > kFluidShare * smallest_factor * local;
 }
 
+LinkLoads::Simulated LinkLoads::simulated(const PlatformModel& platform, const MessagePattern& pattern, int n_peers) {
+  if (pattern.steps <= 0 || pattern.message <= 0 || !may_simulate(platform, pattern.message)) return {};
+  // Every peer sends as many messages a step as the busiest one.
+  const double at_once = n_peers * std::ceil(pattern.busiest / pattern.message);
+  if (at_once > static_cast<double>(kFluidMessages)) return {};  // each phase keeps the bound
+  return {at_once * pattern.steps, at_once};
+}
+
 double LinkLoads::bytes(const PlatformModel& platform, int n_peers, double message) {
   const double regions = std::max(1, platform.regions);
   const double keys = static_cast<double>(platform.wide_link_keys());

@@ -51,6 +51,27 @@ std::string number(double v) {
   return text;
 }
 
+// The sequential engine's wall time, about.
+double wall_seconds(const ProtocolResources& r, const RunShape& s, const PlatformModel& link, const GraphFootprint& graph) {
+  const double n = s.peers, dim = static_cast<double>(s.dim);
+  // About 6 ns per unit of work (measured on the protocols at a million peers),
+  // the initial values' normal draws, and the graph's construction. Trials run
+  // on at most as many threads as there are cores; the trace is written by one.
+  const double per_trial = n * s.rounds * (r.work_per_peer + 2 * dim + 8) * 6e-9 + n * dim * 40e-9 +
+                           graph.build_work * 60e-9 + s.workload_trial_seconds;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int parallel = std::max(1, std::min({s.threads, s.trials, cores}));
+  // A trial's group of datasets in the trace costs about 2 ms (HDF5's
+  // creation of each dataset), its rows little beside.
+  const double traced = s.traced ? s.trials * (2e-3 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
+  // A round simulated flow by flow: about 1 us per message times the square root
+  // of how many move at once (fitted to rings of 64 and 128 peers and Moshpit's
+  // butterflies of 16 at model size, within a factor of 2).
+  const LinkLoads::Simulated simulated = LinkLoads::simulated(link, r.pattern, s.peers);
+  const double simulation = s.rounds * simulated.messages * std::sqrt(simulated.at_once) * 1e-6;
+  return s.setup_seconds + (per_trial + simulation) * s.trials / parallel + traced;
+}
+
 }  // namespace
 
 RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, const PlatformModel& link) {
@@ -99,17 +120,7 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     e.round_seconds = s.compute_flops / link.host_speed + round_time(r.pattern, e.round_bytes, link).total() +
                       (s.failures ? s.detection_timeout : 0.0);
     e.trial_seconds = s.rounds * e.round_seconds;
-    // About 6 ns per unit of work (measured on the protocols at a million peers),
-    // the initial values' normal draws, and the graph's construction. Trials run
-    // on at most as many threads as there are cores; the trace is written by one.
-    const double per_trial = n * s.rounds * (r.work_per_peer + 2 * dim + 8) * 6e-9 + n * dim * 40e-9 +
-                             graph.build_work * 60e-9 + s.workload_trial_seconds;
-    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const int parallel = std::max(1, std::min({s.threads, s.trials, cores}));
-    // A trial's group of datasets in the trace costs about 2 ms (HDF5's
-    // creation of each dataset), its rows little beside.
-    const double traced = s.traced ? s.trials * (2e-3 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
-    e.wall_seconds = s.setup_seconds + per_trial * s.trials / parallel + traced;
+    e.wall_seconds = wall_seconds(r, s, link, graph);
   }
   return e;
 }
