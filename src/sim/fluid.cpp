@@ -121,7 +121,7 @@ void FluidNetwork::prepare() {
   waiting_for_.assign(n, 0);
   for (std::size_t f = 0; f < n; ++f) {
     for (const auto& [g, lag] : flows_[f].after) {
-      followers_[static_cast<std::size_t>(g)].push_back(static_cast<int>(f));
+      followers_[static_cast<std::size_t>(g)].emplace_back(static_cast<int>(f), lag);
       ++waiting_for_[f];
     }
   }
@@ -169,11 +169,8 @@ std::size_t FluidNetwork::settle(double now) {
       ++ended;
       moving_[k] = moving_.back();
       moving_.pop_back();
-      for (int g : followers_[f]) {
+      for (const auto& [g, lag] : followers_[f]) {
         const auto ug = static_cast<std::size_t>(g);
-        double lag = 0.0;
-        for (const auto& [h, l] : flows_[ug].after)
-          if (static_cast<std::size_t>(h) == f) lag = std::max(lag, l);
         moves_[ug] = std::max(moves_[ug], now + lag);
         if (--waiting_for_[ug] == 0) {
           release(ug, moves_[ug]);

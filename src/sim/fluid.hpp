@@ -62,7 +62,7 @@ class FluidNetwork {
   // when it ended; how many of the flows it comes after are still to end.
   std::vector<double> left_, rate_, moves_, end_;
   std::vector<int> waiting_for_;
-  std::vector<std::vector<int>> followers_;  // per flow: those that come after it
+  std::vector<std::vector<std::pair<int, double>>> followers_;  // per flow: those that come after it, with their lags
   std::vector<char> fixed_;
   // The flows released but not moving yet, and those moving.
   std::vector<int> released_, moving_;
