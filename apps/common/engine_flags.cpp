@@ -272,9 +272,11 @@ RunShape run_shape(const EngineFlags& flags, const RunOptions& o, int peers, int
     shape.workload.push_back({"failure model", "--failure",
                               (shape.sequential ? std::min(threads, o.trials) : shape.peers_here) * double(peers) *
                                   FailureModel::bytes_per_peer(o.failure)});
-  if (flags.link.listed_speeds != nullptr)  // a platform file's hosts, read by every rank (the sequential engine: once)
-    shape.workload.push_back({"platform file", "--platform",
-                              shape.peers_here * 2.0 * sizeof(double) * static_cast<double>(flags.link.listed_speeds->size())});
+  if (flags.link.listed_speeds != nullptr)  // a platform file's hosts and regions, read by every rank (the sequential engine: once)
+    shape.workload.push_back(
+        {"platform file", "--platform",
+         shape.peers_here * (2.0 * sizeof(double) * static_cast<double>(flags.link.listed_speeds->size()) +
+                             (flags.link.listed_regions ? flags.link.listed_regions->bytes() : 0.0))});
   if (o.availability != nullptr)  // read by every rank (the sequential engine: once)
     shape.workload.push_back({"availability trace", "--availability",
                               shape.peers_here * static_cast<double>(o.availability->bytes())});

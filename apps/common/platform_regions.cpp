@@ -7,6 +7,9 @@ namespace avb::app {
 
 namespace {
 
+// The model keeps a route for each pair of regions that hold peers.
+constexpr std::size_t kMostRegions = 1024;
+
 // A zone's listed hosts: each host's link bandwidth, one link latency for all.
 void resolve_listed(Reading& r, RegionReading& g, std::vector<double>& bandwidths) {
   g.latency = -1;
@@ -97,6 +100,11 @@ PlatformModel several_regions(Reading& r, int peers) {
     }
     if (first < peers) table->regions.push_back({static_cast<int>(first), 0.0, g.backbone, g.backbone_latency});
     first += g.count();
+  }
+  if (table->regions.size() > kMostRegions) {
+    r.refuse(std::to_string(table->regions.size()) + " clusters hold peers: the sequential engine models at most " +
+             std::to_string(kMostRegions) + " (a route for each pair)");
+    return m;
   }
   list_hosts(r, m, peers);
   for (std::size_t k = 0; k < table->regions.size(); ++k)

@@ -57,6 +57,14 @@ int RegionTable::region_of(int host) const {
   return static_cast<int>(after - regions.begin()) - 1;
 }
 
+double RegionTable::bytes() const {
+  double entries = 0;
+  for (const std::vector<int>& route : routes) entries += static_cast<double>(route.size());
+  return static_cast<double>(regions.size() * sizeof(Region) + links.size() * sizeof(WideLink) +
+                             routes.size() * sizeof(std::vector<int>)) +
+         entries * sizeof(int);
+}
+
 int PlatformModel::region_of(int host, std::int64_t n_peers) const {
   if (listed_regions != nullptr) return listed_regions->region_of(host);
   if (regions <= 1) return 0;

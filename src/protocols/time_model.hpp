@@ -42,6 +42,8 @@ struct RegionTable {
   std::vector<std::vector<int>> routes;  // [a * regions + b]: the links between regions a and b
 
   int region_of(int host) const;
+  // The bytes it holds.
+  double bytes() const;
   const std::vector<int>& route(int a, int b) const {
     return routes[static_cast<std::size_t>(a) * regions.size() + static_cast<std::size_t>(b)];
   }

@@ -129,6 +129,14 @@ sed 's/<router id="edge-gw"\/>/<zone id="deep" routing="Cluster"><\/zone>/' "$th
 refused '--platform: .*deep.xml:[0-9]*: a <zone> of routing "Cluster" inside one of "Cluster"' --engine sequential \
   --peers 64 --platform "$SCRATCH/deep.xml"
 refused "--platform: .*three-regions.xml: 64 hosts for 65 peers" --engine sequential --peers 65 --platform "$three"
+# A route for each pair of regions: at most 1024 regions that hold peers.
+{
+  printf '<?xml version="1.0"?>\n<platform version="4.1"><zone id="world" routing="Full">\n'
+  for k in $(seq 0 1024); do printf '<cluster id="c%d" prefix="c%d-" suffix="" radical="0" speed="1Gf" bw="1GBps" lat="1us"/>\n' "$k" "$k"; done
+  printf '</zone></platform>\n'
+} >"$SCRATCH/many.xml"
+refused "--platform: .*many.xml:[0-9]*: 1025 clusters hold peers: the sequential engine models at most 1024" \
+  --engine sequential --peers 1025 --platform "$SCRATCH/many.xml"
 printf '<?xml version="1.0"?>\n<platform version="4.1">\n  <cluster id="c" prefix="h" suffix="" radical="0-7"\n' >"$SCRATCH/broken.xml"
 printf '<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">\n<router id="r"/>\n</zone></platform>\n' \
   >"$SCRATCH/router.xml"
