@@ -20,7 +20,7 @@ ResourceFunction resources_allreduce, resources_random_groups, resources_moshpit
     resources_sgp_paper, resources_pairwise, resources_swarm, resources_choco;
 SequentialFactory make_sequential_allreduce, make_sequential_random_groups, make_sequential_moshpit,
     make_sequential_gossip, make_sequential_pushsum, make_sequential_sgp_paper, make_sequential_pairwise,
-    make_sequential_choco;
+    make_sequential_choco, make_sequential_swarm;
 
 namespace {
 
@@ -128,7 +128,8 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
      .asynchronous = true,
      .resources = resources_swarm,
-     .make = make_swarm},
+     .make = make_swarm,
+     .sequential = make_sequential_swarm},
     {.name = "choco",
      .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
      .default_semantics = FS::survivors,

@@ -290,13 +290,14 @@ void LinkLoads::start_round(Ready ready) {
   stage_ = 0;
   ready_ = std::move(ready);
   every_ = 0.0;
+  ends_by_ = 0.0;
   ahead_.clear();
 }
 
 double LinkLoads::finish_round(double alone, std::span<const std::uint8_t> waiting, double timeout) {
   close_phase();
   simulate_pending();
-  double last = alone + every_;
+  double last = std::max(alone + every_, ends_by_);
   for (const auto& [peer, at] : ahead_)
     last = std::max(last, at + (!waiting.empty() && waiting[static_cast<std::size_t>(peer)] ? timeout : 0.0));
   start_round(nullptr);

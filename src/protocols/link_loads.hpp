@@ -30,6 +30,7 @@
 // the busiest-link bound advances every clock by that bound.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +66,12 @@ class LinkLoads {
   double finish_round(double alone, std::span<const std::uint8_t> waiting = {}, double timeout = 0.0);
   // finish_round(0) of a round started with every peer ready at 0.
   double take_seconds();
+  // An asynchronous protocol's round, run as events on its own clocks
+  // (protocols/event_round.hpp): it lasts at least until `seconds` from its start.
+  void ends_by(double seconds) { ends_by_ = std::max(ends_by_, seconds); }
+  // Seconds from the round's start at which peer i is ready (start_round's).
+  double ready(int peer) const { return ready_ ? ready_(peer) : 0.0; }
+  const Hosts& hosts() const { return hosts_; }
   // Starts a phase whose messages go before every peer's work (a churn's joiners
   // loading their state): they start with the round, and a peer's work follows
   // its last. The round's first phase only.
@@ -153,6 +160,7 @@ class LinkLoads {
   Ready ready_;
   bool before_work_ = false;  // the open phase goes before the work
   double every_ = 0.0;
+  double ends_by_ = 0.0;
   std::unordered_map<int, double> ahead_;
   // The open phase's messages one by one, while there are few enough for a fluid
   // simulation of their sharing (sim/fluid.hpp); beyond that the busiest link's

@@ -43,6 +43,9 @@ struct ProtocolResources {
   // (the simulated-time bound: round_seconds of these).
   double round_bytes = 0;
   MessagePattern pattern;
+  // Seconds a peer spends idle in every round beside its messages (swarm's
+  // Poisson clock runs for one unit of time).
+  double idle_seconds = 0;
   // Wall-clock work of one sequential round per peer, in units of one touched
   // double (a mix and a store): the estimate of wall time, nothing else.
   double work_per_peer = 0;

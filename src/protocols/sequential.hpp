@@ -112,9 +112,14 @@ void wait_on_silent_sources(const PopulationRound& round, int n_peers, Sources s
   }
 }
 
+class EventPeers;
+
 class SequentialProtocol {
  public:
   virtual ~SequentialProtocol() = default;
+  // An asynchronous protocol's peers as events (protocols/event_round.hpp), for a
+  // driver other than the averaging round (SGD's local steps); null otherwise.
+  virtual EventPeers* event_peers() { return nullptr; }
   // Once per trial, before its first round, with the initial population.
   virtual void begin_trial(const Population& /*x*/, std::uint64_t /*seed*/) {}
   virtual RoundEffect step(Population& x, const PopulationRound& round) = 0;

@@ -1,6 +1,7 @@
 // SwarmSGD's averaging, the initiator's side: the ticks of a round, partner
 // draws and one interaction (wire protocol and invariants: swarm_protocol.hpp).
 #include "protocols/swarm_protocol.hpp"
+#include "protocols/swarm_sequential.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -58,11 +59,9 @@ void SwarmProtocol::step(std::span<double> x, Round& round) {
   // gaps, keyed by (round, peer, tick). Under SMPI the peer idles (serving) until
   // each tick, so interactions happen in the order of the clocks; on a real MPI
   // there is no simulated time, and the ticks only say how many there are.
-  const Stream clock(round.seed, StreamId::clock);
   double now = 0.0;
   for (int tick = 0;; ++tick) {
-    const double gap = -std::log(clock.uniform_open0(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me),
-                                                     static_cast<std::uint64_t>(tick)));
+    const double gap = tick_gap(round.seed, t, me, tick);
     if (now + gap >= 1.0) {
       idle_serving(1.0 - now, x);
       break;
@@ -131,10 +130,7 @@ int SwarmProtocol::choose_partner(const Round& round, int attempt) {
   for (int j : topology_->out_neighbours(t, me))
     if (j != me && round.failures.alive(t, j)) alive_.push_back(j);
   if (alive_.empty()) return -1;
-  const std::uint64_t bits = Stream(round.seed, StreamId::partner)
-                                 .bits(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me),
-                                       static_cast<std::uint64_t>(attempt));
-  return alive_[static_cast<std::size_t>(bits % alive_.size())];
+  return alive_[partner_index(round.seed, t, me, attempt, alive_.size())];
 }
 
 // One request to `partner` and its reply; serves others while waiting. Returns
@@ -228,7 +224,9 @@ std::unique_ptr<Protocol> make_swarm(const ProtocolOptions& options, Comm& comm)
   return std::make_unique<swarm::SwarmProtocol>(options, comm);
 }
 
-// Each interaction moves a model each way. The round clock starts one per peer; a
+// Each interaction moves a model each way, in up to kMaxAttempts attempts (a
+// blocking request carries the model even when the partner turns out busy), each
+// with its request header and status byte. The round clock starts one per peer; a
 // Poisson clock's ticks per round are Poisson(N) in all, bounded here by N plus
 // twelve standard deviations (exceeded with probability below 1e-30).
 ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery& q) {
@@ -236,10 +234,18 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   const double message = message_bytes(o, static_cast<double>(q.model_dim));
   const double interactions =
       o.swarm_clock == SwarmClock::round ? q.peers : q.peers + 12 * std::sqrt(static_cast<double>(q.peers)) + 64;
-  r.round_bytes = 2 * interactions * message;
+  r.round_bytes = interactions * swarm::kMaxAttempts * (2 * message + 2 * sizeof(std::uint32_t) + 1);
   r.pattern = {2, message, 2 * message};
   r.messages_in_flight = 6;
   r.peer_vectors = 4;
+  // The sequential form (swarm_sequential.hpp): the models a peer offers
+  // (pre-local and published), its state, the event loop's share (the peer's
+  // start and barrier entry, a few events in the heap) and up to two messages of
+  // its own in flight, each with its bytes.
+  r.population_vectors = 2;
+  r.population_bytes = sizeof(swarm::Peer) + 160 + 2 * (sizeof(std::vector<std::byte>) + 16 + message);
+  r.work_per_peer = 700;  // random partners: a few cache misses per message
+  if (o.swarm_clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
   return r;
 }
 

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -41,6 +42,7 @@
 #include <span>
 #include <vector>
 
+#include "core/rng.hpp"
 #include "protocols/protocol.hpp"
 
 namespace avb::swarm {
@@ -63,6 +65,32 @@ inline constexpr int kMaxAttempts = 16;  // partners drawn before an initiator g
 // 64 peers (64 ticks a second, 16 ms apart on average) interactions rarely overlap.
 inline constexpr double kSecondsPerUnit = 1.0;
 inline constexpr double kIdleSlice = 1e-3;
+
+// The draws both forms share (the MPI form here, the sequential one in
+// swarm_sequential.cpp), so that they meet the same partners at the same ticks.
+// The gap before tick `tick` of peer `me`'s rate-1 Poisson clock in round t, in
+// units of the clock: exponential, keyed by (round, peer, tick).
+inline double tick_gap(std::uint64_t seed, int t, int me, int tick) {
+  return -std::log(Stream(seed, StreamId::clock)
+                       .uniform_open0(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me),
+                                      static_cast<std::uint64_t>(tick)));
+}
+// Which of `count` candidates (the alive out-neighbours, ascending) draw `draw`
+// of peer `me` in round t picks: the partner stream keyed by (round, peer, draw),
+// draw = tick * kMaxAttempts + attempt.
+inline std::size_t partner_index(std::uint64_t seed, int t, int me, int draw, std::size_t count) {
+  const std::uint64_t bits = Stream(seed, StreamId::partner)
+                                 .bits(static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(me),
+                                       static_cast<std::uint64_t>(draw));
+  return static_cast<std::size_t>(bits % count);
+}
+
+// The dither key of an interaction's request: (initiator's round, initiator,
+// 2 * attempt), whatever kExactRequest says; the reply's is the next message.
+inline EncodeContext request_context(std::uint64_t seed, const std::uint32_t header[2], int initiator) {
+  const std::uint32_t attempt = header[1] & ~kExactRequest;
+  return {seed, header[0], static_cast<std::uint64_t>(initiator), 2 * static_cast<std::uint64_t>(attempt)};
+}
 
 // The initiator's side is in swarm.cpp, the partner's (serving requests, the
 // settle barrier) in swarm_serve.cpp.
@@ -126,13 +154,6 @@ class SwarmProtocol final : public Protocol {
   // The largest payload of a request or reply: the quantized model or the model itself.
   std::size_t payload_capacity(std::size_t d) const {
     return std::max(quantizer_.encoded_bytes(d), exact_.encoded_bytes(d));
-  }
-
-  // The dither key of an interaction: (initiator's round, initiator, 2 * attempt),
-  // whatever kExactRequest says.
-  static EncodeContext request_context(std::uint64_t seed, const std::uint32_t header[2], int initiator) {
-    const std::uint32_t attempt = header[1] & ~kExactRequest;
-    return {seed, header[0], static_cast<std::uint64_t>(initiator), 2 * static_cast<std::uint64_t>(attempt)};
   }
 
   static std::span<std::uint8_t> as_bytes(std::vector<std::byte>& v) {

@@ -117,7 +117,7 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
   e.trial_bytes = s.rounds * e.round_bytes;
   e.pattern = r.pattern;
   if (s.sequential) {
-    e.round_seconds = s.compute_flops / link.host_speed + round_time(r.pattern, e.round_bytes, link).total() +
+    e.round_seconds = s.compute_flops / link.host_speed + r.idle_seconds + round_time(r.pattern, e.round_bytes, link).total() +
                       (s.failures ? s.detection_timeout : 0.0);
     e.trial_seconds = s.rounds * e.round_seconds;
     e.wall_seconds = wall_seconds(r, s, link, graph);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <Eigen/Dense>
 
 #include "run/sequential.hpp"
+#include "sgd/event_sgd.hpp"
 #include "run/trial_pool.hpp"
 #include "run/tree_sum.hpp"
 #include "sgd/metrics.hpp"
@@ -43,6 +45,7 @@ class PopulationSgd {
   }
 
   PopulationTrial run() && {
+    if (EventPeers* peers = protocol_->event_peers()) return std::move(*this).run_events(*peers);
     protocol_->begin_trial(x_, seed_);
     evaluate(0);
     int done = 0;  // steps run
@@ -75,6 +78,45 @@ class PopulationSgd {
  private:
   std::size_t width() const { return 2 * static_cast<std::size_t>(d_) + 1; }
   PeerVector peer(Population& p, int i) { return {p.peer(i).data(), d_}; }
+
+  // An asynchronous protocol: each interval between evaluations as events
+  // (sgd/event_sgd.hpp), every peer at its own pace.
+  PopulationTrial run_events(EventPeers& peers) && {
+    std::function<double(int)> work;
+    if (compute_.works()) work = [this](int i) { return compute_.work(i); };
+    EventSgd sgd(o_, peers, failures_, seed_, n_, work);
+    sgd.begin_trial(x_);
+    evaluate(0);
+    const auto gradient = [this](int i, int s) {
+      PeerVector x = peer(x_, i), velocity = peer(velocity_, i);
+      peers_[static_cast<std::size_t>(i)]->stochastic_gradient(x, o_.batch, seed_, static_cast<std::uint64_t>(s), g_);
+      velocity = o_.momentum * velocity + g_;
+      x -= o_.lr.at(s) * velocity;
+    };
+    int done = 0;  // steps run
+    while (done < o_.steps && !stop_ && !reached_ && !diverged_) {
+      const int next = std::min(o_.steps, (done / o_.eval_every + 1) * o_.eval_every);
+      EventSgd::Interval interval;
+      try {
+        interval = sgd.run(x_, done, next, hosts_, gradient, stop_flag_);
+      } catch (const StopRequested&) {
+        stop_ = true;
+        break;
+      }
+      time_ += interval.seconds;
+      bytes_ += interval.effect.bytes;
+      groups_ += interval.effect.groups;
+      failed_groups_ += interval.effect.failed_groups;
+      decode_failures_ += interval.effect.decode_failures;
+      rounds_done_ = interval.rounds_done;
+      done = next;
+      evaluate(done);
+    }
+    record_.complete = !stop_ || done == o_.steps;
+    record_.diverged = diverged_;
+    for (double target : o_.targets) record_.targets.push_back(steps_to_target(record_.rows, target));
+    return {std::move(record_), std::move(x_)};
+  }
 
   // Churn: a joiner takes its donor's model at the start of the steps that lead
   // to its first round, and no momentum. Then who is up in round r.

@@ -1,0 +1,95 @@
+#include "protocols/event_round.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "protocols/link_loads.hpp"
+
+namespace avb {
+
+std::vector<double> broadcast_starts(const Transit& transit, int n, double bytes) {
+  // r receives at received[r] from r - lowbit(r), then sends to r + m for every m
+  // below lowbit(r), largest first, each send over when it has arrived.
+  std::vector<double> received(static_cast<std::size_t>(n), 0.0), leaves(received.size(), 0.0);
+  for (int r = 0; r < n; ++r) {
+    int mask = 1;
+    while (mask < n && !(r & mask)) mask <<= 1;
+    double now = received[static_cast<std::size_t>(r)];
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+      if (r + mask >= n) continue;
+      now += transit.alone(r, r + mask, bytes);
+      received[static_cast<std::size_t>(r + mask)] = now;
+    }
+    leaves[static_cast<std::size_t>(r)] = now;
+  }
+  const double last = *std::max_element(leaves.begin(), leaves.end());
+  for (double& t : leaves) t -= last;
+  return leaves;
+}
+
+double barrier_end(std::span<const double> entries, const Transit& transit) {
+  const int n = static_cast<int>(entries.size());
+  std::vector<double> at(entries.begin(), entries.end()), next(at.size()), sent(at.size(), 0.0);
+  for (int step = 1; step < n; step *= 2) {
+    for (int r = 0; r < n; ++r) {
+      const int from = (r - step + n) % n;
+      const auto ur = static_cast<std::size_t>(r), uf = static_cast<std::size_t>(from);
+      const double arrives = std::max(at[uf], at[ur]) + transit.alone(from, r, 0.0);
+      next[ur] = std::max(at[ur], arrives);
+      sent[uf] = std::max(sent[uf], arrives);  // the sender's token is delivered
+    }
+    at.swap(next);
+  }
+  double end = 0.0;
+  for (std::size_t r = 0; r < at.size(); ++r) end = std::max({end, at[r], sent[r]});
+  return end;
+}
+
+void EventRound::begin_trial(const Population& x, std::uint64_t seed) {
+  context_.seed = seed;
+  context_.step_done = [this](int p) {
+    entries_[static_cast<std::size_t>(p)] = context_.queue.now();
+    peers_->settle(*x_, p);
+  };
+  peers_->begin_trial(x, context_);
+}
+
+RoundEffect EventRound::step(Population& x, const PopulationRound& round) {
+  if (round.links == nullptr) throw Error("an asynchronous protocol's sequential form needs the round's platform");
+  x_ = &x;
+  if (!context_.transit) {
+    context_.transit.emplace(round.links->hosts(), x.n);
+    // The runners measure with a verdict of two doubles (run/averaging.cpp).
+    starts_ = broadcast_starts(*context_.transit, x.n, 2 * sizeof(double));
+  }
+  context_.failures = &round.failures;
+  context_.queue.reset();
+  entries_.assign(static_cast<std::size_t>(x.n), 0.0);
+  // The peers' starts, in order of time and then of rank, taken before any event
+  // of the same instant (they were due first): kept out of the queue, whose heap
+  // would otherwise hold every peer at once.
+  order_.resize(static_cast<std::size_t>(x.n));
+  for (int p = 0; p < x.n; ++p) {
+    const bool up = round.alive[static_cast<std::size_t>(p)] != 0;
+    order_[static_cast<std::size_t>(p)] = {starts_[static_cast<std::size_t>(p)] + (up ? round.links->ready(p) : 0.0), p};
+  }
+  std::sort(order_.begin(), order_.end());
+  std::size_t next = 0;
+  for (std::uint64_t events = 0; next < order_.size() || !context_.queue.empty(); ++events) {
+    if ((events & 255) == 0) check_stop(round.stop);
+    if (next < order_.size() && (context_.queue.empty() || order_[next].first <= context_.queue.top_time())) {
+      context_.queue.advance(order_[next].first);
+      peers_->step(x, order_[next++].second, round.t);
+    } else {
+      peers_->handle(x, context_.queue.pop());
+    }
+  }
+  peers_->leave_settle();
+  round.links->ends_by(barrier_end(entries_, *context_.transit));
+  RoundEffect effect = peers_->take_effect();
+  effect.bytes = context_.bytes;
+  context_.bytes = 0;
+  return effect;
+}
+
+}  // namespace avb

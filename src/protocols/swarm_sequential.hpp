@@ -1,0 +1,180 @@
+// SwarmSGD's averaging on the sequential engine: every peer of the MPI form
+// (swarm_protocol.hpp) as events (protocols/event_round.hpp), at the instants its
+// deeds take under SMPI: the same draws, the same wire protocol (kBusy, deferral to
+// lower ranks, the lattice's kResend and kExact), the same increments, and the same
+// rules of when a peer serves: at once while it waits for a reply or in the
+// settle barrier, at the end of each idle slice of its Poisson clock, between
+// local steps (progress), and not while it works. A request is received only
+// when the partner's one listening receive is free, so a second request to a
+// busy partner starts moving when the first has been taken (rendezvous, as SMPI
+// sends every message under avbench's eager limit of 0).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <memory>
+#include <vector>
+
+#include "protocols/event_round.hpp"
+#include "protocols/protocol.hpp"
+#include "protocols/swarm_protocol.hpp"
+
+namespace avb::swarm {
+
+std::unique_ptr<EventPeers> make_swarm_peers(const ProtocolOptions& options, int n_peers);
+
+// Internal to swarm_sequential.cpp (the initiator) and swarm_sequential_serve.cpp
+// (the partner, messages).
+inline constexpr int kArrive = 0;  // a message arrives (arg: the message)
+inline constexpr int kServe = 1;    // the end of an idle slice at which the peer takes a request
+inline constexpr int kIdleEnd = 2;  // the end of the last idle slice
+inline constexpr int kReplyTaken = 3;  // the peer is done testing its replies after its own reply came (arg: it)
+// MPI_Test's simulated cost under scripts/smpirun.sh (smpi/test): each serve tests.
+inline constexpr double kTestSeconds = 1e-7;
+inline constexpr std::size_t kHeader = 2 * sizeof(std::uint32_t);
+
+enum class Doing : std::uint8_t { outside, idle, waiting, settling };
+
+struct Message {
+  int from = 0, to = 0;
+  int next = -1;  // the next one in the list it waits in (a mailbox, a deferral list)
+  bool reply = false;
+  std::vector<std::byte> bytes;  // as the MPI form sends them
+};
+
+struct List {
+  int head = -1, tail = -1;
+  bool empty() const { return head < 0; }
+};
+
+struct Peer {
+  Doing doing = Doing::outside;
+  int matched = -1;      // the request its listening receive holds, moving or arrived
+  bool arrived = false;  // ... which has arrived and is not handled yet
+  List mailbox;          // requests sent to it before its receive was free
+  List deferred;         // blocking: requests it holds until its own interaction is over
+  int t = 0, tick = 0;
+  double units = 0, gap = 0;  // the Poisson clock's time in the round; the gap to the next tick
+  // The current idle: from when its slices count, its seconds, how many slices,
+  // and the tests of the requests taken on the way (each delays what follows).
+  double idle_from = 0, idle_seconds = 0, idle_extra = 0;
+  int slices = 0;
+  bool last_idle = false;  // that idle ends the round's step
+  int attempt = 0, partner = -1, request = -1;
+  // When the replies it sent arrive, in the order sent: each serve tests them
+  // (MPI_Test, reap_replies) until one has not arrived.
+  std::vector<double> replies;
+  bool tried = false, done = false, resent = false;
+};
+
+class SwarmPeers final : public EventPeers {
+ public:
+  SwarmPeers(const ProtocolOptions& o, int n)
+      : mode_(o.swarm_mode), clock_(o.swarm_clock), quantizer_(o.quantizer), topology_spec_(*o.topology), n_(n),
+        pre_local_(n, 1), published_(n, 1) {}
+
+  void begin_trial(const Population& x, EventContext& context) override {
+    context_ = &context;
+    topology_.emplace(topology_spec_, n_, context.seed);
+    complete_ = topology_spec_.kind == TopologyKind::complete;
+    pre_local_ = x;
+    published_ = x;
+    peers_.assign(static_cast<std::size_t>(n_), Peer{});
+    messages_.clear();
+    free_.clear();
+    alive_lists_.clear();
+    alive_round_ = -1;
+    model_extra_ = sizeof(double) * (x.model_dim - static_cast<std::size_t>(x.dim));
+  }
+  void step(Population& x, int p, int t) override;
+  double progress(Population& x, int p) override {
+    copy(x.peer(p), published_, p);
+    return serve(x, p);
+  }
+  void settle(Population& x, int p) override {
+    at(p).doing = Doing::settling;
+    at(p).replies.clear();  // settle() waits for them all, without tests
+    if (at(p).arrived) handle(x, p);
+  }
+  void leave_settle() override {
+    for (Peer& s : peers_) s.doing = Doing::outside;
+  }
+  void on_join(const Population& x, int p) override {
+    copy(x.peer(p), pre_local_, p);
+    copy(x.peer(p), published_, p);
+  }
+  void handle(Population& x, const Event& e) override;
+  RoundEffect take_effect() override { return std::exchange(effect_, {}); }
+
+ private:
+  Peer& at(int p) { return peers_[static_cast<std::size_t>(p)]; }
+  std::span<const double> reference(int p) const {
+    return mode_ == SwarmMode::blocking ? pre_local_.peer(p) : published_.peer(p);
+  }
+  static void copy(std::span<const double> from, Population& to, int p) {
+    std::copy(from.begin(), from.end(), to.peer(p).begin());
+  }
+  double now() const { return context_->queue.now(); }
+
+  // The initiator.
+  void next_tick(Population& x, int p);
+  void idle_serving(Population& x, int p, double units, bool last);
+  double slice_end(const Peer& s, int k) const {
+    return s.idle_from + std::min(k * kIdleSlice, s.idle_seconds) + (k - 1) * kTestSeconds + s.idle_extra;
+  }
+  void serve_at_next_slice(int p);
+  void idle_over(Population& x, int p);
+  void initiate(Population& x, int p, int tick);
+  void next_attempt(Population& x, int p);
+  int choose_partner(int p, int t, int draw);
+  void send_request(Population& x, int p, bool exact, bool with_model);
+  void on_reply(Population& x, int p, int reply);
+  bool decode_reply(const Message& reply, std::span<const double> near);
+  void apply(Population& x, int p, std::byte status, const Message& reply);
+  void attempt_over(Population& x, int p, std::byte status);
+  void finish_initiate(Population& x, int p);
+
+  // The partner.
+  double serve(Population& x, int p);
+  double reap_replies(int p);
+  void handle(Population& x, int p);
+  void answer(Population& x, int q, int request);
+  void reply(int q, int request, std::byte status, std::span<const std::byte> payload);
+
+  // Messages.
+  int new_message(int from, int to, bool is_reply);
+  void release(int m) { free_.push_back(m); }
+  void post(int m);   // a request: moves once the receiver's listening receive is free
+  double start(int m);  // moves from now; returns when it arrives
+  void push(List& list, int m);
+  int pop(List& list);
+
+  const SwarmMode mode_;
+  const SwarmClock clock_;
+  const Quantizer quantizer_;
+  const Quantizer exact_{QuantizerSpec{}};
+  const TopologySpec topology_spec_;
+  const int n_;
+  EventContext* context_ = nullptr;
+  std::optional<Topology> topology_;
+  bool complete_ = false;
+  Population pre_local_, published_;
+  std::vector<Peer> peers_;
+  std::vector<Message> messages_;
+  std::vector<int> free_;
+  std::unordered_map<int, std::vector<int>> alive_lists_;  // complete graph: the alive peers of a round
+  int alive_round_ = -1;                                   // ... the last one asked for
+  const std::vector<int>* alive_ = nullptr;
+  std::vector<int> candidates_;
+  std::vector<double> before_, seen_, decoded_, own_view_;
+  std::vector<std::byte> encoded_;
+  std::size_t model_extra_ = 0;
+  RoundEffect effect_;
+};
+
+
+}  // namespace avb::swarm

@@ -1,0 +1,74 @@
+#include "protocols/transit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace avb {
+
+namespace {
+// The share of a shared link's bandwidth each message also takes for the
+// acknowledgements of messages the other way (sim/fluid.hpp's 5%).
+constexpr double kShared = kAcknowledgements;
+}  // namespace
+
+Transit::Transit(const Hosts& hosts, int n_peers)
+    : hosts_(hosts),
+      platform_(hosts.platform()),
+      n_(n_peers),
+      out_(static_cast<std::size_t>(n_peers), 0),
+      in_(static_cast<std::size_t>(n_peers), 0),
+      backbone_(static_cast<std::size_t>(std::max(1, hosts.platform().regions)), 0) {
+  if (platform_.listed_regions) backbone_.assign(platform_.listed_regions->regions.size(), 0);
+  if (backbone_.size() == 1) empty_ = seconds(0, 0, 0.0, false);
+}
+
+double Transit::bytes(const PlatformModel& platform, int n_peers) {
+  const double regions = platform.listed_regions ? static_cast<double>(platform.listed_regions->regions.size())
+                                                 : std::max(1, platform.regions);
+  return 8.0 * n_peers + 4.0 * regions + 64.0 * std::min(regions * regions, 1e6);
+}
+
+int& Transit::wan(std::int64_t key) { return wan_[key]; }
+
+void Transit::count(int from, int to, int by) {
+  out_[static_cast<std::size_t>(from)] += by;
+  in_[static_cast<std::size_t>(to)] += by;
+  const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
+  backbone_[static_cast<std::size_t>(a)] += by;
+  if (a == b) return;
+  backbone_[static_cast<std::size_t>(b)] += by;
+  platform_.for_each_wide_link(a, b, [&](std::int64_t key, double, double) { wan(key) += by; });
+}
+
+double Transit::seconds(int from, int to, double bytes, bool shared) const {
+  const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
+  auto users = [&](int c) { return shared ? static_cast<double>(std::max(1, c)) : 1.0; };
+  double rate = std::min(hosts_.bandwidth(from) / users(out_[static_cast<std::size_t>(from)]),
+                         hosts_.bandwidth(to) / users(in_[static_cast<std::size_t>(to)]));
+  rate = std::min(rate, platform_.backbone_in(a) / (kShared * users(backbone_[static_cast<std::size_t>(a)])));
+  if (a != b) {
+    rate = std::min(rate, platform_.backbone_in(b) / (kShared * users(backbone_[static_cast<std::size_t>(b)])));
+    platform_.for_each_wide_link(a, b, [&](std::int64_t key, double bandwidth, double) {
+      const auto it = wan_.find(key);
+      rate = std::min(rate, bandwidth / (kShared * users(it == wan_.end() ? 0 : it->second)));
+    });
+  }
+  const double latency = platform_.route_latency(a, b);
+  rate = std::min(rate, kTcpWindow / (2 * latency));
+  const SmpiFactors f = smpi_factors(bytes);
+  return f.latency * latency + bytes / (rate * f.bandwidth);
+}
+
+double Transit::alone(int from, int to, double bytes) const {
+  if (bytes == 0 && empty_ >= 0) return empty_;  // the settle barrier's tokens, N log N a round
+  return seconds(from, to, bytes, false);
+}
+
+double Transit::start(int from, int to, double bytes) {
+  count(from, to, 1);
+  return seconds(from, to, bytes, true);
+}
+
+void Transit::end(int from, int to) { count(from, to, -1); }
+
+}  // namespace avb

@@ -1,0 +1,52 @@
+// A message's time in the sequential engine's event loop (sim/event_queue.hpp),
+// message by message as it starts: the latency of its route under SMPI's factor,
+// then its bytes at the rate its links give it. A link's bandwidth is split evenly
+// among the messages moving on it when this one starts (the backbones and
+// wide-area links also carry 5% of each for acknowledgements, as in sim/fluid.hpp),
+// and no message goes faster than the TCP window over its route's round trip.
+//
+// Alone on its links a message takes exactly what the flow-by-flow simulation
+// (sim/fluid.hpp) gives it. Shared, the split is fixed at its start: a message
+// does not speed up when others end, nor slow down when others start. That keeps
+// a message's cost at a few operations (an event loop at a million peers sends
+// tens of millions of them); docs/simulation.md says where it departs from SMPI.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "protocols/time_model.hpp"
+
+namespace avb {
+
+class Transit {
+ public:
+  // hosts: the platform's first n_peers hosts (kept by reference).
+  Transit(const Hosts& hosts, int n_peers);
+
+  // Seconds a message of `bytes` from `from` to `to` takes alone on its route.
+  double alone(int from, int to, double bytes) const;
+  // The message starts now: returns its seconds, and counts it on its links
+  // until end() is called with the same ends.
+  double start(int from, int to, double bytes);
+  void end(int from, int to);
+  // The bytes it holds for n peers.
+  static double bytes(const PlatformModel& platform, int n_peers);
+
+ private:
+  // The seconds of a message whose links carry `sharing` messages each at most.
+  double seconds(int from, int to, double bytes, bool shared) const;
+  void count(int from, int to, int by);
+  int& wan(std::int64_t key);
+
+  const Hosts& hosts_;
+  const PlatformModel& platform_;
+  std::int64_t n_;
+  double empty_ = -1;  // an empty message's seconds on a platform of one region (-1: more)
+  // Messages moving on each host's link out and in, each backbone, each wide-area link.
+  std::vector<int> out_, in_, backbone_;
+  std::unordered_map<std::int64_t, int> wan_;
+};
+
+}  // namespace avb
