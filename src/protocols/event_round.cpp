@@ -45,6 +45,27 @@ double barrier_end(std::span<const double> entries, const Transit& transit) {
   return end;
 }
 
+// Churn: the runner loaded each joiner's values from its donor before the round;
+// as sim/churn.hpp's load_joiners, each donor sends its vector to its joiners at
+// once, each transfer moving once both have begun the round, and both go on when
+// it has arrived (their work follows).
+void EventRound::load_joiners(const Population& x, const PopulationRound& round) {
+  const std::vector<int> donors = round.failures.donors(round.t);
+  const double bytes = sizeof(double) * static_cast<double>(x.model_dim);
+  std::vector<std::pair<int, double>> arrivals;
+  for (std::size_t p = 0; p < donors.size(); ++p) {
+    const int d = donors[p];
+    if (d < 0) continue;
+    peers_->on_join(x, static_cast<int>(p));
+    const double from = std::max(starts_[p], starts_[static_cast<std::size_t>(d)]);
+    arrivals.emplace_back(d, from + context_.transit->start(d, static_cast<int>(p), bytes));
+    begins_[p] = arrivals.back().second;
+  }
+  for (std::size_t p = 0; p < donors.size(); ++p)
+    if (donors[p] >= 0) context_.transit->end(donors[p], static_cast<int>(p));
+  for (const auto& [d, at] : arrivals) begins_[static_cast<std::size_t>(d)] = std::max(begins_[static_cast<std::size_t>(d)], at);
+}
+
 void EventRound::begin_trial(const Population& x, std::uint64_t seed) {
   context_.seed = seed;
   context_.step_done = [this](int p) {
@@ -65,13 +86,15 @@ RoundEffect EventRound::step(Population& x, const PopulationRound& round) {
   context_.failures = &round.failures;
   context_.queue.reset();
   entries_.assign(static_cast<std::size_t>(x.n), 0.0);
+  begins_.assign(starts_.begin(), starts_.end());
+  load_joiners(x, round);
   // The peers' starts, in order of time and then of rank, taken before any event
   // of the same instant (they were due first): kept out of the queue, whose heap
   // would otherwise hold every peer at once.
   order_.resize(static_cast<std::size_t>(x.n));
   for (int p = 0; p < x.n; ++p) {
     const bool up = round.alive[static_cast<std::size_t>(p)] != 0;
-    order_[static_cast<std::size_t>(p)] = {starts_[static_cast<std::size_t>(p)] + (up ? round.links->ready(p) : 0.0), p};
+    order_[static_cast<std::size_t>(p)] = {begins_[static_cast<std::size_t>(p)] + (up ? round.links->ready(p) : 0.0), p};
   }
   std::sort(order_.begin(), order_.end());
   std::size_t next = 0;

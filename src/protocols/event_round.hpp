@@ -87,7 +87,8 @@ class EventRound final : public SequentialProtocol {
  private:
   std::unique_ptr<EventPeers> peers_;
   EventContext context_;
-  std::vector<double> starts_, entries_;
+  void load_joiners(const Population& x, const PopulationRound& round);
+  std::vector<double> starts_, begins_, entries_;
   std::vector<std::pair<double, int>> order_;  // this round's starts, by time
   Population* x_ = nullptr;
 };

@@ -10,9 +10,9 @@
 // (protocols/time_model.hpp) plus the failure detections waited (run/sequential.hpp's
 // DetectionClock); SGD steps take no time on this engine (it does not model compute).
 //
-// What the trainer does that this engine cannot model is refused with a
-// ConfigError: a protocol without a sequential form (swarm, the asynchronous one,
-// and with it --local-steps-dist geometric, which resolve() allows only for swarm).
+// An asynchronous protocol (swarm) runs as events between evaluations
+// (sgd/event_sgd.hpp): its peers step at their own pace, and its rows equal SMPI's
+// where the order of events does (docs/simulation.md, "Asynchronous protocols").
 // Churn is modelled: a joiner loads its donor's model at the start of the steps
 // that lead to its first round and starts with no momentum, as in the trainer.
 #pragma once

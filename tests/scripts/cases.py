@@ -33,6 +33,10 @@ HARNESSES = {
     "cross_engine": "tests/scripts/test_cross_engine.sh: Open MPI, SMPI and the sequential engine, 8 peers, same bits",
     "oracle_1024": "tests/scripts/test_smpi_oracle_1024.sh: 1024 SMPI peers against the oracle",
     "sgd_oracle_1024": "tests/scripts/test_smpi_sgd_oracle_1024.sh: local SGD, 1024 SMPI peers against the SGD oracle",
+    "smpi_exact": "tests/scripts/test_smpi_async.sh: asynchronous protocols, SMPI and the sequential engine, same bits "
+                  "(\"averaging|sgd PEERS flags\")",
+    "smpi_statistics": "tests/scripts/test_smpi_async.sh: asynchronous protocols, SMPI and the sequential engine, "
+                       "30 trials a side, to-target means within 3 standard errors (\"averaging|sgd PEERS flags\")",
 }
 
 

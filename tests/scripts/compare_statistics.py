@@ -21,7 +21,7 @@ import numpy as np
 
 def samples(path, target):
     """Per complete trial: (rounds to target, seconds to target), of trials that reached it."""
-    counts, seconds = [], []
+    counts, seconds, unit = [], [], "round"
     with h5py.File(path, "r") as f:
         unit = "step" if f.attrs.get("run_kind") == "training" else "round"
         for name in sorted(f["trials"], key=int):
@@ -33,7 +33,7 @@ def samples(path, target):
             first = int(below[0])
             counts.append(float(trial[unit][first] if unit in trial else trial["round"][first]))
             seconds.append(float(trial["time"][first]))
-    return np.array(counts), np.array(seconds)
+    return np.array(counts), np.array(seconds), unit
 
 
 def targets(path):
@@ -60,12 +60,12 @@ def main():
     args = parser.parse_args()
     failed = False
     for target in args.target or targets(args.a):
-        (ca, sa), (cb, sb) = samples(args.a, target), samples(args.b, target)
+        (ca, sa, unit), (cb, sb, _) = samples(args.a, target), samples(args.b, target)
         if min(len(ca), len(cb)) < args.min_trials:
             print(f"target {target:g}: only {len(ca)} and {len(cb)} trials reached it (at least {args.min_trials} wanted)")
             failed = True
             continue
-        for what, a, b in (("rounds", ca, cb), ("seconds", sa, sb)):
+        for what, a, b in ((unit + "s", ca, cb), ("seconds", sa, sb)):
             z = welch(a, b)
             verdict = "ok" if z < args.z else "DIFFERS"
             print(f"target {target:g} {what} to it: {a.mean():.6g} +- {a.std(ddof=1) / math.sqrt(len(a)):.2g} "

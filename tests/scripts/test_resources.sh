@@ -82,7 +82,6 @@ refused "--model-dim: one round would send" \
 protocols=$("$BIN" --help | sed -n 's/.*--protocol {\([^}]*\)}.*/\1/p' | tr ',' ' ')
 [ -n "$protocols" ] || die "no protocol list in --help"
 for p in $protocols; do
-  [ "$p" = swarm ] && continue  # no sequential form
   refused "--link-latency: " "${SEQ[@]}" --peers 16 --protocol "$p" --link-latency 1e300 --rounds 100
 done
 

@@ -26,7 +26,6 @@ refused() {
   fi
 }
 
-refused "--engine sequential: protocol swarm" --engine sequential --peers 16 --protocol swarm
 refused "--peers: required" --engine sequential
 refused "--round-timeout" --engine sequential --peers 16 --round-timeout 10
 refused "--peers: applies" --peers 16

@@ -375,14 +375,6 @@ TEST(Hosts, LognormalHostsAreThePlatformFilesOnes) {
   EXPECT_DOUBLE_EQ(clock.seconds(std::vector<std::uint8_t>{1, 0, 1, 1}), 1e6 / 890242075.6668112);
 }
 
-TEST(SequentialRun, RefusesAProtocolWithoutASequentialForm) {
-  ProtocolOptions swarm;
-  swarm.name = "swarm";
-  const std::string message = test::config_error([&] { make_sequential_protocol(swarm, 8); });
-  EXPECT_TRUE(test::starts_with(message, "--engine sequential: protocol swarm has no sequential form")) << message;
-  EXPECT_NE(message.find("moshpit"), std::string::npos) << message;
-}
-
 // platform.py's geo: every step crosses a region boundary, so it pays the other
 // backbone's and the wide-area link's latency; the busiest wide-area link carries
 // a whole message or 2/R^2 of the step's bytes (the run's estimate, before it

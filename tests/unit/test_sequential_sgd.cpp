@@ -334,17 +334,6 @@ TEST(SequentialSgdRun, StopRequestEndsTheRun) {
   EXPECT_TRUE(result.trials.front().complete);
 }
 
-TEST(SequentialSgdRun, RefusesAProtocolWithoutASequentialForm) {
-  TrainingOptions o = options_for(Case{"gossip", false, 1, 0.0});
-  o.protocol = {};
-  o.protocol.name = "swarm";
-  o = resolve(o, kPeers);
-  const Problem problem = build_problem_sequential(o, kPeers);
-  TrainingObserver ignore;
-  const std::string message = test::config_error([&] { run_training_sequential(o, problem, kPeers, ignore, 2); });
-  EXPECT_TRUE(test::starts_with(message, "--engine sequential: protocol swarm has no sequential form")) << message;
-}
-
 // A protocol the catalog gains is trained on the sequential engine against the SGD
 // oracle here, or this fails naming it.
 TEST(SequentialSgdCoverage, EveryProtocolWithASequentialFormHasCases) {
