@@ -92,7 +92,6 @@ for p in "${parts[@]}"; do case "$p" in avg | sgd) ;; *) die "PARTS: '$p' is not
 fat_bb=${FAT_BB:-1000}
 awk -v s="$fat_bb" 'BEGIN { exit !(s ~ /^[0-9.eE+-]+$/ && s + 0 > 0) }' || die "FAT_BB: '$fat_bb' is not a number > 0 (GBps)"
 if [ "$engine" = sequential ]; then
-  for p in "${protocols[@]}"; do [ "$p" != swarm ] || die "PROTOCOLS: swarm has no sequential form (AVB_ENGINE=smpi)"; done
   for p in "${parts[@]}"; do [ "$p" != sgd ] || die "PARTS: sgd charges compute, which the sequential engine does not model (AVB_ENGINE=smpi)"; done
 fi
 
