@@ -18,6 +18,10 @@
 #      on the same cells (1024 peers, fail rate 0.01, 100 trials x 50 rounds) for
 #      moshpit, allreduce, random-groups, gossip, sgp: numpy's seconds over the
 #      trace's run_seconds (bench/sequential_vs_numpy.py); goal >= 5 for moshpit
+#   5  swarm on the sequential engine (bench/swarm_targets.py): 1M peers x 20 rounds
+#      within 120 s and 8 GB, logistic SGD 1024 peers x 1000 steps within 10 s (each
+#      target over the measurement, goal >= 1), and with build-smpi/ the demo's swarm
+#      cell, one SMPI trial over 20 sequential ones (goal >= 100)
 # --smoke: tiny sizes and short runs (seconds), to check that everything runs and
 # prints well-formed ratios (ctest bench_smoke); pass/miss is then meaningless.
 # Item 1's "measured" column gives the quartiles of the per-iteration paired ratios
@@ -86,6 +90,10 @@ if [ $have_mpi = 1 ]; then
     $([ $smoke = 0 ] || echo --smoke) >"$out/sequential.txt" 2>&1 ||
     { echo "bench.sh: sequential_vs_numpy.py failed:" >&2; tail -5 "$out/sequential.txt" >&2; failed=1; }
   grep '^# rounds' "$out/sequential.txt" >&2 || true
+  echo "bench.sh: swarm's targets" >&2
+  /usr/bin/python3 "$root/bench/swarm_targets.py" --build "$build" --out "$out/swarm" \
+    $([ $have_smpi = 0 ] || echo --smpi-build "$build_smpi") $([ $smoke = 0 ] || echo --smoke) >"$out/swarm.txt" 2>&1 ||
+    { echo "bench.sh: swarm_targets.py failed:" >&2; tail -5 "$out/swarm.txt" >&2; failed=1; }
 fi
 if [ $have_smpi = 1 ]; then
   for np in $smpi_nps; do
@@ -138,7 +146,12 @@ for line in open(path):
         rows.append((f"4 {kv['method']} numpy / sequential", f"n={kv['n']}", f"{kv['trials']}x{kv['rounds']}",
                      value, 5.0 if kv["method"] == "moshpit" else None,
                      f"numpy {float(kv['numpy_s']):.4g} s vs sequential {float(kv['ours_s']):.4g} s ({float(kv['traced_s']):.4g} s with a trace)"))
-expected = ({"allreduce", "kernel", "quantizer", "sequential"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
+    elif kind == "swarm":
+        goal = 100.0 if kv["target"] == "demo" else 1.0
+        unit = "GB peak" if kv["target"] == "scale-memory" else "s"
+        rows.append((f"5 swarm {kv['target']} (target / measured)", f"n={kv['n']}", "", value, goal,
+                     f"{float(kv['seconds']):.4g} {unit}" + (f" vs SMPI {float(kv['smpi']):.4g} s" if "smpi" in kv else "")))
+expected = ({"allreduce", "kernel", "quantizer", "sequential", "swarm"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
 for k in sorted(expected - kinds):
     bad += 1
     print(f"bench.sh: no '{k}' results", file=sys.stderr)
