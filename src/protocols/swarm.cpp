@@ -244,7 +244,7 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   // its own in flight, each with its bytes.
   r.population_vectors = 2;
   r.population_bytes = sizeof(swarm::Peer) + 160 + 2 * (sizeof(std::vector<std::byte>) + 16 + message);
-  r.work_per_peer = 700;  // random partners: a few cache misses per message
+  r.work_per_peer = 1500;  // random partners: cache misses per message, more at a million peers
   if (o.swarm_clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
   return r;
 }
