@@ -7,8 +7,9 @@
 // tree order: the rows and models are those of run_training on Open MPI, bit for
 // bit (an all-reduce's excepted, which sums along a ring or a tree there). Only
 // time differs: `time` is the α–β estimate of the averaging rounds
-// (protocols/time_model.hpp) plus the failure detections waited (run/sequential.hpp's
-// DetectionClock); SGD steps take no time on this engine (it does not model compute).
+// (protocols/time_model.hpp), each step's --step-flops at its host's speed
+// (ComputeClock) and the failure detections waited (run/sequential.hpp's
+// DetectionClock).
 //
 // An asynchronous protocol (swarm) runs as events between evaluations
 // (sgd/event_sgd.hpp): its peers step at their own pace, and its rows equal SMPI's
