@@ -49,7 +49,8 @@
 # redone), and each cell that ends normally appends "cell seconds" to walltime.tsv.
 set -euo pipefail
 
-# swarm has no sequential form (its interactions depend on message timing).
+# The study's cells were measured on SMPI; swarm's sequential form (docs/simulation.md,
+# "Asynchronous protocols") is not wired into them yet.
 avb_default_engine=smpi
 source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 
