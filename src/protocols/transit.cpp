@@ -22,12 +22,6 @@ Transit::Transit(const Hosts& hosts, int n_peers)
   if (backbone_.size() == 1) empty_ = seconds(0, 0, 0.0, false);
 }
 
-double Transit::bytes(const PlatformModel& platform, int n_peers) {
-  const double regions = platform.listed_regions ? static_cast<double>(platform.listed_regions->regions.size())
-                                                 : std::max(1, platform.regions);
-  return 8.0 * n_peers + 4.0 * regions + 64.0 * std::min(regions * regions, 1e6);
-}
-
 int& Transit::wan(std::int64_t key) { return wan_[key]; }
 
 void Transit::count(int from, int to, int by) {

@@ -31,8 +31,6 @@ class Transit {
   // until end() is called with the same ends.
   double start(int from, int to, double bytes);
   void end(int from, int to);
-  // The bytes it holds for n peers.
-  static double bytes(const PlatformModel& platform, int n_peers);
 
  private:
   // The seconds of a message whose links carry `sharing` messages each at most.

@@ -45,25 +45,21 @@ verdict() {  # verdict TAG WHAT COMMAND...: a pass quoting its output, or a fail
   fi
 }
 
-protocol_cases smpi_exact "$SEQ_AVG"
-k=0
-for line in "${CASES[@]}"; do
-  read -r protocol kind peers rest <<<"$line"
-  read -r -a flags <<<"$rest"
-  tag=exact$((k++))
-  run_pair "$tag" "$kind" "$peers" 3 --protocol "$protocol" "${flags[@]}" --seed 7
-  verdict "$tag ($line)" "the engines' traces differ:" "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" \
-    "$SCRATCH/seq-$tag.h5" "$SCRATCH/smpi-$tag.h5" --time-within 0.001
-done
+# run_section HARNESS TRIALS SEED COMPARER [ITS OPTIONS]: every case of the section.
+run_section() {
+  local harness=$1 trials=$2 seed=$3 k=0 line protocol kind peers rest tag
+  shift 3
+  protocol_cases "$harness" "$SEQ_AVG"
+  for line in "${CASES[@]}"; do
+    read -r protocol kind peers rest <<<"$line"
+    read -r -a flags <<<"$rest"
+    tag=$harness$((k++))
+    run_pair "$tag" "$kind" "$peers" "$trials" --protocol "$protocol" "${flags[@]}" --seed "$seed"
+    verdict "$tag ($line)" "the engines disagree:" "$AVB_PYTHON" "$AVB_TESTS_DIR/$1" \
+      "$SCRATCH/seq-$tag.h5" "$SCRATCH/smpi-$tag.h5" "${@:2}"
+  done
+}
 
-protocol_cases smpi_statistics "$SEQ_AVG"
-k=0
-for line in "${CASES[@]}"; do
-  read -r protocol kind peers rest <<<"$line"
-  read -r -a flags <<<"$rest"
-  tag=statistics$((k++))
-  run_pair "$tag" "$kind" "$peers" 30 --protocol "$protocol" "${flags[@]}" --seed 11
-  verdict "$tag ($line)" "the engines disagree in distribution:" "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_statistics.py" \
-    "$SCRATCH/seq-$tag.h5" "$SCRATCH/smpi-$tag.h5"
-done
+run_section smpi_exact 3 7 compare_sequential.py --time-within 0.001
+run_section smpi_statistics 30 11 compare_statistics.py
 finish
