@@ -29,10 +29,11 @@ constexpr std::size_t kRoundMessages = 131072;
 
 }  // namespace
 
-LinkLoads::LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* stop)
+LinkLoads::LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* stop, FluidMemo* memo)
     : hosts_(hosts),
       platform_(hosts.platform()),
       stop_(stop),
+      memo_(memo),
       n_(n_peers),
       regions_(std::max(1, hosts.platform().regions)),
       out_(static_cast<std::size_t>(n_peers), 0.0F),

@@ -51,8 +51,10 @@ class LinkLoads {
  public:
   // hosts: the platform's first n_peers hosts (it keeps a reference).
   // `stop` (null: never): polled while a round is simulated flow by flow, which
-  // throws StopRequested (core/error.hpp) once it is set.
-  LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* stop = nullptr);
+  // throws StopRequested (core/error.hpp) once it is set. `memo` (null: none):
+  // where the rounds simulated flow by flow are kept and looked up, for the
+  // trials of a run to share (sim/fluid_memo.hpp).
+  LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* stop = nullptr, FluidMemo* memo = nullptr);
 
   // Seconds from the round's start at which peer i is ready to send (its work; may
   // be negative when the round's start is the slowest peer's end of work). Unset or
@@ -131,6 +133,7 @@ class LinkLoads {
   const Hosts& hosts_;
   const PlatformModel& platform_;
   const std::atomic<bool>* stop_;
+  FluidMemo* memo_;
   std::int64_t n_;
   int regions_;
   // Bytes a host sends and receives in the open phase (float: a time estimate),

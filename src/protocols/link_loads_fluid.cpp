@@ -116,7 +116,7 @@ void LinkLoads::simulate_pending() {
     flows[k].start = starts[k] - first;
     net.add_flow(std::move(flows[k]));
   }
-  net.run(stop_);
+  net.run(stop_, memo_);
   for (auto& [p, e] : peers) {
     double last = -std::numeric_limits<double>::infinity();
     for (int k : e.latest) last = std::max(last, first + net.end(static_cast<std::size_t>(k)));
@@ -158,14 +158,14 @@ void LinkLoads::fluid_phase() {
     flow.start = starts[k] - first;
     net.add_flow(std::move(flow));
   }
-  net.run(stop_);
+  net.run(stop_, memo_);
   for (std::size_t k = 0; k < flows.size(); ++k)
     for (std::size_t e : {ends[2 * k], ends[2 * k + 1]}) done[e] = std::max(done[e], first + net.end(k));
   if (repeats_ > 1) {
     // The phase's time when its messages start at once: this run's, if they did.
     if (!together) {
       for (FluidNetwork::Flow& flow : flows) net.add_flow(std::move(flow));
-      net.run(stop_);
+      net.run(stop_, memo_);
     }
     std::vector<double> alone(flows.size());
     for (std::size_t k = 0; k < flows.size(); ++k) alone[k] = net.end(k);

@@ -241,9 +241,11 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   // The sequential form (swarm_sequential.hpp): the models a peer offers
   // (pre-local and published), its state, the event loop's share (the peer's
   // start and barrier entry, a few events in the heap) and up to two messages of
-  // its own in flight, each with its bytes.
+  // its own in flight, each with the bytes it holds: `dim` coordinates encoded,
+  // however many --model-dim charges.
   r.population_vectors = 2;
-  r.population_bytes = sizeof(swarm::Peer) + 160 + 2 * (sizeof(std::vector<std::byte>) + 16 + message);
+  const double held = message_bytes(o, static_cast<double>(q.dim));
+  r.population_bytes = sizeof(swarm::Peer) + 160 + 2 * (sizeof(std::vector<std::byte>) + 16 + held);
   r.work_per_peer = 1500;  // random partners: cache misses per message, more at a million peers
   if (o.swarm_clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
   return r;

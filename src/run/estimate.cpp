@@ -96,6 +96,9 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     const double edges = graph.distinct_sends(s.rounds) * (r.population_edge_bytes + r.population_edge_vectors * vector);
     e.memory.push_back({"population", size_flag, copies * population});
     e.memory.push_back({"link loads", "--peers", copies * LinkLoads::bytes(link, s.peers, 8 * model + 8)});  // a round's time
+    // The rounds simulated flow by flow, kept for the trials to share (sim/fluid_memo.hpp).
+    if (LinkLoads::simulated(link, r.pattern, s.peers).messages > 0)
+      e.memory.push_back({"fluid memo", "--peers", static_cast<double>(FluidMemo::kCapacity)});
     if (graph_bytes + edges > 0) e.memory.push_back({"graph", "--topology", copies * (graph_bytes + edges)});
   } else {
     const double here = s.peers_here;

@@ -12,6 +12,7 @@
 #include "protocols/sequential.hpp"
 #include "run/trial_pool.hpp"
 #include "run/tree_sum.hpp"
+#include "sim/fluid_memo.hpp"
 
 namespace avb {
 
@@ -224,7 +225,7 @@ class WorkClock {
 };
 
 TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
-                             const Hosts& hosts) {
+                             const Hosts& hosts, FluidMemo* memo = nullptr) {
   TrialRecord record;
   record.index = trial;
   record.seed = trial_seed(options.seed, trial);
@@ -244,7 +245,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
   record.rows.push_back(row);
   std::vector<std::uint8_t> alive(static_cast<std::size_t>(n));
   WorkClock clock(options, seed, n, hosts);
-  LinkLoads links(hosts, n, stop);
+  LinkLoads links(hosts, n, stop, memo);
   const double min_target = options.targets.back();
   for (int t = 1; t <= options.rounds; ++t) {
     if (options.stop_at_target && record.rows.back().variance < min_target) break;
@@ -296,6 +297,7 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n,
   require_resolved(options, n, "run_averaging_sequential");
   AveragingResult result;
   std::optional<Hosts> hosts;  // drawn once for every trial
+  FluidMemo memo;              // rounds simulated flow by flow, which trials repeat
   try {
     hosts.emplace(link, n, options.compute_flops > 0, [&] { return observer.stop_requested(); });
   } catch (const StopRequested&) {  // before any trial: nothing to report
@@ -304,7 +306,7 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n,
   }
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           return sequential_trial(options, n, k, stop, *hosts);
+                                           return sequential_trial(options, n, k, stop, *hosts, &memo);
                                          });
   return result;
 }

@@ -32,9 +32,9 @@ using PeerVector = Eigen::Map<Eigen::VectorXd>;
 class PopulationSgd {
  public:
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
-                const Hosts& hosts)
+                const Hosts& hosts, FluidMemo* memo = nullptr)
       : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
-        hosts_(hosts), links_(hosts, n, stop), detection_(n, options.detection_timeout),
+        hosts_(hosts), links_(hosts, n, stop, memo), detection_(n, options.detection_timeout),
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(trial_failures(options, seed_, n)),
@@ -263,9 +263,10 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
     return result;
   }
   const Hosts& hosts = *drawn;
+  FluidMemo memo;  // rounds simulated flow by flow, which trials repeat
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop) {
-                                           PopulationTrial t = PopulationSgd(options, problem, n, k, stop, hosts).run();
+                                           PopulationTrial t = PopulationSgd(options, problem, n, k, stop, hosts, &memo).run();
                                            const std::span<const double> first = t.models.peer(0);
                                            const std::lock_guard lock(models_mutex);
                                            models[k].assign(first.begin(), first.end());

@@ -182,7 +182,37 @@ std::size_t FluidNetwork::settle(double now) {
   return ended;
 }
 
-double FluidNetwork::run(const std::atomic<bool>* stop) {
+// Every input of a run: the links' capacities, then each flow's numbers, its
+// routes and the flows it comes after, each list led by its length.
+FluidMemo::Key FluidNetwork::memo_key() const {
+  FluidMemo::Key key(capacity_);
+  key.push_back(static_cast<double>(flows_.size()));
+  for (const Flow& f : flows_) {
+    key.insert(key.end(), {f.start, f.bytes, f.latency, f.bound, f.penalty, f.factor});
+    for (const std::vector<int>* links : {&f.route, &f.back}) {
+      key.push_back(static_cast<double>(links->size()));
+      key.insert(key.end(), links->begin(), links->end());
+    }
+    key.push_back(static_cast<double>(f.after.size()));
+    for (const auto& [g, lag] : f.after) key.insert(key.end(), {static_cast<double>(g), lag});
+  }
+  return key;
+}
+
+double FluidNetwork::run(const std::atomic<bool>* stop, FluidMemo* memo) {
+  if (memo == nullptr) return simulate(stop);
+  FluidMemo::Key key = memo_key();
+  double last = 0.0;
+  if (memo->find(key, end_, last)) {
+    clear();
+    return last;
+  }
+  last = simulate(stop);
+  memo->insert(std::move(key), end_, last);
+  return last;
+}
+
+double FluidNetwork::simulate(const std::atomic<bool>* stop) {
   prepare();
   double now = 0.0, last = 0.0;
   for (std::size_t remaining = flows_.size(), events = 0; remaining > 0; ++events) {

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/fluid_memo.hpp"
+
 namespace avb {
 
 class FluidNetwork {
@@ -44,12 +46,15 @@ class FluidNetwork {
   // last one ends, and keeps each one's end (end(f), f in the order added) until
   // the next run. The links stay. Polls `stop` (null: never) and throws
   // StopRequested (core/error.hpp) once it is set: a round of 100,000 flows takes
-  // seconds.
-  double run(const std::atomic<bool>* stop = nullptr);
+  // seconds. With a `memo`, a run whose flows and links it has seen is looked
+  // up rather than simulated, and a new one is added to it.
+  double run(const std::atomic<bool>* stop = nullptr, FluidMemo* memo = nullptr);
   double end(std::size_t flow) const { return end_[flow]; }
 
  private:
   void clear();
+  FluidMemo::Key memo_key() const;
+  double simulate(const std::atomic<bool>* stop);
   void prepare();
   std::size_t settle(double now);
   void release(std::size_t f, double at);

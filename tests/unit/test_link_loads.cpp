@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -294,6 +295,66 @@ TEST(FluidNetwork, AcknowledgementsShareTheWayBack) {
   net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {a_up, b_down}, .back = {b_up, a_down}});
   net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {b_up, a_down}, .back = {a_up, b_down}});
   EXPECT_NEAR(net.run(), 1.05, 1e-12);
+}
+
+// A run seen before is looked up and gives what simulating gives, to the bit; a
+// run that differs in one flow's start by one ulp is simulated; a memo without
+// room keeps nothing and still answers right.
+TEST(FluidMemo, ARepeatedRunIsLookedUpAndAChangedOneIsNot) {
+  auto fill = [](FluidNetwork& net, double second_start) {
+    const int a = net.add_link(100), b = net.add_link(70);
+    net.add_flow({.bytes = 100, .latency = 0.01, .bound = 90, .route = {a, b}});
+    const int second = net.add_flow({.start = second_start, .bytes = 60, .bound = 1e9, .penalty = 2, .route = {b}, .back = {a}});
+    net.add_flow({.bytes = 30, .bound = 1e9, .route = {a}, .after = {{second, 0.25}}});
+  };
+  FluidNetwork plain;
+  fill(plain, 0.3);
+  const double expected = plain.run();
+  const std::vector<double> ends{plain.end(0), plain.end(1), plain.end(2)};
+  FluidMemo memo;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    FluidNetwork memoized;  // its links are part of the key: a network keeps them
+    fill(memoized, 0.3);
+    EXPECT_EQ(memoized.run(nullptr, &memo), expected);
+    for (std::size_t f = 0; f < ends.size(); ++f) EXPECT_EQ(memoized.end(f), ends[f]);
+    EXPECT_EQ(memo.hits(), static_cast<std::size_t>(repeat));
+  }
+  const std::size_t kept = memo.bytes();
+  FluidNetwork later, later_memoized;
+  fill(later, std::nextafter(0.3, 1.0));
+  fill(later_memoized, std::nextafter(0.3, 1.0));
+  EXPECT_EQ(later_memoized.run(nullptr, &memo), later.run());
+  EXPECT_EQ(memo.hits(), 2U);
+  EXPECT_GT(memo.bytes(), kept);
+  FluidMemo full(0);
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    FluidNetwork memoized;
+    fill(memoized, 0.3);
+    EXPECT_EQ(memoized.run(nullptr, &full), expected);
+  }
+  EXPECT_EQ(full.hits(), 0U);
+  EXPECT_EQ(full.bytes(), 0U);
+}
+
+// A ring of unequal hosts, round after round through one memo: every round after
+// the first is a lookup, and each takes what a LinkLoads without a memo says.
+TEST(FluidMemo, RepeatedRoundsOfARingCostWhatTheyCostUnmemoized) {
+  PlatformModel listed;
+  listed.listed_bandwidths =
+      std::make_shared<const std::vector<double>>(std::vector<double>{1e7, 125e6, 60e6, 125e6, 90e6, 125e6});
+  const Hosts hosts(listed, 6);
+  std::vector<int> members(6);
+  std::iota(members.begin(), members.end(), 0);
+  LinkLoads plain(hosts, 6);
+  plain.collective(Collective::ring, members, 1 << 20);
+  const double expected = plain.take_seconds();
+  FluidMemo memo;
+  LinkLoads memoized(hosts, 6, nullptr, &memo);
+  for (int round = 0; round < 3; ++round) {
+    memoized.collective(Collective::ring, members, 1 << 20);
+    EXPECT_EQ(memoized.take_seconds(), expected);
+  }
+  EXPECT_EQ(memo.hits(), 2U);
 }
 
 }  // namespace
