@@ -1,18 +1,21 @@
 #!/usr/bin/python3
 """The wall-clock study's table and figures, from the traces run.sh wrote.
 
-    summarize.py [--results DIR] [--csv FILE] [--md FILE] [--figures DIR]
+    summarize.py [--results DIR] [--csv FILE] [--md FILE] [--figures DIR] [--keep CSV]
 
 Reads every trace (*.h5) in DIR (default: results/ beside this script) and writes
 results.csv and table.md beside this script (or where --csv and --md say; '-' skips
-one), then prints the markdown tables. With --figures DIR it also draws
-fig_round_time.png and fig_time_to_consensus.png there (the notebook draws the same).
+one), then prints the markdown tables, the time-to-accuracy part's last
+(time_to_accuracy.py, from the tta_ traces). With --figures DIR it also draws
+fig_round_time.png, fig_time_to_consensus.png, fig_sync_share.png and
+fig_time_to_accuracy.png there (the notebook draws the same). With --keep CSV, an earlier results.csv's SMPI rows stay
+in the table where results/ has no trace of that cell.
 
 A cell's protocol (the study's name), precision, platform and failure rate come from
-its file name, avg_<protocol>_<fp32|fp16>_n<N>_<kind>_f<rate>[_seq].h5 or
-sgd_<protocol>_n<N>_<kind>.h5: a trace does not record the platform. `_seq` marks the
-sequential engine's cells (AVB_ENGINE=sequential run.sh), whose time is the α–β
-estimate; the tables take SMPI's cell where there is one and the estimate (marked †)
+its file name, avg_<protocol>_<fp32|fp16|q8>_n<N>_<kind>_f<rate>[_seq].h5 or
+sgd_<protocol>_<precision>_h<H>_n<N>_<kind>[_seq].h5: a trace does not record the
+platform. `_seq` marks the sequential engine's cells (AVB_ENGINE=sequential run.sh);
+the tables take SMPI's cell where there is one and the sequential engine's (marked †)
 elsewhere, and compare the two where both exist. The rest comes from the trace. Per
 cell, over the trials with complete = 1:
 
@@ -23,9 +26,12 @@ cell, over the trials with complete = 1:
   time_to         mean simulated seconds at that round, over the trials that got there
   gb_per_round    bytes sent per peer per round, GB
   detection_s     mean detection time charged per trial (inside time under SMPI)
+  sync_share      training slice: (time_per_round - compute) / compute, compute being
+                  the round's flops at the median host's 1 Gflop/s
 
-Importable: load_cells(results), chosen(df), markdown(df), ring_allreduce_seconds(...),
-plot_round_time(df, path), plot_time_to(df, path) (the notebook and the test use them).
+Importable: load_cells(results, keep), chosen(df), markdown(df),
+ring_allreduce_seconds(...), plot_round_time(df, path), plot_time_to(df, path),
+plot_sync_share(df, path) (the notebook and the test use them).
 """
 
 from __future__ import annotations
@@ -41,14 +47,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
 from avbench.tables import fmt_time, markdown_lines, mean as _mean, trace_rows  # noqa: E402
 
+import time_to_accuracy  # noqa: E402  (beside this file)
+
 HERE = Path(__file__).resolve().parent
-PROTOCOLS = ["allreduce", "moshpit", "random-groups", "sgp", "gossip", "swarm"]
-KINDS = ["cluster", "fat", "cloud", "geo"]
+PROTOCOLS = ["allreduce", "moshpit", "random-groups", "sgp", "gossip", "swarm", "swarm-nb"]
+KINDS = ["cluster", "fat", "cloud", "geo", "daint"]
+PRECISIONS = ["fp32", "fp16", "q8"]
 TARGET = "1e-4"
-AVG = re.compile(r"^avg_([a-z-]+)_(fp32|fp16)_n(\d+)_(cluster|fat|cloud|geo)_f([0-9.eE+-]+?)(_seq)?$")
-CELL = ["part", "kind", "N", "fail", "precision", "study_protocol"]  # a cell's coordinates
-ESTIMATE = " †"  # after a value from the sequential engine's estimate
-SGD = re.compile(r"^sgd_([a-z-]+)_n(\d+)_(cluster|fat|cloud|geo)$")
+_KIND = "(cluster|fat|cloud|geo|daint)"
+AVG = re.compile(r"^avg_([a-z-]+)_(fp32|fp16|q8)_n(\d+)_" + _KIND + r"_f([0-9.eE+-]+?)(_seq)?$")
+CELL = ["part", "kind", "N", "fail", "precision", "h", "study_protocol"]  # a cell's coordinates
+ESTIMATE = " †"  # after a value from the sequential engine (no SMPI run of that cell)
+SGD = re.compile(r"^sgd_([a-z-]+)_(fp32|fp16|q8)_h(\d+)_n(\d+)_" + _KIND + r"(_seq)?$")
+SGD_V1 = re.compile(r"^sgd_([a-z-]+)_n(\d+)_" + _KIND + "$")  # before H and precision were named
+HOST_SPEED = 1e9  # flop/s of every platform's (median) host: compute = flops / HOST_SPEED
 
 # The cluster platform (scripts/platform.py defaults) as SMPI's network model sees a
 # large message (docs/performance.md, "the bounds"): private links of 125 MB/s times
@@ -70,10 +82,16 @@ def parse_name(stem: str) -> dict | None:
     m = AVG.match(stem)
     if m:
         return {"part": "avg", "study_protocol": m.group(1), "precision": m.group(2), "N": int(m.group(3)),
-                "kind": m.group(4), "fail": float(m.group(5)), "engine": "sequential" if m.group(6) else "smpi"}
+                "kind": m.group(4), "fail": float(m.group(5)), "h": 0,
+                "engine": "sequential" if m.group(6) else "smpi"}
     m = SGD.match(stem)
     if m:
-        return {"part": "sgd", "study_protocol": m.group(1), "precision": "fp32", "N": int(m.group(2)),
+        return {"part": "sgd", "study_protocol": m.group(1), "precision": m.group(2), "h": int(m.group(3)),
+                "N": int(m.group(4)), "kind": m.group(5), "fail": 0.0,
+                "engine": "sequential" if m.group(6) else "smpi"}
+    m = SGD_V1.match(stem)
+    if m:
+        return {"part": "sgd", "study_protocol": m.group(1), "precision": "fp32", "h": 1, "N": int(m.group(2)),
                 "kind": m.group(3), "fail": 0.0, "engine": "smpi"}
     return None
 
@@ -110,6 +128,8 @@ def trace_fields(path: Path, summary: pd.DataFrame) -> dict:
 def summarize_trace(path: Path) -> dict | None:
     """One table row for one trace, or None (with a message) if it is not usable."""
     named = parse_name(path.stem)
+    if named is None and path.stem.startswith("tta_"):
+        return None  # time_to_accuracy.py's
     if named is None:
         print(f"summarize.py: {path.name}: not a wall-clock cell name, skipped", file=sys.stderr)
         return None
@@ -121,17 +141,31 @@ def summarize_trace(path: Path) -> dict | None:
         return None
 
 
-def load_cells(results: Path) -> pd.DataFrame:
+def load_cells(results: Path, keep: Path | None = None) -> pd.DataFrame:
     """The table, one row per trace: averaging cells then sgd, by platform, N, failure
-    rate, precision and protocol (in PROTOCOLS order)."""
+    rate, precision and protocol (in PROTOCOLS order). `keep`: an earlier results.csv
+    whose SMPI rows stay in the table unless a trace of the same cell and engine is
+    in `results` (SMPI's traces at model size cost hours, so a rerun of the grid on
+    the sequential engine keeps them)."""
     df = trace_rows(results, summarize_trace)
+    if keep is not None:
+        old = pd.read_csv(keep)
+        old = old[old["engine"] == "smpi"].copy()
+        if "h" not in old:
+            old["h"] = (old["part"] == "sgd").astype(int)
+        if not df.empty:
+            have = set(map(tuple, df[CELL + ["engine"]].itertuples(index=False)))
+            old = old[[tuple(r) not in have for r in old[CELL + ["engine"]].itertuples(index=False)]]
+        df = pd.concat([df, old], ignore_index=True) if not df.empty else old.reset_index(drop=True)
     if df.empty:
         return df
+    compute = df["compute_flops"] / HOST_SPEED
+    df["sync_share"] = ((df["time_per_round"] - compute) / compute).where(compute > 0)
     order = {p: i for i, p in enumerate(PROTOCOLS)}
     df = df.assign(_p=df["study_protocol"].map(lambda p: order.get(p, len(order))),
-                   _k=df["kind"].map(lambda k: KINDS.index(k)), _q=df["precision"] == "fp16")
-    df = df.sort_values(["part", "_k", "N", "fail", "_q", "_p"]).drop(columns=["_p", "_k", "_q"])
-    return df.reset_index(drop=True)
+                   _k=df["kind"].map(lambda k: KINDS.index(k)), _q=df["precision"].map(PRECISIONS.index))
+    df = df.sort_values(["part", "_k", "N", "fail", "h", "_q", "_p", "engine"])
+    return df.drop(columns=["_p", "_k", "_q"]).reset_index(drop=True)
 
 
 def chosen(df: pd.DataFrame) -> pd.DataFrame:
@@ -182,42 +216,61 @@ def avg_table(df: pd.DataFrame, kind: str) -> list[str]:
 
 
 def estimate_table(df: pd.DataFrame) -> list[str]:
-    """The sequential engine's estimate against SMPI, in the cells run on both."""
+    """The sequential engine against SMPI, in the cells run on both: the mean over
+    trials, and trial 0 alone (the same seed, hence the same failures and groups:
+    equal for the synchronous protocols; swarm's events follow simulated time, so
+    its trials agree only in distribution, docs/simulation.md)."""
     avg = df[df["part"] == "avg"]
     smpi = avg[avg["engine"] == "smpi"].set_index(CELL)
     est = avg[avg["engine"] == "sequential"].set_index(CELL)
     both = smpi.index.intersection(est.index)
-    head = ["platform", "N", "p", "protocol", "precision", "s/round SMPI", "estimate / SMPI", "to 1e-4 SMPI",
-            "estimate / SMPI"]
+    head = ["platform", "N", "p", "protocol", "precision", "trials SMPI / seq", "s/round SMPI", "seq / SMPI",
+            "trial 0: seq / SMPI", "to 1e-4 SMPI", "seq / SMPI", "trial 0: seq / SMPI"]
     lines = []
-    for key in sorted(both, key=lambda k: (KINDS.index(k[1]), k[2], k[3], k[4], PROTOCOLS.index(k[5]))):
+    for key in sorted(both, key=lambda k: (KINDS.index(k[1]), k[2], k[3], k[4], PROTOCOLS.index(k[6]))):
         a, b = smpi.loc[key], est.loc[key]
         ratio = lambda c: f"{b[c] / a[c]:.3f}" if a[c] > 0 and not math.isnan(b[c] / a[c]) else "—"  # noqa: E731
-        lines.append([key[1], str(key[2]), f"{key[3]:g}", key[5], key[4], fmt_seconds(a["t0_time_per_round"]),
-                      ratio("t0_time_per_round"), fmt_seconds(a["t0_time_to"]), ratio("t0_time_to")])
+        lines.append([key[1], str(key[2]), f"{key[3]:g}", key[6], key[4], f"{a['trials']:.0f} / {b['trials']:.0f}",
+                      fmt_seconds(a["time_per_round"]), ratio("time_per_round"), ratio("t0_time_per_round"),
+                      fmt_seconds(a["time_to"]), ratio("time_to"), ratio("t0_time_to")])
     if not lines:
         return []
-    return (["### The sequential engine's estimate against SMPI", "",
-             "Cells run on both engines, trial 0 of each (the same seed, so the same failures and groups)."]
+    return (["### The sequential engine against SMPI", "",
+             "Cells run on both engines: means over each engine's trials, and trial 0 alone (the same seed, so "
+             "the same failures and groups; swarm's trials agree in distribution only)."]
             + [""] + markdown_lines(head, lines) + [""])
 
 
 def sgd_table(df: pd.DataFrame) -> list[str]:
-    """The training slice: time per round with the local steps' compute, and the part
-    of it that is not compute at the median host speed (1 Gflop/s)."""
-    part = df[df["part"] == "sgd"]
-    head = ["platform", "N", "protocol", "s/round (compute + averaging)", "of which compute at median speed",
-            "rest"]
-    lines = [[r["kind"], str(r["N"]), r["study_protocol"], fmt_seconds(r["time_per_round"]),
-              fmt_seconds(r["compute_flops"] / 1e9), fmt_seconds(r["time_per_round"] - r["compute_flops"] / 1e9)]
-             for _, r in part.iterrows()]
-    return ["### Training slice (fp32, no failures)", ""] + markdown_lines(head, lines) + [""] if lines else []
+    """The training slice: seconds per round (H local steps of compute, then one
+    averaging round), and in brackets synchronisation as a share of compute: (round
+    - compute at the median host's speed) / compute. One line per platform,
+    precision, H and protocol, one column per N."""
+    part = chosen(df)
+    part = part[part["part"] == "sgd"]
+    if part.empty:
+        return []
+    ns = sorted(set(part["N"]))
+    head = ["platform", "precision", "H", "protocol"] + [f"N = {n}" for n in ns]
+    lines = []
+    for (kind, prec, h, p), g in part.groupby(["kind", "precision", "h", "study_protocol"], sort=False):
+        by = {r["N"]: r for _, r in g.iterrows()}
+
+        def cell(n):
+            r = by.get(n)
+            if r is None or math.isnan(r["time_per_round"]):
+                return "—"
+            mark = ESTIMATE if r["engine"] == "sequential" else ""
+            return f"{fmt_seconds(r['time_per_round'])} ({r['sync_share']:.0%}){mark}"
+        lines.append([kind, prec, str(h), p] + [cell(n) for n in ns])
+    return (["### Training slice (no failures): s/round (synchronisation / compute)", ""]
+            + markdown_lines(head, lines) + [""])
 
 
 def markdown(df: pd.DataFrame) -> str:
     lines: list[str] = []
     if (df["engine"] == "sequential").any():
-        lines += [f"Values marked{ESTIMATE} are the sequential engine's estimate (no SMPI run of that cell).", ""]
+        lines += [f"Values marked{ESTIMATE} are the sequential engine's (no SMPI run of that cell).", ""]
     for kind in KINDS:
         lines += avg_table(df, kind)
     lines += estimate_table(df)
@@ -272,17 +325,56 @@ def plot_time_to(df: pd.DataFrame, path: Path) -> None:
     _grid(df, "time_to", "simulated s to 1e-4", path, fails or [0.0])
 
 
+def plot_sync_share(df: pd.DataFrame, path: Path) -> None:
+    """The training slice: synchronisation / compute against N, per platform, one
+    panel row per precision (H = the smallest run), with SwarmSGD's 10% line."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    part = chosen(df)
+    part = part[(part["part"] == "sgd") & part["sync_share"].gt(0)]
+    if part.empty:
+        return
+    part = part[part["h"] == part["h"].min()]
+    kinds = [k for k in KINDS if (part["kind"] == k).any()]
+    precs = [q for q in PRECISIONS if (part["precision"] == q).any()]
+    fig, axes = plt.subplots(len(precs), len(kinds), figsize=(4 * len(kinds), 3.6 * len(precs)), squeeze=False)
+    for i, q in enumerate(precs):
+        for j, kind in enumerate(kinds):
+            ax = axes[i][j]
+            sub = part[(part["kind"] == kind) & (part["precision"] == q)]
+            _curves(ax, sub, "sync_share", f"{kind}, {q}, H = {part['h'].min()}")
+            ax.axhline(0.1, color="gray", linestyle=":", linewidth=1)
+        axes[i][0].set_ylabel("synchronisation / compute")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def main(argv: list[str]) -> int:
     ap = avbench.table_parser(__doc__, HERE)
     ap.add_argument("--figures", type=Path, help="folder for the figures (none by default)")
+    ap.add_argument("--keep", type=Path, help="an earlier results.csv whose SMPI rows stay in the table")
     a = ap.parse_args(argv)
+    if a.keep is not None and not a.keep.is_file():
+        print(f"summarize.py: error: --keep {a.keep}: no such file", file=sys.stderr)
+        return 2
+
+    curves = time_to_accuracy.load_curves(a.results) if a.results.is_dir() else None
 
     def figures(a, df):
         if a.figures is not None:
             a.figures.mkdir(parents=True, exist_ok=True)
             plot_round_time(df, a.figures / "fig_round_time.png")
             plot_time_to(df, a.figures / "fig_time_to_consensus.png")
-    return avbench.write_table(a, load_cells, markdown, "wall-clock traces", figures)
+            plot_sync_share(df, a.figures / "fig_sync_share.png")
+            time_to_accuracy.plot(curves, a.figures / "fig_time_to_accuracy.png")
+
+    def text(df):
+        return markdown(df) + "\n".join(time_to_accuracy.markdown_lines_tta(curves))
+    return avbench.write_table(a, lambda results: load_cells(results, a.keep), text, "wall-clock traces",
+                               figures)
 
 
 if __name__ == "__main__":

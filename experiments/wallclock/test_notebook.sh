@@ -15,7 +15,11 @@
 #     run.sh, and a `fat` cell with failures and the detection timeout): the table
 #     keeps SMPI's values for the cells SMPI ran, marks the estimate-only cell, and
 #     its comparison puts each estimate within 2% of SMPI's time;
-#   - every notebook cell ran, both figures were written.
+#   - the time-to-accuracy part (PARTS=tta, 16 peers, 2 trials of 30 steps of
+#     allreduce and swarm on Fashion-MNIST 7 against 9): both cells' relative gap
+#     falls by a tenth in every trial, its time grows step by step, and
+#     its table has a line per protocol;
+#   - every notebook cell ran, and its four figures were written.
 #
 #   experiments/wallclock/test_notebook.sh [AVERAGING_BENCH [SEQUENTIAL_BENCH]]
 #     defaults: build-smpi/apps/averaging_bench, build/apps/averaging_bench
@@ -35,13 +39,13 @@ seq_bench=${2:-$root/build/apps/averaging_bench}
 
 # 1. The sweep.
 cells=(avg_allreduce_fp32_n4_cluster_f0 avg_moshpit_fp32_n4_cluster_f0 avg_allreduce_fp16_n4_cluster_f0
-       avg_moshpit_fp16_n4_cluster_f0 sgd_allreduce_n4_cluster)
+       avg_moshpit_fp16_n4_cluster_f0 sgd_allreduce_fp32_h1_n4_cluster)
 sweep() {
   AVB_ENGINE=smpi AVERAGING_BENCH="$avg_bench" PROTOCOLS="allreduce moshpit" PEERS_LIST=4 KINDS=cluster FAILS=0 \
     PRECISIONS="fp32 fp16" ROUNDS=3 TRIALS=1 SGD_PEERS=4 SGD_KINDS=cluster SGD_ROUNDS=2 \
     RESULTS="$scratch/results" timeout "$1" "$here/run.sh"
 }
-nb_run_sweep "" "${cells[@]}" sgd_moshpit_n4_cluster
+nb_run_sweep "" "${cells[@]}" sgd_moshpit_fp32_h1_n4_cluster
 
 # The same averaging cells on the sequential engine, and a fat one with failures
 # (estimate only), into the same folder.
@@ -55,6 +59,38 @@ if KINDS=cluster FAILS=0 PRECISIONS="fp32 fp16" seq_sweep >"$scratch/seq.log" 2>
 else
   bad "run.sh on the sequential engine failed: $(tail -5 "$scratch/seq.log")"
 fi
+
+# Time to accuracy, small: 16 peers, 30 steps, 2 trials.
+if AVB_ENGINE=sequential SGD_BENCH="${seq_bench%/*}/sgd_bench" PROTOCOLS="allreduce swarm" PARTS=tta TTA_PEERS=16 \
+     TTA_STEPS=30 TTA_TRIALS=2 RESULTS="$scratch/results" timeout 120 "$here/run.sh" >"$scratch/tta.log" 2>&1; then
+  ok "run.sh PARTS=tta: $(grep -c '^done ' "$scratch/tta.log") cells"
+else
+  bad "run.sh PARTS=tta failed: $(tail -5 "$scratch/tta.log")"
+fi
+if report=$("$python" - "$here" "$scratch/results" <<'PY'
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import time_to_accuracy as t
+curves = t.load_curves(Path(sys.argv[2]))
+bad, out = [], []
+for p in ("allreduce", "swarm"):
+    c = curves[curves["study_protocol"] == p]
+    trials = sorted(set(c["trial"]))
+    if trials != [0, 1]:
+        bad.append(f"{p}: trials {trials}, not [0, 1]")
+    for k, g in c.groupby("trial"):
+        first, last = g["relative_gap"].iloc[0], g["relative_gap"].iloc[-1]
+        out.append(f"{p} trial {k}: gap {first:.3g} -> {last:.3g} at {g['time'].iloc[-1]:.3g} s")
+        if not (last < 0.9 * first and g["time"].is_monotonic_increasing and g["time"].iloc[-1] > 0):
+            bad.append(f"{p} trial {k}: relative gap {first:.3g} -> {last:.3g}, time {list(g['time'])}")
+lines = t.markdown_lines_tta(curves)
+if sum(line.startswith("| cluster | 16 |") for line in lines) != 2:
+    bad.append("the tta table has not one line per protocol: " + " / ".join(lines))
+print("; ".join(bad or out))
+sys.exit(1 if bad else 0)
+PY
+); then ok "time to accuracy: $report"; else bad "time to accuracy: $report"; fi
 
 # 2. The table, and the numbers against the alpha-beta model.
 nb_check_summary 11 '^| 4 | 0 | moshpit | 2 |' "moshpit N = 4" '^| 4 | 0.2 | moshpit | .* † |' "fat estimate"
@@ -111,7 +147,7 @@ PY
 
 # 3. The notebook, headless, on the tiny sweep; figures to the scratch folder.
 nb_execute wallclock.ipynb WALLCLOCK_RESULTS="$scratch/results" WALLCLOCK_FIGURES="$scratch/figures"
-expected=(fig_round_time.png fig_time_to_consensus.png)
+expected=(fig_round_time.png fig_time_to_consensus.png fig_sync_share.png fig_time_to_accuracy.png)
 nb_check_figures "${expected[@]}"
 nb_check_executed "${#expected[@]}"
 nb_check_tracked wallclock.ipynb
