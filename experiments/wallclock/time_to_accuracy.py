@@ -48,7 +48,11 @@ def load_curves(results: Path) -> pd.DataFrame:
         if m is None:
             print(f"time_to_accuracy.py: {path.name}: not a tta cell name, skipped", file=sys.stderr)
             continue
-        rows = avbench.load_trace(path, columns=COLUMNS)
+        try:
+            rows = avbench.load_trace(path, columns=COLUMNS)
+        except (OSError, KeyError, ValueError) as e:
+            print(f"time_to_accuracy.py: {path.name}: cannot read ({e!r}), skipped", file=sys.stderr)
+            continue
         rows = rows[rows["complete"].astype(bool)]
         frames.append(pd.DataFrame({"study_protocol": m.group(1), "N": int(m.group(2)), "kind": m.group(3),
                                     "engine": "sequential" if m.group(4) else "smpi", "trial": rows["trial"],
