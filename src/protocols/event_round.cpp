@@ -88,24 +88,19 @@ RoundEffect EventRound::step(Population& x, const PopulationRound& round) {
   entries_.assign(static_cast<std::size_t>(x.n), 0.0);
   begins_.assign(starts_.begin(), starts_.end());
   load_joiners(x, round);
-  // The peers' starts, in order of time and then of rank, taken before any event
-  // of the same instant (they were due first): kept out of the queue, whose heap
-  // would otherwise hold every peer at once.
-  order_.resize(static_cast<std::size_t>(x.n));
+  // The peers' starts go in first: at equal times they come before any event
+  // the peers schedule (they were due first), and among themselves by rank.
   for (int p = 0; p < x.n; ++p) {
     const bool up = round.alive[static_cast<std::size_t>(p)] != 0;
-    order_[static_cast<std::size_t>(p)] = {begins_[static_cast<std::size_t>(p)] + (up ? round.links->ready(p) : 0.0), p};
+    context_.queue.at(begins_[static_cast<std::size_t>(p)] + (up ? round.links->ready(p) : 0.0), p, kStart);
   }
-  std::sort(order_.begin(), order_.end());
-  std::size_t next = 0;
-  for (std::uint64_t events = 0; next < order_.size() || !context_.queue.empty(); ++events) {
+  for (std::uint64_t events = 0; !context_.queue.empty(); ++events) {
     if ((events & 255) == 0) check_stop(round.stop);
-    if (next < order_.size() && (context_.queue.empty() || order_[next].first <= context_.queue.top_time())) {
-      context_.queue.advance(order_[next].first);
-      peers_->step(x, order_[next++].second, round.t);
-    } else {
-      peers_->handle(x, context_.queue.pop());
-    }
+    const Event e = context_.queue.pop();
+    if (e.kind == kStart)
+      peers_->step(x, e.peer, round.t);
+    else
+      peers_->handle(x, e);
   }
   peers_->leave_settle();
   round.links->ends_by(barrier_end(entries_, *context_.transit));

@@ -57,7 +57,7 @@ class EventPeers {
   virtual void leave_settle() = 0;
   // Churn: p took a live peer's values.
   virtual void on_join(const Population& /*x*/, int /*p*/) {}
-  // An event the peers scheduled.
+  // An event the peers scheduled (their kinds are >= 0; the drivers use negative ones).
   virtual void handle(Population& x, const Event& e) = 0;
   // The counters since the last call (bytes are the context's).
   virtual RoundEffect take_effect() = 0;
@@ -85,11 +85,11 @@ class EventRound final : public SequentialProtocol {
   RoundEffect step(Population& x, const PopulationRound& round) override;
 
  private:
+  static constexpr int kStart = -1;  // a peer's step() begins
   std::unique_ptr<EventPeers> peers_;
   EventContext context_;
   void load_joiners(const Population& x, const PopulationRound& round);
   std::vector<double> starts_, begins_, entries_;
-  std::vector<std::pair<double, int>> order_;  // this round's starts, by time
   Population* x_ = nullptr;
 };
 

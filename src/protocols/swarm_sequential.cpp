@@ -22,18 +22,19 @@ void SwarmPeers::step(Population& x, int p, int t) {
     initiate(x, p, 0);
     return;
   }
-  s.units = 0;
+  clock(p).units = 0;
   s.tick = 0;
   next_tick(x, p);
 }
 
 void SwarmPeers::next_tick(Population& x, int p) {
-  Peer& s = at(p);
-  s.gap = tick_gap(context_->seed, s.t, p, s.tick);
-  if (s.units + s.gap >= 1.0)
-    idle_serving(x, p, 1.0 - s.units, true);
+  const Peer& s = at(p);
+  Clock& c = clock(p);
+  c.gap = tick_gap(context_->seed, s.t, p, s.tick);
+  if (c.units + c.gap >= 1.0)
+    idle_serving(x, p, 1.0 - c.units, true);
   else
-    idle_serving(x, p, s.gap, false);
+    idle_serving(x, p, c.gap, false);
 }
 
 // Serves, then idles `units` of the clock in slices of kIdleSlice, serving at the
@@ -41,10 +42,10 @@ void SwarmPeers::next_tick(Population& x, int p) {
 // request to take are events (serve_at_next_slice), and the idle's end; each
 // serve's MPI_Test delays the slices after it.
 void SwarmPeers::idle_serving(Population& x, int p, double units, bool last) {
-  Peer& s = at(p);
-  s.doing = Doing::idle;
-  s.last_idle = last;
+  at(p).doing = Doing::idle;
+  at(p).last_idle = last;
   const double cost = serve(x, p);
+  Clock& s = clock(p);
   s.idle_from = now() + cost;
   s.idle_seconds = units * kSecondsPerUnit;
   s.idle_extra = 0;
@@ -56,7 +57,7 @@ void SwarmPeers::idle_serving(Population& x, int p, double units, bool last) {
 // A request has arrived at idle p: p takes it at the end of the slice it arrived
 // in (the idle's last slice: at the idle's end).
 void SwarmPeers::serve_at_next_slice(int p) {
-  const Peer& s = at(p);
+  const Clock& s = clock(p);
   const double per_slice = kIdleSlice + kTestSeconds;
   int k = std::max(1, static_cast<int>((now() - s.idle_from - s.idle_extra) / per_slice));
   while (k > 1 && slice_end(s, k - 1) >= now()) --k;
@@ -65,18 +66,19 @@ void SwarmPeers::serve_at_next_slice(int p) {
 }
 
 void SwarmPeers::idle_over(Population& x, int p) {
-  Peer& s = at(p);
-  if (slice_end(s, s.slices) > now()) {  // requests taken on the way delayed the end
-    context_->queue.at(slice_end(s, s.slices), p, kIdleEnd);
+  Clock& c = clock(p);
+  if (slice_end(c, c.slices) > now()) {  // requests taken on the way delayed the end
+    context_->queue.at(slice_end(c, c.slices), p, kIdleEnd);
     return;
   }
   serve(x, p);
+  Peer& s = at(p);
   s.doing = Doing::outside;
   if (s.last_idle) {
     context_->step_done(p);
     return;
   }
-  s.units += s.gap;
+  c.units += c.gap;
   initiate(x, p, s.tick);
 }
 
@@ -117,6 +119,10 @@ int SwarmPeers::choose_partner(int p, int t, int draw) {
       alive_ = &it->second;
     }
     const std::vector<int>& alive = *alive_;
+    if (n_ > 1 && alive.size() == static_cast<std::size_t>(n_)) {  // nobody is down: alive[k] is k
+      const auto k = static_cast<int>(partner_index(context_->seed, t, p, draw, alive.size() - 1));
+      return k >= p ? k + 1 : k;
+    }
     const auto self = std::lower_bound(alive.begin(), alive.end(), p);
     const bool counted = self != alive.end() && *self == p;
     const std::size_t count = alive.size() - (counted ? 1 : 0);
@@ -140,17 +146,14 @@ void SwarmPeers::send_request(Population& x, int p, bool exact, bool with_model)
   const std::uint32_t header[2] = {static_cast<std::uint32_t>(s.t),
                                    static_cast<std::uint32_t>(s.tick * kMaxAttempts + s.attempt) |
                                        (exact ? kExactRequest : 0u)};
-  std::vector<std::byte>& bytes = messages_[static_cast<std::size_t>(m)].bytes;
-  bytes.resize(kHeader);
-  std::memcpy(bytes.data(), header, kHeader);
+  encoded_.clear();
   if (with_model) {
-    encoded_.clear();
     if (exact)
       exact_.encode(reference(p), EncodeContext{}, encoded_);
     else
       quantizer_.encode(reference(p), request_context(context_->seed, header, p), encoded_);
-    bytes.insert(bytes.end(), encoded_.begin(), encoded_.end());
   }
+  messages_[static_cast<std::size_t>(m)].bytes.assign(std::as_bytes(std::span(header)), encoded_);
   if (s.request >= 0) release(s.request);
   s.request = m;
   post(m);
@@ -166,7 +169,7 @@ void SwarmPeers::handle(Population& x, const Event& e) {
   if (e.kind == kServe) {
     if (at(e.peer).doing == Doing::idle && at(e.peer).arrived) {
       handle(x, e.peer);
-      at(e.peer).idle_extra += kTestSeconds;
+      clock(e.peer).idle_extra += kTestSeconds;
     }
     return;
   }
@@ -228,7 +231,7 @@ bool SwarmPeers::decode_reply(const Message& reply, std::span<const double> near
   const std::size_t d = near.size();
   decoded_.resize(d);
   const Quantizer& codec = reply.bytes[0] == kExact ? exact_ : quantizer_;
-  return codec.decode(std::span<const std::byte>(reply.bytes).subspan(1, codec.encoded_bytes(d)), near, decoded_).ok;
+  return codec.decode(reply.bytes.view().subspan(1, codec.encoded_bytes(d)), near, decoded_).ok;
 }
 
 // The averaging step of an interaction whose reply decoded (interact()'s end).
@@ -236,13 +239,13 @@ void SwarmPeers::apply(Population& x, int p, std::byte status, const Message& re
   const std::span<double> mine = x.peer(p);
   const std::span<const double> sent = reference(p);  // unchanged while p waited
   if (mode_ == SwarmMode::blocking) {
-    const std::vector<std::byte>& request = messages_[static_cast<std::size_t>(at(p).request)].bytes;
+    const std::span<const std::byte> request = messages_[static_cast<std::size_t>(at(p).request)].bytes.view();
     std::uint32_t header[2];
     std::memcpy(header, request.data(), kHeader);
     own_view_.resize(sent.size());
     if (header[1] & kExactRequest)
       own_view_.assign(sent.begin(), sent.end());
-    else if (!quantizer_.decode(std::span<const std::byte>(request).subspan(kHeader), sent, own_view_).ok)
+    else if (!quantizer_.decode(request.subspan(kHeader), sent, own_view_).ok)
       throw Error("swarm: a request the partner decoded does not decode near its sender");
     if (!decode_reply(reply, own_view_)) throw Error("swarm: a reply its sender checked did not decode");
     for (std::size_t k = 0; k < mine.size(); ++k) mine[k] += (decoded_[k] - own_view_[k]) / 2;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -39,11 +40,36 @@ inline constexpr std::size_t kHeader = 2 * sizeof(std::uint32_t);
 
 enum class Doing : std::uint8_t { outside, idle, waiting, settling };
 
-struct Message {
+// A message's bytes as the MPI form sends them: a header and a payload, kept in
+// the message itself when they are short (a request or reply at --dim 1 is), so
+// that taking a message touches one cache line, not two.
+class MessageBytes {
+ public:
+  void assign(std::span<const std::byte> head, std::span<const std::byte> payload) {
+    size_ = static_cast<std::uint32_t>(head.size() + payload.size());
+    std::byte* to = inline_.data();
+    if (size_ > inline_.size()) {
+      heap_.resize(size_);
+      to = heap_.data();
+    }
+    std::copy(head.begin(), head.end(), to);
+    std::copy(payload.begin(), payload.end(), to + head.size());
+  }
+  std::span<const std::byte> view() const { return {size_ > inline_.size() ? heap_.data() : inline_.data(), size_}; }
+  std::byte operator[](std::size_t i) const { return view()[i]; }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::uint32_t size_ = 0;
+  std::array<std::byte, 20> inline_{};
+  std::vector<std::byte> heap_;
+};
+
+struct alignas(64) Message {
   int from = 0, to = 0;
   int next = -1;  // the next one in the list it waits in (a mailbox, a deferral list)
   bool reply = false;
-  std::vector<std::byte> bytes;  // as the MPI form sends them
+  MessageBytes bytes;
 };
 
 struct List {
@@ -51,24 +77,38 @@ struct List {
   bool empty() const { return head < 0; }
 };
 
-struct Peer {
+// What every interaction reads and writes of a peer, in one cache line: at a
+// million peers each one it touches is a cache miss.
+struct alignas(64) Peer {
   Doing doing = Doing::outside;
+  bool arrived = false;  // the request its listening receive holds has arrived and is not handled yet
+  bool last_idle = false;  // the current idle ends the round's step
+  bool tried = false, done = false, resent = false;
   int matched = -1;      // the request its listening receive holds, moving or arrived
-  bool arrived = false;  // ... which has arrived and is not handled yet
   List mailbox;          // requests sent to it before its receive was free
   List deferred;         // blocking: requests it holds until its own interaction is over
+  // When the replies it sent arrive, in the order sent (sent_ records): each
+  // serve tests them (MPI_Test, reap_replies) until one has not arrived. The
+  // oldest one's time is kept here, which is all most tests read.
+  List replies;
+  double oldest_reply = 0;
   int t = 0, tick = 0;
-  double units = 0, gap = 0;  // the Poisson clock's time in the round; the gap to the next tick
+  int attempt = 0, partner = -1, request = -1;
+};
+
+// The Poisson clock's state of a peer (--swarm-clock poisson only).
+struct Clock {
+  double units = 0, gap = 0;  // the clock's time in the round; the gap to the next tick
   // The current idle: from when its slices count, its seconds, how many slices,
   // and the tests of the requests taken on the way (each delays what follows).
   double idle_from = 0, idle_seconds = 0, idle_extra = 0;
   int slices = 0;
-  bool last_idle = false;  // that idle ends the round's step
-  int attempt = 0, partner = -1, request = -1;
-  // When the replies it sent arrive, in the order sent: each serve tests them
-  // (MPI_Test, reap_replies) until one has not arrived.
-  std::vector<double> replies;
-  bool tried = false, done = false, resent = false;
+};
+
+// A reply sent, in its sender's list: when it arrives.
+struct Sent {
+  double arrives = 0;
+  int next = -1;
 };
 
 class SwarmPeers final : public EventPeers {
@@ -79,11 +119,15 @@ class SwarmPeers final : public EventPeers {
 
   void begin_trial(const Population& x, EventContext& context) override {
     context_ = &context;
+
     topology_.emplace(topology_spec_, n_, context.seed);
     complete_ = topology_spec_.kind == TopologyKind::complete;
     pre_local_ = x;
     published_ = x;
     peers_.assign(static_cast<std::size_t>(n_), Peer{});
+    if (clock_ == SwarmClock::poisson) clocks_.assign(static_cast<std::size_t>(n_), Clock{});
+    sent_.clear();
+    free_sent_.clear();
     messages_.clear();
     free_.clear();
     alive_lists_.clear();
@@ -97,7 +141,7 @@ class SwarmPeers final : public EventPeers {
   }
   void settle(Population& x, int p) override {
     at(p).doing = Doing::settling;
-    at(p).replies.clear();  // settle() waits for them all, without tests
+    drop_replies(p);  // settle() waits for them all, without tests
     if (at(p).arrived) handle(x, p);
   }
   void leave_settle() override {
@@ -112,6 +156,7 @@ class SwarmPeers final : public EventPeers {
 
  private:
   Peer& at(int p) { return peers_[static_cast<std::size_t>(p)]; }
+  Clock& clock(int p) { return clocks_[static_cast<std::size_t>(p)]; }
   std::span<const double> reference(int p) const {
     return mode_ == SwarmMode::blocking ? pre_local_.peer(p) : published_.peer(p);
   }
@@ -123,7 +168,7 @@ class SwarmPeers final : public EventPeers {
   // The initiator.
   void next_tick(Population& x, int p);
   void idle_serving(Population& x, int p, double units, bool last);
-  double slice_end(const Peer& s, int k) const {
+  static double slice_end(const Clock& s, int k) {
     return s.idle_from + std::min(k * kIdleSlice, s.idle_seconds) + (k - 1) * kTestSeconds + s.idle_extra;
   }
   void serve_at_next_slice(int p);
@@ -141,6 +186,7 @@ class SwarmPeers final : public EventPeers {
   // The partner.
   double serve(Population& x, int p);
   double reap_replies(int p);
+  void drop_replies(int p);
   void handle(Population& x, int p);
   void answer(Population& x, int q, int request);
   void reply(int q, int request, std::byte status, std::span<const std::byte> payload);
@@ -164,6 +210,9 @@ class SwarmPeers final : public EventPeers {
   bool complete_ = false;
   Population pre_local_, published_;
   std::vector<Peer> peers_;
+  std::vector<Clock> clocks_;
+  std::vector<Sent> sent_;
+  std::vector<int> free_sent_;
   std::vector<Message> messages_;
   std::vector<int> free_;
   std::unordered_map<int, std::vector<int>> alive_lists_;  // complete graph: the alive peers of a round

@@ -22,16 +22,24 @@ double SwarmPeers::serve(Population& x, int p) {
 // The MPI form's reap_replies(): tests the replies sent, oldest first, dropping
 // those that have arrived, until one has not. Returns the tests' seconds.
 double SwarmPeers::reap_replies(int p) {
-  std::vector<double>& sent = at(p).replies;
-  std::size_t done = 0;
+  Peer& s = at(p);
+  List& sent = s.replies;
   double seconds = 0;
-  while (done < sent.size()) {
+  while (!sent.empty()) {
     seconds += kTestSeconds;
-    if (sent[done] > now()) break;
-    ++done;
+    if (s.oldest_reply > now()) break;
+    free_sent_.push_back(sent.head);
+    sent.head = sent_[static_cast<std::size_t>(sent.head)].next;
+    if (!sent.empty()) s.oldest_reply = sent_[static_cast<std::size_t>(sent.head)].arrives;
   }
-  sent.erase(sent.begin(), sent.begin() + static_cast<std::ptrdiff_t>(done));
+  if (sent.empty()) sent.tail = -1;
   return seconds;
+}
+
+void SwarmPeers::drop_replies(int p) {
+  List& sent = at(p).replies;
+  for (int r = sent.head; r >= 0; r = sent_[static_cast<std::size_t>(r)].next) free_sent_.push_back(r);
+  sent = List{};
 }
 
 // The request that has arrived at q: the listening receive is posted again (the
@@ -61,7 +69,7 @@ void SwarmPeers::handle(Population& x, int q) {
 // The MPI form's answer(): the reply carries q's model as it was before this
 // interaction; blocking, q applies delta_q = (R_i - Y_q) / 2.
 void SwarmPeers::answer(Population& x, int q, int request) {
-  const std::vector<std::byte>& incoming = messages_[static_cast<std::size_t>(request)].bytes;
+  const std::span<const std::byte> incoming = messages_[static_cast<std::size_t>(request)].bytes.view();
   const int initiator = messages_[static_cast<std::size_t>(request)].from;
   const std::span<const double> ref = reference(q);
   before_.assign(ref.begin(), ref.end());
@@ -70,7 +78,7 @@ void SwarmPeers::answer(Population& x, int q, int request) {
   std::memcpy(header, incoming.data(), kHeader);
   const bool exact = (header[1] & kExactRequest) != 0;
   const bool lattice = quantizer_.spec().kind == QuantizerKind::lattice;
-  const std::span<const std::byte> payload = std::span<const std::byte>(incoming).subspan(kHeader);
+  const std::span<const std::byte> payload = incoming.subspan(kHeader);
   EncodeContext context = request_context(context_->seed, header, initiator);
   context.message += 1;
   std::byte status = kDecoded;
@@ -115,10 +123,24 @@ void SwarmPeers::answer(Population& x, int q, int request) {
 void SwarmPeers::reply(int q, int request, std::byte status, std::span<const std::byte> payload) {
   const int initiator = messages_[static_cast<std::size_t>(request)].from;
   const int m = new_message(q, initiator, true);
-  std::vector<std::byte>& bytes = messages_[static_cast<std::size_t>(m)].bytes;
-  bytes.assign(1, status);
-  bytes.insert(bytes.end(), payload.begin(), payload.end());
-  at(q).replies.push_back(start(m));
+  messages_[static_cast<std::size_t>(m)].bytes.assign(std::span(&status, 1), payload);
+  const double arrives = start(m);
+  int r;
+  if (free_sent_.empty()) {
+    r = static_cast<int>(sent_.size());
+    sent_.emplace_back();
+  } else {
+    r = free_sent_.back();
+    free_sent_.pop_back();
+  }
+  sent_[static_cast<std::size_t>(r)] = Sent{arrives, -1};
+  List& sent = at(q).replies;
+  if (sent.empty()) {
+    sent.head = r;
+    at(q).oldest_reply = arrives;
+  } else
+    sent_[static_cast<std::size_t>(sent.tail)].next = r;
+  sent.tail = r;
 }
 
 int SwarmPeers::new_message(int from, int to, bool is_reply) {

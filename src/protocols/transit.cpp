@@ -15,8 +15,7 @@ Transit::Transit(const Hosts& hosts, int n_peers)
     : hosts_(hosts),
       platform_(hosts.platform()),
       n_(n_peers),
-      out_(static_cast<std::size_t>(n_peers), 0),
-      in_(static_cast<std::size_t>(n_peers), 0),
+      ends_(static_cast<std::size_t>(n_peers)),
       backbone_(static_cast<std::size_t>(std::max(1, hosts.platform().regions)), 0) {
   if (platform_.listed_regions) backbone_.assign(platform_.listed_regions->regions.size(), 0);
   if (backbone_.size() == 1) empty_ = seconds(0, 0, 0.0, false);
@@ -25,8 +24,8 @@ Transit::Transit(const Hosts& hosts, int n_peers)
 int& Transit::wan(std::int64_t key) { return wan_[key]; }
 
 void Transit::count(int from, int to, int by) {
-  out_[static_cast<std::size_t>(from)] += by;
-  in_[static_cast<std::size_t>(to)] += by;
+  ends_[static_cast<std::size_t>(from)].out += by;
+  ends_[static_cast<std::size_t>(to)].in += by;
   const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
   backbone_[static_cast<std::size_t>(a)] += by;
   if (a == b) return;
@@ -37,8 +36,8 @@ void Transit::count(int from, int to, int by) {
 double Transit::seconds(int from, int to, double bytes, bool shared) const {
   const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
   auto users = [&](int c) { return shared ? static_cast<double>(std::max(1, c)) : 1.0; };
-  double rate = std::min(hosts_.bandwidth(from) / users(out_[static_cast<std::size_t>(from)]),
-                         hosts_.bandwidth(to) / users(in_[static_cast<std::size_t>(to)]));
+  double rate = std::min(hosts_.bandwidth(from) / users(ends_[static_cast<std::size_t>(from)].out),
+                         hosts_.bandwidth(to) / users(ends_[static_cast<std::size_t>(to)].in));
   rate = std::min(rate, platform_.backbone_in(a) / (kShared * users(backbone_[static_cast<std::size_t>(a)])));
   if (a != b) {
     rate = std::min(rate, platform_.backbone_in(b) / (kShared * users(backbone_[static_cast<std::size_t>(b)])));

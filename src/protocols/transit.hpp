@@ -42,8 +42,13 @@ class Transit {
   const PlatformModel& platform_;
   std::int64_t n_;
   double empty_ = -1;  // an empty message's seconds on a platform of one region (-1: more)
-  // Messages moving on each host's link out and in, each backbone, each wide-area link.
-  std::vector<int> out_, in_, backbone_;
+  // Messages moving on each host's link out and in (side by side: a message
+  // touches one line a peer), each backbone, each wide-area link.
+  struct Ends {
+    int out = 0, in = 0;
+  };
+  std::vector<Ends> ends_;
+  std::vector<int> backbone_;
   std::unordered_map<std::int64_t, int> wan_;
 };
 

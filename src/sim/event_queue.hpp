@@ -6,8 +6,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace avb {
 
@@ -20,72 +24,79 @@ struct Event {
   std::int64_t arg = 0;
 };
 
+// A radix heap: simulated time never goes back, so no event is scheduled before
+// the last one taken, and an event only moves to buckets nearer that one.
+// Each bucket is appended to and swept in order, which is what keeps a million
+// events in flight cheap (a binary heap's every push and pop is a chain of
+// cache misses at that size). Each event moves through a bucket at most once per
+// bit of its time, and in practice through two or three.
 class EventQueue {
  public:
   void at(double time, int peer, int kind, std::int64_t arg = 0) {
-    heap_.push_back({Event{time, peer, kind, arg}, next_++});
-    sift_up(heap_.size() - 1);
+    const std::uint64_t key = key_of(time);
+    if (key < last_) throw Error("event queue: an event was scheduled before the last one taken");
+    buckets_[bucket_of(key)].push_back(Entry{key, next_++, peer, kind, arg});
+    ++size_;
   }
-  bool empty() const { return heap_.empty(); }
-  std::size_t size() const { return heap_.size(); }
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
   // The earliest event, removed; now() becomes its time.
   Event pop() {
-    const Event e = heap_.front().event;
-    heap_.front() = heap_.back();
-    heap_.pop_back();
-    if (!heap_.empty()) sift_down(0);
-    now_ = e.time;
-    return e;
+    if (head_ == buckets_[0].size()) refill();
+    const Entry& e = buckets_[0][head_++];
+    --size_;
+    now_ = time_of(e.key);
+    return Event{now_, e.peer, e.kind, e.arg};
   }
   double now() const { return now_; }
-  // The earliest event's time (not empty()).
-  double top_time() const { return heap_.front().event.time; }
-  // Moves the clock to `time` (no earlier than now, nor than the earliest event)
-  // for something that happens outside the queue.
-  void advance(double time) { now_ = time; }
   // Forgets every event and the clock (a new round).
   void reset(double now = 0) {
-    heap_.clear();
+    for (auto& bucket : buckets_) bucket.clear();
+    head_ = 0;
+    size_ = 0;
+    last_ = 0;
     now_ = now;
   }
 
  private:
   struct Entry {
-    Event event;
+    std::uint64_t key;
     std::uint64_t order;
+    int peer;
+    int kind;
+    std::int64_t arg;
   };
-  static bool earlier(const Entry& a, const Entry& b) {
-    return a.event.time != b.event.time ? a.event.time < b.event.time : a.order < b.order;
+  // A double's bits as an unsigned number in the same order as the doubles.
+  static std::uint64_t key_of(double time) {
+    const auto bits = std::bit_cast<std::uint64_t>(time);
+    return (bits >> 63) != 0 ? ~bits : bits | (std::uint64_t{1} << 63);
   }
-  // A 4-ary heap: half the levels of a binary one, and a node's children share a
-  // cache line or two (a million peers keep a million events in flight).
-  static constexpr std::size_t kArity = 4;
-  void sift_up(std::size_t i) {
-    const Entry moving = heap_[i];
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / kArity;
-      if (!earlier(moving, heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = moving;
+  static double time_of(std::uint64_t key) {
+    return std::bit_cast<double>((key >> 63) != 0 ? key & ~(std::uint64_t{1} << 63) : ~key);
   }
-  void sift_down(std::size_t i) {
-    const Entry moving = heap_[i];
-    const std::size_t n = heap_.size();
-    for (;;) {
-      const std::size_t first = kArity * i + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      for (std::size_t c = first + 1; c < std::min(first + kArity, n); ++c)
-        if (earlier(heap_[c], heap_[best])) best = c;
-      if (!earlier(heap_[best], moving)) break;
-      heap_[i] = heap_[best];
-      i = best;
-    }
-    heap_[i] = moving;
+  // Bucket 0 holds the events at the last time taken; bucket b > 0 those whose
+  // highest bit differing from it is bit b - 1.
+  std::size_t bucket_of(std::uint64_t key) const {
+    return key == last_ ? 0 : static_cast<std::size_t>(64 - std::countl_zero(key ^ last_));
   }
-  std::vector<Entry> heap_;
+  // Bucket 0 is used up: the earliest time left is the least key of the first
+  // bucket that holds any, and that bucket's events spread over the lower ones.
+  // Those at that very time keep the order they were scheduled in.
+  void refill() {
+    buckets_[0].clear();
+    head_ = 0;
+    std::size_t b = 1;
+    while (buckets_[b].empty()) ++b;  // pop() is never called on an empty queue
+    std::vector<Entry>& from = buckets_[b];
+    last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
+    for (const Entry& e : from) buckets_[bucket_of(e.key)].push_back(e);
+    from.clear();
+    std::sort(buckets_[0].begin(), buckets_[0].end(), [](const Entry& x, const Entry& y) { return x.order < y.order; });
+  }
+  std::array<std::vector<Entry>, 65> buckets_;
+  std::size_t head_ = 0;  // bucket 0's next event
+  std::size_t size_ = 0;
+  std::uint64_t last_ = 0;
   std::uint64_t next_ = 0;
   double now_ = 0;
 };

@@ -1,0 +1,79 @@
+// The event loop's queue (sim/event_queue.hpp): earliest first, ties in the order
+// scheduled, against a plain sorted list on a randomized schedule.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "core/error.hpp"
+#include "sim/event_queue.hpp"
+
+namespace avb {
+namespace {
+
+TEST(EventQueue, TakesTheEarliestFirstAndTiesInTheOrderScheduled) {
+  EventQueue q;
+  q.reset(-5.0);
+  q.at(2.0, 0, 0);
+  q.at(-3.5, 1, 0);  // before the round's zero: the runners' starts are <= 0
+  q.at(2.0, 2, 0);
+  q.at(-0.0, 3, 0);
+  q.at(0.0, 4, 0);
+  q.at(1e-300, 5, 0);
+  std::vector<int> order;
+  while (!q.empty()) order.push_back(q.pop().peer);
+  EXPECT_EQ(order, (std::vector<int>{1, 3, 4, 5, 0, 2}));
+  EXPECT_EQ(q.now(), 2.0);
+}
+
+TEST(EventQueue, RefusesAnEventBeforeTheLastOneTaken) {
+  EventQueue q;
+  q.at(1.0, 0, 0);
+  q.at(2.0, 1, 0);
+  EXPECT_EQ(q.pop().time, 1.0);
+  q.at(1.0, 2, 0);  // now is allowed
+  EXPECT_THROW(q.at(0.5, 3, 0), Error);
+  q.reset();
+  q.at(0.5, 3, 0);  // a new round starts over
+  EXPECT_EQ(q.pop().peer, 3);
+}
+
+// As the event loop uses it: each event taken schedules up to three more at or
+// after it, many at the very same instant. The reference keeps every event in a
+// list and takes the least (time, order).
+TEST(EventQueue, AgreesWithASortedListOnARandomSchedule) {
+  for (std::uint64_t seed : {1u, 2u, 3u, 2026u}) {
+    SCOPED_TRACE(seed);  // replays the schedule
+    std::mt19937_64 rng(seed);
+    EventQueue q;
+    std::vector<std::tuple<double, int, int>> reference;  // time, order, id
+    int next = 0;
+    auto schedule = [&](double time) {
+      q.at(time, next, 0, next);
+      reference.emplace_back(time, next, next);
+      ++next;
+    };
+    for (int i = 0; i < 200; ++i) schedule(-std::ldexp(static_cast<double>(rng() % 1000), -10));
+    std::uniform_int_distribution<int> fan(0, 3), kind(0, 2);
+    std::exponential_distribution<double> gap(1.0);
+    for (int taken = 0; !q.empty(); ++taken) {
+      const Event e = q.pop();
+      const auto least = std::min_element(reference.begin(), reference.end());
+      ASSERT_EQ(e.arg, std::get<2>(*least)) << "event " << taken;
+      ASSERT_EQ(e.time, std::get<0>(*least));
+      reference.erase(least);
+      if (next > 8000) continue;
+      for (int k = fan(rng); k > 0; --k) {
+        const int how = kind(rng);
+        schedule(how == 0 ? e.time : e.time + (how == 1 ? 1e-7 : gap(rng)));
+      }
+    }
+    EXPECT_TRUE(reference.empty());
+  }
+}
+
+}  // namespace
+}  // namespace avb
