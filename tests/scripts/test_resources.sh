@@ -216,6 +216,14 @@ if grep -q "warning: --topology complete on 12000 peers: each round walks N(N-1)
 else
   bad_with_report "no warning of the complete graph's cost:" "$(cat long.err)"
 fi
+# Swarm's peers draw one partner of the complete graph a tick: no N^2 to announce.
+"$BIN" "${SEQ[@]}" --peers 12000 --protocol swarm --rounds 1 --trials 1 --quiet >swarm.out 2>swarm.err ||
+  bad_with_report "swarm on 12000 peers failed:" "$(cat swarm.err)"
+if grep -q "walks N(N-1)" swarm.err; then
+  bad_with_report "swarm is warned of an N^2 cost it does not have:" "$(cat swarm.err)"
+else
+  ok "swarm on the complete graph of 12000 peers: no N^2 warning"
+fi
 
 # stopped_within NAME WANT_TRACE PROGRAM ARGS...: the run is sent SIGTERM (WANT_TRACE=1:
 # a second into its trace; 0: after 2 s, in its set-up) and must end with exit 143
