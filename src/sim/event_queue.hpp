@@ -35,7 +35,7 @@ class EventQueue {
   void at(double time, int peer, int kind, std::int64_t arg = 0) {
     const std::uint64_t key = key_of(time);
     if (key < last_) throw Error("event queue: an event was scheduled before the last one taken");
-    buckets_[bucket_of(key)].push_back(Entry{key, next_++, peer, kind, arg});
+    put(Entry{key, next_++, peer, kind, arg});
     ++size_;
   }
   bool empty() const { return size_ == 0; }
@@ -55,6 +55,7 @@ class EventQueue {
     head_ = 0;
     size_ = 0;
     last_ = 0;
+    filled_ = 0;
     now_ = now;
   }
 
@@ -85,15 +86,21 @@ class EventQueue {
   void refill() {
     buckets_[0].clear();
     head_ = 0;
-    std::size_t b = 1;
-    while (buckets_[b].empty()) ++b;  // pop() is never called on an empty queue
+    const auto b = static_cast<std::size_t>(std::countr_zero(filled_)) + 1;  // pop() is never called on an empty queue
     std::vector<Entry>& from = buckets_[b];
     last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
-    for (const Entry& e : from) buckets_[bucket_of(e.key)].push_back(e);
+    filled_ &= ~(std::uint64_t{1} << (b - 1));
+    for (const Entry& e : from) put(e);
     from.clear();
     std::sort(buckets_[0].begin(), buckets_[0].end(), [](const Entry& x, const Entry& y) { return x.order < y.order; });
   }
+  void put(const Entry& e) {
+    const std::size_t b = bucket_of(e.key);
+    buckets_[b].push_back(e);
+    if (b > 0) filled_ |= std::uint64_t{1} << (b - 1);
+  }
   std::array<std::vector<Entry>, 65> buckets_;
+  std::uint64_t filled_ = 0;  // bit b - 1: bucket b > 0 holds events
   std::size_t head_ = 0;  // bucket 0's next event
   std::size_t size_ = 0;
   std::uint64_t last_ = 0;
