@@ -239,13 +239,19 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   r.messages_in_flight = 6;
   r.peer_vectors = 4;
   // The sequential form (swarm_sequential.hpp): the models a peer offers
-  // (pre-local and published), its state, the event loop's share (the peer's
-  // start and barrier entry, a few events in the heap) and up to two messages of
-  // its own in flight, each with the bytes it holds: `dim` coordinates encoded,
-  // however many --model-dim charges.
+  // (pre-local and published), its state (and its Poisson clock's), the event
+  // loop's share (the peer's start and barrier entry, its link counters, and the
+  // radix heap's entries: its buckets keep the capacity events leave behind, a
+  // dozen entries a peer at most), the replies it has sent, and up to two
+  // messages of its own in flight, each with the bytes it holds beyond those
+  // kept in the message: `dim` coordinates encoded, however many --model-dim charges.
   r.population_vectors = 2;
-  const double held = message_bytes(o, static_cast<double>(q.dim));
-  r.population_bytes = sizeof(swarm::Peer) + 160 + 2 * (sizeof(std::vector<std::byte>) + 16 + held);
+  constexpr double kQueueEntries = 12, kQueueEntry = 32, kSentReplies = 4;
+  const double held = message_bytes(o, static_cast<double>(q.dim)) + 2 * sizeof(std::uint32_t);
+  const double spilled = held > swarm::kInlineBytes ? held : 0.0;
+  r.population_bytes = sizeof(swarm::Peer) + (o.swarm_clock == SwarmClock::poisson ? sizeof(swarm::Clock) : 0) +
+                       3 * sizeof(double) + 2 * sizeof(int) + kQueueEntries * kQueueEntry +
+                       kSentReplies * sizeof(swarm::Sent) + 2 * (sizeof(swarm::Message) + spilled);
   r.work_per_peer = 1500;  // random partners: cache misses per message, more at a million peers
   if (o.swarm_clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
   return r;

@@ -43,6 +43,7 @@ enum class Doing : std::uint8_t { outside, idle, waiting, settling };
 // A message's bytes as the MPI form sends them: a header and a payload, kept in
 // the message itself when they are short (a request or reply at --dim 1 is), so
 // that taking a message touches one cache line, not two.
+inline constexpr std::size_t kInlineBytes = 20;
 class MessageBytes {
  public:
   void assign(std::span<const std::byte> head, std::span<const std::byte> payload) {
@@ -61,7 +62,7 @@ class MessageBytes {
 
  private:
   std::uint32_t size_ = 0;
-  std::array<std::byte, 20> inline_{};
+  std::array<std::byte, kInlineBytes> inline_{};
   std::vector<std::byte> heap_;
 };
 
