@@ -279,7 +279,7 @@ void SwarmPeers::finish_initiate(Population& x, int p) {
     effect_.groups += 1;
     if (!s.done) effect_.failed_groups += 1;
   }
-  while (!s.deferred.empty()) answer(x, p, pop(s.deferred));
+  while (!s.deferred.empty()) answer(x, p, pop(s.deferred, messages_));
   if (clock_ == SwarmClock::round) {
     context_->step_done(p);
     return;

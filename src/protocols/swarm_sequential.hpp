@@ -112,6 +112,35 @@ struct Sent {
   int next = -1;
 };
 
+// The tables above (messages, sent replies) are kept by index, so that a table
+// may grow while its items wait in lists; a used slot goes back to `free`.
+template <class T>
+int take_slot(std::vector<T>& table, std::vector<int>& free) {
+  if (free.empty()) {
+    table.emplace_back();
+    return static_cast<int>(table.size()) - 1;
+  }
+  const int i = free.back();
+  free.pop_back();
+  return i;
+}
+template <class T>
+void push(List& list, int i, std::vector<T>& table) {
+  table[static_cast<std::size_t>(i)].next = -1;
+  if (list.empty())
+    list.head = i;
+  else
+    table[static_cast<std::size_t>(list.tail)].next = i;
+  list.tail = i;
+}
+template <class T>
+int pop(List& list, const std::vector<T>& table) {
+  const int i = list.head;
+  list.head = table[static_cast<std::size_t>(i)].next;
+  if (list.head < 0) list.tail = -1;
+  return i;
+}
+
 class SwarmPeers final : public EventPeers {
  public:
   SwarmPeers(const ProtocolOptions& o, int n)
@@ -197,8 +226,6 @@ class SwarmPeers final : public EventPeers {
   void release(int m) { free_.push_back(m); }
   void post(int m);   // a request: moves once the receiver's listening receive is free
   double start(int m);  // moves from now; returns when it arrives
-  void push(List& list, int m);
-  int pop(List& list);
 
   const SwarmMode mode_;
   const SwarmClock clock_;

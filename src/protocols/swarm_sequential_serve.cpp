@@ -28,11 +28,9 @@ double SwarmPeers::reap_replies(int p) {
   while (!sent.empty()) {
     seconds += kTestSeconds;
     if (s.oldest_reply > now()) break;
-    free_sent_.push_back(sent.head);
-    sent.head = sent_[static_cast<std::size_t>(sent.head)].next;
+    free_sent_.push_back(pop(sent, sent_));
     if (!sent.empty()) s.oldest_reply = sent_[static_cast<std::size_t>(sent.head)].arrives;
   }
-  if (sent.empty()) sent.tail = -1;
   return seconds;
 }
 
@@ -51,14 +49,14 @@ void SwarmPeers::handle(Population& x, int q) {
   s.matched = -1;
   s.arrived = false;
   if (!s.mailbox.empty()) {
-    s.matched = pop(s.mailbox);
+    s.matched = pop(s.mailbox, messages_);
     start(s.matched);
   }
   const int initiator = messages_[static_cast<std::size_t>(m)].from;
   if (mode_ == SwarmMode::blocking && s.doing == Doing::waiting) {
     // Lower ranks wait for q's own interaction to end, higher ranks are turned away.
     if (initiator < q)
-      push(s.deferred, m);
+      push(s.deferred, m, messages_);
     else
       reply(q, m, kBusy, {});
     return;
@@ -125,33 +123,15 @@ void SwarmPeers::reply(int q, int request, std::byte status, std::span<const std
   const int m = new_message(q, initiator, true);
   messages_[static_cast<std::size_t>(m)].bytes.assign(std::span(&status, 1), payload);
   const double arrives = start(m);
-  int r;
-  if (free_sent_.empty()) {
-    r = static_cast<int>(sent_.size());
-    sent_.emplace_back();
-  } else {
-    r = free_sent_.back();
-    free_sent_.pop_back();
-  }
-  sent_[static_cast<std::size_t>(r)] = Sent{arrives, -1};
-  List& sent = at(q).replies;
-  if (sent.empty()) {
-    sent.head = r;
-    at(q).oldest_reply = arrives;
-  } else
-    sent_[static_cast<std::size_t>(sent.tail)].next = r;
-  sent.tail = r;
+  const int r = take_slot(sent_, free_sent_);
+  sent_[static_cast<std::size_t>(r)].arrives = arrives;
+  Peer& s = at(q);
+  if (s.replies.empty()) s.oldest_reply = arrives;
+  push(s.replies, r, sent_);
 }
 
 int SwarmPeers::new_message(int from, int to, bool is_reply) {
-  int m;
-  if (!free_.empty()) {
-    m = free_.back();
-    free_.pop_back();
-  } else {
-    m = static_cast<int>(messages_.size());
-    messages_.emplace_back();
-  }
+  const int m = take_slot(messages_, free_);
   Message& msg = messages_[static_cast<std::size_t>(m)];
   msg.from = from;
   msg.to = to;
@@ -166,7 +146,7 @@ void SwarmPeers::post(int m) {
     q.matched = m;
     start(m);
   } else {
-    push(q.mailbox, m);
+    push(q.mailbox, m, messages_);
   }
 }
 
@@ -181,22 +161,6 @@ double SwarmPeers::start(int m) {
   const double seconds = context_->transit->start(msg.from, msg.to, static_cast<double>(charged));
   context_->queue.at(now() + seconds, msg.to, kArrive, m);
   return now() + seconds;
-}
-
-void SwarmPeers::push(List& list, int m) {
-  messages_[static_cast<std::size_t>(m)].next = -1;
-  if (list.empty())
-    list.head = m;
-  else
-    messages_[static_cast<std::size_t>(list.tail)].next = m;
-  list.tail = m;
-}
-
-int SwarmPeers::pop(List& list) {
-  const int m = list.head;
-  list.head = messages_[static_cast<std::size_t>(m)].next;
-  if (list.head < 0) list.tail = -1;
-  return m;
 }
 
 }  // namespace avb::swarm
