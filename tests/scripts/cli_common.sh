@@ -10,7 +10,7 @@
 #   conf  --config files and data files, also outside
 #
 # What a refusal must look like, checked by bad_case for every bad input:
-#   - exit code 2 from the launcher (mpirun and smpirun pass the rank's code on);
+#   - exit code 2 (from the program, or the launcher, which passes the rank's code on);
 #   - exactly one line on stderr starting "APP: error:", and that line starts with
 #     the offending flag ("APP: error: --dim: ...") and names what is accepted (each
 #     case lists the words it must contain);
@@ -18,6 +18,16 @@
 #   - the working folder is unchanged: same names, sizes, modes and modification
 #     times, the folder's own included (so a temporary file created and deleted
 #     also counts), and the pre-existing trace existing.h5 keeps its SHA-256.
+# Where a refusal runs: what it prints and leaves is the apps' own parsing code,
+# the same on every engine; a launcher adds only that the line comes out once from
+# every rank with exit code 2. So under Open MPI (ENGINE mpi: build/ and the
+# sanitizer build) each refusal runs on the sequential engine, in one process that
+# starts no MPI (a few hundredths of a second instead of mpirun's half second), and
+# the cases named in LAUNCHED (a calling script's blank-separated tags, at least one
+# of each kind: a bad value, a combination, a --config line, --out) run through
+# mpirun as well. A case that sets --engine or --peers itself runs as it is written
+# (alone when it asks for --engine sequential, else through the launcher). Under
+# SMPI, whose program cannot run without smpirun, every case runs through smpirun.
 # Launcher noise is ignored: Open MPI's "-----" banners never start with
 # "APP: error:", and lines starting with '[' are dropped before counting: they are
 # SimGrid's log lines (e.g. "[peer-0:0:(1) 0.000000] ... SMPI process did not
@@ -45,12 +55,26 @@ cli_init() {
 
 # run_app TAG ARGS...: runs the app on 2 peers in $work; sets RC, OUT and ERR.
 run_app() {
-  local tag=$1
-  shift
+  run_via "$1" launcher "${@:2}"
+}
+
+# run_via TAG HOW ARGS...: run_app, HOW being "launcher" (2 peers through mpirun or
+# smpirun), "alone" (the program by itself) or "sequential" (alone, with
+# --engine sequential --peers 2 put first).
+run_via() {
+  local tag=$1 how=$2
+  shift 2
+  local launch=("${LAUNCH[@]}")
+  case "$how" in
+    launcher) ;;
+    alone) launch=() ;;
+    sequential) launch=() && set -- --engine sequential --peers 2 "$@" ;;
+    *) die "run_via: unknown way '$how'" ;;
+  esac
   OUT=$logs/$tag.out
   ERR=$logs/$tag.err
   set +e
-  (cd "$work" && timeout -k 10 120 "${LAUNCH[@]}" "$BIN" "$@") >"$OUT" 2>"$ERR" </dev/null
+  (cd "$work" && timeout -k 10 120 "${launch[@]}" "$BIN" "$@") >"$OUT" 2>"$ERR" </dev/null
   RC=$?
   set -e
   if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
@@ -58,12 +82,36 @@ run_app() {
   fi
 }
 
+# refusal_ways TAG ARGS...: how bad_case runs a case with ARGS (see the top of this
+# file): sets WAYS to one or two of launcher, alone, sequential.
+LAUNCHED="" LAUNCHED_RUN=0 WAYS=()
+refusal_ways() {
+  local tag=$1 a prev="" engine="" own=0
+  shift
+  WAYS=(launcher)
+  [ "$ENGINE" = mpi ] || return 0
+  for a in "$@"; do
+    [ "$prev" = --engine ] && engine=$a
+    [[ "$a" == --engine=* ]] && engine=${a#--engine=}
+    [[ "$a" == --engine || "$a" == --engine=* || "$a" == --peers || "$a" == --peers=* ]] && own=1
+    prev=$a
+  done
+  if [ "$engine" = sequential ]; then
+    WAYS=(alone)
+  elif [ "$own" = 0 ]; then
+    WAYS=(sequential)
+    [[ " $LAUNCHED " != *" $tag "* ]] || WAYS+=(launcher)
+  fi
+}
+
 show_logs() {
   { echo "    --- stdout"; sed 's/^/    /' "$OUT"; echo "    --- stderr"; sed 's/^/    /' "$ERR"; } >&2
 }
 
+# The working folder's names, types, sizes, modes and modification times (find's
+# order: readdir's, the same for an unchanged folder), and existing.h5's SHA-256.
 snapshot() {
-  find "$work" -printf '%P|%y|%s|%m|%T@\n' | LC_ALL=C sort
+  find "$work" -printf '%P|%y|%s|%m|%T@\n'
   if [ -f "$work/existing.h5" ]; then sha256sum "$work/existing.h5"; fi
 }
 
@@ -80,37 +128,57 @@ bad_case() {
     return
   fi
   shift 4
-  local before after lines line needle missing=""
+  local how
+  refusal_ways "$tag" "$@"
+  for how in "${WAYS[@]}"; do
+    [ "$how" = launcher ] && [ "$ENGINE" = mpi ] && LAUNCHED_RUN=$((LAUNCHED_RUN + 1))
+    check_refusal "$tag" "$flag_re" "$needles" "$how" "$@"
+  done
+}
+
+# check_refusal TAG FLAG_REGEX NEEDLES HOW ARGS...: one run of a bad_case, run_via
+# HOW. The checks are bash's own (a case costs its run and two snapshots).
+check_refusal() {
+  local tag=$1 flag_re=$2 needles=$3 how=$4
+  shift 4
+  local before after text lines=0 line="" needle missing="" started=0
   before=$(snapshot)
-  run_app "$tag" "$@"
+  run_via "$tag" "$how" "$@"
   after=$(snapshot)
   local problems=()
   [ "$RC" -eq 2 ] || problems+=("exit code $RC, expected 2")
-  lines=$(grep -v '^\[' "$ERR" | grep -c "^$APP: error:" || true)
-  line=$(grep -v '^\[' "$ERR" | grep -m1 "^$APP: error:" || true)
+  while IFS= read -r text || [ -n "$text" ]; do
+    [[ $text == "["* ]] && continue
+    if [[ $text == "$APP: error:"* ]]; then
+      lines=$((lines + 1))
+      [ -n "$line" ] || line=$text
+    fi
+  done <"$ERR"
   if [ "$lines" -ne 1 ]; then
     problems+=("$lines '$APP: error:' lines on stderr, expected exactly 1")
   fi
   if [ -n "$line" ]; then
-    if ! printf '%s\n' "$line" | grep -Eq "^$APP: error: ($flag_re)([:= ]|\$)"; then
-      problems+=("the error line does not start with the flag ($flag_re)")
-    fi
+    local start="^$APP: error: ($flag_re)([:= ]|\$)"
+    [[ $line =~ $start ]] || problems+=("the error line does not start with the flag ($flag_re)")
     IFS='|' read -r -a words <<<"$needles"
     for needle in "${words[@]}"; do
-      printf '%s\n' "$line" | grep -Fq -- "$needle" || missing+=" '$needle'"
+      [[ $line == *"$needle"* ]] || missing+=" '$needle'"
     done
     [ -z "$missing" ] || problems+=("the error line does not name the accepted values:$missing")
   fi
-  if grep -q "^# $APP" "$OUT"; then problems+=("the run started (header on stdout)"); fi
+  while IFS= read -r text || [ -n "$text" ]; do
+    [[ $text == "# $APP"* ]] && started=1
+  done <"$OUT"
+  [ "$started" = 0 ] || problems+=("the run started (header on stdout)")
   if [ "$before" != "$after" ]; then
     local changes
-    changes=$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ' || true)
-    problems+=("files changed in the working folder: $changes")
+    changes=$(diff <(echo "$before" | LC_ALL=C sort) <(echo "$after" | LC_ALL=C sort) | grep '^[<>]' | tr '\n' ' ' || true)
+    problems+=("files changed in the working folder: ${changes:-the order of the listing}")
   fi
   if [ ${#problems[@]} -eq 0 ]; then
-    ok "refused $* -> exit 2, \"$line\""
+    ok "refused $* ($how) -> exit 2, \"$line\""
   else
-    bad "$tag: $APP $*"
+    bad "$tag ($how): $APP $*"
     local p
     for p in "${problems[@]}"; do echo "    - $p" >&2; done
     show_logs

@@ -49,6 +49,10 @@ run_traced() {
   check_trace "$work/$trace" --peers 2 --trials 2 --complete 1 --rounds "$rounds"
 }
 
+# The refusals that also run through mpirun (cli_common.sh: the others run on the
+# sequential engine, the same parsing code): one of each kind.
+LAUNCHED="fail_rate foreign_grid wait_without_work config_bad_value out_exists unknown_flag"
+
 # ---- --help ------------------------------------------------------------------
 check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --straggler-sigma \
   --wait --quorum --deadline-k --deadline-floor --detection-timeout \

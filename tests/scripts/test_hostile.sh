@@ -10,13 +10,12 @@
 #
 #   tests/scripts/test_hostile.sh BINARY ENGINE [SECTION...]
 #     ENGINE: mpi (mpirun) or smpi (smpirun.sh)
-#     SECTION: flags files out (default: all three), or blankflags: only the flag
-#     cases with an empty or blank argument, the ones smpirun cannot pass on; or
-#     one of the slices below, for the runs that repeat C++ code another run
-#     checks case by case (the sanitizer build, and SMPI for files and --out):
-#       blanksample  blankflags, but an empty or blank value of a flag read by a
-#                    shared option type (integer, seed, real, the --target list,
-#                    the word list) once per type and value; every other case kept
+#     SECTION: flags files out (default: all three), or one of the slices below,
+#     for the runs that repeat C++ code another run checks case by case (the
+#     sanitizer build, and SMPI):
+#       flagsample   flags, but a value of a flag read by a shared option type
+#                    (integer, seed, real, the --target list, the word list) once
+#                    per type and value; every other case kept
 #       filesample   files, but one unreadable and one malformed file per file
 #                    flag, and the empty --config
 #       outfull      of out, only the full file system (the run that starts, then
@@ -32,7 +31,7 @@ APP_NAME=$(basename "$1")
 cli_init "$APP_NAME" "$1" "$2"
 shift 2
 SECTIONS=${*:-flags files out}
-[[ " $SECTIONS " =~ ^(" "(flags|blankflags|blanksample|files|filesample|out|outfull))+" "$ ]] ||
+[[ " $SECTIONS " =~ ^(" "(flags|flagsample|files|filesample|out|outfull))+" "$ ]] ||
   die "unknown section in: $SECTIONS"
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 started=$(now)
@@ -45,14 +44,11 @@ printf '+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.5\n-1 3:0.25\n+1 1:0.75\n-1 2:0.5 3:1\n
 # blank is skipped (and counted): SimGrid's smpirun drops empty arguments and
 # splits at blanks, so the program would get another command line than the case
 # means. The Open MPI run covers them (same parsing code).
-# In section blankflags (ctest's Open MPI runs), a flag case runs only if it has
-# such an argument: the others are the same parsing code, run under SMPI at a
-# tenth of the cost (an mpirun per case is about 0.5 s).
-# In the slices (blanksample, filesample), a case another run checks with the
+# In the slices (flagsample, filesample), a case another run checks with the
 # same C++ code is left out (and counted): SAMPLE_KEY, set by int_flag, real_flag
 # and word_flag, names the conversion and the value; FILE_SAMPLE lists the files
 # cases filesample keeps.
-SKIPPED_EMPTY=0 LEFT_TO_SMPI=0 SAMPLED_OUT=0 SAMPLE_KEY=""
+SKIPPED_EMPTY=0 SAMPLED_OUT=0 SAMPLE_KEY=""
 declare -A SAMPLED=()
 FILE_SAMPLE=" config.folder config.garbage topology.folder topology.garbage data.folder data.garbage test_data.folder
   test_data.garbage availability.folder availability.garbage "
@@ -69,11 +65,7 @@ hcase() {
     SKIPPED_EMPTY=$((SKIPPED_EMPTY + 1))
     return
   fi
-  if [ "$IN_FLAGS" = 1 ] && ! want flags && [ "$blank" = 0 ]; then
-    LEFT_TO_SMPI=$((LEFT_TO_SMPI + 1))
-    return
-  fi
-  if [ "$IN_FLAGS" = 1 ] && want blanksample && ! want blankflags && ! want flags && [ -n "$SAMPLE_KEY" ]; then
+  if [ "$IN_FLAGS" = 1 ] && ! want flags && [ -n "$SAMPLE_KEY" ]; then
     if [ -n "${SAMPLED[$SAMPLE_KEY]:-}" ]; then
       SAMPLED_OUT=$((SAMPLED_OUT + 1))
       return
@@ -87,6 +79,10 @@ hcase() {
   bad_case "$@"
 }
 IN_FLAGS=0 IN_FILES=0
+
+# The refusals that also run through mpirun (cli_common.sh: the others run on the
+# sequential engine, the same parsing code): one of each kind.
+LAUNCHED="dim.empty dim.space protocol.unknown config.garbage topology.garbage data.garbage out.read_only out.folder"
 
 # ---- the trace every case must leave alone ------------------------------------------
 if [ "$APP" = averaging_bench ]; then
@@ -164,7 +160,7 @@ range_case() {
 }
 
 # ---- flags ------------------------------------------------------------------------
-if want flags || want blankflags || want blanksample; then
+if want flags || want flagsample; then
   say "section flags"
   IN_FLAGS=1
   # The protocol flags (apps/common/protocol_flags.cpp) are the same code in both
@@ -576,7 +572,7 @@ fi
 # another run). Switches and CLI11's own flags take no value to refuse. sgd_bench's
 # flags declared exactly as averaging_bench's (same kind and accepted values: the
 # same code) are averaging_bench's cases (its run beside this one, same folder).
-if { want flags || want blankflags || want blanksample; } && { want files || want filesample; } && want out; then
+if { want flags || want flagsample; } && { want files || want filesample; } && want out; then
   list_flags() {
     timeout -k 10 120 "${LAUNCH[@]}" "$1" --list-flags 2>"$logs/flags.err" </dev/null ||
       die "$1 --list-flags failed: $(head -3 "$logs/flags.err")"
@@ -603,7 +599,6 @@ if { want flags || want blankflags || want blanksample; } && { want files || wan
   fi
 fi
 
-[ "$LEFT_TO_SMPI" -eq 0 ] || say "section blankflags: $LEFT_TO_SMPI flag case(s) without an empty or blank argument left to the SMPI run"
 [ "$SAMPLED_OUT" -eq 0 ] || say "slices $SECTIONS: $SAMPLED_OUT case(s) left to the runs that check them one by one (same C++ code)"
 [ "$SKIPPED_EMPTY" -eq 0 ] || say "SKIPPED under SMPI: $SKIPPED_EMPTY case(s) with an empty argument or a blank (smpirun drops or splits them)"
 say "$(elapsed "$started") s"

@@ -118,6 +118,10 @@ check_help --config --protocol --fail-rate --failure --join-rate --stragglers --
   --local-steps-dist --step-flops --batch --lr --lr-schedule --lr-decay-steps --lr-decay-factor --momentum --eval-every --trials --seed --target \
   --stop-at-target --out --overwrite --quiet
 
+# The refusals that also run through mpirun (cli_common.sh: the others run on the
+# sequential engine, the same parsing code): one of each kind.
+LAUNCHED="lr_zero foreign_zeta config_bad_value out_exists unknown_flag data_malformed"
+
 # ---- a good run; its trace is then the pre-existing file the bad cases must keep ----
 run_app good --steps 40 --eval-every 5 --trials 2 --dim 3 --out existing.h5 --quiet
 if [ "$RC" -ne 0 ]; then
