@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs every command the documentation shows, so the docs cannot drift from the code.
 
-    test_docs.py --source REPO --build BUILD --build-smpi BUILD_SMPI [--only FILE ...] [--list]
+    test_docs.py --source REPO --build BUILD --build-smpi BUILD_SMPI [--only FILE ...] [--list] [--jobs N]
 
 Which text is run (README.md and docs/*.md of REPO):
 
@@ -31,7 +31,8 @@ Which text is run (README.md and docs/*.md of REPO):
    build-smpi/ name the given builds and scripts/, python/, tests/ the source
    tree's. Open MPI may run as root and oversubscribe (OMPI_ALLOW_RUN_AS_ROOT=1,
    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, OMPI_MCA_rmaps_base_oversubscribe=1 are set);
-   smpirun.sh's generated platforms go to a private AVB_PLATFORM_DIR.
+   smpirun.sh's generated platforms go to a private AVB_PLATFORM_DIR. Documents run
+   --jobs at a time (default 2), each one's report printed whole when it ends.
    Each command must exit 0 (or its `exit N`) within --timeout seconds.
 6. Every HDF5 file (*.h5) the commands leave in a scratch folder must carry the
    code's schema version and pass tests/scripts/check_trace.py.
@@ -47,12 +48,15 @@ FAIL lines naming file and line; exits 1 if anything failed, else 0.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import io
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,9 +170,26 @@ def scratch_for(doc: Path, args, root: Path) -> Path:
     return d
 
 
+class PerThreadOutput:
+    """sys.stdout for documents run at once: a thread with a buffer writes there."""
+
+    def __init__(self, real):
+        self.real = real
+        self.local = threading.local()
+
+    def write(self, text: str) -> int:
+        return (getattr(self.local, "buffer", None) or self.real).write(text)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+
 def run(cmd: list[str], cwd: Path, timeout: float, stdin_text: str | None = None):
+    # smpirun.sh's generated platforms go beside the document's scratch folder: not
+    # shared with other runs, nor with the documents run at the same time.
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", MPLBACKEND="Agg")
+               OMPI_MCA_rmaps_base_oversubscribe="1", MPLBACKEND="Agg",
+               AVB_PLATFORM_DIR=str(cwd.parent / f"{cwd.name}.platforms"))
     t0 = time.monotonic()
     try:
         # Its own session, so that a timeout ends the command's whole process tree.
@@ -234,6 +255,7 @@ def parse_args():
     ap.add_argument("--only", nargs="*", help="documents to run (default: README.md and docs/*.md)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per command")
     ap.add_argument("--list", action="store_true", help="print the commands and markers, run nothing")
+    ap.add_argument("--jobs", type=int, default=2, help="documents run at once (default 2)")
     args = ap.parse_args()
     args.source, args.build, args.build_smpi = (p.resolve() for p in (args.source, args.build, args.build_smpi))
     return args
@@ -312,11 +334,29 @@ def main() -> int:
     counts = {"ran": 0, "skipped": 0, "text": 0}
     t_all = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="avb-docs-"))
-    os.environ["AVB_PLATFORM_DIR"] = str(root / "platforms")  # not shared with other runs
+    # Documents are independent (rule 5): --jobs of them run at once, the longest
+    # texts first, each one's lines printed together when it ends.
+    sys.stdout = per_thread = PerThreadOutput(sys.stdout)
+
+    def one(doc: Path):
+        per_thread.local.buffer = io.StringIO()
+        mine = dict.fromkeys(counts, 0)
+        try:
+            run_doc(doc, args, root, failures, mine)
+        finally:
+            text, per_thread.local.buffer = per_thread.local.buffer.getvalue(), None
+        return text, mine
+
     try:
-        for doc in docs:
-            run_doc(doc, args, root, failures, counts)
+        order = sorted(docs, key=lambda d: -d.stat().st_size)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for text, mine in pool.map(one, order):
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                for k, v in mine.items():
+                    counts[k] += v
     finally:
+        sys.stdout = per_thread.real
         shutil.rmtree(root, ignore_errors=True)
     print(f"docs: {counts['ran']} commands run, {counts['skipped']} skipped, {counts['text']} blocks not commands, "
           f"{time.monotonic() - t_all:.0f} s; {len(failures)} problem(s)")
