@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The test suite's budget: each test's time and share, from ctest's own records.
 
-    scripts/test_budget.py [BUILD_DIR...] [--log FILE] [--top N] [--csv]
+    scripts/test_budget.py [BUILD_DIR...] [--log FILE] [--top N] [--csv] [--write-costs FILE]
 
 For each build folder (default: build, build-smpi, build-asan and build-fuzz, those
 that exist), reads the last ctest run's Testing/Temporary/LastTest.log and each
@@ -10,6 +10,9 @@ first: its seconds, its share of all the tests' seconds, its timeout and how clo
 it came (time / timeout; "NEAR" from one half up: docs/testing.md asks for at least
 2x headroom on a quiet machine). Given scripts/test.sh's output (--log), it also
 prints the stages' seconds and their share of the whole run (builds included).
+With --write-costs, it writes FILE (tests/test_costs.tsv) instead: each test's
+build kind, name and whole seconds, from which CMake sets the tests' COST, so that
+ctest -j2 starts the costliest first (cmake/test_costs.cmake).
 Exit 0, or 2 on bad input (a folder without a ctest run, an unreadable log).
 """
 import argparse
@@ -63,6 +66,25 @@ def test_timeouts(build):
     return timeouts
 
 
+def build_kind(build):
+    """The kind of build (cmake/test_costs.cmake): fuzz, asan, smpi or default."""
+    cache = (build / "CMakeCache.txt").read_text(errors="replace")
+    for kind, option in (("fuzz", "AVB_FUZZ"), ("asan", "AVB_SANITIZE"), ("smpi", "AVB_SMPI")):
+        if re.search(rf"^{option}:BOOL=(ON|1|TRUE|YES)$", cache, re.M | re.I):
+            return kind
+    return "default"
+
+
+def write_costs(path, builds):
+    """Writes the tests' costs (--write-costs)."""
+    rows = sorted((build_kind(b), name, round(seconds)) for b in builds for name, (seconds, _) in test_times(b).items())
+    with open(path, "w") as f:
+        f.write("# build kind, test, seconds of a measured run: the order in which ctest -j2 starts tests\n"
+                "# (cmake/test_costs.cmake). Written by scripts/test_budget.py --write-costs FILE BUILD_DIR...\n")
+        for kind, name, seconds in rows:
+            f.write(f"{kind}\t{name}\t{seconds}\n")
+
+
 def stage_times(log):
     """[(stage, seconds)] from scripts/test.sh's '== test.sh: STAGE: ok (N s)' lines."""
     stages = []
@@ -79,11 +101,15 @@ def main():
     parser.add_argument("--log", help="scripts/test.sh's output, for the stages' times")
     parser.add_argument("--top", type=int, default=0, help="print only the N slowest tests (default: all)")
     parser.add_argument("--csv", action="store_true", help="comma-separated, with a header")
+    parser.add_argument("--write-costs", metavar="FILE", help="write the tests' costs to FILE (tests/test_costs.tsv)")
     args = parser.parse_args()
     repo = pathlib.Path(__file__).resolve().parent.parent
     builds = [pathlib.Path(b) for b in args.builds] or [repo / d for d in DEFAULT_DIRS if (repo / d).is_dir()]
     rows = []
     try:
+        if args.write_costs:
+            write_costs(args.write_costs, builds)
+            return 0
         for build in builds:
             times, timeouts = test_times(build), test_timeouts(build)
             for name, (seconds, status) in times.items():
