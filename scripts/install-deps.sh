@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  ninja-build  # the presets' generator: compiles a target's objects while its libraries link
   libopenmpi-dev openmpi-bin
   libsimgrid-dev
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev librandom123-dev
