@@ -3,6 +3,7 @@
 // need no oracle: the exact average after d rounds on a full Moshpit grid.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -262,6 +263,19 @@ Case churn(const char* protocol, const char* semantics, double rate, double join
   return c;
 }
 
+// A case's name in test filters: its place, protocol, graph or collective, and what
+// travels on the wire (e.g. 4_gossip_complete), so that a filter picks cases by what
+// they are, not by their place in a list.
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  std::string name = std::to_string(info.index) + "_" + c.protocol + "_" +
+                     (std::string(c.topology) != "default" ? c.topology : c.collective);
+  if (std::string(c.quantizer) != "none") name += std::string("_") + c.quantizer;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Churn, ProtocolOracle,
     ::testing::Values(churn("allreduce", "survivors", 0.2, 0.5, 3), churn("allreduce", "abort", 0.1, 1.0, 2),
@@ -269,7 +283,7 @@ INSTANTIATE_TEST_SUITE_P(
                       churn("moshpit", "survivors", 0.2, 0.5, 2, "default", "chunk"),
                       churn("random-groups", "survivors", 0.2, 0.5, 4), churn("gossip", "survivors", 0.2, 0.5, 3, "ring"),
                       churn("pairwise", "survivors", 0.3, 0.6, 2, "complete"),
-                      churn("sgp-paper", "survivors", 0.2, 0.5, 2)));
+                      churn("sgp-paper", "survivors", 0.2, 0.5, 2)), case_name);
 
 // --groups comm and the all-reduces group protocols may now use (--collective): the
 // same values as the oracle's (the library's MPI_Allreduce within 1e-12) and the same
@@ -292,7 +306,7 @@ INSTANTIATE_TEST_SUITE_P(
                       grouped("moshpit", "survivors", 0.2, 3, "mpi", "comm"),
                       grouped("moshpit", "partial", 0.2, 6, "mpi", "comm"),
                       grouped("moshpit", "survivors", 0.1, 5, "ring", "comm"),
-                      grouped("moshpit", "survivors", 0.1, 5, "ring", "view")));
+                      grouped("moshpit", "survivors", 0.1, 5, "ring", "view")), case_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Allreduce, ProtocolOracle,
@@ -303,7 +317,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"allreduce", "survivors", "transient", 0.6, 17},
                       Case{"allreduce", "survivors", "transient", 0.1, 33, "ring"},
                       Case{"allreduce", "abort", "transient", 0.01, 33, "doubling"},
-                      Case{"allreduce", "survivors", "transient", 0.3, 3, "tree"}));
+                      Case{"allreduce", "survivors", "transient", 0.3, 3, "tree"}), case_name);
 
 INSTANTIATE_TEST_SUITE_P(
     RandomGroups, ProtocolOracle,
@@ -313,7 +327,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"random-groups", "partial", "transient", 0.25, 7},
                       Case{"random-groups", "partial", "permanent", 0.1, 2},
                       Case{"random-groups", "survivors", "transient", 0.1, 1, "auto", "default", "random", "axis", 2},
-                      Case{"random-groups", "survivors", "transient", 0.1, 4, "auto", "default", "random", "axis", 32}));
+                      Case{"random-groups", "survivors", "transient", 0.1, 4, "auto", "default", "random", "axis", 32}), case_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Moshpit, ProtocolOracle,
@@ -327,7 +341,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"moshpit", "survivors", "transient", 0.0, 3, "auto", "default", "rank", "chunk"},
                       Case{"moshpit", "survivors", "transient", 0.2, 2, "auto", "default", "random", "chunk"},
                       Case{"moshpit", "abort", "transient", 0.1, 3, "auto", "cube", "random", "chunk"},
-                      Case{"moshpit", "survivors", "transient", 0.1, 2, "auto", "line", "random", "axis"}));
+                      Case{"moshpit", "survivors", "transient", 0.1, 2, "auto", "line", "random", "axis"}), case_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Graphs, ProtocolOracle,
@@ -349,7 +363,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"sgp-paper", "survivors", "transient", 0.0, 1}, Case{"sgp-paper", "survivors", "transient", 0.2, 4},
         Case{"pairwise", "survivors", "transient", 0.0, 2},
         Case{"pairwise", "survivors", "transient", 0.2, 3, "auto", "default", "random", "axis", 3, "ring"},
-        Case{"pairwise", "survivors", "transient", 0.1, 2, "auto", "default", "random", "axis", 3, "torus"}));
+        Case{"pairwise", "survivors", "transient", 0.1, 2, "auto", "default", "random", "axis", 3, "torus"}), case_name);
 
 // Quantized gossip and pairwise (docs/protocols.md): each peer sends Q(x), decoded
 // near the receiver's own value, with the dither keyed by (seed, round, sender).
@@ -387,7 +401,7 @@ INSTANTIATE_TEST_SUITE_P(
                       quantized("gossip", "torus", 0.1, 3, "lattice", 2, 1e-3, 2),
                       quantized("gossip", "exp", 0.0, 2, "lattice", 4, 1e-3, 2, "metropolis", "metropolis"),
                       quantized("pairwise", "ring", 0.1, 4, "lattice", 4, 1e-3, 2),
-                      quantized("pairwise", "complete", 0.0, 3, "lattice", 2, 1e-2, 2)));
+                      quantized("pairwise", "complete", 0.0, 3, "lattice", 2, 1e-2, 2)), case_name);
 
 // Quantized butterflies (docs/protocols.md, "Quantizers"): every part travels
 // encoded both ways, with failures mid-all-reduce under partial. Values, bytes at
@@ -414,7 +428,7 @@ INSTANTIATE_TEST_SUITE_P(
                       coded_groups("allreduce", "abort", 0.05, 3, "fp16", "default", "ring"),
                       coded_groups("allreduce", "survivors", 0.2, 4, "stochastic:4", "default", "doubling"),
                       coded_groups("allreduce", "survivors", 0.1, 3, "fp16", "default", "tree"),
-                      coded_groups("allreduce", "survivors", 0.0, 2, "uniform8")));
+                      coded_groups("allreduce", "survivors", 0.0, 2, "uniform8")), case_name);
 
 // CHOCO-Gossip (docs/protocols.md, "choco"): compressed differences on any graph
 // and quantizer. Failures make receivers miss updates, which then travel whole;
@@ -437,7 +451,7 @@ INSTANTIATE_TEST_SUITE_P(
                       choco("one-peer-exp", "transient", 0.1, 2, "stochastic:2", 0.2),
                       choco("hypercube", "permanent", 0.1, 3, "lattice", 0.5),
                       choco("ring", "transient", 0.1, 2, "lattice", 0.5, 4, 0.1, 1),
-                      choco("exp", "transient", 0.3, 2, "fp16", 0.6)));
+                      choco("exp", "transient", 0.3, 2, "fp16", 0.6)), case_name);
 
 // With N = M^d peers and no failures, Moshpit holds the exact average after d
 // rounds, whatever the placement and key rule (the paper's Section 3.1).

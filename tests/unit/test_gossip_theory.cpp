@@ -2,6 +2,7 @@
 // runs are checked against the same oracle in tests/mpi).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -67,7 +68,14 @@ INSTANTIATE_TEST_SUITE_P(Graphs, GossipSpectrum,
                                            RateCase{"torus", 64, 100, 3, 30}, RateCase{"torus", 1024, 40, 5, 40},
                                            RateCase{"exp", 64, 100, 2, 12}, RateCase{"exp", 1024, 400, 2, 20},
                                            RateCase{"random-regular:8", 64, 100, 2, 12},
-                                           RateCase{"random-regular:8", 256, 40, 2, 15}));
+                                           RateCase{"random-regular:8", 256, 40, 2, 15}),
+                         // Named by graph and size (e.g. torus_1024), for the test filters.
+                         [](const ::testing::TestParamInfo<RateCase>& info) {
+                           std::string name = std::string(info.param.topology) + "_" + std::to_string(info.param.n);
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
 
 // One-peer exponential graph, N = 2^k, no failures: exact average in log2 N rounds,
 // for gossip (weights 1/2) and push-sum (w stays 1).
