@@ -68,7 +68,10 @@ run_via() {
   case "$how" in
     launcher) ;;
     alone) launch=() ;;
-    sequential) launch=() && set -- --engine sequential --peers 2 "$@" ;;
+    sequential)
+      launch=()
+      set -- --engine sequential --peers 2 "$@"
+      ;;
     *) die "run_via: unknown way '$how'" ;;
   esac
   OUT=$logs/$tag.out
@@ -134,6 +137,18 @@ bad_case() {
     [ "$how" = launcher ] && [ "$ENGINE" = mpi ] && LAUNCHED_RUN=$((LAUNCHED_RUN + 1))
     check_refusal "$tag" "$flag_re" "$needles" "$how" "$@"
   done
+}
+
+# launched_check: under Open MPI, says how many refusals also ran through mpirun,
+# and fails when none did (a LAUNCHED list naming no case that ran would otherwise
+# leave the launcher's part unchecked without a word).
+launched_check() {
+  [ "$ENGINE" = mpi ] || return 0
+  if [ "$LAUNCHED_RUN" -gt 0 ]; then
+    say "$LAUNCHED_RUN refusal(s) also through mpirun, the others on the sequential engine"
+  else
+    bad "no refusal ran through mpirun: LAUNCHED ($LAUNCHED) names no case that ran"
+  fi
 }
 
 # check_refusal TAG FLAG_REGEX NEEDLES HOW ARGS...: one run of a bad_case, run_via

@@ -288,4 +288,5 @@ else
 fi
 no_temp_files
 
+launched_check
 finish

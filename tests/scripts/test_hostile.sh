@@ -602,4 +602,5 @@ fi
 [ "$SAMPLED_OUT" -eq 0 ] || say "slices $SECTIONS: $SAMPLED_OUT case(s) left to the runs that check them one by one (same C++ code)"
 [ "$SKIPPED_EMPTY" -eq 0 ] || say "SKIPPED under SMPI: $SKIPPED_EMPTY case(s) with an empty argument or a blank (smpirun drops or splits them)"
 say "$(elapsed "$started") s"
+launched_check
 finish

@@ -401,4 +401,5 @@ else
 fi
 no_temp_files
 
+launched_check
 finish
