@@ -244,14 +244,16 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   // radix heap's entries: its buckets keep the capacity events leave behind, a
   // dozen entries a peer at most), the replies it has sent, and up to two
   // messages of its own in flight, each with the bytes it holds beyond those
-  // kept in the message: `dim` coordinates encoded, however many --model-dim charges.
+  // kept in the message: `dim` coordinates encoded, however many --model-dim
+  // charges; and its share of the alive sets of the rounds kept at once.
   r.population_vectors = 2;
-  constexpr double kQueueEntries = 12, kQueueEntry = 32, kSentReplies = 4;
+  constexpr double kQueueEntries = 12, kQueueEntry = EventQueue::kEntryBytes, kSentReplies = 4;
   const double held = message_bytes(o, static_cast<double>(q.dim)) + 2 * sizeof(std::uint32_t);
   const double spilled = held > swarm::kInlineBytes ? held : 0.0;
   r.population_bytes = sizeof(swarm::Peer) + (o.swarm_clock == SwarmClock::poisson ? sizeof(swarm::Clock) : 0) +
                        3 * sizeof(double) + 2 * sizeof(int) + kQueueEntries * kQueueEntry +
-                       kSentReplies * sizeof(swarm::Sent) + 2 * (sizeof(swarm::Message) + spilled);
+                       kSentReplies * sizeof(swarm::Sent) + 2 * (sizeof(swarm::Message) + spilled) +
+                       (swarm::kAliveRounds + 1) * swarm::AliveSet::kBytesPerPeer;
   r.work_per_peer = 1500;  // random partners: cache misses per message, more at a million peers
   if (o.swarm_clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
   return r;

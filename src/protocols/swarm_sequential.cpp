@@ -109,27 +109,25 @@ int SwarmPeers::choose_partner(int p, int t, int draw) {
     if (t != alive_round_) {
       auto [it, added] = alive_lists_.try_emplace(t);
       if (added) {
-        if (alive_lists_.size() > 8) {  // SGD's peers are a few rounds apart at most
+        if (alive_lists_.size() > kAliveRounds) {
           alive_lists_.clear();
           it = alive_lists_.try_emplace(t).first;
         }
-        it->second = context_->failures->alive_peers(t);
+        it->second.assign(context_->failures->alive_peers(t), n_);
       }
       alive_round_ = t;
       alive_ = &it->second;
     }
-    const std::vector<int>& alive = *alive_;
+    const std::vector<int>& alive = alive_->peers;
     if (n_ > 1 && alive.size() == static_cast<std::size_t>(n_)) {  // nobody is down: alive[k] is k
       const auto k = static_cast<int>(partner_index(context_->seed, t, p, draw, alive.size() - 1));
       return k >= p ? k + 1 : k;
     }
-    const auto self = std::lower_bound(alive.begin(), alive.end(), p);
-    const bool counted = self != alive.end() && *self == p;
+    const bool counted = alive_->has(p);
     const std::size_t count = alive.size() - (counted ? 1 : 0);
     if (count == 0) return -1;
     const std::size_t k = partner_index(context_->seed, t, p, draw, count);
-    const auto below = static_cast<std::size_t>(self - alive.begin());
-    return alive[counted && k >= below ? k + 1 : k];
+    return alive[counted && k >= alive_->below(p) ? k + 1 : k];
   }
   candidates_.clear();
   for (int j : topology_->out_neighbours(t, p))
@@ -183,7 +181,7 @@ void SwarmPeers::handle(Population& x, const Event& e) {
     // wait_serving() is over: it tests the replies its peer sent before going on.
     at(m.to).doing = Doing::outside;
     const double tests = reap_replies(m.to);
-    if (tests > 0)
+    if (tests > 0 && !context_->queue.advance_to(now() + tests))
       context_->queue.at(now() + tests, m.to, kReplyTaken, e.arg);
     else
       on_reply(x, m.to, static_cast<int>(e.arg));
@@ -253,8 +251,7 @@ void SwarmPeers::apply(Population& x, int p, std::byte status, const Message& re
     if (status == kExact) decode_reply(reply, sent);
     for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = (mine[k] + decoded_[k]) / 2;
   }
-  copy(mine, pre_local_, p);
-  copy(mine, published_, p);
+  offer(mine, p);
 }
 
 void SwarmPeers::attempt_over(Population& x, int p, std::byte status) {

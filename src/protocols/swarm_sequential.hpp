@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -79,23 +80,27 @@ struct List {
 };
 
 // What every interaction reads and writes of a peer, in one cache line: at a
-// million peers each one it touches is a cache miss.
+// million peers each one it touches is a cache miss. (Widest fields first, so
+// that no padding pushes it past 64 bytes.)
 struct alignas(64) Peer {
+  // When the replies it sent arrive, in the order sent (sent_ records): each
+  // serve tests them (MPI_Test, reap_replies) until one has not arrived. The
+  // oldest one's time is kept here, which is all most tests read.
+  double oldest_reply = 0;
+  List replies;
+  int matched = -1;      // the request its listening receive holds, moving or arrived
+  List mailbox;          // requests sent to it before its receive was free
+  List deferred;         // blocking: requests it holds until its own interaction is over
+  int t = 0, tick = 0;
+  int partner = -1, request = -1;
   Doing doing = Doing::outside;
   bool arrived = false;  // the request its listening receive holds has arrived and is not handled yet
   bool last_idle = false;  // the current idle ends the round's step
   bool tried = false, done = false, resent = false;
-  int matched = -1;      // the request its listening receive holds, moving or arrived
-  List mailbox;          // requests sent to it before its receive was free
-  List deferred;         // blocking: requests it holds until its own interaction is over
-  // When the replies it sent arrive, in the order sent (sent_ records): each
-  // serve tests them (MPI_Test, reap_replies) until one has not arrived. The
-  // oldest one's time is kept here, which is all most tests read.
-  List replies;
-  double oldest_reply = 0;
-  int t = 0, tick = 0;
-  int attempt = 0, partner = -1, request = -1;
+  std::uint8_t attempt = 0;  // below kMaxAttempts
 };
+static_assert(sizeof(Peer) == 64);
+static_assert(kMaxAttempts <= 255);
 
 // The Poisson clock's state of a peer (--swarm-clock poisson only).
 struct Clock {
@@ -104,6 +109,35 @@ struct Clock {
   // and the tests of the requests taken on the way (each delays what follows).
   double idle_from = 0, idle_seconds = 0, idle_extra = 0;
   int slices = 0;
+};
+
+// The alive peers of a round, ascending, and each peer's place among them in
+// O(1) (a bit per peer, and the count before each word), so that drawing a
+// partner on the complete graph costs no search.
+inline constexpr std::size_t kAliveRounds = 8;  // kept at once (SGD's peers are a few rounds apart at most)
+struct AliveSet {
+  std::vector<int> peers;
+  std::vector<std::uint64_t> bits;
+  std::vector<std::uint32_t> before;  // alive peers in the words before each word
+  void assign(std::vector<int> alive, int n) {
+    peers = std::move(alive);
+    bits.assign(static_cast<std::size_t>(n + 63) / 64, 0);
+    for (int p : peers) bits[static_cast<std::size_t>(p) / 64] |= std::uint64_t{1} << (p % 64);
+    before.resize(bits.size());
+    std::uint32_t count = 0;
+    for (std::size_t w = 0; w < bits.size(); ++w) {
+      before[w] = count;
+      count += static_cast<std::uint32_t>(std::popcount(bits[w]));
+    }
+  }
+  // Bytes a peer costs in one round's set.
+  static constexpr double kBytesPerPeer = sizeof(int) + (sizeof(std::uint64_t) + sizeof(std::uint32_t)) / 64.0;
+  bool has(int p) const { return (bits[static_cast<std::size_t>(p) / 64] >> (p % 64)) & 1; }
+  // How many alive peers are below p.
+  std::size_t below(int p) const {
+    const auto w = static_cast<std::size_t>(p) / 64;
+    return before[w] + static_cast<std::size_t>(std::popcount(bits[w] & ((std::uint64_t{1} << (p % 64)) - 1)));
+  }
 };
 
 // A reply sent, in its sender's list: when it arrives.
@@ -145,15 +179,15 @@ class SwarmPeers final : public EventPeers {
  public:
   SwarmPeers(const ProtocolOptions& o, int n)
       : mode_(o.swarm_mode), clock_(o.swarm_clock), quantizer_(o.quantizer), topology_spec_(*o.topology), n_(n),
-        pre_local_(n, 1), published_(n, 1) {}
+        offered_(n, 2) {}
 
   void begin_trial(const Population& x, EventContext& context) override {
     context_ = &context;
 
     topology_.emplace(topology_spec_, n_, context.seed);
     complete_ = topology_spec_.kind == TopologyKind::complete;
-    pre_local_ = x;
-    published_ = x;
+    offered_ = Population(x.n, 2 * x.dim);
+    for (int p = 0; p < x.n; ++p) offer(x.peer(p), p);
     peers_.assign(static_cast<std::size_t>(n_), Peer{});
     if (clock_ == SwarmClock::poisson) clocks_.assign(static_cast<std::size_t>(n_), Clock{});
     sent_.clear();
@@ -166,7 +200,7 @@ class SwarmPeers final : public EventPeers {
   }
   void step(Population& x, int p, int t) override;
   double progress(Population& x, int p) override {
-    copy(x.peer(p), published_, p);
+    copy(x.peer(p), published(p));
     return serve(x, p);
   }
   void settle(Population& x, int p) override {
@@ -177,21 +211,25 @@ class SwarmPeers final : public EventPeers {
   void leave_settle() override {
     for (Peer& s : peers_) s.doing = Doing::outside;
   }
-  void on_join(const Population& x, int p) override {
-    copy(x.peer(p), pre_local_, p);
-    copy(x.peer(p), published_, p);
-  }
+  void on_join(const Population& x, int p) override { offer(x.peer(p), p); }
   void handle(Population& x, const Event& e) override;
   RoundEffect take_effect() override { return std::exchange(effect_, {}); }
 
  private:
   Peer& at(int p) { return peers_[static_cast<std::size_t>(p)]; }
   Clock& clock(int p) { return clocks_[static_cast<std::size_t>(p)]; }
-  std::span<const double> reference(int p) const {
-    return mode_ == SwarmMode::blocking ? pre_local_.peer(p) : published_.peer(p);
+  // The models p offers, side by side (one cache line at --dim 1): the one its
+  // interactions left (pre-local, which blocking mode sends) and the one it last
+  // published (which non-blocking mode sends).
+  std::span<double> pre_local(int p) { return offered_.peer(p).first(static_cast<std::size_t>(offered_.dim / 2)); }
+  std::span<double> published(int p) { return offered_.peer(p).last(static_cast<std::size_t>(offered_.dim / 2)); }
+  std::span<const double> reference(int p) {
+    return mode_ == SwarmMode::blocking ? pre_local(p) : published(p);
   }
-  static void copy(std::span<const double> from, Population& to, int p) {
-    std::copy(from.begin(), from.end(), to.peer(p).begin());
+  static void copy(std::span<const double> from, std::span<double> to) { std::copy(from.begin(), from.end(), to.begin()); }
+  void offer(std::span<const double> model, int p) {
+    copy(model, pre_local(p));
+    copy(model, published(p));
   }
   double now() const { return context_->queue.now(); }
 
@@ -236,16 +274,16 @@ class SwarmPeers final : public EventPeers {
   EventContext* context_ = nullptr;
   std::optional<Topology> topology_;
   bool complete_ = false;
-  Population pre_local_, published_;
+  Population offered_;
   std::vector<Peer> peers_;
   std::vector<Clock> clocks_;
   std::vector<Sent> sent_;
   std::vector<int> free_sent_;
   std::vector<Message> messages_;
   std::vector<int> free_;
-  std::unordered_map<int, std::vector<int>> alive_lists_;  // complete graph: the alive peers of a round
-  int alive_round_ = -1;                                   // ... the last one asked for
-  const std::vector<int>* alive_ = nullptr;
+  std::unordered_map<int, AliveSet> alive_lists_;  // complete graph: the alive peers of a round
+  int alive_round_ = -1;                           // ... the last one asked for
+  const AliveSet* alive_ = nullptr;
   std::vector<int> candidates_;
   std::vector<double> before_, seen_, decoded_, own_view_;
   std::vector<std::byte> encoded_;

@@ -106,13 +106,13 @@ void SwarmPeers::answer(Population& x, int q, int request) {
     decoded_ = before_;
   }
   const std::span<double> mine = x.peer(q);
-  const std::span<double> pre = pre_local_.peer(q);
+  const std::span<double> pre = pre_local(q);
   for (std::size_t k = 0; k < d; ++k) {
     const double delta = (seen_[k] - decoded_[k]) / 2;
     mine[k] += delta;
     pre[k] += delta;
   }
-  copy(mine, published_, q);
+  copy(mine, published(q));
   reply(q, request, status, encoded_);
 }
 

@@ -18,7 +18,11 @@ Transit::Transit(const Hosts& hosts, int n_peers)
       ends_(static_cast<std::size_t>(n_peers)),
       backbone_(static_cast<std::size_t>(std::max(1, hosts.platform().regions)), 0) {
   if (platform_.listed_regions) backbone_.assign(platform_.listed_regions->regions.size(), 0);
-  if (backbone_.size() == 1) empty_ = seconds(0, 0, 0.0, false);
+  if (backbone_.size() == 1) {
+    const double latency = platform_.route_latency(0, 0);
+    one_ = OneRegion{platform_.backbone_in(0), latency, kTcpWindow / (2 * latency)};
+    empty_ = seconds(0, 0, 0.0, false);
+  }
 }
 
 int& Transit::wan(std::int64_t key) { return wan_[key]; }
@@ -26,6 +30,10 @@ int& Transit::wan(std::int64_t key) { return wan_[key]; }
 void Transit::count(int from, int to, int by) {
   ends_[static_cast<std::size_t>(from)].out += by;
   ends_[static_cast<std::size_t>(to)].in += by;
+  if (one_) {
+    backbone_[0] += by;
+    return;
+  }
   const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
   backbone_[static_cast<std::size_t>(a)] += by;
   if (a == b) return;
@@ -34,10 +42,16 @@ void Transit::count(int from, int to, int by) {
 }
 
 double Transit::seconds(int from, int to, double bytes, bool shared) const {
-  const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
   auto users = [&](int c) { return shared ? static_cast<double>(std::max(1, c)) : 1.0; };
   double rate = std::min(hosts_.bandwidth(from) / users(ends_[static_cast<std::size_t>(from)].out),
                          hosts_.bandwidth(to) / users(ends_[static_cast<std::size_t>(to)].in));
+  if (one_) {  // the same operations as below, on the one region's figures kept
+    rate = std::min(rate, one_->backbone / (kShared * users(backbone_[0])));
+    rate = std::min(rate, one_->window_rate);
+    const SmpiFactors f = smpi_factors(bytes);
+    return f.latency * one_->latency + bytes / (rate * f.bandwidth);
+  }
+  const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
   rate = std::min(rate, platform_.backbone_in(a) / (kShared * users(backbone_[static_cast<std::size_t>(a)])));
   if (a != b) {
     rate = std::min(rate, platform_.backbone_in(b) / (kShared * users(backbone_[static_cast<std::size_t>(b)])));

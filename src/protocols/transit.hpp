@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +43,12 @@ class Transit {
   const PlatformModel& platform_;
   std::int64_t n_;
   double empty_ = -1;  // an empty message's seconds on a platform of one region (-1: more)
+  // A platform of one region: its backbone, route latency and the TCP window's
+  // rate over it, which every message shares.
+  struct OneRegion {
+    double backbone, latency, window_rate;
+  };
+  std::optional<OneRegion> one_;
   // Messages moving on each host's link out and in (side by side: a message
   // touches one line a peer), each backbone, each wide-area link.
   struct Ends {

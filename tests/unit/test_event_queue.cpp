@@ -39,12 +39,34 @@ TEST(EventQueue, RefusesAnEventBeforeTheLastOneTaken) {
   q.reset();
   q.at(0.5, 3, 0);  // a new round starts over
   EXPECT_EQ(q.pop().peer, 3);
+  EXPECT_THROW(q.advance_to(0.25), Error);
+}
+
+TEST(EventQueue, AdvancesOnlyWhenNothingIsDueByThen) {
+  EventQueue q;
+  q.at(1.0, 0, 0);
+  q.at(1.0, 1, 0);
+  q.at(3.0, 2, 0);
+  EXPECT_EQ(q.pop().peer, 0);
+  EXPECT_FALSE(q.advance_to(1.5));  // peer 1 is still due at 1.0
+  EXPECT_EQ(q.pop().peer, 1);
+  EXPECT_FALSE(q.advance_to(3.0));  // due at that very time: it goes first
+  EXPECT_TRUE(q.advance_to(1.5));
+  EXPECT_EQ(q.now(), 1.5);
+  q.at(1.5, 3, 0);
+  q.at(2.5, 4, 0);
+  EXPECT_EQ(q.pop().peer, 3);
+  EXPECT_EQ(q.pop().peer, 4);
+  EXPECT_EQ(q.pop().peer, 2);
+  EXPECT_TRUE(q.advance_to(7.0));  // nothing left
+  EXPECT_TRUE(q.empty());
 }
 
 // As the event loop uses it: each event taken schedules up to three more at or
 // after it, many at the very same instant. The reference keeps every event in a
 // list and takes the least (time, order).
 TEST(EventQueue, AgreesWithASortedListOnARandomSchedule) {
+  int advanced = 0;
   for (std::uint64_t seed : {1u, 2u, 3u, 2026u}) {
     SCOPED_TRACE(seed);  // replays the schedule
     std::mt19937_64 rng(seed);
@@ -68,11 +90,20 @@ TEST(EventQueue, AgreesWithASortedListOnARandomSchedule) {
       if (next > 8000) continue;
       for (int k = fan(rng); k > 0; --k) {
         const int how = kind(rng);
-        schedule(how == 0 ? e.time : e.time + (how == 1 ? 1e-7 : gap(rng)));
+        const double time = how == 0 ? e.time : e.time + (how == 1 ? 1e-7 : gap(rng));
+        if (how == 1 && k == 1 && q.advance_to(time)) {
+          // Done at once, as the swarm's replies are: nothing may be due at or before it.
+          for (const auto& r : reference) ASSERT_GT(std::get<0>(r), time) << "event " << taken;
+          ASSERT_EQ(q.now(), time);
+          ++advanced;
+          continue;
+        }
+        schedule(time);
       }
     }
     EXPECT_TRUE(reference.empty());
   }
+  EXPECT_GT(advanced, 20);  // the shortcut was taken, not only refused
 }
 
 }  // namespace
