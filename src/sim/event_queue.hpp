@@ -32,10 +32,13 @@ struct Event {
 // bit of its time, and in practice through two or three.
 class EventQueue {
  public:
+  // renumber_at: the order number at which the waiting events are numbered
+  // afresh (tests make it small; an interval of SGD may schedule billions).
+  explicit EventQueue(std::uint32_t renumber_at = UINT32_MAX) : renumber_at_(renumber_at) {}
   void at(double time, int peer, int kind, int arg = 0) {
     const std::uint64_t key = key_of(time);
     if (key < last_) throw Error("event queue: an event was scheduled before the last one taken");
-    if (next_ == UINT32_MAX) throw Error("event queue: more than 2^32 events in one round");
+    if (next_ == renumber_at_) renumber();
     put(Entry{key, next_++, peer, kind, arg});
     ++size_;
   }
@@ -86,7 +89,7 @@ class EventQueue {
   // the queue's time goes into.
   struct Entry {
     std::uint64_t key;
-    std::uint32_t order;  // per round (reset() starts it over)
+    std::uint32_t order;  // per round (reset() starts it over; renumber() when it runs out)
     int peer;
     int kind;
     int arg;
@@ -120,6 +123,16 @@ class EventQueue {
     if (front.size() > 1)
       std::sort(front.begin(), front.end(), [](const Entry& x, const Entry& y) { return x.order < y.order; });
   }
+  // The order numbers have run out: the waiting events get 0, 1, ... in the
+  // order they were scheduled, which is all the numbers say.
+  void renumber() {
+    std::vector<Entry*> waiting;
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      for (std::size_t i = b == 0 ? head_ : 0; i < buckets_[b].size(); ++i) waiting.push_back(&buckets_[b][i]);
+    std::sort(waiting.begin(), waiting.end(), [](const Entry* x, const Entry* y) { return x->order < y->order; });
+    next_ = 0;
+    for (Entry* e : waiting) e->order = next_++;
+  }
   [[gnu::always_inline]] void put(const Entry& e) {
     const std::size_t b = bucket_of(e.key);
     buckets_[b].push_back(e);
@@ -132,6 +145,7 @@ class EventQueue {
   std::size_t size_ = 0;
   std::uint64_t last_ = 0;
   std::uint32_t next_ = 0;
+  const std::uint32_t renumber_at_;
   double now_ = 0;
 };
 
