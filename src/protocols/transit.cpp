@@ -45,23 +45,25 @@ double Transit::seconds(int from, int to, double bytes, bool shared) const {
   auto users = [&](int c) { return shared ? static_cast<double>(std::max(1, c)) : 1.0; };
   double rate = std::min(hosts_.bandwidth(from) / users(ends_[static_cast<std::size_t>(from)].out),
                          hosts_.bandwidth(to) / users(ends_[static_cast<std::size_t>(to)].in));
-  if (one_) {  // the same operations as below, on the one region's figures kept
+  double latency = 0, window = 0;
+  if (one_) {  // one region: its figures kept, the values the lookups below give
     rate = std::min(rate, one_->backbone / (kShared * users(backbone_[0])));
-    rate = std::min(rate, one_->window_rate);
-    const SmpiFactors f = smpi_factors(bytes);
-    return f.latency * one_->latency + bytes / (rate * f.bandwidth);
+    latency = one_->latency;
+    window = one_->window_rate;
+  } else {
+    const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
+    rate = std::min(rate, platform_.backbone_in(a) / (kShared * users(backbone_[static_cast<std::size_t>(a)])));
+    if (a != b) {
+      rate = std::min(rate, platform_.backbone_in(b) / (kShared * users(backbone_[static_cast<std::size_t>(b)])));
+      platform_.for_each_wide_link(a, b, [&](std::int64_t key, double bandwidth, double) {
+        const auto it = wan_.find(key);
+        rate = std::min(rate, bandwidth / (kShared * users(it == wan_.end() ? 0 : it->second)));
+      });
+    }
+    latency = platform_.route_latency(a, b);
+    window = kTcpWindow / (2 * latency);
   }
-  const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
-  rate = std::min(rate, platform_.backbone_in(a) / (kShared * users(backbone_[static_cast<std::size_t>(a)])));
-  if (a != b) {
-    rate = std::min(rate, platform_.backbone_in(b) / (kShared * users(backbone_[static_cast<std::size_t>(b)])));
-    platform_.for_each_wide_link(a, b, [&](std::int64_t key, double bandwidth, double) {
-      const auto it = wan_.find(key);
-      rate = std::min(rate, bandwidth / (kShared * users(it == wan_.end() ? 0 : it->second)));
-    });
-  }
-  const double latency = platform_.route_latency(a, b);
-  rate = std::min(rate, kTcpWindow / (2 * latency));
+  rate = std::min(rate, window);
   const SmpiFactors f = smpi_factors(bytes);
   return f.latency * latency + bytes / (rate * f.bandwidth);
 }
