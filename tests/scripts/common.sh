@@ -64,6 +64,55 @@ set_launcher() {
   esac
 }
 
+# Sets the array ON to the command that runs PROGRAM on NP peers under ENGINE; the
+# program's arguments follow it. The platform flags (--platform, --speed-sigma, ...)
+# are the program's on either engine: smpirun.sh builds its platform from them.
+#   sequential -> PROGRAM --engine sequential --peers NP   (one process)
+#   smpi       -> scripts/smpirun.sh -n NP PROGRAM          (SimGrid, simulated peers)
+#   on_engine ENGINE NP PROGRAM
+on_engine() {
+  local engine=$1 np=$2 program=$3
+  case "$engine" in
+    sequential) ON=("$program" --engine sequential --peers "$np") ;;
+    smpi) ON=("$AVB_SMPIRUN" -n "$np" "$program") ;;
+    *) die "engine must be sequential or smpi, got '$engine'" ;;
+  esac
+}
+
+# Runs PROGRAM ARGS on PEERS peers under ENGINE (on_engine), writing the trace
+# $SCRATCH/NAME.h5 and its output NAME.out and NAME.err; ends the test when the run
+# fails, else says how long it took and checks the trace.
+#   run_on ENGINE NAME PEERS PROGRAM ARGS...
+run_on() {
+  local engine=$1 name=$2 peers=$3 program=$4 rc=0 started
+  shift 4
+  on_engine "$engine" "$peers" "$program"
+  started=$(now)
+  timeout -k 10 600 "${ON[@]}" "$@" --out "$SCRATCH/$name.h5" --quiet \
+    >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" </dev/null || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    tail -20 "$SCRATCH/$name.err" >&2
+    die "$name: exit code $rc"
+  fi
+  say "$name: $(elapsed "$started") s"
+  check_trace "$SCRATCH/$name.h5"
+}
+
+# Sets the array PARTS to a script's PART arguments, or to every one of ALLOWED when
+# none is given, dying on a part not in ALLOWED; `wanted PART` then says whether PART
+# runs.
+#   select_parts "ALLOWED..." [PART...]
+select_parts() {
+  local allowed=$1 part
+  shift
+  PARTS=("$@")
+  [ ${#PARTS[@]} -gt 0 ] || read -r -a PARTS <<<"$allowed"
+  for part in "${PARTS[@]}"; do
+    [[ " $allowed " == *" $part "* ]] || die "a part is one of: $allowed; not '$part'"
+  done
+}
+wanted() { [[ " ${PARTS[*]} " == *" $1 "* ]]; }
+
 # Sets the array CASES to HARNESS's cases in the protocols' case tables
 # (tests/protocols/NAME/cases.txt, read by cases.py), one "PROTOCOL FLAGS..." string
 # each, for every protocol in the catalog of the program that COMMAND runs (COMMAND

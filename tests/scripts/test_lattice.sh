@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Lattice decode failures recover (issue 14): swarm with the lattice quantizer on
-# 256 simulated peers at dim 100, N(0, 1) data, 60 rounds, 2 trials.
+# 256 peers at dim 100, N(0, 1) data, 60 rounds, 2 trials.
 #
-#   tests/scripts/test_smpi_lattice.sh AVERAGING_BENCH   (built in build-smpi/)
+#   tests/scripts/test_lattice.sh ENGINE AVERAGING_BENCH [PART...]
+#
+# ENGINE is sequential (averaging_bench of build/) or smpi (that of build-smpi/);
+# PARTs are recovery (1 and 2 below) and persistent (3); default both. CI runs both
+# on the sequential engine (lattice) and the persistent part under SMPI
+# (smpi_lattice_warnings: its warnings are printed once whatever the peer count);
+# smpi_async holds the engines to each other on lattice runs with the fallback.
 #
 # The unquantized run (one trial: its bytes are the reference for every trial, the
 # bytes of a trial depending on its data only through busy partners and re-sends)
@@ -21,21 +27,13 @@
 #    `decode failures persisted` warning after the run; nothing else on stderr.
 source "$(dirname "$0")/common.sh"
 
-[ $# -eq 1 ] || die "usage: test_smpi_lattice.sh AVERAGING_BENCH"
-AVG=$(realpath "$1")
+[ $# -ge 2 ] || die "usage: test_lattice.sh sequential|smpi AVERAGING_BENCH [recovery|persistent ...]"
+ENGINE=$1
+program_arg AVG "$2" "averaging_bench"
+select_parts "recovery persistent" "${@:3}"
 
 run() {  # run NAME PEERS ARGS...: trace in $SCRATCH/NAME.h5, stderr in NAME.err
-  local name=$1 peers=$2 rc=0 start
-  shift 2
-  start=$(now)
-  timeout -k 10 600 "$AVB_SMPIRUN" -n "$peers" "$AVG" "$@" --out "$SCRATCH/$name.h5" --quiet \
-    >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" </dev/null || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    tail -20 "$SCRATCH/$name.err" >&2
-    die "$name: exit code $rc"
-  fi
-  say "$name: $(elapsed "$start") s"
-  check_trace "$SCRATCH/$name.h5"
+  run_on "$ENGINE" "$1" "$2" "$AVG" "${@:3}"
 }
 
 # summary TRACE [ROUND]: per trial "variance decode_failures late_failures bytes"
@@ -106,24 +104,28 @@ stderr_is() {
   ok "$name: stderr as expected ($# line(s))"
 }
 
-case=(--protocol swarm --dim 100 --rounds 60)
-run plain 256 "${case[@]}" --trials 1 --quantizer none
-read -r plain_variance _ _ plain_bytes < <(summary "$SCRATCH/plain.h5")
-say "unquantized: final variance $plain_variance, $plain_bytes bytes"
+if wanted recovery; then
+  case=(--protocol swarm --dim 100 --rounds 60)
+  run plain 256 "${case[@]}" --trials 1 --quantizer none
+  read -r plain_variance _ _ plain_bytes < <(summary "$SCRATCH/plain.h5")
+  say "unquantized: final variance $plain_variance, $plain_bytes bytes"
 
-# 1. Defaults.
-run default 256 "${case[@]}" --trials 2 --quantizer lattice
-check default 0.00048828125 0 0 "$plain_bytes"
-no_warning default
+  # 1. Defaults.
+  run default 256 "${case[@]}" --trials 2 --quantizer lattice
+  check default 0.00048828125 0 0 "$plain_bytes"
+  no_warning default
 
-# 2. The former default eps: the fallback engages.
-run former 256 --protocol swarm --dim 100 --rounds 30 --trials 1 --quantizer lattice --lattice-eps 1e-4
-read -r _ _ _ plain_bytes_30 < <(summary "$SCRATCH/plain.h5" 30)
-check former 1e-4 100 1000000 "$plain_bytes_30"
-stderr_is former 'averaging_bench: warning: --lattice-q, --lattice-eps: '
+  # 2. The former default eps: the fallback engages.
+  run former 256 --protocol swarm --dim 100 --rounds 30 --trials 1 --quantizer lattice --lattice-eps 1e-4
+  read -r _ _ _ plain_bytes_30 < <(summary "$SCRATCH/plain.h5" 30)
+  check former 1e-4 100 1000000 "$plain_bytes_30"
+  stderr_is former 'averaging_bench: warning: --lattice-q, --lattice-eps: '
+fi
 
 # 3. Failures to the end (q = 4, eps = 0.1, 6 rounds: the last 10 rounds are all).
-run persistent 8 --protocol swarm --dim 3 --rounds 6 --trials 2 --quantizer lattice --lattice-q 4 --lattice-eps 0.1
-stderr_is persistent 'averaging_bench: warning: --lattice-q, --lattice-eps: ' \
-  'averaging_bench: warning: decode failures persisted: '
+if wanted persistent; then
+  run persistent 8 --protocol swarm --dim 3 --rounds 6 --trials 2 --quantizer lattice --lattice-q 4 --lattice-eps 0.1
+  stderr_is persistent 'averaging_bench: warning: --lattice-q, --lattice-eps: ' \
+    'averaging_bench: warning: decode failures persisted: '
+fi
 finish
