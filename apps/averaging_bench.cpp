@@ -9,8 +9,6 @@
 // done, complete = 0); 1 other errors.
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -39,7 +37,8 @@ constexpr const char* kProgram = "averaging_bench";
 int run(int argc, char** argv) {
   const avb::app::World world = avb::app::world();
   const int rank = world.rank, size = world.size;
-  CLI::App app{"Decentralized averaging benchmark (avbench)", kProgram};
+  const avb::app::AppPtr parser = avb::app::make_app("Decentralized averaging benchmark (avbench)", kProgram);
+  CLI::App& app = *parser;
   avb::app::AveragingCli cli;
   avb::app::define_averaging_flags(app, cli);
   avb::app::add_version_flag(app, kProgram, AVB_VERSION, AVB_GIT_HASH);
@@ -72,7 +71,7 @@ int run(int argc, char** argv) {
   avb::app::describe_engine(cli.engine, peers, start);
   auto warnings = avb::app::averaging_warnings(options, cli.protocol, peers, sequential || avb::time_is_simulated());
   for (std::string& w : avb::app::estimate_warnings(options, estimate, shape)) warnings.push_back(std::move(w));
-  if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
+  if (!avb::app::begin_run(kProgram, warnings, cli.output, avb::app::config_text(app), start)) return 2;
   avb::app::AveragingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0) reporter.print_header(kProgram, start.info, start.described);
   return avb::app::run_and_summarize(kProgram, rank, reporter, "rounds", [&] {

@@ -10,8 +10,6 @@
 // 1 other errors.
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -105,7 +103,8 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
 int run(int argc, char** argv) {
   const avb::app::World world = avb::app::world();
   const int rank = world.rank, size = world.size;
-  CLI::App app{"Local SGD with decentralized averaging (avbench)", kProgram};
+  const avb::app::AppPtr parser = avb::app::make_app("Local SGD with decentralized averaging (avbench)", kProgram);
+  CLI::App& app = *parser;
   avb::app::TrainingCli cli;
   define_flags(app, cli);
   avb::TrainingOptions options;
@@ -145,7 +144,7 @@ int run(int argc, char** argv) {
   avb::app::describe_engine(cli.engine, peers, start);
   auto warnings = avb::app::training_warnings(options, cli.protocol, peers, sequential || avb::time_is_simulated());
   for (std::string& w : avb::app::estimate_warnings(options, estimate, shape)) warnings.push_back(std::move(w));
-  if (!avb::app::begin_run(kProgram, warnings, cli.output, app.config_to_str(true, false), start)) return 2;
+  if (!avb::app::begin_run(kProgram, warnings, cli.output, avb::app::config_text(app), start)) return 2;
   avb::app::TrainingReporter reporter(options, peers, std::move(start.trace), cli.output);
   if (rank == 0)
     reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup),

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
+
 #include "common/cli_checks.hpp"
 
 namespace avb::app {

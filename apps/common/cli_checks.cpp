@@ -3,6 +3,8 @@
 #include <new>
 #include <cstdio>
 
+#include <CLI/CLI.hpp>
+
 #include "common/mpi_entry.hpp"
 #include "common/text.hpp"
 #include "core/error.hpp"
@@ -146,6 +148,14 @@ bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::str
   }
   return false;
 }
+
+void AppDeleter::operator()(CLI::App* app) const { delete app; }
+
+AppPtr make_app(const std::string& description, const std::string& program) {
+  return AppPtr(new CLI::App(description, program));
+}
+
+std::string config_text(const CLI::App& app) { return app.config_to_str(true, false); }
 
 std::optional<int> parse_on_every_rank(const std::string& program, CLI::App& app, int argc, char** argv,
                                        const std::function<void()>& convert) {

@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_fwd.hpp"
 #include "common/file_identity.hpp"
 
 namespace avb::app {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "protocols/protocol.hpp"
 #include "sim/failures.hpp"
 

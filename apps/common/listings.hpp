@@ -3,8 +3,7 @@
 // and "every flag" loops instead of keeping lists by hand (docs/testing.md).
 #pragma once
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_fwd.hpp"
 #include "common/typed_options.hpp"
 
 namespace avb::app {

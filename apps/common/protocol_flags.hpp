@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_fwd.hpp"
 #include "common/typed_options.hpp"
 #include "protocols/protocol.hpp"
 #include "run/options.hpp"

@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
+
 #include "common/cli_checks.hpp"
 #include "common/mpi_entry.hpp"
 #include "common/summary_output.hpp"

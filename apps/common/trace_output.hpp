@@ -9,8 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_fwd.hpp"
 #include "common/file_identity.hpp"
 #include "core/error.hpp"
 #include "sim/topology.hpp"

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "core/error.hpp"
 
 namespace avb::app {

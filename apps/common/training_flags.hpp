@@ -4,8 +4,7 @@
 #pragma once
 
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_fwd.hpp"
 #include "common/engine_flags.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/run_flags.hpp"

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <utility>
 
+#include <CLI/CLI.hpp>
+
 #include "common/flag_values.hpp"
 
 namespace avb::app {

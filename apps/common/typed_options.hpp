@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "common/cli_fwd.hpp"
 #include "core/enum_names.hpp"
 
 namespace avb::app {

@@ -11,8 +11,6 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "averaging_oracle.hpp"
 #include "common/averaging_flags.hpp"
 #include "common/cli_checks.hpp"
@@ -21,10 +19,11 @@
 #include "run/averaging.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"The averaging oracle: the rows averaging_bench would record, as CSV", "oracle_cli"};
+  const avb::app::AppPtr app =
+      avb::app::make_app("The averaging oracle: the rows averaging_bench would record, as CSV", "oracle_cli");
   avb::app::AveragingCli cli;
-  avb::app::define_averaging_flags(app, cli);
-  return avb::oracle::run_command(app, argc, argv, [&](int n) {
+  avb::app::define_averaging_flags(*app, cli);
+  return avb::oracle::run_command(*app, argc, argv, [&](int n) {
     const avb::AveragingOptions o = avb::app::averaging_options(cli, n);
     std::printf("trial,round,variance,error,mean_drift,alive,groups,failed_groups,decode_failures,bytes_sent\n");
     for (int k = 0; k < o.trials; ++k) {

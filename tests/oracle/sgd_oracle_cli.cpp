@@ -17,8 +17,6 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "common/cli_checks.hpp"
 #include "common/training_flags.hpp"
 #include "core/error.hpp"
@@ -27,10 +25,11 @@
 #include "sgd_oracle.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"The local-SGD oracle: the rows sgd_bench would record, as CSV", "sgd_oracle_cli"};
+  const avb::app::AppPtr app =
+      avb::app::make_app("The local-SGD oracle: the rows sgd_bench would record, as CSV", "sgd_oracle_cli");
   avb::app::TrainingCli cli;
-  avb::app::define_training_flags(app, cli);
-  return avb::oracle::run_command(app, argc, argv, [&](int n) {
+  avb::app::define_training_flags(*app, cli);
+  return avb::oracle::run_command(*app, argc, argv, [&](int n) {
     const avb::TrainingOptions o = avb::app::training_options(cli, n);  // run_training_trial resolves again
     std::printf("trial,step,round,loss,gap,relative_gap,distance,consensus,accuracy,alive,groups,failed_groups,"
                 "bytes_sent\n");
