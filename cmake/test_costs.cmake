@@ -7,9 +7,7 @@
 #
 #   avb_cost_tests()   at the end of a CMakeLists.txt that adds tests
 function(avb_cost_tests)
-  if(AVB_FUZZ)
-    set(kind fuzz)
-  elseif(AVB_SANITIZE)
+  if(AVB_SANITIZE)
     set(kind asan)
   elseif(AVB_SMPI)
     set(kind smpi)

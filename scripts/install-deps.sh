@@ -12,7 +12,8 @@ packages=(
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev librandom123-dev
   libgtest-dev libbenchmark-dev
   libexpat1-dev  # the sequential engine's reader of SimGrid platform files
-  # The fuzz targets (preset fuzz, tests/fuzz) need clang and its libFuzzer runtime.
+  # The sanitized build with the fuzz targets (preset asan, tests/fuzz) needs clang
+  # and its libFuzzer runtime.
   clang libclang-rt-14-dev
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf
   python3-venv python3-pip python3-setuptools  # pip install ./python into a venv (docs/analysis.md)

@@ -10,12 +10,11 @@
 # build-smpi/  SMPI build (preset smpi): MPI tests on simulated peers, 1024-peer run,
 #              app script tests, and the cross-engine comparison, which also
 #              uses build/ (hence the order)
-# build-asan/  the build/ suite again under ASan + UBSan (preset asan), less the tests
-#              whose work is Python's (notebooks, summaries, Slurm, docs) and those
-#              that only repeat C++ code other tests run there; the longest run a
-#              slice of their cases (docs/reliability.md)
-# build-fuzz/  libFuzzer on the config, topology, LIBSVM and platform readers, 30 s each,
-#              two at a time (preset fuzz, clang; docs/reliability.md)
+# build-asan/  the build/ suite again under ASan + UBSan (preset asan, clang), less the
+#              tests whose work is Python's (notebooks, summaries, Slurm, docs) and
+#              those that only repeat C++ code other tests run there; the longest
+#              run a slice of their cases; and libFuzzer on the config, topology,
+#              LIBSVM and platform readers, 30 s each (docs/reliability.md)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -57,12 +56,10 @@ run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure -j2
 # (leak checks off: Open MPI's own allocations at exit would drown ours; impossible
 # allocation sizes return null, as glibc does, so the apps' out-of-memory errors are
 # tested rather than ASan's own abort).
-run_step "configure build-asan/ (ASan + UBSan)" cmake --preset asan "${lines_only[@]}"
+run_step "configure build-asan/ (ASan + UBSan, libFuzzer; clang)" cmake --preset asan "${lines_only[@]}" \
+  -DAVB_FUZZ_SECONDS=30
 run_step "build build-asan/" cmake --build build-asan -j"$jobs"
-run_step "ctest build-asan/" ctest --preset asan -j2
-run_step "configure build-fuzz/ (libFuzzer, clang)" cmake --preset fuzz "${lines_only[@]}" -DAVB_FUZZ_SECONDS=30
-run_step "build build-fuzz/" cmake --build build-fuzz -j"$jobs"
-run_step "ctest build-fuzz/ (4 fuzzers x 30 s)" ctest --preset fuzz -j2
+run_step "ctest build-asan/ (with 4 fuzzers x 30 s)" ctest --preset asan -j2
 
 if [ "$full" = 1 ]; then
   # The campaigns whose slices CI runs (size_campaign, smpi_swarm_campaign, fuzz_*),
@@ -72,10 +69,10 @@ if [ "$full" = 1 ]; then
   run_step "swarm campaign, 2000 runs up to 256 peers (swarm_campaign.py)" /usr/bin/python3 \
     tests/scripts/swarm_campaign.py --runs 2000 --seed 2026 --max-peers 256 --jobs 2 \
     --averaging build-smpi/apps/averaging_bench --sgd build-smpi/apps/sgd_bench
-  run_step "configure build-fuzz/ for 10 minutes a fuzzer" cmake --preset fuzz -DAVB_FUZZ_SECONDS=600
-  run_step "ctest build-fuzz/ (4 fuzzers x 600 s)" ctest --preset fuzz -j2
-  run_step "configure build-fuzz/ back to CI's 30 s" cmake --preset fuzz -DAVB_FUZZ_SECONDS=30
+  run_step "configure build-asan/ for 10 minutes a fuzzer" cmake --preset asan -DAVB_FUZZ_SECONDS=600
+  run_step "ctest build-asan/ fuzz_* (4 fuzzers x 600 s)" ctest --preset asan -R '^fuzz_' -j2
+  run_step "configure build-asan/ back to CI's 30 s" cmake --preset asan -DAVB_FUZZ_SECONDS=30
 fi
 
-echo "test.sh: all tests passed in build/, build-smpi/, build-asan/ and build-fuzz/$([ "$full" = 1 ] && echo ", and the whole campaigns,") in $((SECONDS - started)) s"
+echo "test.sh: all tests passed in build/, build-smpi/ and build-asan/$([ "$full" = 1 ] && echo ", and the whole campaigns,") in $((SECONDS - started)) s"
 echo "test.sh: each test's time and share: scripts/test_budget.py"

@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 
-DEFAULT_DIRS = ["build", "build-smpi", "build-asan", "build-fuzz"]
+DEFAULT_DIRS = ["build", "build-smpi", "build-asan"]
 NEAR = 0.5  # time / timeout from which a test is within 2x of its timeout
 
 
@@ -67,9 +67,9 @@ def test_timeouts(build):
 
 
 def build_kind(build):
-    """The kind of build (cmake/test_costs.cmake): fuzz, asan, smpi or default."""
+    """The kind of build (cmake/test_costs.cmake): asan, smpi or default."""
     cache = (build / "CMakeCache.txt").read_text(errors="replace")
-    for kind, option in (("fuzz", "AVB_FUZZ"), ("asan", "AVB_SANITIZE"), ("smpi", "AVB_SMPI")):
+    for kind, option in (("asan", "AVB_SANITIZE"), ("smpi", "AVB_SMPI")):
         if re.search(rf"^{option}:BOOL=(ON|1|TRUE|YES)$", cache, re.M | re.I):
             return kind
     return "default"

@@ -41,7 +41,9 @@ bool same_file(const std::string& a, const std::string& b) {
 
 std::string output_clash(const NamedPaths& outputs, const NamedPaths& inputs) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const auto& [flag, path] = outputs[i];
+    // Named members, not a structured binding: clang before 16 cannot capture one.
+    const std::string& flag = outputs[i].first;
+    const std::string& path = outputs[i].second;
     if (path.empty()) continue;
     auto clash = [&](const std::string& other_flag, const std::string& other, const char* what) {
       return flag + ": '" + path + "' is the same file as " + other_flag + " '" + other + "'" + what;

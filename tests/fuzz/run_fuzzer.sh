@@ -15,6 +15,10 @@ fuzzer=$(realpath "$1") seeds=$(realpath "$2") scratch=$(realpath -m "$3") secon
 rm -rf "$scratch"
 mkdir -p "$scratch/corpus"
 cp "$seeds"/* "$scratch/corpus/"
+# The sanitized suite's ctest preset turns leak checks off and lets impossible
+# allocations return null (for Open MPI and the apps' error paths); a fuzzer wants
+# both reported. Later ASAN_OPTIONS entries win.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:allocator_may_return_null=0"
 cd "$scratch"   # relative paths a fuzzed input names stay inside the scratch folder
 "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$scratch/" "$scratch/corpus"

@@ -193,7 +193,9 @@ TEST(ObjectiveOptions, ResolveRejectsBadValuesNamingTheFlag) {
       {synthetic, {[](auto& o) { o.dim = -2; }, "--dim: -2 "}},
       {libsvm_options("f", DataSplit::random), {[](auto& o) { o.data_dim = -1; }, "--data-dim: -1 "}},
   };
-  for (const auto& [base, c] : cases) {
+  for (const auto& entry : cases) {
+    const ObjectiveOptions& base = entry.first;  // named: clang before 16 cannot capture a binding
+    const auto& c = entry.second;
     EXPECT_EQ(config_error([&] { resolve(base, 4); }), "") << "the base of " << c.prefix << " is valid";
     ObjectiveOptions bad = base;
     c.change(bad);
