@@ -29,41 +29,13 @@ esac
 
 started=$SECONDS
 step="start"
-background=""   # the process group of the step running in the background, if any
-trap 'rc=$?; [ -z "$background" ] || kill -- "-$background" 2>/dev/null
-      if [ $rc -ne 0 ]; then echo "test.sh: FAILED at step \"$step\" (exit $rc) after $((SECONDS - started)) s" >&2; fi' EXIT
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "test.sh: FAILED at step \"$step\" (exit $rc) after $((SECONDS - started)) s" >&2; fi' EXIT
 run_step() {
   step=$1
   shift
   echo "== test.sh: $step"
   local t0=$SECONDS
   "$@"
-  echo "== test.sh: $step: ok ($((SECONDS - t0)) s)"
-}
-# A step that runs beside the next ones, in a process group of its own, at the
-# lowest priority: it takes the CPU time they leave idle (the tests wait for
-# processes to start, signals and timeouts) and next to none of the rest.
-# Its output goes to LOG; finish_background waits for it and reports the wait as
-# a step of its own, so that the steps' times still add up to the whole run's.
-start_background() {
-  background_name=$1 background_log=$2
-  shift 2
-  echo "== test.sh: $background_name: started in the background (output: $background_log)"
-  background_t0=$SECONDS
-  setsid nice -n 19 "$@" >"$background_log" 2>&1 &
-  background=$!
-}
-finish_background() {
-  step="$background_name (the part left after the steps beside it)"
-  echo "== test.sh: $step"
-  local t0=$SECONDS rc=0
-  wait "$background" || rc=$?
-  background=""
-  if [ $rc -ne 0 ]; then
-    tail -40 "$background_log" >&2
-    exit $rc
-  fi
-  echo "== test.sh: $background_name: done in the background in $((SECONDS - background_t0)) s"
   echo "== test.sh: $step: ok ($((SECONDS - t0)) s)"
 }
 
@@ -78,17 +50,15 @@ run_step "configure build/ (Open MPI)" cmake --preset default "${lines_only[@]}"
 run_step "build build/" cmake --build build -j"$jobs"
 run_step "configure build-smpi/ (SMPI)" cmake --preset smpi "${lines_only[@]}"
 run_step "build build-smpi/" cmake --build build-smpi -j"$jobs"
+run_step "ctest build/" ctest --test-dir build --output-on-failure -j2
+run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure -j2
 # The Open MPI suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (leak checks off: Open MPI's own allocations at exit would drown ours; impossible
 # allocation sizes return null, as glibc does, so the apps' out-of-memory errors are
-# tested rather than ASan's own abort). Its tree compiles while the two test stages
-# before it run, on what they leave of the cores.
+# tested rather than ASan's own abort).
 run_step "configure build-asan/ (ASan + UBSan, libFuzzer; clang)" cmake --preset asan "${lines_only[@]}" \
   -DAVB_FUZZ_SECONDS=30
-start_background "build build-asan/" build-asan/build.log cmake --build build-asan -j"$jobs"
-run_step "ctest build/" ctest --test-dir build --output-on-failure -j2
-run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure -j2
-finish_background
+run_step "build build-asan/" cmake --build build-asan -j"$jobs"
 run_step "ctest build-asan/ (with 4 fuzzers x 30 s)" ctest --preset asan -j2
 
 if [ "$full" = 1 ]; then
