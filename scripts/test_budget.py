@@ -16,6 +16,8 @@ ctest -j2 starts the costliest first (cmake/test_costs.cmake).
 Exit 0, or 2 on bad input (a folder without a ctest run, an unreadable log).
 """
 import argparse
+import contextlib
+import fcntl
 import json
 import pathlib
 import re
@@ -47,10 +49,23 @@ def test_times(build):
     return {k: tuple(v) for k, v in times.items()}
 
 
+@contextlib.contextmanager
+def records_held(build):
+    """Holds the build's ctest records against another test_budget.py (an flock)."""
+    folder = build / "Testing" / "Temporary"
+    if not folder.is_dir():
+        raise OSError(f"{build}: no ctest run recorded ({folder} is missing)")
+    with open(folder / "test_budget.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def test_timeouts(build):
     """{name: timeout seconds} from ctest's description of the tests."""
     # ctest --show-only starts a new, empty LastTest.log: the record read above is
-    # put back, so that the times stay readable (by the next call too).
+    # put back, so that the times stay readable (by the next call too). Two calls
+    # at once would each put back what they read, the second an empty log: the
+    # caller holds records_held(build) around both reads.
     log = build / "Testing" / "Temporary" / "LastTest.log"
     record = log.read_bytes()
     try:
@@ -77,7 +92,11 @@ def build_kind(build):
 
 def write_costs(path, builds):
     """Writes the tests' costs (--write-costs)."""
-    rows = sorted((build_kind(b), name, round(seconds)) for b in builds for name, (seconds, _) in test_times(b).items())
+    rows = []
+    for b in builds:
+        with records_held(b):
+            rows += [(build_kind(b), name, round(seconds)) for name, (seconds, _) in test_times(b).items()]
+    rows.sort()
     with open(path, "w") as f:
         f.write("# build kind, test, seconds of a measured run: the order in which ctest -j2 starts tests\n"
                 "# (cmake/test_costs.cmake). Written by scripts/test_budget.py --write-costs FILE BUILD_DIR...\n")
@@ -111,7 +130,8 @@ def main():
             write_costs(args.write_costs, builds)
             return 0
         for build in builds:
-            times, timeouts = test_times(build), test_timeouts(build)
+            with records_held(build):
+                times, timeouts = test_times(build), test_timeouts(build)
             for name, (seconds, status) in times.items():
                 rows.append((name, build.name, seconds, timeouts.get(name, 1500.0), status))
         stages = stage_times(args.log) if args.log else []
