@@ -9,7 +9,8 @@
 # build/       Open MPI build (preset default): unit, MPI and app script tests
 # build-smpi/  SMPI build (preset smpi): MPI tests on simulated peers, 1024-peer run,
 #              app script tests, and the cross-engine comparison, which also
-#              uses build/ (hence the order)
+#              uses build/ (hence the order); its tests and build/'s run in one
+#              ctest (build-suite/)
 # build-asan/  the build/ suite again under ASan + UBSan (preset asan, clang), less the
 #              tests whose work is Python's (notebooks, summaries, Slurm, docs) and
 #              those that only repeat C++ code other tests run there; the longest
@@ -40,6 +41,22 @@ run_step() {
 }
 
 jobs=$(nproc)
+# build/'s and build-smpi/'s tests in one ctest (build-suite/ includes both), so that
+# the one ends while the other's tests already run: no core idles at the end of a
+# tree's tests. ctest applies a test's properties to every test of its name, so the
+# names must differ between the trees; this refuses to run them otherwise.
+suite_ctest() {
+  mkdir -p build-suite
+  printf '# Written by scripts/test.sh: build/ and build-smpi/ as one suite.\nsubdirs("../build" "../build-smpi")\n' \
+    >build-suite/CTestTestfile.cmake
+  local twice
+  twice=$(ctest --test-dir build-suite -N | sed -n 's/^ *Test *#[0-9]*: //p' | sort | uniq -d)
+  if [ -n "$twice" ]; then
+    echo "test.sh: error: tests named alike in build/ and build-smpi/ (give each a name of its own): $twice" >&2
+    return 1
+  fi
+  ctest --test-dir build-suite "$@"
+}
 # Debug information as line tables only (-g1): its level does not change the code
 # GCC and clang generate (what the tests test), and full information costs a third
 # of the compile time; stacks and sanitizer reports still name functions and lines.
@@ -50,8 +67,7 @@ run_step "configure build/ (Open MPI)" cmake --preset default "${lines_only[@]}"
 run_step "build build/" cmake --build build -j"$jobs"
 run_step "configure build-smpi/ (SMPI)" cmake --preset smpi "${lines_only[@]}"
 run_step "build build-smpi/" cmake --build build-smpi -j"$jobs"
-run_step "ctest build/" ctest --test-dir build --output-on-failure -j2
-run_step "ctest build-smpi/" ctest --test-dir build-smpi --output-on-failure -j2
+run_step "ctest build/ and build-smpi/ (one run: build-suite/)" suite_ctest --output-on-failure -j2
 # The Open MPI suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (leak checks off: Open MPI's own allocations at exit would drown ours; impossible
 # allocation sizes return null, as glibc does, so the apps' out-of-memory errors are

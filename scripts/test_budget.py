@@ -3,11 +3,13 @@
 
     scripts/test_budget.py [BUILD_DIR...] [--log FILE] [--top N] [--csv] [--write-costs FILE]
 
-For each build folder (default: build, build-smpi, build-asan and build-fuzz, those
-that exist), reads the last ctest run's Testing/Temporary/LastTest.log and each
-test's TIMEOUT (ctest --show-only=json-v1), and prints one line per test, slowest
-first: its seconds, its share of all the tests' seconds, its timeout and how close
-it came (time / timeout; "NEAR" from one half up: docs/testing.md asks for at least
+For each folder (default: build-suite, which scripts/test.sh writes to run build/'s
+and build-smpi/'s tests in one ctest, and build-asan; or build, build-smpi and
+build-asan when build-suite has no run), reads the last ctest run's
+Testing/Temporary/LastTest.log and each test's TIMEOUT and tree (from the
+CTestTestfile.cmake files ctest reads), and prints one line per test, slowest
+first: its build tree, its seconds, its share of all the tests' seconds, its
+timeout and how close it came (time / timeout; "NEAR" from one half up: docs/testing.md asks for at least
 2x headroom on a quiet machine). Given scripts/test.sh's output (--log), it also
 prints the stages' seconds and their share of the whole run (builds included).
 With --write-costs, it writes FILE (tests/test_costs.tsv) instead: each test's
@@ -16,15 +18,12 @@ ctest -j2 starts the costliest first (cmake/test_costs.cmake).
 Exit 0, or 2 on bad input (a folder without a ctest run, an unreadable log).
 """
 import argparse
-import contextlib
-import fcntl
-import json
 import pathlib
 import re
-import subprocess
 import sys
 
-DEFAULT_DIRS = ["build", "build-smpi", "build-asan"]
+SUITE_DIRS = ["build-suite", "build-asan"]
+TREE_DIRS = ["build", "build-smpi", "build-asan"]
 NEAR = 0.5  # time / timeout from which a test is within 2x of its timeout
 
 
@@ -49,36 +48,34 @@ def test_times(build):
     return {k: tuple(v) for k, v in times.items()}
 
 
-@contextlib.contextmanager
-def records_held(build):
-    """Holds the build's ctest records against another test_budget.py (an flock)."""
-    folder = build / "Testing" / "Temporary"
-    if not folder.is_dir():
-        raise OSError(f"{build}: no ctest run recorded ({folder} is missing)")
-    with open(folder / "test_budget.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+def test_properties(build):
+    """{name: (timeout seconds, build tree)}, read from the CTestTestfile.cmake files
+    that ctest reads (not from ctest --show-only, which starts a new LastTest.log:
+    the record of a run that may still be going on)."""
+    found = {}
+    for tree in build_trees(build):
+        pending = [tree / "CTestTestfile.cmake"]
+        while pending:
+            path = pending.pop()
+            if not path.is_file():
+                continue
+            text = path.read_text(errors="replace")
+            for args in re.findall(r"^subdirs\(([^)]*)\)", text, re.M):
+                pending += [(path.parent / d) / "CTestTestfile.cmake" for d in re.findall(r'"([^"]+)"', args)]
+            for name, props in re.findall(r"^set_tests_properties\(\[=\[(.+?)\]=\] PROPERTIES (.*)\)$", text, re.M):
+                timeout = re.search(r'\bTIMEOUT "([0-9.]+)"', props)
+                found[name] = (float(timeout.group(1)) if timeout else 1500.0, tree)
+    return found
 
 
-def test_timeouts(build):
-    """{name: timeout seconds} from ctest's description of the tests."""
-    # ctest --show-only starts a new, empty LastTest.log: the record read above is
-    # put back, so that the times stay readable (by the next call too). Two calls
-    # at once would each put back what they read, the second an empty log: the
-    # caller holds records_held(build) around both reads.
-    log = build / "Testing" / "Temporary" / "LastTest.log"
-    record = log.read_bytes()
-    try:
-        out = subprocess.run(["ctest", "--test-dir", str(build), "--show-only=json-v1"], capture_output=True,
-                             text=True, timeout=120, check=True).stdout
-    finally:
-        log.write_bytes(record)
-    timeouts = {}
-    for test in json.loads(out).get("tests", []):
-        for prop in test.get("properties", []):
-            if prop.get("name") == "TIMEOUT":
-                timeouts[test["name"]] = float(prop["value"])
-    return timeouts
+def build_trees(build):
+    """The build trees whose tests `build` runs: itself, or those its CTestTestfile.cmake
+    includes (build-suite/ includes build/ and build-smpi/)."""
+    if (build / "CMakeCache.txt").is_file():
+        return [build.resolve()]
+    text = (build / "CTestTestfile.cmake").read_text(errors="replace")
+    return [(build / d).resolve() for args in re.findall(r"^subdirs\(([^)]*)\)", text, re.M)
+            for d in re.findall(r'"([^"]+)"', args)]
 
 
 def build_kind(build):
@@ -94,8 +91,9 @@ def write_costs(path, builds):
     """Writes the tests' costs (--write-costs)."""
     rows = []
     for b in builds:
-        with records_held(b):
-            rows += [(build_kind(b), name, round(seconds)) for name, (seconds, _) in test_times(b).items()]
+        times, props = test_times(b), test_properties(b)
+        rows += [(build_kind(props[name][1] if name in props else b), name, round(seconds))
+                 for name, (seconds, _) in times.items()]
     rows.sort()
     with open(path, "w") as f:
         f.write("# build kind, test, seconds of a measured run: the order in which ctest -j2 starts tests\n"
@@ -123,19 +121,21 @@ def main():
     parser.add_argument("--write-costs", metavar="FILE", help="write the tests' costs to FILE (tests/test_costs.tsv)")
     args = parser.parse_args()
     repo = pathlib.Path(__file__).resolve().parent.parent
-    builds = [pathlib.Path(b) for b in args.builds] or [repo / d for d in DEFAULT_DIRS if (repo / d).is_dir()]
+    suite_run = (repo / "build-suite" / "Testing" / "Temporary" / "LastTest.log").is_file()
+    builds = [pathlib.Path(b) for b in args.builds] or [
+        repo / d for d in (SUITE_DIRS if suite_run else TREE_DIRS) if (repo / d).is_dir()]
     rows = []
     try:
         if args.write_costs:
             write_costs(args.write_costs, builds)
             return 0
         for build in builds:
-            with records_held(build):
-                times, timeouts = test_times(build), test_timeouts(build)
+            times, props = test_times(build), test_properties(build)
             for name, (seconds, status) in times.items():
-                rows.append((name, build.name, seconds, timeouts.get(name, 1500.0), status))
+                timeout, tree = props.get(name, (1500.0, build))
+                rows.append((name, tree.name, seconds, timeout, status))
         stages = stage_times(args.log) if args.log else []
-    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
+    except OSError as e:
         print(f"test_budget.py: {e}", file=sys.stderr)
         return 2
     if not rows:
