@@ -6,7 +6,8 @@
 For each folder (default: build-suite, which scripts/test.sh writes to run build/'s
 and build-smpi/'s tests in one ctest, and build-asan; or build, build-smpi and
 build-asan when build-suite has no run), reads the last ctest run's
-Testing/Temporary/LastTest.log and each test's TIMEOUT and tree (from the
+Testing/Temporary/LastTest.log (or the tests so far of a run going on) and each
+test's TIMEOUT and tree (from the
 CTestTestfile.cmake files ctest reads), and prints one line per test, slowest
 first: its build tree, its seconds, its share of all the tests' seconds, its
 timeout and how close it came (time / timeout; "NEAR" from one half up: docs/testing.md asks for at least
@@ -27,11 +28,21 @@ TREE_DIRS = ["build", "build-smpi", "build-asan"]
 NEAR = 0.5  # time / timeout from which a test is within 2x of its timeout
 
 
+def last_record(build):
+    """The log of the build's last ctest run, or of the run going on (ctest writes
+    LastTest.log.tmp while it runs and renames it at the end); None if neither."""
+    folder = build / "Testing" / "Temporary"
+    done, live = folder / "LastTest.log", folder / "LastTest.log.tmp"
+    if live.is_file() and (not done.is_file() or live.stat().st_mtime >= done.stat().st_mtime):
+        return live
+    return done if done.is_file() else None
+
+
 def test_times(build):
-    """{name: (seconds, status)} of the last ctest run in `build`."""
-    log = build / "Testing" / "Temporary" / "LastTest.log"
-    if not log.is_file():
-        raise OSError(f"{build}: no ctest run recorded ({log} is missing)")
+    """{name: (seconds, status)} of the last ctest run in `build` (so far, if one is going on)."""
+    log = last_record(build)
+    if log is None:
+        raise OSError(f"{build}: no ctest run recorded (no Testing/Temporary/LastTest.log)")
     times, name = {}, None
     for line in log.read_text(errors="replace").splitlines():
         m = re.match(r"^\d+/\d+ Test: (\S+)$", line)
@@ -121,7 +132,7 @@ def main():
     parser.add_argument("--write-costs", metavar="FILE", help="write the tests' costs to FILE (tests/test_costs.tsv)")
     args = parser.parse_args()
     repo = pathlib.Path(__file__).resolve().parent.parent
-    suite_run = (repo / "build-suite" / "Testing" / "Temporary" / "LastTest.log").is_file()
+    suite_run = last_record(repo / "build-suite") is not None
     builds = [pathlib.Path(b) for b in args.builds] or [
         repo / d for d in (SUITE_DIRS if suite_run else TREE_DIRS) if (repo / d).is_dir()]
     rows = []

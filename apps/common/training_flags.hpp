@@ -1,6 +1,5 @@
 // sgd_bench's own flags and their conversion into resolved options, kept apart
-// from its main() like averaging_flags.hpp, so that the oracle CLI reads the very
-// same options (tests/oracle/sgd_oracle_cli.cpp).
+// from its main() like averaging_flags.hpp (whose --config path the fuzzers feed).
 #pragma once
 
 

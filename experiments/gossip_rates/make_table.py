@@ -14,8 +14,8 @@ row per graph:
     measured         mean ± standard error over trials of the first round whose
                      variance / initial variance is below 1e-6
     meas/spec, meas/asym   the ratios of the means
-    measured by      smpi (averaging_bench under SMPI) or oracle (oracle_cli); when
-                     SMPI ran only some trials, they are compared with the oracle's
+    measured by      smpi (averaging_bench under SMPI) or sequential (the sequential engine); when
+                     SMPI ran only some trials, they are compared with the sequential engine's
 
 For random-regular graphs every trial has its own graph: rho, lambda2 and the
 predictions are means over the trials' graphs. one-peer-exp is time-varying (no
@@ -77,8 +77,8 @@ def read_prediction(path: Path) -> dict:
     return p
 
 
-def read_oracle(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """trial -> (rounds, variance), from oracle_curves.py's thinned CSV."""
+def read_sequential(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """trial -> (rounds, variance), from thin_curves.py's thinned CSV."""
     data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
     out = {}
     for k in np.unique(data[:, 0]).astype(int):
@@ -104,25 +104,25 @@ def load(results: Path) -> list[dict]:
         pred_files = sorted(results.glob(f"predict_{s}_*.txt"),
                             key=lambda p: int(p.stem.rsplit("_", 1)[1])) \
             or sorted(results.glob(f"predict_{s}.txt"))
-        oracle_file, smpi_file = results / f"oracle_{s}.csv", results / f"smpi_{s}.h5"
-        if not pred_files or not (oracle_file.exists() or smpi_file.exists()):
+        sequential_file, smpi_file = results / f"sequential_{s}.csv", results / f"smpi_{s}.h5"
+        if not pred_files or not (sequential_file.exists() or smpi_file.exists()):
             continue
         preds = [read_prediction(p) for p in pred_files]
-        oracle = read_oracle(oracle_file) if oracle_file.exists() else {}
+        sequential = read_sequential(sequential_file) if sequential_file.exists() else {}
         smpi = read_smpi(smpi_file) if smpi_file.exists() else {}
-        use_smpi = bool(smpi) and len(smpi) >= len(oracle)
-        measured = smpi if use_smpi else oracle
-        r = {"graph": graph, "preds": preds, "oracle": oracle, "smpi": smpi,
-             "source": "smpi" if use_smpi else "oracle", "measured": measured}
+        use_smpi = bool(smpi) and len(smpi) >= len(sequential)
+        measured = smpi if use_smpi else sequential
+        r = {"graph": graph, "preds": preds, "sequential": sequential, "smpi": smpi,
+             "source": "smpi" if use_smpi else "sequential", "measured": measured}
         r["trials"] = {k: crossing(*measured[k]) for k in sorted(measured)}
         r["budget"] = {k: int(measured[k][0][-1]) for k in measured}
-        # SMPI against the oracle, trial by trial, on the rounds both have.
-        if smpi and oracle:
+        # SMPI against the sequential engine, trial by trial, on the rounds both have.
+        if smpi and sequential:
             rel, same = 0.0, True
             for k, (rs, vs) in smpi.items():
-                if k not in oracle:
+                if k not in sequential:
                     continue
-                ro, vo = oracle[k]
+                ro, vo = sequential[k]
                 common, i_s, i_o = np.intersect1d(rs, ro, return_indices=True)
                 # Rows above the rounding floor: once the average is exact (one-peer-exp,
                 # complete) the variance is ~1e-32 of noise and relative differences mean nothing.
@@ -151,10 +151,10 @@ def summarize(r: dict) -> dict:
     c = r.get("check")
     if r["source"] == "smpi":
         by = f"smpi ({len(got)})"
-        if c and len(r["oracle"]) >= len(r["smpi"]):
-            by += ", = oracle" if c["same_rounds"] else ", ≠ oracle!"
+        if c and len(r["sequential"]) >= len(r["smpi"]):
+            by += ", = sequential" if c["same_rounds"] else ", ≠ sequential!"
     else:
-        by = f"oracle ({len(r['trials'])})"
+        by = f"sequential ({len(r['trials'])})"
         if c:
             by += (f"; smpi {c['trials']} trial{'s' if c['trials'] > 1 else ''} "
                    + ("same rounds" if c["same_rounds"] else "DIFFERENT rounds!"))
@@ -247,7 +247,7 @@ def main(argv: list[str]) -> int:
                    f"predicted (spectrum) per trial {s['pred_spectrum_trials'].replace(';', ' ')}")
     checks = [s for s in rows if s["smpi_trials"] and s["smpi_max_rel_diff"] == s["smpi_max_rel_diff"]]
     if checks:
-        out.append(f"smpi vs oracle, same trials: max relative difference of the variance per round (ratio > {NOISE:g}): "
+        out.append(f"smpi vs sequential, same trials: max relative difference of the variance per round (ratio > {NOISE:g}): "
                    + ", ".join(f"{s['graph']} {s['smpi_max_rel_diff']:.1e}" for s in checks))
     print("\n".join(out))
 

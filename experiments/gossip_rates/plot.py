@@ -5,7 +5,7 @@
 
 Writes DIR/variance_curves.png and a tracked copy beside this script
 (experiments/gossip_rates/variance_curves.png), unless --out names the files.
-Per graph: each trial's variance / initial variance from the oracle (thin), their mean
+Per graph: each trial's variance / initial variance from the sequential engine (thin), their mean
 (thick), the SMPI trace's rows where averaging_bench ran (dots),
 the expected ratio sum_k |lambda_k|^2t / (N − 1) from graph_info (dashed; for
 random-regular the mean over the trials' graphs), the slowest mode alone rho^2t
@@ -47,16 +47,16 @@ def mean_curve(trials: dict) -> tuple[np.ndarray, np.ndarray]:
 def draw_panel(ax, r: dict) -> None:
     """One graph's panel: measured curves, their mean, the SMPI rows, the predictions."""
     s = summarize(r)
-    # Curves from the oracle (every trial runs the whole budget); the SMPI rows,
+    # Curves from the sequential engine (every trial runs the whole budget); the SMPI rows,
     # equal to them to rounding, as dots on top.
-    curves = r["oracle"] or r["measured"]
+    curves = r["sequential"] or r["measured"]
     for k, (rounds, var) in curves.items():
         ax.plot(rounds, np.maximum(var / var[0], FLOOR / 10), color="tab:blue", lw=0.6, alpha=0.35)
     t, m = mean_curve(curves)
     ax.plot(t, np.maximum(m, FLOOR / 10), color="tab:blue", lw=2,
-            label=f"measured (oracle), mean of {len(curves)}" if r["oracle"] else
+            label=f"measured (sequential), mean of {len(curves)}" if r["sequential"] else
             f"measured ({r['source']}), mean of {len(curves)}")
-    if r["smpi"] and r["oracle"]:
+    if r["smpi"] and r["sequential"]:
         for i, (rounds, var) in enumerate(r["smpi"].values()):
             ax.plot(rounds, np.maximum(var / var[0], FLOOR / 10), ls="none", marker=".", ms=2.5,
                     color="tab:orange", label=f"averaging_bench under SMPI ({len(r['smpi'])})" if i == 0 else None)

@@ -5,10 +5,10 @@
 #
 #   predict_<graph>[_<k>].txt   graph_info output with the expected curve
 #                               (random-regular: one per trial, its graph is the trial's)
-#   oracle_<graph>.csv          oracle_cli, every trial, thinned by oracle_curves.py
+#   sequential_<graph>.csv      the sequential engine, every trial, thinned by thin_curves.py
 #   smpi_<graph>.h5             averaging_bench under SMPI (where feasible), a trace,
 #                               and its .log: run by scripts/sweep.py from table.tsv
-#   steps.tsv                   step, graph, engine, trials, rounds, seconds (graph_info, oracle)
+#   steps.tsv                   step, graph, engine, trials, rounds, seconds (graph_info, sequential)
 #   walltime.tsv                cell, seconds (the SMPI runs)
 #
 #   experiments/gossip_rates/run.sh                 # everything, ~12 min here
@@ -17,42 +17,42 @@
 # Settings, as environment variables [default]:
 #   PEERS    N                                   [1024]
 #   GRAPHS   topologies                          [ring torus hypercube exp one-peer-exp random-regular:8 complete]
-#   TRIALS   trials per graph (oracle)           [5]
+#   TRIALS   trials per graph (sequential)       [5]
 #   SMPI     graphs also run under SMPI, as graph or graph=trials (trials: the first
-#            ones of the oracle's)  [torus=2 hypercube exp one-peer-exp random-regular:8]
+#            ones of the sequential engine's)  [torus=2 hypercube exp one-peer-exp random-regular:8]
 #            (SMPI costs ~0.03-0.05 s of wall time per 1,000 messages here: the torus, 4,096
 #            messages a round, ~75 s per trial of ~530 rounds, so 2 trials; complete
 #            sends 1M messages a round and did not finish 2 rounds in 12 min; the
-#            ring needs ~300,000 rounds. Those two are measured by the oracle only.)
+#            ring needs ~300,000 rounds. Those two are measured by the sequential engine only.)
 #   SEED     seed                                [1]
 #   FORCE    1: redo steps whose output exists   [0]
 #   and experiments/sweep_common.sh's JOBS (SMPI runs at the same time), RESULTS,
-#   AVERAGING_BENCH, PYTHON (AVB_ENGINE stays smpi: the oracle is the Open MPI-free check).
+#   AVERAGING_BENCH, PYTHON (AVB_ENGINE stays smpi: the sequential engine is the Open MPI-free check).
 #
 # Every run gets a round budget of min(asymptotic + 1, 1.5 × full-spectrum prediction),
 # at least full-spectrum + 10. The asymptotic count alone could not be missed (for a
 # normal W the ratio is at most rho^2t), but is ~2x longer than needed for the ring;
 # a trial that does not get there is reported as "never" by make_table.py. SMPI runs
 # stop at a target 1e-6 × the smallest initial variance of their trials (from the
-# oracle's round 0, the same values bit for bit), so each trial stops at or a few
+# sequential engine's round 0, the same values bit for bit), so each trial stops at or a few
 # rounds after its own crossing.
 # The SMPI runs are rows of $RESULTS/table.tsv, run last by scripts/sweep.py (a job
-# pool, resumable: a complete trace is skipped, a stopped one redone). oracle_cli is a
-# test binary (build/tests): a single-process reference, not a trace writer, so it
-# stays a step of this script. Resumable: a step whose output exists is skipped. Then:
+# pool, resumable: a complete trace is skipped, a stopped one redone). The sequential
+# engine's runs (build/apps/averaging_bench, whose traces are thinned to CSV) are a
+# step of this script. Resumable: a step whose output exists is skipped. Then:
 #   /usr/bin/python3 experiments/gossip_rates/make_table.py
 #   /usr/bin/python3 experiments/gossip_rates/plot.py
 set -euo pipefail
 
-# Its runs measure SMPI itself (the oracle gives the values).
+# Its runs measure SMPI itself (the sequential engine gives the values).
 avb_default_engine=smpi
 source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh
 [ "$engine" = smpi ] || die "AVB_ENGINE='$engine': this study's runs are SMPI ones"
 n=${PEERS:-1024} trials=${TRIALS:-5} seed=${SEED:-1} force=${FORCE:-0}
 read -r -a graphs <<<"${GRAPHS:-ring torus hypercube exp one-peer-exp random-regular:8 complete}"
 read -r -a smpi <<<"${SMPI-torus=2 hypercube exp one-peer-exp random-regular:8}"
-for p in build/apps/graph_info build/tests/oracle_cli; do
-  [ -x "$root/$p" ] || die "$root/$p is missing (build/: cmake --preset default && cmake --build build --target graph_info oracle_cli)"
+for p in build/apps/graph_info build/apps/averaging_bench; do
+  [ -x "$root/$p" ] || die "$root/$p is missing (build/: cmake --preset default && cmake --build build --target graph_info averaging_bench)"
 done
 cd "$root"
 
@@ -79,9 +79,11 @@ timed() {  # step graph engine trials rounds -- command...: run it, log its wall
   log_walltime "$step" "$graph" "$engine" "$t" "$r" "$s"
   echo "      $step $graph: ${s} s"
 }
-oracle() {  # graph rounds out
-  build/tests/oracle_cli --peers "$n" --protocol gossip --topology "$1" --rounds "$2" \
-    --trials "$trials" --seed "$seed" | "$python" "$here/oracle_curves.py" >"$3.tmp"
+sequential() {  # graph rounds out
+  build/apps/averaging_bench --engine sequential --peers "$n" --protocol gossip --topology "$1" --rounds "$2" \
+    --trials "$trials" --seed "$seed" --quiet --out "$3.h5" >/dev/null
+  "$python" "$here/thin_curves.py" "$3.h5" >"$3.tmp"
+  rm -f "$3.h5"
   mv "$3.tmp" "$3"
 }
 curve() {  # graph seed rounds out: graph_info with the expected curve, then the budget
@@ -116,11 +118,11 @@ for graph in "${graphs[@]}"; do
     echo "   predicted: $(grep -E '^(rho|asymptotic|spectrum)|time-varying' "$out" | tr '\n' ' ')"
   done
 
-  # 2. The oracle: every trial, every graph (the ring only here).
-  out=$results/oracle_$s.csv
+  # 2. The sequential engine: every trial, every graph (the ring only here).
+  out=$results/sequential_$s.csv
   if [ "$force" = 1 ] || [ ! -s "$out" ]; then
-    echo "   oracle_cli: $trials trials of $budget rounds"
-    timed measure "$graph" oracle "$trials" "$budget" -- oracle "$graph" "$budget" "$out"
+    echo "   sequential engine: $trials trials of $budget rounds"
+    timed measure "$graph" sequential "$trials" "$budget" -- sequential "$graph" "$budget" "$out"
   fi
 
   # 3. averaging_bench under SMPI, the first t trials: a row for scripts/sweep.py.
@@ -128,11 +130,11 @@ for graph in "${graphs[@]}"; do
   if [ "$t" -gt 0 ]; then
     [ "$force" != 1 ] || rm -f "$results/smpi_$s.h5"
     target=$(awk -F, -v t="$t" 'NR > 1 && $2 == 0 && $1 < t { v = $3 + 0; if (m == "" || v < m) m = v }
-                                 END { printf "%.17g", m * 1e-6 }' "$results/oracle_$s.csv")
+                                 END { printf "%.17g", m * 1e-6 }' "$results/sequential_$s.csv")
     sweep_row "name=smpi_$s peers=$n program=$avg_bench protocol=gossip topology=$graph trials=$t" \
       "rounds=$budget seed=$seed target=$target stop-at-target=true quiet=true"
     smpi_rows=$((smpi_rows + 1))
   fi
 done
-echo "run.sh: predictions and oracle done; table: $python $here/make_table.py --results $results; plot: $python $here/plot.py --results $results"
+echo "run.sh: predictions and sequential runs done; table: $python $here/make_table.py --results $results; plot: $python $here/plot.py --results $results"
 [ "$smpi_rows" -eq 0 ] || sweep_run

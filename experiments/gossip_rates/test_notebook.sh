@@ -7,7 +7,7 @@
 #   experiments/gossip_rates/test_notebook.sh [AVERAGING_BENCH [MPIEXEC]]
 #                                  default: build/apps/averaging_bench, mpiexec on PATH
 #
-# (run.sh needs graph_info, oracle_cli and the SMPI build; the notebook draws graph_info's
+# (run.sh needs graph_info, averaging_bench and the SMPI build; the notebook draws graph_info's
 # predictions only where run.sh left them, so the test needs only averaging_bench.)
 # Needs Debian's python3 with h5py, pandas, matplotlib and jupyter nbconvert with a
 # python3 kernel (scripts/install-deps.sh installs them). Nothing in the repository is

@@ -1,5 +1,5 @@
 // One name table per enum that a flag sets: the table serves the parser, its
-// error text, to_string, the names listed in --help and the oracle CLIs, so that
+// error text, to_string and the names listed in --help, so that
 // a value's spelling is declared once, next to the enum.
 #pragma once
 

@@ -59,8 +59,8 @@ class CodedAllreduce {
   std::vector<double> incoming_;
 };
 
-// The same all-reduce on a whole group at once, for the sequential engine and the
-// oracle: `rows` holds rank r's vector at [r * dim, (r + 1) * dim). Same encodings,
+// The same all-reduce on a whole group at once, for the sequential engine's
+// population form: `rows` holds rank r's vector at [r * dim, (r + 1) * dim). Same encodings,
 // same sums in the same order, so the same bits. Returns the bytes all ranks sent.
 std::uint64_t coded_average_rows(std::span<double> rows, std::size_t dim, Collective collective, const CodedRun& run);
 

@@ -130,7 +130,7 @@ class GossipProtocol final : public Protocol {
   // The lattice fallback: every receiver answers each sender with one byte (1: your
   // message did not decode), and each sender sends x itself to those that said 1,
   // which then replace their slot with it. Everything is decided by the bytes
-  // exchanged, so every engine and the oracle make the same choices.
+  // exchanged, so every engine makes the same choices.
   void resend_failed(Comm& comm, std::span<const double> x) {
     const std::size_t d = x.size();
     verdicts_.resize(to_.size());

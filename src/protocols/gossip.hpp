@@ -17,7 +17,7 @@ std::string_view to_string(AliveWeights weights);
 // Row i of round t's gossip matrix among the alive peers (docs/protocols.md):
 // the topology's row as is when every peer in it is alive; otherwise renormalised
 // over the alive entries, or Metropolis weights of the alive subgraph. Empty for a
-// failed peer. Shared with the oracle so that both sum the same terms.
+// failed peer. Shared by both forms so that they sum the same terms.
 MixingRow alive_mixing_row(const Topology& topology, Weights weights, AliveWeights alive, const FailureModel& failures,
                            int t, int i);
 

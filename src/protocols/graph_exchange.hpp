@@ -3,8 +3,8 @@
 // peer order. Every peer computes its row, its partners and who needs its value
 // from the topology and the failure function, which every peer evaluates for every
 // other; values then travel by Isend/Irecv between neighbours (SMPI has no
-// neighbour collectives). Sums run over peers in ascending order, so the oracle and
-// every engine add the same terms in the same order.
+// neighbour collectives). Sums run over peers in ascending order, so every engine
+// adds the same terms in the same order.
 #pragma once
 
 #include <atomic>
@@ -81,8 +81,7 @@ inline EncodeContext graph_context(std::uint64_t seed, int t, int sender) {
 }
 
 // sum = own + the received vectors, added in ascending peer order with `own` at
-// this peer's place, so that every engine and the oracle add the same terms in
-// the same order. `from` is ascending; slot k of `received` came from from[k].
+// this peer's place, so that every engine adds the same terms in the same order. `from` is ascending; slot k of `received` came from from[k].
 inline void sum_in_peer_order(int me, std::span<const double> own, const std::vector<int>& from,
                        const std::vector<double>& received, std::vector<double>& sum) {
   const std::size_t d = own.size();

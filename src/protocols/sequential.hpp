@@ -4,7 +4,8 @@
 // A protocol's sequential form lives in the protocol's own file, next to its MPI
 // form, and is reached through its catalog row (ProtocolInfo::sequential). Both
 // draw from the same keyed streams, so they compute the same values; tests/ check
-// them against each other and against the oracle peer by peer, round by round.
+// them against each other peer by peer, round by round, and each against its
+// theory (its case table's [theory] suites).
 //
 // The forms are written for speed: the population is one contiguous array, each
 // round's buffers are kept between rounds, and groups are formed by counting sort.

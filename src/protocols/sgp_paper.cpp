@@ -54,7 +54,7 @@ void distinct_others(const std::vector<int>& peers, int me, std::vector<int>& ou
 }
 
 // out = the plain mean over the (alive) sources, each occurrence counted and the
-// values added in ascending peer order, so that every engine and the oracle add
+// values added in ascending peer order, so that every engine adds
 // the same terms in the same order. value(j) points at peer j's d values.
 template <class Value>
 void pull_mean(const std::vector<int>& sources, Value value, std::span<double> out, std::vector<double>& sum) {

@@ -2,7 +2,7 @@
 // run ends (no deadlock in many randomized runs of the progress engine), and local
 // SGD with swarm converges on the quadratic.
 //
-// Timing decides which interactions overlap, so there is no sequential oracle to
+// Timing decides which interactions overlap, so there is no population form to
 // compare with; these tests check invariants and outcomes instead.
 #include <gtest/gtest.h>
 

@@ -31,8 +31,9 @@ HARNESSES = {
     "theory": "GoogleTest suites (unit_tests, mpi_tests) that test it against theory, sharing no code with its forms",
     "cli": "tests/scripts/test_cli.sh: 2 Open MPI or SMPI peers, --fail-rate 0.2, a valid complete trace",
     "cross_engine": "tests/scripts/test_cross_engine.sh: Open MPI, SMPI and the sequential engine, 8 peers, same bits",
-    "oracle_1024": "tests/scripts/test_smpi_oracle_1024.sh: 1024 SMPI peers against the oracle",
-    "sgd_oracle_1024": "tests/scripts/test_smpi_sgd_oracle_1024.sh: local SGD, 1024 SMPI peers against the SGD oracle",
+    "sequential_1024": "tests/scripts/test_smpi_sequential_1024.sh: 1024 SMPI peers against the sequential engine",
+    "sgd_sequential_1024": "tests/scripts/test_smpi_sgd_sequential_1024.sh: local SGD, 1024 SMPI peers against the "
+                           "sequential engine",
     "smpi_exact": "tests/scripts/test_smpi_async.sh: asynchronous protocols, SMPI and the sequential engine, same bits "
                   "(\"averaging|sgd PEERS flags\")",
     "smpi_statistics": "tests/scripts/test_smpi_async.sh: asynchronous protocols, SMPI and the sequential engine, "

@@ -214,9 +214,11 @@ run_sequential() {
 # words of SEQ_OPTIONS), into $SCRATCH/smpi-TAG.h5 and seq-TAG.h5, and requires
 # compare_sequential.py's agreement: the same counters and metric bits (an
 # all-reduce's metrics within 1e-12 of the initial variance: the MPI engines sum
-# along a ring) and each trial's time within WITHIN (relative). Reports as NAME.
+# along a ring) and each trial's time within WITHIN (relative; "": time not
+# compared). Reports as NAME.
 smpi_against_sequential() {
-  local name=$1 tag=$2 peers=$3 within=$4 smpi_opts seq_opts started report rc=0 tolerance=()
+  local name=$1 tag=$2 peers=$3 within=() smpi_opts seq_opts started report rc=0 tolerance=()
+  [ -z "$4" ] || within=(--time-within "$4")
   read -r -a smpi_opts <<<"$5"
   read -r -a seq_opts <<<"$6"
   shift 6
@@ -234,7 +236,7 @@ smpi_against_sequential() {
     return 1
   fi
   if report=$(timeout 60 "$AVB_PYTHON" "$AVB_TESTS_DIR/compare_sequential.py" "$SCRATCH/seq-$tag.h5" \
-                "$SCRATCH/smpi-$tag.h5" "${tolerance[@]}" --time-within "$within" 2>&1); then
+                "$SCRATCH/smpi-$tag.h5" "${tolerance[@]}" "${within[@]}" 2>&1); then
     ok "$name: $report ($(elapsed "$started") s)"
   else
     bad_with_report "$name: the sequential engine disagrees with SMPI:" "$report"

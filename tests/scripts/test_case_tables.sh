@@ -38,7 +38,7 @@ elif [[ $report == *"protocol 'dummy' of the catalog has no case table: create t
 else
   bad_with_report "cases.py check failed on the dummy protocol without naming its table:" "$report"
 fi
-for harness in cli cross_engine oracle_1024 sgd_oracle_1024; do
+for harness in cli cross_engine sequential_1024 sgd_sequential_1024; do
   if "$AVB_PYTHON" "$AVB_TESTS_DIR/cases.py" "$harness" --catalog "$SCRATCH/dummy.tsv" >/dev/null 2>&1; then
     bad "cases.py $harness gave cases for a catalog with a protocol that has no table"
   else

@@ -6,7 +6,7 @@
 #
 # ENGINE is sequential (sgd_bench of build/) or smpi (that of build-smpi/, about two
 # minutes here). CI runs it on the sequential engine: Moshpit is synchronous, so
-# both engines write the same rows (cross_engine_sgd, and smpi_sgd_oracle_1024 at
+# both engines write the same rows (cross_engine_sgd, and smpi_sgd_sequential_1024 at
 # this size).
 #
 # The schedule (docs/sgd.md): lr(t) = lr0 T/(t + T) with lr0 = 1/N (peer N's

@@ -1,15 +1,15 @@
-// Graph protocols against spectral theory, through the sequential oracle (the MPI
-// runs are checked against the same oracle in tests/mpi).
+// Graph protocols against spectral theory, run on the sequential engine (the MPI
+// form writes the same rows: tests/mpi/test_protocol_forms.cpp).
 #include <gtest/gtest.h>
 
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
-#include "averaging_oracle.hpp"
 #include "run/averaging.hpp"
 #include "sim/spectral.hpp"
 #include "sim/topology.hpp"
+#include "support/sequential_trial.hpp"
 
 namespace avb {
 namespace {
@@ -44,7 +44,7 @@ TEST_P(GossipSpectrum, DecayRateMatchesEigenvalues) {
   const bool random_graph = std::string(c.topology).rfind("random", 0) == 0;
   std::vector<double> fixed;
   for (int trial = 0; trial < c.trials; ++trial) {
-    const TrialRecord record = oracle::run_trial(o, c.n, trial);
+    const TrialRecord record = test::sequential_trial(o, c.n, trial);
     ASSERT_EQ(static_cast<int>(record.rows.size()), c.t1 + 1);
     for (int t = 0; t <= c.t1; ++t) measured[t] += record.rows[t].variance / c.trials;
     // Random graphs differ per trial (the trial's seed draws them): average the
@@ -84,7 +84,7 @@ TEST(OnePeerExp, ExactAverageInLog2NRounds) {
     for (int n : {2, 8, 64, 1024}) {
       int rounds = 0;
       while ((1 << rounds) < n) ++rounds;
-      const TrialRecord record = oracle::run_trial(gossip_options(protocol, "one-peer-exp", rounds), n, 0);
+      const TrialRecord record = test::sequential_trial(gossip_options(protocol, "one-peer-exp", rounds), n, 0);
       EXPECT_LT(record.rows.back().variance, 1e-28) << protocol << " N=" << n;
       if (rounds > 1) {
         EXPECT_GT(record.rows[rounds - 1].variance, 1e-6) << protocol << " N=" << n;
@@ -112,7 +112,7 @@ TEST(Pairwise, ContractionAgainstLaplacian) {
     double measured = 0.0, bound = 0.0;
     int count = 0;
     for (int trial = 0; trial < 200; ++trial) {
-      const TrialRecord record = oracle::run_trial(o, graph.n, trial);
+      const TrialRecord record = test::sequential_trial(o, graph.n, trial);
       for (std::size_t t = 1; t < record.rows.size(); ++t) {
         measured += record.rows[t].variance / record.rows[t - 1].variance;
         bound += 1.0 - record.rows[t].groups * lambda2 / (r * graph.n);

@@ -1,6 +1,6 @@
 // Group formation for moshpit and random-groups: grid shapes, placement, shuffles,
 // the random-groups split, the butterfly's failure rule, and the contraction rate
-// of random groups against theory (through the sequential oracle).
+// of random groups against theory (on the sequential engine).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,13 +9,13 @@
 #include <numeric>
 #include <set>
 
-#include "averaging_oracle.hpp"
 #include "core/error.hpp"
 #include "protocols/butterfly_allreduce.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/groups.hpp"
 #include "protocols/random_groups.hpp"
 #include "run/averaging.hpp"
+#include "support/sequential_trial.hpp"
 
 namespace avb {
 namespace {
@@ -174,7 +174,7 @@ TEST(RandomGroups, ContractionMatchesTheory) {
     int count = 0;
     const int trials = n >= 900 ? 400 : 2000;
     for (int trial = 0; trial < trials; ++trial) {
-      const TrialRecord record = oracle::run_trial(o, n, trial);
+      const TrialRecord record = test::sequential_trial(o, n, trial);
       for (std::size_t t = 1; t < record.rows.size(); ++t) {
         sum += record.rows[t].variance / record.rows[t - 1].variance;
         ++count;
@@ -200,7 +200,7 @@ TEST(Moshpit, VarianceNeverRisesAndSurvivorsKeepTheMean) {
     o.rounds = 10;
     o.seed = 4;
     for (int n : {512, 900}) {
-      const TrialRecord record = oracle::run_trial(o, n, 0);
+      const TrialRecord record = test::sequential_trial(o, n, 0);
       for (std::size_t t = 1; t < record.rows.size(); ++t) {
         EXPECT_LE(record.rows[t].variance, record.rows[t - 1].variance * (1 + 1e-12)) << key << " N=" << n;
         EXPECT_LE(record.rows[t].mean_drift, 1e-28);

@@ -1,5 +1,5 @@
-// The lattice fallback of quantized gossip and pairwise, on the sequential oracle
-// (tests/oracle, which the MPI engines match peer by peer in tests/mpi): a message
+// The lattice fallback of quantized gossip and pairwise, on the sequential engine
+// (which the MPI engines match peer by peer in tests/mpi): a message
 // that does not decode is sent again as the value itself, so the protocols
 // converge from a spread far beyond q*eps/2, and the bytes count what was sent
 // (docs/protocols.md, "Quantized gossip and pairwise"). Also: the default lattice
@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <string>
 
-#include "averaging_oracle.hpp"
 #include "protocols/compress.hpp"
 #include "run/averaging.hpp"
 #include "sim/topology.hpp"
+#include "support/sequential_trial.hpp"
 
 namespace avb {
 namespace {
@@ -48,7 +48,7 @@ TEST_P(Fallback, ConvergesToTheEpsFloorFromAnySpread) {
   const double eps = 1e-3;
   const AveragingOptions o =
       resolve(lattice_run(protocol, protocol == "gossip" ? "hypercube" : "complete", 4, eps, dim, 300), n);
-  const TrialRecord trial = oracle::run_trial(o, n, 0);
+  const TrialRecord trial = test::sequential_trial(o, n, 0);
   ASSERT_EQ(trial.rows.size(), 301u);
   EXPECT_GT(trial.rows[1].decode_failures, static_cast<int>(messages(protocol, n) / 2)) << "the fallback engages";
   EXPECT_LE(trial.rows.back().variance, eps * eps) << "the eps floor";
@@ -76,7 +76,7 @@ TEST(LatticeDefaults, FitNormalData) {
   for (const char* protocol : {"gossip", "pairwise"}) {
     AveragingOptions o = lattice_run(protocol, protocol == std::string("gossip") ? "ring" : "complete",
                                      kDefaultLatticeQ, kDefaultLatticeEps, dim, 40);
-    const TrialRecord trial = oracle::run_trial(resolve(o, n), n, 0);
+    const TrialRecord trial = test::sequential_trial(resolve(o, n), n, 0);
     int failures = 0;
     for (const RoundRow& row : trial.rows) failures += row.decode_failures;
     EXPECT_EQ(failures, 0) << protocol;

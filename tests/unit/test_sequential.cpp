@@ -1,22 +1,19 @@
-// The sequential engine (run/sequential.hpp) against the oracle: every protocol's
-// sequential form, peer by peer and round by round, to the last bit, with the
-// oracle's group, failure, decode and byte counts; whole runs against the
-// oracle's rows; results that do not depend on the thread count; a stop request;
-// and the protocols it refuses. (tests/mpi checks the MPI engines against the same
-// oracle, and the sequential engine alongside them.)
+// The sequential engine (run/sequential.hpp): quantized butterflies, results that
+// do not depend on the thread count, a stop request, computation and stragglers,
+// platforms, and the settings it refuses. (Every protocol's population form is
+// held to its MPI form peer by peer and round by round in
+// tests/mpi/test_protocol_forms.cpp, and to its theory by its case table's
+// [theory] suites.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <ostream>
 #include <string>
 #include <vector>
 
-#include "averaging_oracle.hpp"
 #include "protocols/gossip.hpp"
 #include "run/sequential.hpp"
-#include "support/catalog_coverage.hpp"
 #include "test_support.hpp"
 
 namespace avb {
@@ -30,11 +27,6 @@ struct Case {
   int dim = 1;
   const char* extra = "";  // "grid=AxB", "chunk", "topology=T", "quantizer=Q", "group=G", "collective=C", "churn"
 };
-
-std::ostream& operator<<(std::ostream& os, const Case& c) {
-  return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"
-            << c.extra;
-}
 
 bool has(const Case& c, const std::string& what) { return std::string(c.extra).find(what) != std::string::npos; }
 
@@ -69,87 +61,6 @@ AveragingOptions options_for(const Case& c, int n) {
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-class SequentialForm : public ::testing::TestWithParam<Case> {};
-
-TEST_P(SequentialForm, EveryPeerHasTheOraclesBitsAfterEveryRound) {
-  int sizes_run = 0;
-  for (int n : {1, 2, 7, 16, 33}) {
-    AveragingOptions options;
-    try {
-      options = options_for(GetParam(), n);
-    } catch (const ConfigError&) {
-      continue;  // no such graph or grid on n peers
-    }
-    ++sizes_run;
-    for (int trial = 0; trial < options.trials; ++trial) {
-      const std::uint64_t seed = trial_seed(options.seed, trial);
-      const FailureModel failures = trial_failures(options, seed, n);
-      oracle::Matrix expected = oracle::initial_state(seed, n, options.dim);
-      oracle::TrialState state;
-      Population x(n, options.dim);
-      for (int i = 0; i < n; ++i) std::copy(expected[i].begin(), expected[i].end(), x.peer(i).begin());
-      const auto protocol = make_sequential_protocol(options.protocol, n);
-      protocol->begin_trial(x, seed);
-      std::vector<std::uint8_t> alive;
-      for (int t = 1; t <= options.rounds; ++t) {
-        const std::uint64_t joined = load_population_joiners(failures.donors(t), x);
-        ASSERT_EQ(joined, oracle::apply_joins(failures, t, expected));
-        failures.alive_mask(t, alive);
-        const RoundEffect got = protocol->step(x, PopulationRound{t, seed, failures, alive});
-        const oracle::RoundEffect want = oracle::step(options.protocol, failures, seed, t, expected, state);
-        const std::string where = "n=" + std::to_string(n) + " trial " + std::to_string(trial) + " round " +
-                                  std::to_string(t);
-        ASSERT_EQ(got.groups, want.groups) << where;
-        ASSERT_EQ(got.failed_groups, want.failed_groups) << where;
-        ASSERT_EQ(got.decode_failures, want.decode_failures) << where;
-        ASSERT_EQ(got.bytes, want.bytes) << where;
-        for (int i = 0; i < n; ++i)
-          for (int k = 0; k < options.dim; ++k)
-            ASSERT_TRUE(same_bits(x.peer(i)[static_cast<std::size_t>(k)], expected[i][k]))
-                << where << " peer " << i << " coordinate " << k << ": " << x.peer(i)[static_cast<std::size_t>(k)]
-                << " != " << expected[i][k];
-      }
-    }
-  }
-  EXPECT_GE(sizes_run, 2) << "the case must run at several sizes";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Groups, SequentialForm,
-    ::testing::Values(Case{"allreduce", "abort", "transient", 0.05, 3}, Case{"allreduce", "survivors", "transient", 0.3, 2},
-                      Case{"allreduce", "survivors", "permanent", 0.1, 1, "collective=ring"},
-                      Case{"allreduce", "abort", "transient", 0.1, 2, "churn"},
-                      Case{"random-groups", "survivors", "transient", 0.0, 1, "group=3"},
-                      Case{"random-groups", "survivors", "transient", 0.2, 5, "group=3"},
-                      Case{"random-groups", "abort", "transient", 0.15, 3, "group=4"},
-                      Case{"random-groups", "partial", "transient", 0.25, 7, "group=3"},
-                      Case{"random-groups", "partial", "permanent", 0.1, 2, "group=5 churn"},
-                      Case{"moshpit", "survivors", "transient", 0.0, 1}, Case{"moshpit", "survivors", "transient", 0.2, 3},
-                      Case{"moshpit", "abort", "transient", 0.1, 2}, Case{"moshpit", "partial", "transient", 0.2, 6},
-                      Case{"moshpit", "survivors", "permanent", 0.1, 1, "grid=4x4x4"},
-                      Case{"moshpit", "partial", "transient", 0.15, 4, "grid=4x4x4 chunk"},
-                      Case{"moshpit", "survivors", "transient", 0.2, 2, "chunk"},
-                      Case{"moshpit", "survivors", "transient", 0.1, 1, "grid=100x100"},
-                      Case{"moshpit", "survivors", "transient", 0.25, 3, "churn"}));
-
-// Quantized butterflies: every part encoded both ways, failures mid-all-reduce
-// under partial (docs/protocols.md, "Quantizers").
-INSTANTIATE_TEST_SUITE_P(
-    QuantizedGroups, SequentialForm,
-    ::testing::Values(Case{"random-groups", "survivors", "transient", 0.1, 3, "group=3 quantizer=fp16"},
-                      Case{"random-groups", "partial", "transient", 0.25, 7, "group=3 quantizer=uniform8"},
-                      Case{"random-groups", "abort", "transient", 0.15, 5, "group=4 quantizer=stochastic:4"},
-                      Case{"moshpit", "survivors", "transient", 0.2, 4, "quantizer=uniform8"},
-                      Case{"moshpit", "partial", "transient", 0.2, 6, "quantizer=stochastic:3"},
-                      Case{"moshpit", "survivors", "transient", 0.0, 1, "quantizer=fp16"},
-                      Case{"moshpit", "partial", "transient", 0.15, 5, "grid=4x4x4 chunk quantizer=fp16"},
-                      Case{"moshpit", "survivors", "transient", 0.25, 3, "churn quantizer=uniform8"},
-                      Case{"allreduce", "abort", "transient", 0.05, 3, "collective=ring quantizer=fp16"},
-                      Case{"allreduce", "survivors", "transient", 0.3, 5, "collective=ring quantizer=uniform8"},
-                      Case{"allreduce", "survivors", "transient", 0.2, 2, "collective=doubling quantizer=uniform8"},
-                      Case{"allreduce", "survivors", "permanent", 0.1, 4, "collective=tree quantizer=stochastic:4"},
-                      Case{"allreduce", "survivors", "transient", 0.2, 1, "quantizer=fp16"}));
-
 // fp16 carries 2 bytes a coordinate and no header: a quantized moshpit round sends
 // exactly a quarter of the plain one's bytes and lands within fp16's rounding of it.
 TEST(QuantizedButterfly, Fp16SendsAQuarterOfTheBytesAndRoundsTheValues) {
@@ -157,9 +68,9 @@ TEST(QuantizedButterfly, Fp16SendsAQuarterOfTheBytesAndRoundsTheValues) {
   AveragingOptions plain = options_for(Case{"moshpit", "survivors", "transient", 0.0, dim}, n);
   AveragingOptions coded = options_for(Case{"moshpit", "survivors", "transient", 0.0, dim, "quantizer=fp16"}, n);
   const FailureModel failures(7, 0.0, FailureKind::transient, n, 0.0);
-  const oracle::Matrix start = oracle::initial_state(7, n, dim);
   Population a(n, dim), b(n, dim);
-  for (int i = 0; i < n; ++i) std::copy(start[i].begin(), start[i].end(), a.peer(i).begin());
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < dim; ++k) a.peer(i)[static_cast<std::size_t>(k)] = initial_value(7, i, k);
   b.values = a.values;
   std::vector<std::uint8_t> alive;
   failures.alive_mask(1, alive);
@@ -199,21 +110,9 @@ TEST(QuantizedButterfly, LatticeIsRefusedNamingTheFlag) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Graphs, SequentialForm,
-    ::testing::Values(Case{"gossip", "survivors", "transient", 0.2, 3, "topology=torus"},
-                      Case{"gossip", "survivors", "transient", 0.1, 2, "topology=exp quantizer=lattice"},
-                      Case{"gossip", "survivors", "transient", 0.2, 2, "topology=ring quantizer=stochastic:4 churn"},
-                      Case{"pushsum", "survivors", "transient", 0.2, 3}, Case{"pushsum", "survivors", "permanent", 0.1, 2},
-                      Case{"sgp-paper", "survivors", "transient", 0.2, 4},
-                      Case{"pairwise", "survivors", "transient", 0.2, 3, "topology=ring"},
-                      Case{"pairwise", "survivors", "transient", 0.1, 2, "topology=complete quantizer=lattice"},
-                      Case{"choco", "survivors", "transient", 0.2, 2, "topology=ring quantizer=fp16"},
-                      Case{"choco", "survivors", "transient", 0.1, 2, "topology=ring quantizer=lattice"}));
-
-// Whole runs: the rows run_averaging_sequential records are the oracle's (the
-// metrics to rounding: the oracle measures in two passes, the engines in one).
-TEST(SequentialRun, RowsAreTheOraclesAndDoNotDependOnTheThreadCount) {
+// Whole runs: the rows run_averaging_sequential records are run_sequential_trial's,
+// trial by trial, and do not depend on the thread count.
+TEST(SequentialRun, RowsDoNotDependOnTheThreadCount) {
   AveragingOptions o;
   o.protocol.name = "moshpit";
   o.protocol.grid = {32, 32};
@@ -227,7 +126,7 @@ TEST(SequentialRun, RowsAreTheOraclesAndDoNotDependOnTheThreadCount) {
   ASSERT_EQ(one.trials.size(), 6u);
   ASSERT_EQ(three.trials.size(), 6u);
   for (int k = 0; k < o.trials; ++k) {
-    const TrialRecord want = oracle::run_trial(o, 1024, k);
+    const TrialRecord want = run_sequential_trial(o, 1024, k);
     const TrialRecord& got = one.trials[static_cast<std::size_t>(k)];
     ASSERT_EQ(got.rows.size(), want.rows.size());
     for (std::size_t t = 0; t < got.rows.size(); ++t) {
@@ -236,7 +135,7 @@ TEST(SequentialRun, RowsAreTheOraclesAndDoNotDependOnTheThreadCount) {
       EXPECT_EQ(g.failed_groups, w.failed_groups);
       EXPECT_EQ(g.alive, w.alive);
       EXPECT_EQ(g.bytes_sent, w.bytes_sent);
-      EXPECT_NEAR(g.error, w.error, 1e-12 * w.error + 1e-30) << "trial " << k << " round " << t;
+      EXPECT_TRUE(same_bits(g.error, w.error)) << "trial " << k << " round " << t;
       EXPECT_TRUE(same_bits(g.variance, other.variance) && same_bits(g.time, other.time)) << "trial " << k;
     }
     for (std::size_t i = 0; i < got.targets.size(); ++i) EXPECT_EQ(got.targets[i].rounds, want.targets[i].rounds);
@@ -401,12 +300,6 @@ TEST(GeoPlatform, StepsCrossRegionsAndTheWideAreaLinkBoundsBigSteps) {
   EXPECT_DOUBLE_EQ(slow.wan_transfer, 2 * fast.wan_transfer);
   EXPECT_DOUBLE_EQ(slow.wan_transfer / round_time(big, 64 * 8e6, cluster).link_transfer,
                    (16e6 / 5e7) / (8e6 / cluster.bandwidth));
-}
-
-// A protocol the catalog gains has its population form compared with the oracle here,
-// or this fails naming it.
-TEST(SequentialFormCoverage, EveryProtocolWithASequentialFormHasCases) {
-  EXPECT_EQ(test::protocols_without_cases("SequentialForm", test::has_sequential_form), std::vector<std::string>{});
 }
 
 }  // namespace

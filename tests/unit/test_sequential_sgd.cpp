@@ -1,8 +1,6 @@
-// The sequential engine of training (sgd/sequential_trainer.hpp) against the SGD
-// oracle (tests/oracle/sgd_oracle): every peer's final model to the last bit,
-// every row's counters exactly and its metrics to 1e-12 (the oracle measures in
-// two passes, the engines in one tree), for several protocols with failures on
-// both objectives; results that do not depend on the thread count; diverging
+// The sequential engine of training (sgd/sequential_trainer.hpp): every protocol
+// trained with failures on both objectives, its rows' invariants; results that
+// do not depend on the thread count; diverging
 // trials (overflowing, or with a gap far above its start) stopped and marked; the
 // stable lr bound; a stop request; and a refused protocol.
 // (tests/scripts/test_cross_engine_sgd.sh compares its traces with Open MPI's.)
@@ -19,7 +17,6 @@
 #include "sgd/metrics.hpp"
 #include "sgd/sequential_trainer.hpp"
 #include "support/catalog_coverage.hpp"
-#include "sgd_oracle.hpp"
 #include "test_support.hpp"
 
 namespace avb {
@@ -44,7 +41,7 @@ std::ostream& operator<<(std::ostream& os, const Case& c) {
             << c.semantics;
 }
 
-// Unresolved (the oracle resolves its options itself).
+// Unresolved: resolve(options_for(c), kPeers).
 TrainingOptions options_for(const Case& c) {
   TrainingOptions o;
   o.protocol.name = c.protocol;
@@ -79,68 +76,34 @@ TrainingOptions options_for(const Case& c) {
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// Relative 1e-12, or absolute 1e-12 below `scale` (a gap or consensus near 0 is
-// only known to rounding of the larger terms).
-void expect_close(const char* name, double got, double want, const std::string& where, double scale = 1.0) {
-  if (std::isnan(want)) {
-    EXPECT_TRUE(std::isnan(got)) << name << where;
-    return;
-  }
-  EXPECT_LE(std::fabs(got - want), 1e-12 * std::max({1.0, std::fabs(want), scale}))
-      << name << " " << got << " != " << want << where;
-}
-
-void expect_rows_match(const TrainingTrial& got, const TrainingTrial& want) {
-  ASSERT_EQ(got.rows.size(), want.rows.size()) << "trial " << want.index;
-  EXPECT_EQ(got.seed, want.seed);
+// What every trial's rows must show: complete, not diverged, no failure waited
+// (no detection timeout), and time that grows exactly when messages were sent.
+void expect_row_invariants(const TrainingTrial& got) {
   EXPECT_TRUE(got.complete);
   EXPECT_FALSE(got.diverged);
-  for (std::size_t r = 0; r < want.rows.size(); ++r) {
-    const TrainingRow &g = got.rows[r], &w = want.rows[r];
-    const std::string where = " (trial " + std::to_string(want.index) + ", step " + std::to_string(w.step) + ")";
-    EXPECT_EQ(g.step, w.step) << where;
-    EXPECT_EQ(g.round, w.round) << where;
-    EXPECT_EQ(g.alive, w.alive) << where;
-    EXPECT_EQ(g.groups, w.groups) << where;
-    EXPECT_EQ(g.failed_groups, w.failed_groups) << where;
-    EXPECT_EQ(g.decode_failures, w.decode_failures) << where;
-    EXPECT_EQ(g.bytes_sent, w.bytes_sent) << where;
-    expect_close("loss", g.loss, w.loss, where);
-    expect_close("gap", g.gap, w.gap, where);
-    expect_close("relative_gap", g.relative_gap, w.relative_gap, where);
-    expect_close("distance", g.distance, w.distance, where);
-    expect_close("consensus", g.consensus, w.consensus, where, w.distance);
-    expect_close("accuracy", g.accuracy, w.accuracy, where);
+  for (std::size_t r = 0; r < got.rows.size(); ++r) {
+    const TrainingRow& g = got.rows[r];
+    const std::string where = " (trial " + std::to_string(got.index) + ", step " + std::to_string(g.step) + ")";
     EXPECT_EQ(g.detection_time, 0.0) << where;
-    // time: the rounds' estimate, growing exactly when messages were sent.
     if (r > 0) {
+      EXPECT_GT(g.step, got.rows[r - 1].step) << where;
       EXPECT_EQ(g.time > got.rows[r - 1].time, g.bytes_sent > got.rows[r - 1].bytes_sent) << where;
       EXPECT_GE(g.time, got.rows[r - 1].time) << where;
     }
-  }
-  ASSERT_EQ(got.targets.size(), want.targets.size());
-  for (std::size_t t = 0; t < want.targets.size(); ++t) {
-    EXPECT_EQ(got.targets[t].rounds, want.targets[t].rounds) << "target " << want.targets[t].target;
-    EXPECT_EQ(got.targets[t].reached, want.targets[t].reached) << "target " << want.targets[t].target;
   }
 }
 
 class SequentialSgd : public ::testing::TestWithParam<Case> {};
 
-TEST_P(SequentialSgd, ModelsHaveTheOraclesBitsAndRowsItsValues) {
-  const TrainingOptions raw = options_for(GetParam());
-  const TrainingOptions o = resolve(raw, kPeers);
+// Every protocol trains on the sequential engine with failures (its rows and
+// models are the MPI form's: tests/mpi/test_sgd_forms.cpp).
+TEST_P(SequentialSgd, TrainsWithFailuresAndKeepsTheRowInvariants) {
+  const TrainingOptions o = resolve(options_for(GetParam()), kPeers);
   const Problem problem = build_problem_sequential(o, kPeers);
   int failed_rounds = 0, consensus_rows = 0;
   for (int k = 0; k < o.trials; ++k) {
     const PopulationTrial got = run_training_sequential_trial(o, problem, kPeers, k);
-    const oracle::TrainingOutcome want = oracle::run_training_trial(raw, kPeers, k);
-    expect_rows_match(got.record, want.trial);
-    for (int i = 0; i < kPeers; ++i)
-      for (int c = 0; c < problem.pooled->dim(); ++c)
-        ASSERT_TRUE(same_bits(got.models.peer(i)[static_cast<std::size_t>(c)], want.models[i][c]))
-            << "trial " << k << " peer " << i << " coordinate " << c << ": "
-            << got.models.peer(i)[static_cast<std::size_t>(c)] << " != " << want.models[i][c];
+    expect_row_invariants(got.record);
     for (const TrainingRow& row : got.record.rows) failed_rounds += row.alive < kPeers ? 1 : 0;
     // Not vacuous: the models moved, and apart (some rows with consensus > 0).
     EXPECT_NE(got.record.rows.back().distance, got.record.rows.front().distance);
@@ -334,8 +297,8 @@ TEST(SequentialSgdRun, StopRequestEndsTheRun) {
   EXPECT_TRUE(result.trials.front().complete);
 }
 
-// A protocol the catalog gains is trained on the sequential engine against the SGD
-// oracle here, or this fails naming it.
+// A protocol the catalog gains is trained on the sequential engine here, or this
+// fails naming it.
 TEST(SequentialSgdCoverage, EveryProtocolWithASequentialFormHasCases) {
   EXPECT_EQ(test::protocols_without_cases("SequentialSgd", test::has_sequential_form), std::vector<std::string>{});
 }

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Local SGD with every kind of protocol on 1024 simulated peers under SMPI against
-# the sequential oracle of the trainer (tests/oracle/sgd_oracle).
+# the sequential engine of the trainer.
 #
-#   tests/scripts/test_smpi_sgd_oracle_1024.sh ORACLE_CLI SMPI_BINARY
+#   tests/scripts/test_smpi_sgd_sequential_1024.sh SEQUENTIAL_BINARY SMPI_BINARY
 #
-# ORACLE_CLI (build/tests/sgd_oracle_cli) prints the rows the oracle predicts;
+# SEQUENTIAL_BINARY (build/apps/sgd_bench) runs each case with --engine sequential;
 # every row of the SMPI run's trace (SMPI_BINARY: build-smpi/apps/sgd_bench) must
-# agree with them: step, round, alive, groups, failed_groups and bytes_sent
+# agree with its rows: step, round, alive, groups, failed_groups and bytes_sent
 # exactly; loss, gap, relative_gap and distance within 1e-12 relative, except
 # that a logistic gap (loss - f* as computed) is known only to the rounding of the
 # loss, so its scale, and relative_gap's, include the loss; consensus within
 # 1e-12 of (1/N) sum_i ||x_i - x*||^2 = consensus + distance, from which the
-# trainer computes it as a difference (as tests/mpi/test_sgd_oracle.cpp does);
+# trainer computes it as a difference (as tests/mpi/test_sgd_forms.cpp does);
 # accuracy within one test sample (a margin within rounding of 0 may flip a
 # prediction). Each trace also passes check_trace.py. GoogleTest cannot run on
 # 1024 SMPI ranks: each privatized copy takes a pthread key, and there are only
@@ -22,8 +22,8 @@
 # about a minute in all on a 2-core machine.
 source "$(dirname "$0")/common.sh"
 
-need_args 2 $# ORACLE_CLI SMPI_BINARY
-program_arg ORACLE "$1" oracle "build the default preset: cmake --build build --target sgd_oracle_cli"
+need_args 2 $# SEQUENTIAL_BINARY SMPI_BINARY
+program_arg SEQ "$1" "Open MPI build's sgd_bench" "build the default preset: cmake --build build --target sgd_bench"
 program_arg BIN "$2" "SMPI program"
 PEERS=1024
 common=(--dim 2 --eval-every 4 --seed 1024)
@@ -35,16 +35,16 @@ quadratic="--objective quadratic --preset epfl --zeta 100 --sigma 0.5 --lr 0.000
 # majority label (+1 on even peers, -1 on odd ones).
 logistic="--objective logistic --samples-per-peer 16 --separation 1 --label-skew 0.6 --lr 0.5"
 
-# Every protocol's [sgd_oracle_1024] cases (tests/protocols/NAME/cases.txt): the
+# Every protocol's [sgd_sequential_1024] cases (tests/protocols/NAME/cases.txt): the
 # protocol, an objective above by name, then the run's own flags.
-protocol_cases sgd_oracle_1024 "$AVB_SMPIRUN" -n 1 "$BIN"
+protocol_cases sgd_sequential_1024 "$AVB_SMPIRUN" -n 1 "$BIN"
 configs=()
 for case in "${CASES[@]}"; do
   read -r protocol objective rest <<<"$case"
   case "$objective" in
     quadratic) configs+=("--protocol $protocol $quadratic $rest") ;;
     logistic) configs+=("--protocol $protocol $logistic $rest") ;;
-    *) die "[sgd_oracle_1024] case '$case': the word after the protocol must be quadratic or logistic" ;;
+    *) die "[sgd_sequential_1024] case '$case': the word after the protocol must be quadratic or logistic" ;;
   esac
 done
 # The value of FLAG in the array args.
@@ -79,20 +79,33 @@ for config in "${configs[@]}"; do
   fi
   check_trace "$SCRATCH/$tag.h5" --kind sgd --peers "$PEERS" --trials "$(value_of --trials)" --complete 1 \
     --steps "$(value_of --steps)" --local-steps "$(value_of --local-steps)" --eval-every "$(value_of --eval-every)"
-  if ! timeout 120 "$ORACLE" --peers "$PEERS" "${args[@]}" >"$SCRATCH/$tag.csv" 2>"$SCRATCH/$tag.oracle.err"; then
-    bad "$short: the oracle failed: $(cat "$SCRATCH/$tag.oracle.err")"
+  if ! timeout 120 "$SEQ" --engine sequential --peers "$PEERS" "${args[@]}" --out "$SCRATCH/$tag.seq.h5" --quiet \
+      >"$SCRATCH/$tag.seq.log" 2>&1 </dev/null; then
+    bad_with_report "$short: the sequential engine failed:" "$(tail -5 "$SCRATCH/$tag.seq.log")"
     continue
   fi
-  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/$tag.h5" "$SCRATCH/$tag.csv" 2>&1 <<'PY'
-import csv, math, sys
+  if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/$tag.h5" "$SCRATCH/$tag.seq.h5" 2>&1 <<'PY'
+import math, sys
 import h5py
-rows = list(csv.DictReader(open(sys.argv[2])))
+
+
+def rows_of(path):
+    """Every trial's rows of a training trace, as dicts with the trial's number."""
+    rows = []
+    with h5py.File(path, "r") as f:
+        for k, g in f["trials"].items():
+            columns = {name: g[name][()] for name in g if g[name].ndim == 1 and len(g[name]) == len(g["step"])}
+            rows += [dict({name: v[i] for name, v in columns.items()}, trial=int(k)) for i in range(len(g["step"]))]
+    return rows
+
+
+rows = rows_of(sys.argv[2])
 problems = []
 worst, worst_column = 0.0, "-"  # the largest difference of a float column, relative to its scale
 with h5py.File(sys.argv[1], "r") as f:
     trials = f["trials"]
     if sorted(int(k) for k in trials) != sorted({int(r["trial"]) for r in rows}):
-        problems.append(f"trials {sorted(trials)} vs oracle {sorted({r['trial'] for r in rows})}")
+        problems.append(f"trials {sorted(trials)} vs sequential {sorted({r['trial'] for r in rows})}")
     # A logistic gap is loss - f* as computed (a quadratic's is a quadratic form in
     # x_bar - x*): known to the rounding of the loss, not to its own.
     logistic = f["optimum"].attrs["method"] == "newton"
@@ -100,14 +113,14 @@ with h5py.File(sys.argv[1], "r") as f:
     for k, g in trials.items():
         want = [r for r in rows if int(r["trial"]) == int(k)]
         if len(want) != len(g["step"]):
-            problems.append(f"trial {k}: {len(g['step'])} rows, oracle {len(want)}")
+            problems.append(f"trial {k}: {len(g['step'])} rows, sequential {len(want)}")
             continue
         initial_gap = float(want[0]["gap"])
         for i, w in enumerate(want):
             at = f"trial {k} step {w['step']}"
             for name in ("step", "round", "alive", "groups", "failed_groups", "bytes_sent"):
                 if int(g[name][i]) != int(w[name]):
-                    problems.append(f"{at} {name}: {int(g[name][i])} vs oracle {w[name]}")
+                    problems.append(f"{at} {name}: {int(g[name][i])} vs sequential {w[name]}")
             for name in ("loss", "gap", "relative_gap", "distance", "consensus"):
                 got, exp = float(g[name][i]), float(w[name])
                 scale = abs(exp)
@@ -118,19 +131,19 @@ with h5py.File(sys.argv[1], "r") as f:
                 elif name == "relative_gap" and logistic:
                     scale = max(scale, abs(float(w["loss"])) / initial_gap)
                 if not (math.isfinite(got) and math.isfinite(exp)):
-                    problems.append(f"{at} {name}: {got!r} vs oracle {exp!r} (not finite)")
+                    problems.append(f"{at} {name}: {got!r} vs sequential {exp!r} (not finite)")
                     continue
                 difference = abs(got - exp)
                 if exp != 0 and difference / abs(exp) > worst:
                     worst, worst_column = difference / abs(exp), name
                 if difference > 1e-12 * scale:
-                    problems.append(f"{at} {name}: {got!r} vs oracle {exp!r} (difference {got - exp:.3g})")
+                    problems.append(f"{at} {name}: {got!r} vs sequential {exp!r} (difference {got - exp:.3g})")
             got, exp = float(g["accuracy"][i]), float(w["accuracy"])
             if math.isnan(exp) or math.isnan(got):
                 if math.isnan(exp) != math.isnan(got):
-                    problems.append(f"{at} accuracy: {got!r} vs oracle {exp!r}")
+                    problems.append(f"{at} accuracy: {got!r} vs sequential {exp!r}")
             elif abs(got - exp) > (1 + 1e-9) / test_samples:
-                problems.append(f"{at} accuracy: {got!r} vs oracle {exp!r} (more than one sample)")
+                problems.append(f"{at} accuracy: {got!r} vs sequential {exp!r} (more than one sample)")
 last = rows[-1]
 print("\n".join(problems[:8] + ([f"... {len(problems)} problems in all"] if len(problems) > 8 else []))
       if problems else
@@ -142,7 +155,7 @@ PY
   ); then
     ok "$short: $report (sgd_bench $wall s)"
   else
-    bad "$short: the trace differs from the oracle:"
+    bad "$short: the trace differs from the sequential engine's:"
     printf '%s\n' "$report" | sed 's/^/    /' >&2
   fi
 done

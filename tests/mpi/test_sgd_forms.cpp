@@ -1,8 +1,10 @@
-// The local-SGD trainer against its sequential oracle (tests/oracle/sgd_oracle):
-// build_problem + run_training on MPI_COMM_WORLD, every peer's final model
-// gathered to rank 0 and every recorded row compared there. Also the acceptance
-// criterion that allreduce every step without failures is centralized minibatch
-// SGD, a LIBSVM file dealt by rank 0, stop-at-target and the last evaluation.
+// The local-SGD trainer's two forms against each other: build_problem +
+// run_training on MPI_COMM_WORLD, every peer's final model gathered to rank 0 and
+// compared there, with every recorded row, to the sequential engine's
+// (run_training_sequential_trial). Also the acceptance criterion that allreduce
+// every step without failures is centralized minibatch SGD (written out here,
+// sharing no code with either form), a LIBSVM file dealt by rank 0,
+// stop-at-target and the last evaluation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,8 +22,8 @@
 #include "world.hpp"
 #include "run/averaging.hpp"
 #include "sgd/libsvm.hpp"
+#include "sgd/sequential_trainer.hpp"
 #include "sgd/trainer.hpp"
-#include "sgd_oracle.hpp"
 #include "support/catalog_coverage.hpp"
 
 namespace avb {
@@ -65,7 +67,7 @@ bool close(double got, double want, double scale = 1.0) {
   return std::fabs(got - want) <= 1e-12 * std::max({1.0, std::fabs(want), scale});
 }
 
-// Counts mismatches between a recorded trial and the oracle's, reporting each.
+// Counts mismatches between a recorded trial and the sequential engine's, reporting each.
 int compare_trials(const TrainingTrial& got, const TrainingTrial& want) {
   int bad = 0;
   auto fail = [&](const std::string& what) {
@@ -123,7 +125,9 @@ int compare_trials(const TrainingTrial& got, const TrainingTrial& want) {
   return bad;
 }
 
-int compare_models(const oracle::Matrix& got, const oracle::Matrix& want, const char* what) {
+using Models = std::vector<std::vector<double>>;  // [peer][coordinate]
+
+int compare_models(const Models& got, const Models& want, const char* what) {
   int bad = 0;
   for (std::size_t i = 0; i < want.size(); ++i)
     for (std::size_t k = 0; k < want[i].size(); ++k)
@@ -144,7 +148,7 @@ class CountingObserver : public TrainingObserver {
 
 struct Trained {
   TrainingResult result;
-  oracle::Matrix models;  // rank 0: every peer's final model, in rank order
+  Models models;          // rank 0: every peer's final model, in rank order
   int polls = 0;          // this rank's evaluations
   std::string test_set_kind;
 };
@@ -169,17 +173,46 @@ Trained train(const TrainingOptions& raw) {
 }
 
 // Called on every rank after `train`; rank 0 compares every trial's rows and the
-// last trial's models with the oracle's. EXPECTs only: no rank may leave early.
-void expect_matches_oracle(const TrainingOptions& options, const Trained& run, const Dataset* data = nullptr) {
+// last trial's models with the sequential engine's. EXPECTs only: no rank may
+// leave early.
+void expect_matches_sequential_engine(const TrainingOptions& raw, const Trained& run) {
   EXPECT_FALSE(run.result.stopped);
   if (world_rank() != 0) return;
-  std::vector<oracle::TrainingOutcome> want;
   const int n = world_size();
+  const TrainingOptions options = resolve(raw, n);
+  const Problem problem = build_problem_sequential(options, n);
   EXPECT_EQ(static_cast<int>(run.result.trials.size()), options.trials);
-  for (int k = 0; k < options.trials; ++k) want.push_back(oracle::run_training_trial(options, n, k, data));
-  for (int k = 0; k < std::min<int>(options.trials, static_cast<int>(run.result.trials.size())); ++k)
-    compare_trials(run.result.trials[k], want[k].trial);
-  compare_models(run.models, want.back().models, "final model");
+  Models last;
+  for (int k = 0; k < options.trials; ++k) {
+    const PopulationTrial want = run_training_sequential_trial(options, problem, n, k);
+    if (k < static_cast<int>(run.result.trials.size())) compare_trials(run.result.trials[k], want.record);
+    last.clear();
+    for (int i = 0; i < n; ++i) last.emplace_back(want.models.peer(i).begin(), want.models.peer(i).end());
+  }
+  compare_models(run.models, last, "final model");
+}
+
+// Centralized minibatch SGD with momentum on the pooled problem, from x = 0:
+//   v <- momentum v + (1/N) sum_i g_i(x),  x <- x - lr(s) v
+// with g_i peer i's stochastic_gradient(x, B, trial seed, s): what allreduce with
+// H = 1 and no failures computes on every peer.
+std::vector<double> centralized_sgd(const TrainingOptions& raw, int n, int trial) {
+  const TrainingOptions options = resolve(raw, n);
+  const Problem problem = build_problem_sequential(options, n);
+  const int d = problem.pooled->dim();
+  const std::uint64_t seed = trial_seed(options.seed, trial);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(d), velocity = Eigen::VectorXd::Zero(d), g(d), sum(d);
+  for (int s = 0; s < options.steps; ++s) {
+    sum.setZero();
+    for (int i = 0; i < n; ++i) {
+      problem.peers[static_cast<std::size_t>(i)]->stochastic_gradient(x, options.batch, seed,
+                                                                      static_cast<std::uint64_t>(s), g);
+      sum += g;
+    }
+    velocity = options.momentum * velocity + sum / static_cast<double>(n);
+    x -= options.lr.at(s) * velocity;
+  }
+  return {x.data(), x.data() + d};
 }
 
 // ---- acceptance: allreduce every step is centralized minibatch SGD ----------------
@@ -193,14 +226,14 @@ void expect_allreduce_is_centralized_sgd(TrainingOptions o) {
   o.eval_every = 8;
   o.seed = 515;
   const Trained run = train(o);
-  expect_matches_oracle(o, run);
+  expect_matches_sequential_engine(o, run);
   if (world_rank() != 0) return;
-  const std::vector<double> central = oracle::centralized_sgd(o, n, o.trials - 1);
-  const oracle::Matrix expected(static_cast<std::size_t>(n), central);
+  const std::vector<double> central = centralized_sgd(o, n, o.trials - 1);
+  const Models expected(static_cast<std::size_t>(n), central);
   EXPECT_EQ(compare_models(run.models, expected, "against centralized SGD"), 0);
   // Not vacuous: the model moved away from 0, and the trial's minibatches (or
   // gradient noise) decide where it went.
-  const std::vector<double> other = oracle::centralized_sgd(o, n, o.trials - 2);
+  const std::vector<double> other = centralized_sgd(o, n, o.trials - 2);
   double norm = 0.0, difference = 0.0;
   for (std::size_t k = 0; k < central.size(); ++k) {
     norm += central[k] * central[k];
@@ -232,7 +265,7 @@ TEST(SgdAcceptance, AllreduceEveryStepWithoutFailuresIsCentralizedMinibatchSgdLo
   expect_allreduce_is_centralized_sgd(o);
 }
 
-// ---- every protocol, against the oracle ---------------------------------------------
+// ---- every protocol, both forms -------------------------------------------------------
 
 struct SgdCase {
   const char* protocol;
@@ -283,59 +316,59 @@ TrainingOptions options_for(const SgdCase& c) {
   return o;
 }
 
-class SgdOracle : public ::testing::TestWithParam<SgdCase> {};
+class SgdForms : public ::testing::TestWithParam<SgdCase> {};
 
-TEST_P(SgdOracle, EveryModelAndRowMatches) {
+TEST_P(SgdForms, EveryModelAndRowMatches) {
   if (std::string(GetParam().protocol) == "sgp-paper" && world_size() < 3)
     GTEST_SKIP() << "sgp-paper has no graph on " << world_size() << " peers";
   const TrainingOptions options = options_for(GetParam());
   const Trained run = train(options);
-  expect_matches_oracle(options, run);
+  expect_matches_sequential_engine(options, run);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdAllreduce, SgdOracle,
+    SgdAllreduce, SgdForms,
     ::testing::Values(SgdCase{"allreduce", 1, 30, 0.2, "transient", "step", false, 0.5, 2, "survivors"},
                       SgdCase{"allreduce", 3, 31, 0.2, "transient", "inverse", true},
                       SgdCase{"allreduce", 3, 30, 0.1, "permanent", "constant", false, 0.0, 1, "survivors"}));
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdMoshpit, SgdOracle,
+    SgdMoshpit, SgdForms,
     ::testing::Values(SgdCase{"moshpit", 1, 30, 0.2, "transient", "constant", true},
                       SgdCase{"moshpit", 3, 30, 0.1, "permanent", "inverse", false, 0.9},
                       SgdCase{"moshpit", 3, 31, 0.2, "transient", "step", false, 0.0, 2, "partial"}));
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdRandomGroups, SgdOracle,
+    SgdRandomGroups, SgdForms,
     ::testing::Values(SgdCase{"random-groups", 1, 30, 0.2, "transient", "step", false},
                       SgdCase{"random-groups", 3, 32, 0.2, "transient", "constant", true, 0.0, 1, "partial"}));
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdGossip, SgdOracle,
+    SgdGossip, SgdForms,
     ::testing::Values(SgdCase{"gossip", 1, 30, 0.0, "transient", "inverse", false},  // D-PSGD
                       SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", true, 0.5},
                       SgdCase{"gossip", 3, 31, 0.2, "transient", "step", false, 0.0, 1, "default", "exp"}));
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdPushSum, SgdOracle,
+    SgdPushSum, SgdForms,
     ::testing::Values(SgdCase{"pushsum", 1, 30, 0.0, "transient", "constant", false, 0.5},  // SGP
                       SgdCase{"pushsum", 1, 30, 0.2, "transient", "inverse", true},
                       SgdCase{"pushsum", 3, 31, 0.2, "transient", "step", false, 0.0, 2},
                       SgdCase{"pushsum", 2, 30, 0.1, "permanent", "inverse", true, 0.0, 1, "default", "exp"}));
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdSgpPaper, SgdOracle,
+    SgdSgpPaper, SgdForms,
     ::testing::Values(SgdCase{"sgp-paper", 1, 30, 0.2, "transient", "inverse", true},
                       SgdCase{"sgp-paper", 3, 30, 0.2, "transient", "constant", false, 0.9}));
 
 INSTANTIATE_TEST_SUITE_P(
-    SgdPairwise, SgdOracle,
+    SgdPairwise, SgdForms,
     ::testing::Values(SgdCase{"pairwise", 1, 30, 0.2, "transient", "step", true},
                       SgdCase{"pairwise", 3, 29, 0.2, "transient", "inverse", false, 0.9, 1, "default", "ring"}));
 
 // CHOCO-SGD: local steps, then one CHOCO-Gossip round on the changed models.
 INSTANTIATE_TEST_SUITE_P(
-    SgdChoco, SgdOracle,
+    SgdChoco, SgdForms,
     ::testing::Values(SgdCase{"choco", 1, 30, 0.2, "transient", "constant", false, 0.0, 1, "default", "default",
                               "stochastic:4", 0.5},
                       SgdCase{"choco", 2, 30, 0.1, "permanent", "inverse", true, 0.0, 1, "default", "torus", "fp16",
@@ -371,7 +404,7 @@ class SharedFile {
   SharedFile(const std::string& name, const std::string& content) {
     if (world_rank() == 0) {
       path_ = (std::filesystem::temp_directory_path() /
-               ("avb_sgd_oracle_" + std::to_string(::getpid()) + "_" + name))
+               ("avb_sgd_forms_" + std::to_string(::getpid()) + "_" + name))
                   .string();
       std::ofstream(path_) << content;
     }
@@ -393,7 +426,7 @@ class SharedFile {
   std::string path_;
 };
 
-TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheOracle) {
+TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheSequentialEngine) {
   const SharedFile train_file("train.svm", libsvm_text(160, 5, 31));
   const SharedFile test_file("test.svm", libsvm_text(40, 4, 32));  // lacks the last feature: --data-dim applies
   struct Variant {
@@ -426,15 +459,12 @@ TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheOracle) {
     SCOPED_TRACE(std::string(to_string(v.split)) + (v.test_data ? " with --test-data " : " ") + v.protocol);
     const Trained run = train(o);
     // No ASSERT here: a rank that left the loop alone would hang the others.
+    expect_matches_sequential_engine(o, run);  // which reads the file itself, whole
     if (world_rank() == 0) {
       EXPECT_EQ(run.test_set_kind, v.test_data ? "file" : "train");
-      const Dataset data = read_libsvm(o.objective.data_path);
-      EXPECT_EQ(data.dim(), 5);
-      expect_matches_oracle(o, run, &data);
+      EXPECT_EQ(read_libsvm(o.objective.data_path).dim(), 5);
       for (const TrainingTrial& trial : run.result.trials)
         for (const TrainingRow& row : trial.rows) EXPECT_TRUE(row.accuracy >= 0.0 && row.accuracy <= 1.0);
-    } else {
-      expect_matches_oracle(o, run);
     }
   }
 }
@@ -460,7 +490,7 @@ TEST(SgdRun, StopAtTargetStopsEveryRankAtTheSameStep) {
   // Every rank evaluated as often as rank 0 recorded rows: they stopped together.
   std::vector<int> polls(static_cast<std::size_t>(n));
   MPI_Gather(&run.polls, 1, MPI_INT, polls.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  expect_matches_oracle(o, run);
+  expect_matches_sequential_engine(o, run);
   if (world_rank() != 0) return;
   ASSERT_EQ(run.result.trials.size(), 2u);
   const int rows = static_cast<int>(run.result.trials[0].rows.size() + run.result.trials[1].rows.size());
@@ -487,7 +517,7 @@ TEST(SgdRun, EvalEveryNotDividingTheStepsRecordsTheLastStep) {
   o.fail_rate = 0.1;
   o.trials = 1;
   const Trained run = train(o);
-  expect_matches_oracle(o, run);
+  expect_matches_sequential_engine(o, run);
   if (world_rank() == 0 && run.result.trials.size() == 1) {
     std::vector<int> steps, rounds;
     for (const TrainingRow& row : run.result.trials[0].rows) {
@@ -500,7 +530,7 @@ TEST(SgdRun, EvalEveryNotDividingTheStepsRecordsTheLastStep) {
   // No steps at all: the initial row only, and the models stay at 0.
   o.steps = 0;
   const Trained none = train(o);
-  expect_matches_oracle(o, none);
+  expect_matches_sequential_engine(o, none);
   if (world_rank() == 0 && none.result.trials.size() == 1) {
     EXPECT_EQ(none.result.trials[0].rows.size(), 1u);
     for (const auto& x : none.models)
@@ -508,9 +538,9 @@ TEST(SgdRun, EvalEveryNotDividingTheStepsRecordsTheLastStep) {
   }
 }
 
-// A protocol the catalog gains is trained against the SGD oracle here, or this fails naming it.
-TEST(SgdOracleCoverage, EveryProtocolWithASequentialFormHasCases) {
-  EXPECT_EQ(test::protocols_without_cases("SgdOracle", test::has_sequential_form), std::vector<std::string>{});
+// A protocol the catalog gains is trained on both forms here, or this fails naming it.
+TEST(SgdFormsCoverage, EveryProtocolWithASequentialFormHasCases) {
+  EXPECT_EQ(test::protocols_without_cases("SgdForms", test::has_sequential_form), std::vector<std::string>{});
 }
 
 }  // namespace
