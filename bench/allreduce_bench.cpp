@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "core/comm.hpp"
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/ring_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "collectives/ring_allreduce.hpp"
 
 namespace {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/reduce.hpp"
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 
 namespace {
 

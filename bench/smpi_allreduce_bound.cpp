@@ -41,8 +41,8 @@
 #include <xbt/config.hpp>
 
 #include "core/comm.hpp"
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/ring_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "collectives/ring_allreduce.hpp"
 
 namespace {
 

@@ -171,10 +171,11 @@ def main():
           f"(ctest -j2 runs two at a time); {sum(1 for r in rows if r[2] / r[3] >= NEAR)} within 2x of their timeout")
     if stages:
         whole = sum(s for _, s in stages)
-        print(f"\n{'stage of scripts/test.sh':<48} {'seconds':>8} {'share':>6}")
+        wide = max(len("stage of scripts/test.sh"), *(len(stage) for stage, _ in stages))
+        print(f"\n{'stage of scripts/test.sh':<{wide}} {'seconds':>8} {'share':>6}")
         for stage, seconds in stages:
-            print(f"{stage:<48} {seconds:8d} {seconds / whole:6.1%}")
-        print(f"{'all stages':<48} {whole:8d}")
+            print(f"{stage:<{wide}} {seconds:8d} {seconds / whole:6.1%}")
+        print(f"{'all stages':<{wide}} {whole:8d}")
     return 0
 
 

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "protocols/coded_allreduce.hpp"
-#include "protocols/group_allreduce.hpp"
+#include "collectives/coded_allreduce.hpp"
+#include "collectives/group_allreduce.hpp"
 #include "protocols/groups.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/time_model.hpp"
 #include "protocols/resources.hpp"
 

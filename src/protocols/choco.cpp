@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "protocols/protocol.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/time_model.hpp"
 #include "protocols/resources.hpp"
 

@@ -23,7 +23,7 @@
 #include <span>
 #include <vector>
 
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/transit.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/failures.hpp"

@@ -14,7 +14,7 @@
 #include "core/rng.hpp"
 #include "protocols/graph_exchange.hpp"
 #include "protocols/population_codec.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/time_model.hpp"
 #include "protocols/resources.hpp"
 

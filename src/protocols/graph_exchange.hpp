@@ -14,7 +14,8 @@
 #include <span>
 #include <vector>
 
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
+#include "codecs/wire.hpp"
 #include "protocols/protocol.hpp"
 
 namespace avb {
@@ -64,15 +65,6 @@ class NeighbourExchange {
   std::vector<T> incoming_;
   std::vector<MPI_Request> requests_;
 };
-
-// Encodings travel as MPI bytes; Comm counts their size, which is what the trace's
-// bytes_sent reports for quantized protocols.
-inline std::span<const std::uint8_t> wire(const std::vector<std::byte>& v) {
-  return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size()};
-}
-inline std::span<const std::byte> unwire(std::span<const std::uint8_t> v) {
-  return {reinterpret_cast<const std::byte*>(v.data()), v.size()};
-}
 
 // One encoding per sender and round, sent to every neighbour alike: the dither is
 // keyed by (seed, round, sender, message 0), never by timing or rank count.

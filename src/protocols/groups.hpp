@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "protocols/butterfly_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
 #include "protocols/protocol.hpp"
 
 namespace avb {

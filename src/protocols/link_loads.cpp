@@ -5,10 +5,10 @@
 #include <limits>
 #include <numeric>
 
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/compress.hpp"
-#include "protocols/doubling_allreduce.hpp"
-#include "protocols/ring_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "codecs/compress.hpp"
+#include "collectives/doubling_allreduce.hpp"
+#include "collectives/ring_allreduce.hpp"
 #include "sim/fluid.hpp"
 
 namespace avb {

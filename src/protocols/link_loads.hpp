@@ -39,7 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "protocols/group_allreduce.hpp"
+#include "collectives/group_allreduce.hpp"
 #include "protocols/time_model.hpp"
 #include "sim/fluid.hpp"
 
@@ -93,7 +93,7 @@ class LinkLoads {
   void butterfly(std::span<const int> members, std::span<const double> parts);
   // One all-reduce among `members` (in rank order) of a dim-double vector, its
   // messages encoded by `quantizer` when given: its phases, as the collective
-  // sends them (protocols/group_allreduce.hpp).
+  // sends them (collectives/group_allreduce.hpp).
   void collective(Collective c, std::span<const int> members, std::size_t dim, const Quantizer* quantizer = nullptr);
 
   // The bytes it holds for n peers on `platform`, whose largest message is

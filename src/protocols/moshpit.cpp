@@ -27,7 +27,7 @@
 #include "protocols/grid.hpp"
 #include "protocols/groups.hpp"
 #include "protocols/population_groups.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/resources.hpp"
 
 namespace avb {

@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "protocols/compress.hpp"
-#include "protocols/sequential.hpp"
+#include "codecs/compress.hpp"
+#include "protocols/population.hpp"
 
 namespace avb {
 

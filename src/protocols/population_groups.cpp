@@ -84,7 +84,7 @@ void PopulationGroups::average_all(std::span<const int> members, Population& x) 
   for (int i : members) std::copy(sum_.begin(), sum_.end(), x.peer(i).begin());
 }
 
-// Partial semantics with failed members (protocols/butterfly_allreduce.hpp): part p
+// Partial semantics with failed members (collectives/butterfly_allreduce.hpp): part p
 // is averaged by member p, if it is alive, over the members that delivered it.
 void PopulationGroups::average_parts(std::span<const int> members, Population& x, const PopulationRound& round,
                                      RoundEffect& effect) {

@@ -1,4 +1,4 @@
-// The sequential engine's group averaging (protocols/sequential.hpp): what
+// The sequential engine's group averaging (protocols/population.hpp): what
 // GroupAverager and ButterflyAllreduce do for one group, done for the group at once
 // on the population, with the same sums in the same order, so the values are the
 // MPI engines' to the last bit.
@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-#include "protocols/butterfly_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
 #include "protocols/groups.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 
 namespace avb {
 

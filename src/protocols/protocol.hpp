@@ -17,11 +17,11 @@
 
 #include "core/comm.hpp"
 #include "core/enum_names.hpp"
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 #include "protocols/grid.hpp"
-#include "protocols/group_allreduce.hpp"
+#include "collectives/group_allreduce.hpp"
 #include "protocols/resources.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 #include "sim/topology.hpp"
@@ -182,7 +182,7 @@ struct ProtocolInfo {
   // estimate takes an all-reduce over all peers, or a graph protocol's share.
   ResourceFunction* resources = nullptr;
   ProtocolFactory* make = nullptr;
-  // Its sequential form (protocols/sequential.hpp); nullptr when it has none.
+  // Its sequential form (protocols/population.hpp); nullptr when it has none.
   SequentialFactory* sequential = nullptr;
 };
 

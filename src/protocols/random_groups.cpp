@@ -11,7 +11,7 @@
 
 #include "protocols/groups.hpp"
 #include "protocols/population_groups.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/resources.hpp"
 
 namespace avb {

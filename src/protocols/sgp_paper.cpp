@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/graph_exchange.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/time_model.hpp"
 #include "protocols/resources.hpp"
 

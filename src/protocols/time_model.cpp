@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/rng.hpp"
-#include "protocols/doubling_allreduce.hpp"
+#include "collectives/doubling_allreduce.hpp"
 
 namespace avb {
 

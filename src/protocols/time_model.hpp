@@ -20,8 +20,8 @@
 #include <span>
 #include <vector>
 
-#include "protocols/compress.hpp"
-#include "protocols/group_allreduce.hpp"
+#include "codecs/compress.hpp"
+#include "collectives/group_allreduce.hpp"
 
 namespace avb {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "run/trial_pool.hpp"
 #include "run/tree_sum.hpp"
 #include "sim/fluid_memo.hpp"

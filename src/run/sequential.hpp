@@ -1,5 +1,5 @@
 // The sequential engine: every peer of an averaging run in one process, each
-// protocol in its sequential form (protocols/sequential.hpp), trials spread over
+// protocol in its sequential form (protocols/population.hpp), trials spread over
 // threads. The rows are those run_averaging records on an MPI engine, from the
 // same keyed streams; only `time` differs: it is the α–β estimate of
 // protocols/time_model.hpp plus the computation charged and the failure detections
@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/time_model.hpp"
 #include "run/averaging.hpp"
 #include "sim/stragglers.hpp"

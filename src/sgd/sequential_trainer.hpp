@@ -1,6 +1,6 @@
 // The sequential engine of training: every peer of sgd_bench's local SGD
 // (sgd/trainer.hpp) in one process, each protocol in its sequential form
-// (protocols/sequential.hpp), trials spread over threads.
+// (protocols/population.hpp), trials spread over threads.
 //
 // The loop is the trainer's, peer by peer, with the same gradient calls, keyed
 // streams and order of operations, and the measurement sums in the MPI engines'
@@ -20,7 +20,7 @@
 
 #include <atomic>
 
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "sgd/trainer.hpp"
 
 namespace avb {

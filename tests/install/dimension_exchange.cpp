@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "protocols/sequential.hpp"
+#include "protocols/population.hpp"
 #include "protocols/time_model.hpp"
 
 namespace external {

@@ -11,7 +11,7 @@
 
 #include "core/comm.hpp"
 #include "core/rng.hpp"
-#include "protocols/group_allreduce.hpp"
+#include "collectives/group_allreduce.hpp"
 #include "run/stats.hpp"
 
 namespace avb {

@@ -1,4 +1,4 @@
-// Quantizers (src/protocols/compress.hpp): flags, encoded sizes, per-format error
+// Quantizers (src/codecs/compress.hpp): flags, encoded sizes, per-format error
 // bounds, the lattice quantizer's decode-failure detection, and the stochastic
 // quantizer's unbiasedness with keyed dither.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 #include "test_support.hpp"
 
 namespace avb {

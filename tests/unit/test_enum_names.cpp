@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
-#include "protocols/group_allreduce.hpp"
+#include "collectives/group_allreduce.hpp"
 #include "protocols/protocol.hpp"
 #include "sgd/objective.hpp"
 #include "sgd/trainer.hpp"

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "protocols/butterfly_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
 #include "protocols/grid.hpp"
 #include "protocols/groups.hpp"
 #include "protocols/random_groups.hpp"

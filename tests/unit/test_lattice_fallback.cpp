@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 #include "run/averaging.hpp"
 #include "sim/topology.hpp"
 #include "support/sequential_trial.hpp"

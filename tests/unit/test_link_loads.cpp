@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "protocols/butterfly_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
 #include "protocols/link_loads.hpp"
 #include "sim/fluid.hpp"
 

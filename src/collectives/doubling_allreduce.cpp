@@ -1,4 +1,4 @@
-#include "protocols/doubling_allreduce.hpp"
+#include "collectives/doubling_allreduce.hpp"
 
 #include "core/reduce.hpp"
 

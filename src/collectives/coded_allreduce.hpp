@@ -23,8 +23,8 @@
 #include <mpi.h>
 
 #include "core/comm.hpp"
-#include "protocols/compress.hpp"
-#include "protocols/group_allreduce.hpp"
+#include "codecs/compress.hpp"
+#include "collectives/group_allreduce.hpp"
 
 namespace avb {
 

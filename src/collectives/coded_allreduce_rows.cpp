@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "core/reduce.hpp"
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/coded_allreduce.hpp"
-#include "protocols/doubling_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "collectives/coded_allreduce.hpp"
+#include "collectives/doubling_allreduce.hpp"
 
 namespace avb {
 

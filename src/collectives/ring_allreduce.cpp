@@ -1,4 +1,4 @@
-#include "protocols/ring_allreduce.hpp"
+#include "collectives/ring_allreduce.hpp"
 
 #include <algorithm>
 #include <cstdint>

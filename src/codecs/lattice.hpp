@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 
 namespace avb::codec {
 

@@ -9,9 +9,9 @@
 
 #include "core/comm.hpp"
 #include "core/enum_names.hpp"
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/doubling_allreduce.hpp"
-#include "protocols/ring_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "collectives/doubling_allreduce.hpp"
+#include "collectives/ring_allreduce.hpp"
 
 namespace avb {
 

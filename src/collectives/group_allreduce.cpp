@@ -1,4 +1,4 @@
-#include "protocols/group_allreduce.hpp"
+#include "collectives/group_allreduce.hpp"
 
 #include <string>
 

@@ -31,7 +31,7 @@
 #include <mpi.h>
 
 #include "core/comm.hpp"
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 
 namespace avb {
 

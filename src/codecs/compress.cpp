@@ -1,7 +1,7 @@
 // Quantizers. Every format is little-endian and byte-exact whatever the host, so
 // two engines exchange and count the same bytes. Multi-bit codes (stochastic,
 // lattice) are packed least significant bit first into a little-endian bit stream.
-#include "protocols/compress.hpp"
+#include "codecs/compress.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -13,8 +13,8 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/rng.hpp"
-#include "protocols/codec_bits.hpp"
-#include "protocols/lattice.hpp"
+#include "codecs/codec_bits.hpp"
+#include "codecs/lattice.hpp"
 
 namespace avb {
 

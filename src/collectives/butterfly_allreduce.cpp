@@ -1,4 +1,4 @@
-#include "protocols/butterfly_allreduce.hpp"
+#include "collectives/butterfly_allreduce.hpp"
 
 #include "core/reduce.hpp"
 

@@ -29,7 +29,7 @@
 // counts. A protocol that wants finer granularity encodes buckets as messages.
 // The status byte says that the sender could not encode at all: a non-finite x,
 // or |x/eps| > 2^52 where k no longer fits the exactly representable integers.
-#include "protocols/lattice.hpp"
+#include "codecs/lattice.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -37,7 +37,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "protocols/codec_bits.hpp"
+#include "codecs/codec_bits.hpp"
 
 namespace avb::codec {
 

@@ -1,7 +1,7 @@
 // The quantized butterfly all-reduce (butterfly_allreduce.hpp): the same messages
 // as the plain one, each carrying an encoding instead of the doubles.
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/graph_exchange.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "codecs/wire.hpp"
 
 #include "core/reduce.hpp"
 

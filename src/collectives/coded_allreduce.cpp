@@ -1,13 +1,13 @@
 // The quantized all-reduces over MPI (coded_allreduce.hpp).
-#include "protocols/coded_allreduce.hpp"
+#include "collectives/coded_allreduce.hpp"
 
 #include <string>
 
 #include "core/error.hpp"
 #include "core/reduce.hpp"
-#include "protocols/butterfly_allreduce.hpp"
-#include "protocols/doubling_allreduce.hpp"
-#include "protocols/graph_exchange.hpp"
+#include "collectives/butterfly_allreduce.hpp"
+#include "collectives/doubling_allreduce.hpp"
+#include "codecs/wire.hpp"
 
 namespace avb {
 
@@ -17,10 +17,10 @@ constexpr int kCodedRingTag = 121;
 constexpr int kCodedDoublingTag = 122;
 constexpr int kCodedTreeTag = 123;
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
+int wrap(int a, int n) { return ((a % n) + n) % n; }
 
 // The ring's chunk c (any integer, taken mod n): the butterfly's cut.
-Part chunk(std::size_t length, int n, int c) { return butterfly_part(length, n, mod(c, n)); }
+Part ring_part(std::size_t length, int n, int c) { return butterfly_part(length, n, wrap(c, n)); }
 
 std::span<std::uint8_t> receivable(std::vector<std::byte>& bytes, std::size_t size) {
   bytes.resize(size);
@@ -55,13 +55,13 @@ void CodedAllreduce::ring(Comm& comm, std::span<double> x, const CodedRun& run) 
   const Quantizer& q = *run.quantizer;
   std::vector<MPI_Request> requests;
   for (int s = 0; s < n - 1; ++s) {
-    const Part out = chunk(x.size(), n, r - s), in = chunk(x.size(), n, r - s - 1);
+    const Part out = ring_part(x.size(), n, r - s), in = ring_part(x.size(), n, r - s - 1);
     if (in.size() > 0)
-      comm.irecv<std::uint8_t>(receivable(arrived_, q.encoded_bytes(in.size())), mod(r - 1, n), kCodedRingTag,
+      comm.irecv<std::uint8_t>(receivable(arrived_, q.encoded_bytes(in.size())), wrap(r - 1, n), kCodedRingTag,
                                requests);
     if (out.size() > 0) {
       q.encode(x.subspan(out.begin, out.size()), run.context(r, static_cast<std::uint64_t>(s)), encoded_);
-      comm.isend<std::uint8_t>(wire(encoded_), mod(r + 1, n), kCodedRingTag, requests);
+      comm.isend<std::uint8_t>(wire(encoded_), wrap(r + 1, n), kCodedRingTag, requests);
     }
     comm.wait_all(requests, "quantized ring all-reduce");
     if (in.size() == 0) continue;
@@ -79,18 +79,18 @@ void CodedAllreduce::ring(Comm& comm, std::span<double> x, const CodedRun& run) 
 void CodedAllreduce::ring_gather(Comm& comm, std::span<double> x, const CodedRun& run) {
   const int n = comm.size(), r = comm.rank();
   const Quantizer& q = *run.quantizer;
-  const Part own = chunk(x.size(), n, r + 1);
+  const Part own = ring_part(x.size(), n, r + 1);
   if (own.size() > 0) {
     q.encode(x.subspan(own.begin, own.size()), run.context(r, static_cast<std::uint64_t>(n - 1)), encoded_);
     q.decode(encoded_, {}, x.subspan(own.begin, own.size()));
   }
   std::vector<MPI_Request> requests;
   for (int j = 0; j < n - 1; ++j) {
-    const Part out = chunk(x.size(), n, r + 1 - j), in = chunk(x.size(), n, r - j);
+    const Part out = ring_part(x.size(), n, r + 1 - j), in = ring_part(x.size(), n, r - j);
     if (in.size() > 0)
-      comm.irecv<std::uint8_t>(receivable(arrived_, q.encoded_bytes(in.size())), mod(r - 1, n), kCodedRingTag,
+      comm.irecv<std::uint8_t>(receivable(arrived_, q.encoded_bytes(in.size())), wrap(r - 1, n), kCodedRingTag,
                                requests);
-    if (out.size() > 0) comm.isend<std::uint8_t>(wire(encoded_), mod(r + 1, n), kCodedRingTag, requests);
+    if (out.size() > 0) comm.isend<std::uint8_t>(wire(encoded_), wrap(r + 1, n), kCodedRingTag, requests);
     comm.wait_all(requests, "quantized ring all-reduce");
     if (in.size() == 0) continue;
     q.decode(arrived_, {}, x.subspan(in.begin, in.size()));
