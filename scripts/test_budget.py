@@ -5,7 +5,7 @@
 
 For each folder (default: build-suite, which scripts/test.sh writes to run build/'s
 and build-smpi/'s tests in one ctest, and build-asan; or build, build-smpi and
-build-asan when build-suite has no run), reads the last ctest run's
+build-asan when build-suite has no run; of those, the ones with a run), reads the last ctest run's
 Testing/Temporary/LastTest.log (or the tests so far of a run going on) and each
 test's TIMEOUT and tree (from the
 CTestTestfile.cmake files ctest reads), and prints one line per test, slowest
@@ -28,21 +28,24 @@ TREE_DIRS = ["build", "build-smpi", "build-asan"]
 NEAR = 0.5  # time / timeout from which a test is within 2x of its timeout
 
 
-def last_record(build):
-    """The log of the build's last ctest run, or of the run going on (ctest writes
-    LastTest.log.tmp while it runs and renames it at the end); None if neither."""
+def records(build):
+    """The logs of the build's ctest runs, newest first: the run going on (ctest
+    writes LastTest.log.tmp while it runs and renames it at the end), then the last
+    one that ended."""
     folder = build / "Testing" / "Temporary"
     done, live = folder / "LastTest.log", folder / "LastTest.log.tmp"
-    if live.is_file() and (not done.is_file() or live.stat().st_mtime >= done.stat().st_mtime):
-        return live
-    return done if done.is_file() else None
+    found = [log for log in (live, done) if log.is_file()]
+    return sorted(found, key=lambda log: -log.stat().st_mtime)
 
 
-def test_times(build):
-    """{name: (seconds, status)} of the last ctest run in `build` (so far, if one is going on)."""
-    log = last_record(build)
-    if log is None:
-        raise OSError(f"{build}: no ctest run recorded (no Testing/Temporary/LastTest.log)")
+def last_record(build):
+    """The newest of records(build), or None."""
+    found = records(build)
+    return found[0] if found else None
+
+
+def parse_record(log):
+    """{name: (seconds, status)} of the tests LOG records as finished."""
     times, name = {}, None
     for line in log.read_text(errors="replace").splitlines():
         m = re.match(r"^\d+/\d+ Test: (\S+)$", line)
@@ -57,6 +60,19 @@ def test_times(build):
             times[name][1] = "passed" if line.startswith("Test Passed") else "FAILED"
             name = None
     return {k: tuple(v) for k, v in times.items()}
+
+
+def test_times(build):
+    """{name: (seconds, status)} of the last ctest run in `build` that has finished
+    a test: the run going on, or the one before it while the new one has finished none."""
+    found = records(build)
+    if not found:
+        raise OSError(f"{build}: no ctest run recorded (no Testing/Temporary/LastTest.log)")
+    for log in found:
+        times = parse_record(log)
+        if times:
+            return times
+    return {}
 
 
 def test_properties(build):
@@ -87,6 +103,15 @@ def build_trees(build):
     text = (build / "CTestTestfile.cmake").read_text(errors="replace")
     return [(build / d).resolve() for args in re.findall(r"^subdirs\(([^)]*)\)", text, re.M)
             for d in re.findall(r'"([^"]+)"', args)]
+
+
+def default_builds(repo):
+    """The folders read when none is named: build-suite and build-asan when
+    build-suite has a run, else build, build-smpi and build-asan; of those, the
+    ones with a run recorded (or going on), since a single ctest (one tree's, or
+    the suite's while build-asan waits for its turn) leaves the others without."""
+    dirs = SUITE_DIRS if last_record(repo / "build-suite") is not None else TREE_DIRS
+    return [repo / d for d in dirs if last_record(repo / d) is not None]
 
 
 def build_kind(build):
@@ -132,9 +157,11 @@ def main():
     parser.add_argument("--write-costs", metavar="FILE", help="write the tests' costs to FILE (tests/test_costs.tsv)")
     args = parser.parse_args()
     repo = pathlib.Path(__file__).resolve().parent.parent
-    suite_run = last_record(repo / "build-suite") is not None
-    builds = [pathlib.Path(b) for b in args.builds] or [
-        repo / d for d in (SUITE_DIRS if suite_run else TREE_DIRS) if (repo / d).is_dir()]
+    builds = [pathlib.Path(b) for b in args.builds] or default_builds(repo)
+    if not builds:
+        print(f"test_budget.py: no ctest run recorded in any of {', '.join(dict.fromkeys(SUITE_DIRS + TREE_DIRS))} "
+              f"(run scripts/test.sh, or ctest in one of them, first)", file=sys.stderr)
+        return 2
     rows = []
     try:
         if args.write_costs:
