@@ -347,21 +347,28 @@ def main() -> int:
             text, per_thread.local.buffer = per_thread.local.buffer.getvalue(), None
         return text, mine
 
+    texts = []
     try:
         order = sorted(docs, key=lambda d: -d.stat().st_size)
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for text, mine in pool.map(one, order):
-                sys.stdout.write(text)
-                sys.stdout.flush()
+                texts.append(text)
                 for k, v in mine.items():
                     counts[k] += v
     finally:
         sys.stdout = per_thread.real
         shutil.rmtree(root, ignore_errors=True)
-    print(f"docs: {counts['ran']} commands run, {counts['skipped']} skipped, {counts['text']} blocks not commands, "
-          f"{time.monotonic() - t_all:.0f} s; {len(failures)} problem(s)")
+    # The problems first, then each document's lines (its failing ones first):
+    # a log that keeps only the head of a failed test's output (CI's) shows them.
+    summary = (f"docs: {counts['ran']} commands run, {counts['skipped']} skipped, {counts['text']} blocks not "
+               f"commands, {time.monotonic() - t_all:.0f} s; {len(failures)} problem(s)")
+    print(summary)
     for f in failures:
         print("FAIL", f)
+    for text in sorted(texts, key=lambda t: "\nFAIL" not in "\n" + t):
+        sys.stdout.write(text)
+    if failures:
+        print(summary)
     return 1 if failures else 0
 
 
