@@ -16,7 +16,7 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
   // use the default. Unknown command-line flags are collected and refused below.
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.allow_extras();
-  add_protocol_flags(app, cli.protocol);
+  add_protocol_flags(app, cli.protocol, cli.options);
   ChangedFlags& changed = cli.protocol.changed;
   TypedOptions add(app, changed, cli.protocol.declared);
   add.group("Problem");
@@ -37,7 +37,7 @@ void define_averaging_flags(CLI::App& app, AveragingCli& cli) {
 
 AveragingOptions averaging_options(const AveragingCli& cli, int n_peers) {
   AveragingOptions o = cli.options;
-  set_protocol_options(cli.protocol, o);
+  read_availability(cli.protocol, o);
   o = resolve(o, n_peers);
   refuse_foreign_flags(cli.protocol, o.protocol.name);
   return o;

@@ -14,7 +14,7 @@
 namespace avb::app {
 
 // The flags bind to the options' own fields (their defaults are the options'),
-// except the protocol's, which are converted by protocol_options().
+// --availability's file included (read_availability).
 struct AveragingCli {
   ProtocolFlags protocol;
   AveragingOptions options;  // unresolved

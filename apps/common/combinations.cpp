@@ -39,7 +39,7 @@ void simulated_only(std::vector<std::string>& out, bool simulated, const char* f
 // Moshpit on a grid with many more cells than peers: most lines hold fewer than
 // two peers, and a peer alone on its line does not average that round.
 void sparse_grid(std::vector<std::string>& out, const ProtocolOptions& p, const ProtocolFlags& flags, int n) {
-  if (!takes(p.name, "--grid") || flags.grid == ProtocolFlags{}.grid) return;  // the default grid suits N
+  if (!takes(p.name, "--grid") || !flags.changed.count("--grid")) return;  // the default grid suits N
   double cells = 1;
   for (int side : p.grid) cells *= side;
   const double shortest = *std::min_element(p.grid.begin(), p.grid.end());

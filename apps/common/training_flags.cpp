@@ -103,7 +103,7 @@ void define_training_flags(CLI::App& app, TrainingCli& cli) {
   app.set_config("--config", "", "read options from a TOML/INI file (flag = value per line)");
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.allow_extras();
-  add_protocol_flags(app, cli.protocol);
+  add_protocol_flags(app, cli.protocol, cli.options);
   TypedOptions add(app, cli.changed, cli.protocol.declared);
   define_problem_flags(add, cli);
   define_schedule_flags(add, cli);
@@ -118,7 +118,7 @@ ChangedFlags changed_flags(const TrainingCli& cli) {
 
 TrainingOptions training_options(const TrainingCli& cli, int n_peers) {
   TrainingOptions o = cli.options;
-  set_protocol_options(cli.protocol, o);
+  read_availability(cli.protocol, o);
   if (cli.protocol.changed.count("--clock"))
     throw ConfigError("--clock: applies to averaging_bench only (in sgd_bench a swarm peer initiates after its "
                            "local steps: --local-steps, --local-steps-dist)");

@@ -12,7 +12,7 @@
 namespace avb::app {
 
 // The flags bind to the options' own fields (their defaults are the library's),
-// except the protocol's, which are converted by protocol_options().
+// --availability's file included (read_availability).
 struct TrainingCli {
   ProtocolFlags protocol;
   TrainingOptions options;  // unresolved

@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include "common/flag_values.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace avb::app {
 
@@ -40,10 +42,13 @@ CLI::Option* TypedOptions::seed(const std::string& flag, std::uint64_t& field, c
 }
 
 CLI::Option* TypedOptions::real(const std::string& flag, double& field, const std::string& accepted,
-                                const std::string& help) {
+                                const std::string& help, std::function<bool(double)> in_range) {
   declare(flag, "real", accepted);
-  return add(flag, default_text(field), "FLOAT", help,
-             [&field, flag, accepted](const std::string& text) { field = parse_real(flag, text, accepted); });
+  return add(flag, default_text(field), "FLOAT", help, [&field, flag, accepted, in_range](const std::string& text) {
+    const double value = parse_real(flag, text, accepted);
+    if (in_range && !in_range(value)) throw ConfigError(flag + ": " + format_number(value) + " is not " + accepted);
+    field = value;
+  });
 }
 
 CLI::Option* TypedOptions::reals(const std::string& flag, std::vector<double>& field, const std::string& accepted,

@@ -54,8 +54,10 @@ class TypedOptions {
   }
   // A seed: plain digits in [0, 2^64) (parse_seed).
   CLI::Option* seed(const std::string& flag, std::uint64_t& field, const std::string& help);
-  // A number; `accepted` ("a number >= 0") is the error text, ranges are checked by resolve().
-  CLI::Option* real(const std::string& flag, double& field, const std::string& accepted, const std::string& help);
+  // A number; `accepted` ("a number >= 0") is the error text. The range is checked
+  // here when `in_range` is given, else by resolve().
+  CLI::Option* real(const std::string& flag, double& field, const std::string& accepted, const std::string& help,
+                    std::function<bool(double)> in_range = {});
   // A repeatable number (--target): every value given replaces the defaults.
   CLI::Option* reals(const std::string& flag, std::vector<double>& field, const std::string& accepted,
                      const std::string& help);

@@ -139,16 +139,6 @@ std::string to_string(const QuantizerSpec& spec) {
   return "?";
 }
 
-std::vector<std::pair<std::string, std::string>> describe(const QuantizerSpec& spec) {
-  std::vector<std::pair<std::string, std::string>> out;
-  out.emplace_back("quantizer", to_string(spec));
-  if (spec.kind == QuantizerKind::lattice) {
-    out.emplace_back("lattice-q", std::to_string(spec.lattice_q));
-    out.emplace_back("lattice-eps", shortest(spec.lattice_eps));
-  }
-  return out;
-}
-
 // ---- the quantizer ------------------------------------------------------------------
 
 Quantizer::Quantizer(const QuantizerSpec& spec) : spec_(spec) { validate(spec_); }

@@ -54,9 +54,6 @@ QuantizerSpec parse_quantizer(std::string_view text, std::int64_t lattice_q = kD
 void validate(const QuantizerSpec& spec);
 // The --quantizer value ("stochastic:4"); parse_quantizer(to_string(s)) gives s's kind and bits.
 std::string to_string(const QuantizerSpec& spec);
-// ("quantizer", ...) and, for lattice, ("lattice-q", ...), ("lattice-eps", ...),
-// for headers and traces (like describe(ProtocolOptions)).
-std::vector<std::pair<std::string, std::string>> describe(const QuantizerSpec& spec);
 
 // Where an encoding happens, for the dither counter: coordinate k of a message
 // uses word k mod 4 of Philox block (round, peer, k / 4, message) of

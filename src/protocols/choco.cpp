@@ -45,7 +45,7 @@ std::span<std::uint8_t> bytes_of(std::span<double> v) {
 class ChocoProtocol final : public Protocol {
  public:
   ChocoProtocol(const ProtocolOptions& o, int n)
-      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.consensus_step), quantizer_(o.quantizer) {}
+      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.gamma), quantizer_(o.quantizer) {}
 
   void begin_trial(std::span<const double> x, std::uint64_t seed) override { start(x.size(), seed); }
 
@@ -208,7 +208,7 @@ class ChocoProtocol final : public Protocol {
 class ChocoPopulation final : public SequentialProtocol {
  public:
   ChocoPopulation(const ProtocolOptions& o, int n)
-      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.consensus_step), quantizer_(o.quantizer) {}
+      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.gamma), quantizer_(o.quantizer) {}
 
   void begin_trial(const Population& x, std::uint64_t seed) override {
     topology_.reset();  // drawn at the first round, where a stop can interrupt it

@@ -17,9 +17,7 @@
 
 #include "core/comm.hpp"
 #include "core/enum_names.hpp"
-#include "codecs/compress.hpp"
-#include "protocols/grid.hpp"
-#include "collectives/group_allreduce.hpp"
+#include "protocols/options.hpp"
 #include "protocols/resources.hpp"
 #include "protocols/population.hpp"
 #include "sim/arrivals.hpp"
@@ -79,72 +77,6 @@ class Protocol {
   // Churn: a new peer took this slot and loaded `x` from a live peer (sim/churn.hpp);
   // a protocol with per-peer state beyond x starts it afresh from x.
   virtual void on_join(std::span<const double> /*x*/) {}
-};
-
-// SwarmSGD's two forms of an interaction between initiator i and partner j.
-enum class SwarmMode {
-  blocking,      // both take the mean of their pre-local-step models, then re-apply their own progress
-  non_blocking,  // i averages with j's last published model; j is not written
-};
-inline constexpr EnumNames<SwarmMode, 2> kSwarmModeNames{
-    "--mode", {{{SwarmMode::blocking, "blocking"}, {SwarmMode::non_blocking, "non-blocking"}}}};
-SwarmMode parse_swarm_mode(std::string_view name);  // throws ConfigError (--mode)
-std::string_view to_string(SwarmMode mode);
-
-// When a swarm peer initiates interactions in a round of pure averaging (in SGD a
-// peer initiates after its local steps instead).
-enum class SwarmClock {
-  round,    // once per round
-  poisson,  // at the ticks of its own rate-1 Poisson clock, a round being one unit of
-            // time: every interaction's initiator is then uniform and independent of
-            // the others, the model of the analysis (docs/protocols.md, swarm)
-};
-inline constexpr EnumNames<SwarmClock, 2> kSwarmClockNames{
-    "--clock", {{{SwarmClock::round, "round"}, {SwarmClock::poisson, "poisson"}}}};
-SwarmClock parse_swarm_clock(std::string_view name);  // throws ConfigError (--clock)
-std::string_view to_string(SwarmClock clock);
-
-// How gossip reweights a row when some of its peers are down.
-enum class AliveWeights {
-  renormalize,  // the row's weights over its alive entries, scaled to sum 1 (the authors'; moves the mean)
-  metropolis,   // Metropolis-Hastings weights of the alive subgraph (doubly stochastic; keeps the mean)
-};
-inline constexpr EnumNames<AliveWeights, 2> kAliveWeightsNames{
-    "--alive-weights", {{{AliveWeights::renormalize, "renormalize"}, {AliveWeights::metropolis, "metropolis"}}}};
-
-// Options of every protocol; each reads the fields that concern it.
-struct ProtocolOptions {
-  std::string name = "allreduce";
-  // Unset means the protocol's own default (ProtocolInfo::default_semantics).
-  std::optional<FailureSemantics> on_failure;
-  // allreduce, moshpit, random-groups: the all-reduce algorithm (auto: see
-  // Collective) and how groups are made.
-  Collective collective = Collective::automatic;
-  GroupForm groups = GroupForm::view;
-  // moshpit: grid sides (empty: resolve() sets d = 2, M = ceil(sqrt(N))), where
-  // peers sit, and how group keys advance.
-  std::vector<int> grid;
-  Placement placement = Placement::random;
-  KeyUpdate key_update = KeyUpdate::axis;
-  // random-groups: target group size (leftovers make some groups one larger).
-  int group_size = 32;
-  // moshpit, random-groups: groups with fewer participants do not average.
-  int min_group_size = 2;
-  // gossip, pushsum, pairwise: the graph (unset: the protocol's default) and its
-  // mixing weights; gossip: reweighting under failures.
-  std::optional<TopologySpec> topology;
-  Weights weights = Weights::uniform;
-  AliveWeights alive_weights = AliveWeights::renormalize;
-  // swarm: who is written in an interaction (docs/protocols.md).
-  SwarmMode swarm_mode = SwarmMode::blocking;
-  SwarmClock swarm_clock = SwarmClock::round;
-  // swarm, gossip, pairwise, choco, allreduce, random-groups, moshpit: how vectors travel on the wire.
-  QuantizerSpec quantizer;
-  // choco: the consensus step size gamma in (0, 1].
-  double consensus_step = 1.0;
-  // allreduce, random-groups, moshpit: how long a group waits for its members'
-  // work (sim/arrivals.hpp); the run builds the round's Arrivals from it.
-  WaitSpec wait;
 };
 
 // Whether a protocol keeps working when departed peers' slots are taken by new

@@ -133,12 +133,7 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   ProtocolOptions resolved = options;
   if (!resolved.on_failure) resolved.on_failure = info.default_semantics;
   check_semantics(info, *resolved.on_failure);
-  if (resolved.group_size < 2)
-    throw ConfigError("--group-size: " + std::to_string(resolved.group_size) + " is not an integer >= 2");
-  if (resolved.min_group_size < 2)
-    throw ConfigError("--min-group-size: " + std::to_string(resolved.min_group_size) + " is not an integer >= 2");
-  if (!(resolved.consensus_step > 0.0 && resolved.consensus_step <= 1.0))
-    throw ConfigError("--gamma: " + format_number(resolved.consensus_step) + " is not a number in (0, 1]");
+  for_each_setting(resolved, RangeCheck{});
   if (takes(info.name, "--grid")) {
     if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
     check_grid(resolved.grid, n_peers);
@@ -147,7 +142,6 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   if (resolved.name == "sgp-paper") sgp_paper_period(n_peers);  // refuses N < 3 (no graph)
   check_groups(resolved);
   validate(resolved.quantizer);
-  validate(resolved.wait);
   if (resolved.quantizer.kind == QuantizerKind::lattice && !info.lattice_refusal.empty())
     throw ConfigError("--quantizer: lattice is not accepted by " + std::string(info.name) + " (" +
                       std::string(info.lattice_refusal) + "); accepted: " + std::string(kReferenceFreeQuantizers));
@@ -178,36 +172,18 @@ std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& wo
 
 namespace {
 
-// How each protocol flag appears in describe(): its key and value(s).
-void describe_flag(std::string_view flag, const ProtocolOptions& o,
-                   std::vector<std::pair<std::string, std::string>>& out) {
-  auto add = [&](std::string value) { out.emplace_back(std::string(flag.substr(2)), std::move(value)); };
-  if (flag == "--collective") add(std::string(to_string(o.collective)));
-  if (flag == "--groups") add(std::string(to_string(o.groups)));
-  if (flag == "--grid") add(o.grid.empty() ? "default" : grid_to_string(o.grid));
-  if (flag == "--placement") add(std::string(to_string(o.placement)));
-  if (flag == "--key-update") add(std::string(to_string(o.key_update)));
-  if (flag == "--group-size") add(std::to_string(o.group_size));
-  if (flag == "--min-group-size") add(std::to_string(o.min_group_size));
-  if (flag == "--topology") add(o.topology ? to_string(*o.topology) : "default");
-  if (flag == "--weights") add(std::string(to_string(o.weights)));
-  if (flag == "--alive-weights") add(std::string(to_string(o.alive_weights)));
-  if (flag == "--mode") add(std::string(to_string(o.swarm_mode)));
-  if (flag == "--clock") add(std::string(to_string(o.swarm_clock)));
-  if (flag == "--gamma") add(format_number(o.consensus_step));
-  if (flag == "--quantizer")  // with --lattice-q and --lattice-eps when they apply
-    for (auto& kv : describe(o.quantizer)) out.push_back(std::move(kv));
-  if (flag == "--wait")  // with the policy's own settings
-    for (auto& kv : describe(o.wait)) out.push_back(std::move(kv));
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> describe(const ProtocolOptions& options) {
-  std::vector<std::pair<std::string, std::string>> out;
-  out.emplace_back("protocol", options.name);
-  out.emplace_back("on-failure", options.on_failure ? std::string(to_string(*options.on_failure)) : "default");
-  for (auto flag : protocol_flags(options.name)) describe_flag(flag, options, out);
+  SettingTexts settings;
+  for_each_setting(options, settings);
+  // In the catalog row's order, after the semantics every protocol has.
+  std::vector<std::pair<std::string, std::string>> out{{"protocol", options.name}};
+  std::vector<std::string_view> flags{"--on-failure"};
+  for (auto flag : protocol_flags(options.name)) flags.push_back(flag);
+  for (auto flag : flags)
+    for (const auto& kv : settings.out)
+      if (kv.first == flag.substr(2)) out.push_back(kv);
   return out;
 }
 

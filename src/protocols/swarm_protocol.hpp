@@ -97,8 +97,8 @@ inline EncodeContext request_context(std::uint64_t seed, const std::uint32_t hea
 class SwarmProtocol final : public Protocol {
  public:
   SwarmProtocol(const ProtocolOptions& o, Comm& comm)
-      : mode_(o.swarm_mode),
-        clock_(o.swarm_clock),
+      : mode_(o.mode),
+        clock_(o.clock),
         quantizer_(o.quantizer),
         topology_spec_(*o.topology),
         comm_(comm) {}

@@ -16,8 +16,7 @@ void require(bool ok, const std::string& flag, double value, const std::string& 
 
 void resolve_run(RunOptions& r, int n_peers, bool training) {
   r.protocol = resolve(r.protocol, n_peers);
-  require(r.fail_rate >= 0.0 && r.fail_rate <= 1.0, "--fail-rate", r.fail_rate, "a number in [0, 1]");
-  validate(r.stragglers);
+  for_each_failure_setting(r, RangeCheck{});
   check_churn(r.failure, r.join_rate);
   if (r.failure == FailureKind::trace) {
     if (r.availability == nullptr) throw ConfigError("--failure: trace needs --availability FILE");
@@ -28,8 +27,6 @@ void resolve_run(RunOptions& r, int n_peers, bool training) {
     throw ConfigError("--availability: needs --failure trace (not " + std::string(to_string(r.failure)) + ")");
   }
   check_failure_support(r.protocol.name, r.failure, training);
-  require(r.detection_timeout >= 0.0 && std::isfinite(r.detection_timeout), "--detection-timeout",
-          r.detection_timeout, "a number >= 0 (seconds)");
   require(r.trials >= 1, "--trials", r.trials, "an integer >= 1");
   if (r.targets.empty()) throw ConfigError("--target: at least one target is needed (a number > 0)");
   for (double t : r.targets) require(t > 0.0 && std::isfinite(t), "--target", t, "a number > 0");
@@ -51,11 +48,9 @@ void require_resolved(const RunOptions& options, int n_peers, const char* where)
 }
 
 void describe_failures(const RunOptions& o, Described& out) {
-  out.emplace_back("fail-rate", format_number(o.fail_rate));
-  out.emplace_back("failure", std::string(to_string(o.failure)));
-  if (o.failure == FailureKind::churn) out.emplace_back("join-rate", format_number(o.join_rate));
-  if (o.failure == FailureKind::trace) out.emplace_back("availability", o.availability_path);
-  for (auto& kv : describe(o.stragglers)) out.push_back(std::move(kv));
+  SettingTexts settings;
+  for_each_failure_setting(o, settings);
+  for (auto& kv : settings.out) out.push_back(std::move(kv));
 }
 
 void describe_trials(const RunOptions& o, Described& out) {

@@ -41,6 +41,57 @@ struct RunOptions {
   int resolved_for = 0;
 };
 
+// A file name as it is given ("" for none).
+inline constexpr TextCodec<std::string> kFileText{
+    [] { return std::string("FILE"); }, [](std::string_view text, std::string& field) { field = text; },
+    [](const std::string& field) { return field; }};
+// --round-timeout: a number, 0 meaning no limit.
+inline constexpr RealRange kRoundTimeoutRange = [] {
+  RealRange r = interval(0, 1e9);
+  r.unit = " (seconds; 0: no limit)";
+  return r;
+}();
+
+// The failure settings, declared once like the protocol's (protocols/options.hpp,
+// core/settings.hpp), in the order --help lists them and describe_failures()
+// records them. --availability names the file; the program reads it
+// (RunOptions::availability). The timeouts are recorded by the runs' own
+// describe() (detection-timeout) or not at all (round-timeout: it changes no value).
+template <class R, class Visitor>
+void for_each_failure_setting(R& o, Visitor&& v) {
+  v.real("--fail-rate", o.fail_rate, interval(0, 1), "probability that a peer fails in a round, in [0, 1]", true);
+  v.word("--failure", o.failure, kFailureKindNames,
+         "transient (one round), permanent, churn (peers leave at --fail-rate and new ones take their slots at "
+         "--join-rate, loading a live peer's state), or trace (churn on --availability's schedule)",
+         true);
+  v.real("--join-rate", o.join_rate, interval(0, 1),
+         "churn: probability in [0, 1] per round that a departed peer's slot is taken by a new peer",
+         o.failure == FailureKind::churn);
+  v.custom("--availability", o.availability_path, kFileText,
+           "CSV of when peers are down, one spell a line: peer,down,up in rounds (docs/failures.md); a peer back up "
+           "is a new peer loading a live peer's state, as under churn. Implies --failure trace",
+           o.failure == FailureKind::trace);
+  v.real("--stragglers", o.stragglers.fraction, interval(0, 1),
+         "probability in [0, 1] that a peer straggles: its simulated computation (--compute-flops, --step-flops) "
+         "takes --straggler-slowdown times longer; SMPI only",
+         true);
+  v.real("--straggler-slowdown", o.stragglers.slowdown, at_least(1), "how many times slower a straggler computes, >= 1",
+         true);
+  v.real("--straggler-sigma", o.stragglers.sigma, interval(0, 4),
+         "averaging_bench only: every peer's work of a round (--compute-flops) also takes exp(sigma z) times longer, "
+         "z a standard normal drawn anew each round from the seed; 0: none",
+         o.stragglers.sigma > 0);
+  v.real("--detection-timeout", o.detection_timeout, at_least(0, " (seconds)"),
+         "seconds before a peer notices that a peer it expected this round is down: simulated under SMPI, and "
+         "recorded as the trace's detection_time column on every engine (no real sleep)",
+         false);
+  v.real("--round-timeout", o.round_timeout, kRoundTimeoutRange,
+         "seconds a round (an SGD step) may wait for other peers on a real MPI before the run stops with an error "
+         "naming the peers waited on, the trace saved as incomplete; 0: no limit. Under SMPI, SimGrid detects a "
+         "deadlock itself and this is not used",
+         false);
+}
+
 // The checks and defaults of the common options, for a run of `n_peers` peers
 // (ConfigError naming the flag); `training` selects sgd_bench's churn rules.
 void resolve_run(RunOptions& options, int n_peers, bool training);

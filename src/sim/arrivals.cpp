@@ -9,25 +9,6 @@
 
 namespace avb {
 
-void validate(const WaitSpec& spec) {
-  if (!(spec.quorum > 0.0 && spec.quorum <= 1.0))
-    throw ConfigError("--quorum: " + format_number(spec.quorum) + " is not a number in (0, 1]");
-  if (!(spec.deadline_k >= 0.0 && std::isfinite(spec.deadline_k)))
-    throw ConfigError("--deadline-k: " + format_number(spec.deadline_k) + " is not a number >= 0");
-  if (!(spec.deadline_floor >= 0.0 && std::isfinite(spec.deadline_floor)))
-    throw ConfigError("--deadline-floor: " + format_number(spec.deadline_floor) + " is not a number >= 0 (seconds)");
-}
-
-std::vector<std::pair<std::string, std::string>> describe(const WaitSpec& spec) {
-  std::vector<std::pair<std::string, std::string>> out{{"wait", std::string(kWaitPolicyNames.name(spec.policy))}};
-  if (spec.policy == WaitPolicy::quorum) out.emplace_back("quorum", format_number(spec.quorum));
-  if (spec.policy == WaitPolicy::deadline) {
-    out.emplace_back("deadline-k", format_number(spec.deadline_k));
-    out.emplace_back("deadline-floor", format_number(spec.deadline_floor));
-  }
-  return out;
-}
-
 double max_work_jitter(double sigma) { return std::exp(8.6 * sigma); }
 
 Arrivals::Arrivals(std::uint64_t trial_seed, const StragglerSpec& stragglers, double flops, WaitSpec wait,

@@ -39,17 +39,15 @@ inline constexpr EnumNames<WaitPolicy, 3> kWaitPolicyNames{
 
 struct WaitSpec {
   WaitPolicy policy = WaitPolicy::all;
-  double quorum = 0.75;         // --quorum: the fraction q in (0, 1]
-  double deadline_k = 3.0;      // --deadline-k: MADs above the median, >= 0
-  double deadline_floor = 0.0;  // --deadline-floor: seconds, >= 0
+  double quorum = 0.75;         // --quorum: the fraction of a group's alive members
+  double deadline_k = 3.0;      // --deadline-k: MADs above the median
+  double deadline_floor = 0.0;  // --deadline-floor: seconds
 };
 
 // The rounds of arrivals the adaptive deadline looks back on (round 0, before the
 // first, counts as one: a warm-up whose arrivals are drawn like any other's).
 inline constexpr int kDeadlineHistory = 4;
 
-void validate(const WaitSpec& spec);  // throws ConfigError naming the flag
-std::vector<std::pair<std::string, std::string>> describe(const WaitSpec& spec);
 
 // The largest factor exp(sigma z) can take: the keyed normal is a Box-Muller draw
 // from 53-bit uniforms, so |z| < 8.6.

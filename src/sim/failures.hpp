@@ -52,7 +52,8 @@ inline constexpr EnumNames<FailureSemantics, 3> kFailureSemanticsNames{
 
 FailureKind parse_failure_kind(std::string_view name);            // throws ConfigError
 
-// Refuses --join-rate outside [0, 1] or without --failure churn. Which protocols
+// Refuses --join-rate without --failure churn (its range is checked with the other
+// failure settings, run/options.hpp). Which protocols
 // run under churn is the catalog's (check_failure_support in protocols/protocol.hpp).
 // Throws ConfigError naming the flag.
 void check_churn(FailureKind kind, double join_rate);

@@ -23,8 +23,6 @@ struct StragglerSpec {
   double sigma = 0.0;
 };
 
-void validate(const StragglerSpec& spec);  // throws ConfigError naming the flag
-std::vector<std::pair<std::string, std::string>> describe(const StragglerSpec& spec);
 
 class Stragglers {
  public:

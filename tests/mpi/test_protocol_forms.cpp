@@ -95,7 +95,7 @@ AveragingOptions options_for(const Case& c) {
   o.protocol.weights = parse_weights(c.weights);
   o.protocol.alive_weights = parse_alive_weights(c.alive_weights);
   o.protocol.quantizer = parse_quantizer(c.quantizer, c.lattice_q, c.lattice_eps);
-  o.protocol.consensus_step = c.gamma;
+  o.protocol.gamma = c.gamma;
   o.rounds = 12;
   // Three trials start from different seeds; at 64 peers and more one trial has
   // failures enough, and SMPI then simulates a third of the messages.

@@ -296,7 +296,7 @@ TrainingOptions options_for(const SgdCase& c) {
   if (std::string(c.semantics) != "default") o.protocol.on_failure = parse_failure_semantics(c.semantics);
   if (std::string(c.topology) != "default") o.protocol.topology = parse_topology(c.topology);
   o.protocol.quantizer = parse_quantizer(c.quantizer);
-  o.protocol.consensus_step = c.gamma;
+  o.protocol.gamma = c.gamma;
   o.protocol.group_size = 3;  // random-groups: several groups at small N
   o.objective = c.logistic ? synthetic_logistic() : quadratic(0.3);
   o.fail_rate = c.rate;

@@ -105,13 +105,6 @@ TEST(QuantizerSpec, ErrorsNameTheFlagAndTheChoices) {
   EXPECT_TRUE(starts_with(config_error([] { Quantizer q(lattice(2, -0.1)); }), "--lattice-eps: -0.1 "));
 }
 
-TEST(QuantizerSpec, DescribesItself) {
-  using Pairs = std::vector<std::pair<std::string, std::string>>;
-  EXPECT_EQ(describe(parse_quantizer("stochastic:3")), (Pairs{{"quantizer", "stochastic:3"}}));
-  EXPECT_EQ(describe(parse_quantizer("lattice", 256, 0.0035)),
-            (Pairs{{"quantizer", "lattice"}, {"lattice-q", "256"}, {"lattice-eps", "0.0035"}}));
-}
-
 // ---- sizes and determinism ------------------------------------------------------------
 
 TEST(QuantizerSizes, EncodedSizesFollowTheFormulas) {

@@ -9,12 +9,26 @@
 
 #include "core/error.hpp"
 #include "protocols/protocol.hpp"
+#include "run/options.hpp"
 #include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 #include "sim/stragglers.hpp"
 
 namespace avb {
 namespace {
+
+// The settings' ranges, as their declarations check them (protocols/options.hpp,
+// run/options.hpp).
+void validate(const WaitSpec& w) {
+  ProtocolOptions o;
+  o.wait = w;
+  for_each_setting(o, RangeCheck{});
+}
+void validate(const StragglerSpec& spec) {
+  RunOptions o;
+  o.stragglers = spec;
+  for_each_failure_setting(o, RangeCheck{});
+}
 
 // Churn: an up slot fails with probability p per round and a down slot is taken by
 // a new peer with probability q per round (so a join is: up in t, down in t - 1);
@@ -345,6 +359,7 @@ TEST(Arrivals, LognormalWorkIsKeyedByRoundAndPeer) {
   const Arrivals c(11, spec, 1.0, WaitSpec{}, [](int) { return 1.0; });
   EXPECT_DOUBLE_EQ(c.work_factor(3, 7), spec.slowdown * a.work_factor(3, 7));
 }
+
 
 TEST(Arrivals, RefusesSettingsOutsideTheirRanges) {
   auto refused = [](WaitSpec w, const std::string& flag) {

@@ -1,6 +1,8 @@
 // Option resolution: defaults, ranges, and the messages users see.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "core/error.hpp"
@@ -65,6 +67,52 @@ TEST(Options, BadValuesNameTheFlag) {
   o = {};
   o.protocol.on_failure = FailureSemantics::partial;
   EXPECT_EQ(error_of(o), "--on-failure: 'partial' is not supported by --protocol allreduce (accepted: abort, survivors)");
+}
+
+// Every setting's range is checked from its one declaration (for_each_setting),
+// with the flag's name and what it accepts.
+TEST(Options, SettingsOutsideTheirDeclaredRangeAreRefused) {
+  const std::vector<std::pair<std::function<void(ProtocolOptions&)>, std::string>> cases = {
+      {[](ProtocolOptions& p) { p.gamma = 0; }, "--gamma: 0 is not a number in (0, 1]"},
+      {[](ProtocolOptions& p) { p.gamma = std::numeric_limits<double>::infinity(); },
+       "--gamma: inf is not a number in (0, 1]"},
+      {[](ProtocolOptions& p) { p.group_size = 1; }, "--group-size: 1 is not an integer >= 2"},
+      {[](ProtocolOptions& p) { p.wait.quorum = 1.5; }, "--quorum: 1.5 is not a number in (0, 1]"},
+      {[](ProtocolOptions& p) { p.wait.deadline_floor = -1; },
+       "--deadline-floor: -1 is not a number >= 0 (seconds)"},
+      {[](ProtocolOptions& p) { p.quantizer.lattice_q = 1; }, "--lattice-q: 1 is not an integer in [2, 4294967295]"},
+      {[](ProtocolOptions& p) { p.quantizer.lattice_eps = 0; }, "--lattice-eps: 0 is not a number > 0"},
+  };
+  for (const auto& [set, message] : cases) {
+    AveragingOptions o;
+    set(o.protocol);
+    EXPECT_EQ(error_of(o), message);
+  }
+}
+
+// describe() records the protocol's own settings in its catalog row's order, and
+// a setting only where it applies (the lattice's q and eps under lattice).
+TEST(Options, DescribeRecordsTheSettingsThatApply) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  ProtocolOptions o;
+  o.name = "swarm";
+  o.quantizer = parse_quantizer("stochastic:3");
+  o.mode = SwarmMode::non_blocking;
+  const Pairs plain = describe(o);
+  EXPECT_EQ(plain.front(), (std::pair<std::string, std::string>{"protocol", "swarm"}));
+  EXPECT_EQ(plain[1], (std::pair<std::string, std::string>{"on-failure", "default"}));
+  auto has = [](const Pairs& pairs, const std::string& key) {
+    return std::any_of(pairs.begin(), pairs.end(), [&](const auto& kv) { return kv.first == key; });
+  };
+  EXPECT_TRUE(has(plain, "mode"));
+  EXPECT_TRUE(has(plain, "quantizer"));
+  EXPECT_FALSE(has(plain, "lattice-q"));
+  EXPECT_FALSE(has(plain, "group-size"));  // not swarm's
+  o.quantizer = parse_quantizer("lattice", 256, 0.0035);
+  const Pairs lattice = describe(o);
+  auto at = std::find_if(lattice.begin(), lattice.end(), [](const auto& kv) { return kv.first == "quantizer"; });
+  ASSERT_LE(at + 3, lattice.end());
+  EXPECT_EQ((Pairs{at, at + 3}), (Pairs{{"quantizer", "lattice"}, {"lattice-q", "256"}, {"lattice-eps", "0.0035"}}));
 }
 
 TEST(Options, TargetsSortedDescendingWithoutDuplicates) {

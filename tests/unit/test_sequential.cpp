@@ -52,7 +52,7 @@ AveragingOptions options_for(const Case& c, int n) {
   if (!value_of(c, "quantizer").empty()) o.protocol.quantizer = parse_quantizer(value_of(c, "quantizer"), 8, 0.05);
   if (!value_of(c, "group").empty()) o.protocol.group_size = std::stoi(value_of(c, "group"));
   if (!value_of(c, "collective").empty()) o.protocol.collective = parse_collective(value_of(c, "collective"));
-  if (std::string(c.protocol) == "choco") o.protocol.consensus_step = 0.5;
+  if (std::string(c.protocol) == "choco") o.protocol.gamma = 0.5;
   o.rounds = 12;
   o.trials = 2;
   o.seed = 99;
