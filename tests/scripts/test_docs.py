@@ -40,6 +40,11 @@ Which text is run (README.md and docs/*.md of REPO):
    version docs/trace-format.md states ("describes **schema version N**", once),
    the last row of its Versions table, avbench.KNOWN_SCHEMA_VERSIONS' newest and
    check_trace.py's SCHEMA_VERSION.
+8. The rows' columns: the writer's tables (src/trace/columns.hpp), the readers'
+   and checker's (python/avbench/schema.py: TRIAL_COLUMNS, TRAINING_COLUMNS) and
+   docs/trace-format.md's two row tables ("| dataset | type | unit | meaning |",
+   averaging then training) name the same columns in the same order, and the
+   docs the schema's types.
 
 Prints one line per command run (file:line, seconds, status) and one per problem,
 FAIL lines naming file and line; exits 1 if anything failed, else 0.
@@ -231,6 +236,34 @@ def schema_problems(args) -> list[str]:
     return problems
 
 
+def column_problems(args) -> list[str]:
+    """Rule 8."""
+    import avbench.schema as schema  # on sys.path since schema_problems()
+    src = (args.source / "src/trace/columns.hpp").read_text()
+
+    def table(name):
+        body = src.split(f"{name}", 1)[1].split(";", 1)[0]
+        names = re.findall(r'\{"(\w+)", write_field<', body)
+        return names + (table("kActivityColumns") if "kActivityColumns" in body else [])
+
+    doc = (args.source / "docs/trace-format.md").read_text()
+    doc_tables = re.findall(r"^\| dataset \| type \| unit \| meaning \|\n\|[-|]+\|\n((?:\|.*\n)+)", doc, re.M)
+    problems = []
+    for kind, cpp, py, doc_rows in (("averaging", "kRoundColumns", schema.TRIAL_COLUMNS, doc_tables[0:1]),
+                                    ("sgd", "kTrainingColumns", schema.TRAINING_COLUMNS, doc_tables[1:2])):
+        written = table(f"{cpp} =")
+        if written != list(py):
+            problems.append(f"src/trace/columns.hpp {cpp} {written} != python/avbench/schema.py's {list(py)}")
+        if not doc_rows:
+            problems.append(f"docs/trace-format.md: no row table for {kind} (| dataset | type | unit | meaning |)")
+            continue
+        documented = re.findall(r"^\| `(\w+)` \| (\w+) \|", doc_rows[0], re.M)
+        if documented != list(py.items()):
+            problems.append(f"docs/trace-format.md's {kind} row table {documented} != "
+                            f"python/avbench/schema.py's {list(py.items())}")
+    return problems
+
+
 def trace_problems(scratch: Path, code_version: int) -> list[str]:
     """Rule 6."""
     import h5py
@@ -329,6 +362,7 @@ def main() -> int:
     docs = [args.source / d for d in args.only] if args.only else \
         [args.source / "README.md", *sorted((args.source / "docs").glob("*.md"))]
     failures = schema_problems(args)
+    failures += column_problems(args)
     for p in failures:
         print("FAIL", p)
     counts = {"ran": 0, "skipped": 0, "text": 0}
