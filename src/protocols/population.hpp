@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "protocols/link_loads.hpp"
+#include "protocols/round_report.hpp"
 #include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 
@@ -46,12 +47,9 @@ struct Population {
   std::size_t offset(int i) const { return static_cast<std::size_t>(i) * static_cast<std::size_t>(dim); }
 };
 
-// What a round did, summed over the population (the trace's round columns).
-struct RoundEffect {
-  int groups = 0;
-  int failed_groups = 0;
-  int decode_failures = 0;
-  int late = 0;  // peers a waiting policy left behind
+// What a round did, summed over the population: its report and the bytes the
+// peers sent (the MPI form's are counted by its Comm).
+struct RoundEffect : RoundReport {
   std::uint64_t bytes = 0;
 };
 

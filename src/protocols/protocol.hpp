@@ -18,6 +18,7 @@
 #include "core/comm.hpp"
 #include "core/enum_names.hpp"
 #include "protocols/options.hpp"
+#include "protocols/round_report.hpp"
 #include "protocols/resources.hpp"
 #include "protocols/population.hpp"
 #include "sim/arrivals.hpp"
@@ -28,15 +29,11 @@ namespace avb {
 
 // What a protocol reports about the groups it formed in a round. Each group is
 // counted once, by one of its members, so the sum over peers is the number of groups.
-struct GroupCounters {
-  int groups = 0;           // groups that attempted to average (swarm: interactions initiated)
-  int failed_groups = 0;    // of those, groups whose averaging was cancelled by a failure
-  int decode_failures = 0;  // quantized messages that could not be decoded (lattice)
+// Its `late` is 0 or 1: whether this peer's group went on without it.
+struct GroupCounters : RoundReport {
   // This peer expected to exchange with a peer that is down this round, and waits
   // for the failure to be detected (docs/failures.md, detection timeout): 0 or 1.
   int waited_on_failure = 0;
-  // This peer's group went on without it under a waiting policy (sim/arrivals.hpp): 0 or 1.
-  int late = 0;
 };
 
 // Everything one averaging round may use.

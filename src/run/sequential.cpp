@@ -271,10 +271,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row = meter.measure(x);
     row.round = t;
     row.alive = alive_count;
-    row.groups = effect.groups;
-    row.failed_groups = effect.failed_groups;
-    row.decode_failures = effect.decode_failures;
-    row.late = effect.late;
+    effect.write_to(row);
     row.bytes_sent = previous.bytes_sent + joined + effect.bytes;
     row.time = previous.time + seconds;
     row.detection_time = clock.detection.detection_time();

@@ -15,10 +15,8 @@ Totals StatsReduction::reduce(const PeerTally& in) {
   slot(squares) = in.squares;
   slot(bytes_low) = static_cast<double>(in.bytes_sent & 0xffffffffu);
   slot(bytes_high) = static_cast<double>(in.bytes_sent >> 32);
-  slot(groups) = in.counters.groups;
-  slot(failed_groups) = in.counters.failed_groups;
-  slot(decode_failures) = in.counters.decode_failures;
-  slot(late) = in.counters.late;
+  for (std::size_t k = 0; k < RoundReport::kCounts.size(); ++k)
+    buffer_[vector_size_ + counts + k] = in.counters.*RoundReport::kCounts[k];
   slot(duration) = in.end - in.start;
   slot(start) = in.start;
   slot(end) = in.end;
@@ -30,10 +28,8 @@ Totals StatsReduction::reduce(const PeerTally& in) {
   if (comm_.rank() != 0) return out;
   out.squares = slot(squares);
   out.bytes_sent = (static_cast<std::uint64_t>(slot(bytes_high)) << 32) + static_cast<std::uint64_t>(slot(bytes_low));
-  out.groups = static_cast<std::int32_t>(slot(groups));
-  out.failed_groups = static_cast<std::int32_t>(slot(failed_groups));
-  out.decode_failures = static_cast<std::int32_t>(slot(decode_failures));
-  out.late = static_cast<std::int32_t>(slot(late));
+  for (std::size_t k = 0; k < RoundReport::kCounts.size(); ++k)
+    out.counts.*RoundReport::kCounts[k] = static_cast<int>(buffer_[vector_size_ + counts + k]);
   out.detection_time = slot(detection);
   out.seconds = global_clock_ ? slot(end) - slot(start) : slot(duration);
   out.stop_requested = slot(stop) != 0.0;

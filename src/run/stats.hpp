@@ -36,10 +36,7 @@ struct PeerTally {
 struct Totals {
   double squares = 0.0;  // sum over peers
   std::uint64_t bytes_sent = 0;
-  std::int32_t groups = 0;
-  std::int32_t failed_groups = 0;
-  std::int32_t decode_failures = 0;
-  std::int32_t late = 0;
+  RoundReport counts;           // summed over peers
   double detection_time = 0.0;  // max over peers
   // The interval's duration: from the moment the last peer entered it to the
   // moment the last peer left it. Peers leave the previous measurement at
@@ -54,11 +51,8 @@ struct Totals {
   template <class Row>
   void copy_counters_to(Row& row) const {
     row.bytes_sent = bytes_sent;
-    row.groups = groups;
-    row.failed_groups = failed_groups;
-    row.decode_failures = decode_failures;
+    counts.write_to(row);
     row.detection_time = detection_time;
-    if constexpr (requires { row.late; }) row.late = late;  // averaging rows only
   }
 };
 
@@ -96,8 +90,9 @@ class StatsReduction {
  private:
   // The tally's place after the vector: sums first, maxima from `duration` on
   // (tree_reduce_to_root's layout).
-  enum Slot : std::size_t { squares, bytes_low, bytes_high, groups, failed_groups, decode_failures, late,
-                            duration, start, end, stop, detection, slot_count };
+  // `counts`: RoundReport::kCounts, one slot each.
+  enum Slot : std::size_t { squares, bytes_low, bytes_high, counts,
+                            duration = counts + RoundReport::kCounts.size(), start, end, stop, detection, slot_count };
   double& slot(Slot s) { return buffer_[vector_size_ + s]; }
 
   Comm comm_;

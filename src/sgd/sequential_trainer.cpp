@@ -105,9 +105,7 @@ class PopulationSgd {
       }
       time_ += interval.seconds;
       bytes_ += interval.effect.bytes;
-      groups_ += interval.effect.groups;
-      failed_groups_ += interval.effect.failed_groups;
-      decode_failures_ += interval.effect.decode_failures;
+      since_eval_ += interval.effect;
       rounds_done_ = interval.rounds_done;
       done = next;
       evaluate(done);
@@ -155,9 +153,7 @@ class PopulationSgd {
     else
       links_.start_round(nullptr);
     const RoundEffect effect = protocol_->step(x_, view);
-    groups_ += effect.groups;
-    failed_groups_ += effect.failed_groups;
-    decode_failures_ += effect.decode_failures;
+    since_eval_ += effect;
     bytes_ += effect.bytes;
     detection_.end_round();
     // The round's local steps were charged at the slowest peer's pace; a peer that
@@ -188,13 +184,11 @@ class PopulationSgd {
     row.step = step;
     row.round = rounds_done_;
     row.alive = rounds_done_ == 0 ? n_ : failures_.count_alive(rounds_done_);
-    row.groups = groups_;
-    row.failed_groups = failed_groups_;
-    row.decode_failures = decode_failures_;
+    since_eval_.write_to(row);
     row.bytes_sent = bytes_;
     row.time = time_;
     row.detection_time = detection_.detection_time();
-    groups_ = failed_groups_ = decode_failures_ = 0;
+    since_eval_ = {};
     record_.rows.push_back(row);
     stop_ = stop_flag_ != nullptr && *stop_flag_;
     reached_ = o_.stop_at_target && row.relative_gap <= o_.targets.back();
@@ -222,7 +216,7 @@ class PopulationSgd {
   std::vector<std::uint8_t> alive_;
   std::vector<double> partial_;  // the measurement's per-peer rows, then their sums
   TrainingTrial record_;
-  int groups_ = 0, failed_groups_ = 0, decode_failures_ = 0;  // since the last evaluation
+  RoundReport since_eval_;  // since the last evaluation
   std::uint64_t bytes_ = 0;                                   // since step 0
   double time_ = 0.0;         // since step 0: the steps' computation, the rounds' α–β estimate, detections
   double step_seconds_ = 0.0;  // a local step's computation in the current round

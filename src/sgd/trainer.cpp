@@ -149,9 +149,7 @@ class SgdTrial {
     GroupCounters counters;
     Round round{r_, trial_.seed, trial_.failures, trial_.comm, counters};
     trial_.protocol->step(model(), round);
-    since_eval_.groups += counters.groups;
-    since_eval_.failed_groups += counters.failed_groups;
-    since_eval_.decode_failures += counters.decode_failures;
+    since_eval_ += counters;
     trial_.charge_detection(counters, o_.detection_timeout);
     rounds_done_ = r_;
     ++r_;
