@@ -22,7 +22,7 @@ std::string joined(const auto& items, auto&& text) {
 std::string protocol_table() {
   std::string out = "# protocol\tsequential\tdefault_semantics\tsemantics\tflags\tsummary\n";
   for (const ProtocolInfo& info : protocol_catalog()) {
-    out += std::string(info.name) + "\t" + (info.sequential != nullptr ? "yes" : "no") + "\t" +
+    out += std::string(info.name) + "\t" + (info.forms.sequential != nullptr ? "yes" : "no") + "\t" +
            std::string(to_string(info.default_semantics)) + "\t" +
            joined(info.semantics, [](FailureSemantics s) { return to_string(s); }) + "\t" +
            joined(info.flags, [](std::string_view f) { return f; }) + "\t" + std::string(info.summary) + "\n";

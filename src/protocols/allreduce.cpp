@@ -197,4 +197,6 @@ ProtocolResources resources_allreduce(const ProtocolOptions& o, const ResourceQu
   return r;
 }
 
+extern constinit const ProtocolForms kAllreduceForms{make_allreduce, make_sequential_allreduce, resources_allreduce};
+
 }  // namespace avb

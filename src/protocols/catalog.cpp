@@ -1,5 +1,5 @@
 // The protocol catalog: one row per protocol. Adding a protocol is its source file
-// (which defines its factory), its row here and its line in src/CMakeLists.txt;
+// (which defines its forms, k<Name>Forms), its row here and its line in src/CMakeLists.txt;
 // a program of its own adds one at run time with register_protocol().
 #include <algorithm>
 #include <set>
@@ -14,13 +14,8 @@
 namespace avb {
 
 // Defined in each protocol's own file.
-ProtocolFactory make_allreduce, make_random_groups, make_moshpit, make_gossip, make_pushsum, make_sgp_paper,
-    make_pairwise, make_swarm, make_choco;
-ResourceFunction resources_allreduce, resources_random_groups, resources_moshpit, resources_gossip, resources_pushsum,
-    resources_sgp_paper, resources_pairwise, resources_swarm, resources_choco;
-SequentialFactory make_sequential_allreduce, make_sequential_random_groups, make_sequential_moshpit,
-    make_sequential_gossip, make_sequential_pushsum, make_sequential_sgp_paper, make_sequential_pairwise,
-    make_sequential_choco, make_sequential_swarm;
+extern const ProtocolForms kAllreduceForms, kRandomGroupsForms, kMoshpitForms, kGossipForms, kPushsumForms,
+    kSgpPaperForms, kPairwiseForms, kSwarmForms, kChocoForms;
 
 namespace {
 
@@ -59,27 +54,21 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .semantics = {FS::abort, FS::survivors},
      .flags = with_waiting(with_quantizer_no_lattice({"--collective", "--groups", "--model-dim"})),
      .lattice_refusal = "a partial sum has no value near it at the receiver to decode against",
-     .resources = resources_allreduce,
-     .make = make_allreduce,
-     .sequential = make_sequential_allreduce},
+     .forms = kAllreduceForms},
     {.name = "random-groups",
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
      .flags = with_waiting(with_quantizer_no_lattice({"--group-size", "--min-group-size", "--collective", "--groups", "--model-dim"})),
      .lattice_refusal = kButterflyLattice,
-     .resources = resources_random_groups,
-     .make = make_random_groups,
-     .sequential = make_sequential_random_groups},
+     .forms = kRandomGroupsForms},
     {.name = "moshpit",
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
      .flags = with_waiting(with_quantizer_no_lattice({"--grid", "--placement", "--key-update", "--min-group-size", "--collective", "--groups", "--model-dim"})),
      .lattice_refusal = kButterflyLattice,
-     .resources = resources_moshpit,
-     .make = make_moshpit,
-     .sequential = make_sequential_moshpit},
+     .forms = kMoshpitForms},
     // gossip and pairwise send Q(x) under --quantizer. Not pushsum: its shares
     // carry the weight w, which a lossy code would unbalance.
     {.name = "gossip",
@@ -88,9 +77,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .semantics = {FS::survivors},
      .flags = with_quantizer({"--topology", "--weights", "--alive-weights", "--model-dim"}),
      .default_topology = TopologyKind::ring,
-     .resources = resources_gossip,
-     .make = make_gossip,
-     .sequential = make_sequential_gossip},
+     .forms = kGossipForms},
     {.name = "pushsum",
      .summary = "push-sum (SGP): (x, w) pushed along a --topology, estimate x/w",
      .default_semantics = FS::survivors,
@@ -99,25 +86,19 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .default_topology = TopologyKind::one_peer_exp,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer would need the departed peer's push-sum weight",
-     .resources = resources_pushsum,
-     .make = make_pushsum,
-     .sequential = make_sequential_pushsum},
+     .forms = kPushsumForms},
     {.name = "sgp-paper",
      .summary = "the Moshpit authors' simulated SGP: plain pull mean over their rolled-identity graphs (N >= 3)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .resources = resources_sgp_paper,
-     .make = make_sgp_paper,
-     .sequential = make_sequential_sgp_paper},
+     .forms = kSgpPaperForms},
     {.name = "pairwise",
      .summary = "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
      .flags = with_quantizer({"--topology", "--model-dim"}),
      .default_topology = TopologyKind::complete,
-     .resources = resources_pairwise,
-     .make = make_pairwise,
-     .sequential = make_sequential_pairwise},
+     .forms = kPairwiseForms},
     {.name = "swarm",
      .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
      .default_semantics = FS::survivors,
@@ -127,9 +108,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .churn = ChurnSupport::averaging_only,
      .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
      .asynchronous = true,
-     .resources = resources_swarm,
-     .make = make_swarm,
-     .sequential = make_sequential_swarm},
+     .forms = kSwarmForms},
     {.name = "choco",
      .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
      .default_semantics = FS::survivors,
@@ -138,9 +117,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .default_topology = TopologyKind::ring,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",
-     .resources = resources_choco,
-     .make = make_choco,
-     .sequential = make_sequential_choco},
+     .forms = kChocoForms},
 };
 
 std::vector<ProtocolInfo>& catalog() {
@@ -165,7 +142,7 @@ void check_flags(const ProtocolInfo& info) {
 
 void check_row(const ProtocolInfo& info) {
   const std::string name(info.name);
-  if (name.empty() || info.make == nullptr || info.summary.empty())
+  if (name.empty() || info.forms.make == nullptr || info.summary.empty())
     throw Error("register_protocol: a protocol needs a name, a summary and a factory (make)");
   const auto& s = info.semantics;
   if (std::find(s.begin(), s.end(), info.default_semantics) == s.end())
@@ -185,7 +162,7 @@ void register_protocol(const ProtocolInfo& info) {
     if (row.name != info.name) continue;
     // Under SMPI every simulated rank runs main() in one process and shares the
     // catalog (globals are not privatized), so each registers the same row.
-    if (row.make == info.make && row.sequential == info.sequential) return;
+    if (row.forms.make == info.forms.make && row.forms.sequential == info.forms.sequential) return;
     throw Error("register_protocol: a protocol named " + std::string(info.name) + " is already registered");
   }
   catalog().push_back(info);

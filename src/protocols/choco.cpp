@@ -313,14 +313,6 @@ class ChocoPopulation final : public SequentialProtocol {
 
 }  // namespace
 
-std::unique_ptr<SequentialProtocol> make_sequential_choco(const ProtocolOptions& o, int n_peers) {
-  return std::make_unique<ChocoPopulation>(o, n_peers);
-}
-
-std::unique_ptr<Protocol> make_choco(const ProtocolOptions& options, Comm& world) {
-  return std::make_unique<ChocoProtocol>(options, world.size());
-}
-
 // Every edge carries a code each round; the sequential form keeps the public
 // copies x-hat and, per edge, the round a sender last sent to a receiver.
 ProtocolResources resources_choco(const ProtocolOptions& o, const ResourceQuery& q) {
@@ -333,5 +325,7 @@ ProtocolResources resources_choco(const ProtocolOptions& o, const ResourceQuery&
   r.peer_vectors = 4;
   return r;
 }
+
+extern constinit const ProtocolForms kChocoForms = forms_of<ChocoProtocol, ChocoPopulation>(resources_choco);
 
 }  // namespace avb

@@ -256,14 +256,6 @@ class GossipPopulation final : public SequentialProtocol {
 
 }  // namespace
 
-std::unique_ptr<SequentialProtocol> make_sequential_gossip(const ProtocolOptions& o, int n_peers) {
-  return std::make_unique<GossipPopulation>(o, n_peers);
-}
-
-std::unique_ptr<Protocol> make_gossip(const ProtocolOptions& o, Comm& world) {
-  return std::make_unique<GossipProtocol>(o, world.size());
-}
-
 // Every edge carries x (or its code) each round. The sequential form keeps the old
 // values and caches a static graph's mixing rows up to kMaxCachedEntries entries.
 ProtocolResources resources_gossip(const ProtocolOptions& o, const ResourceQuery& q) {
@@ -273,5 +265,7 @@ ProtocolResources resources_gossip(const ProtocolOptions& o, const ResourceQuery
   r.population_bytes = 3 * 96 + 16 * cached / q.peers;
   return r;
 }
+
+extern constinit const ProtocolForms kGossipForms = forms_of<GossipProtocol, GossipPopulation>(resources_gossip);
 
 }  // namespace avb

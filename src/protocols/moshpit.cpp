@@ -285,14 +285,6 @@ class MoshpitPopulation final : public SequentialProtocol {
 
 }  // namespace
 
-std::unique_ptr<SequentialProtocol> make_sequential_moshpit(const ProtocolOptions& options, int n_peers) {
-  return std::make_unique<MoshpitPopulation>(options, n_peers);
-}
-
-std::unique_ptr<Protocol> make_moshpit(const ProtocolOptions& options, Comm& world) {
-  return std::make_unique<MoshpitProtocol>(options, world.size());
-}
-
 // Groups are lines of the grid: at most its longest side.
 ProtocolResources resources_moshpit(const ProtocolOptions& o, const ResourceQuery& q) {
   const int side = o.grid.empty() ? q.peers : *std::max_element(o.grid.begin(), o.grid.end());
@@ -300,5 +292,7 @@ ProtocolResources resources_moshpit(const ProtocolOptions& o, const ResourceQuer
   r.population_bytes = 80;  // grid coordinates, keys and counting-sort slots
   return r;
 }
+
+extern constinit const ProtocolForms kMoshpitForms = forms_of<MoshpitProtocol, MoshpitPopulation>(resources_moshpit);
 
 }  // namespace avb

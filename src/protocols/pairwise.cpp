@@ -198,14 +198,6 @@ class PairwisePopulation final : public SequentialProtocol {
 
 }  // namespace
 
-std::unique_ptr<SequentialProtocol> make_sequential_pairwise(const ProtocolOptions& o, int n_peers) {
-  return std::make_unique<PairwisePopulation>(o, n_peers);
-}
-
-std::unique_ptr<Protocol> make_pairwise(const ProtocolOptions& o, Comm& world) {
-  return std::make_unique<PairwiseProtocol>(o, world.size());
-}
-
 // A matching: every peer sends at most one message; the sequential form also keeps
 // the graph's edge list to draw the matching from.
 ProtocolResources resources_pairwise(const ProtocolOptions& o, const ResourceQuery& q) {
@@ -219,5 +211,7 @@ ProtocolResources resources_pairwise(const ProtocolOptions& o, const ResourceQue
   r.work_per_peer = 2.0 * (static_cast<double>(q.dim) + 4) + 32;
   return r;
 }
+
+extern constinit const ProtocolForms kPairwiseForms = forms_of<PairwiseProtocol, PairwisePopulation>(resources_pairwise);
 
 }  // namespace avb

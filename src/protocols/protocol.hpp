@@ -88,6 +88,30 @@ enum class ChurnSupport {
 // on, from options already resolved for world.size() peers.
 using ProtocolFactory = std::unique_ptr<Protocol>(const ProtocolOptions& options, Comm& world);
 
+// What a protocol's own file defines for its catalog row: its two forms and what
+// it needs on a run's size.
+struct ProtocolForms {
+  ProtocolFactory* make = nullptr;
+  // Its sequential form (protocols/population.hpp); nullptr when it has none.
+  SequentialFactory* sequential = nullptr;
+  // What it needs on a run's size (protocols/resources.hpp); nullptr: the
+  // estimate takes an all-reduce over all peers, or a graph protocol's share.
+  ResourceFunction* resources = nullptr;
+};
+
+// The forms of a protocol whose two classes are built from the options and the
+// number of peers.
+template <class MpiForm, class PopulationForm>
+constexpr ProtocolForms forms_of(ResourceFunction* resources) {
+  return {[](const ProtocolOptions& o, Comm& world) -> std::unique_ptr<Protocol> {
+            return std::make_unique<MpiForm>(o, world.size());
+          },
+          [](const ProtocolOptions& o, int n_peers) -> std::unique_ptr<SequentialProtocol> {
+            return std::make_unique<PopulationForm>(o, n_peers);
+          },
+          resources};
+}
+
 // One row of the catalog (protocols/catalog.cpp): everything the rest of the
 // program knows about a protocol. Nothing outside the catalog switches on a name.
 struct ProtocolInfo {
@@ -107,12 +131,7 @@ struct ProtocolInfo {
   // Peers step at their own pace (rounds are not collective), so SGD peers may
   // take different numbers of local steps between rounds.
   bool asynchronous = false;
-  // What it needs on a run's size (protocols/resources.hpp); nullptr: the
-  // estimate takes an all-reduce over all peers, or a graph protocol's share.
-  ResourceFunction* resources = nullptr;
-  ProtocolFactory* make = nullptr;
-  // Its sequential form (protocols/population.hpp); nullptr when it has none.
-  SequentialFactory* sequential = nullptr;
+  ProtocolForms forms;  // its factories and resources (forms.make is required)
 };
 
 // Every registered protocol, in a stable order.

@@ -142,14 +142,6 @@ class PushSumPopulation final : public SequentialProtocol {
 
 }  // namespace
 
-std::unique_ptr<SequentialProtocol> make_sequential_pushsum(const ProtocolOptions& o, int n_peers) {
-  return std::make_unique<PushSumPopulation>(o, n_peers);
-}
-
-std::unique_ptr<Protocol> make_pushsum(const ProtocolOptions& o, Comm& world) {
-  return std::make_unique<PushSumProtocol>(o, world.size());
-}
-
 // (x, w) along every out-edge; the sequential form keeps x, w and the shares in flight.
 ProtocolResources resources_pushsum(const ProtocolOptions& o, const ResourceQuery& q) {
   ProtocolResources r = graph_resources(o, q, 8.0 * (static_cast<double>(q.model_dim) + 1));
@@ -157,5 +149,7 @@ ProtocolResources resources_pushsum(const ProtocolOptions& o, const ResourceQuer
   r.population_bytes = 64;
   return r;
 }
+
+extern constinit const ProtocolForms kPushsumForms = forms_of<PushSumProtocol, PushSumPopulation>(resources_pushsum);
 
 }  // namespace avb

@@ -111,4 +111,6 @@ ProtocolResources resources_random_groups(const ProtocolOptions& o, const Resour
   return r;
 }
 
+extern constinit const ProtocolForms kRandomGroupsForms{make_random_groups, make_sequential_random_groups, resources_random_groups};
+
 }  // namespace avb

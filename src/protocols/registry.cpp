@@ -24,7 +24,7 @@ const ProtocolInfo& protocol_info(std::string_view name) {
 
 ProtocolResources protocol_resources(const ProtocolOptions& options, const ResourceQuery& query) {
   const ProtocolInfo& info = protocol_info(options.name);
-  if (info.resources != nullptr) return info.resources(options, query);
+  if (info.forms.resources != nullptr) return info.forms.resources(options, query);
   if (options.topology) return graph_resources(options, query, message_bytes(options, static_cast<double>(query.model_dim)));
   return group_resources(options, query, query.peers);
 }
@@ -151,10 +151,10 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
 
 void check_sequential_form(const ProtocolOptions& options) {
   const ProtocolInfo& info = protocol_info(options.name);
-  if (info.sequential == nullptr) {
+  if (info.forms.sequential == nullptr) {
     std::string accepted;
     for (const ProtocolInfo& row : protocol_catalog())
-      if (row.sequential != nullptr) accepted += (accepted.empty() ? "" : ", ") + std::string(row.name);
+      if (row.forms.sequential != nullptr) accepted += (accepted.empty() ? "" : ", ") + std::string(row.name);
     throw ConfigError("--engine sequential: protocol " + std::string(info.name) +
                       " has no sequential form (it needs a network simulation); accepted protocols: " + accepted);
   }
@@ -163,11 +163,11 @@ void check_sequential_form(const ProtocolOptions& options) {
 
 std::unique_ptr<SequentialProtocol> make_sequential_protocol(const ProtocolOptions& options, int n_peers) {
   check_sequential_form(options);
-  return protocol_info(options.name).sequential(options, n_peers);
+  return protocol_info(options.name).forms.sequential(options, n_peers);
 }
 
 std::unique_ptr<Protocol> make_protocol(const ProtocolOptions& options, Comm& world) {
-  return protocol_info(options.name).make(options, world);  // options resolved once per run by the caller
+  return protocol_info(options.name).forms.make(options, world);  // options resolved once per run by the caller
 }
 
 namespace {

@@ -181,4 +181,6 @@ ProtocolResources resources_sgp_paper(const ProtocolOptions& /*o*/, const Resour
   return r;
 }
 
+extern constinit const ProtocolForms kSgpPaperForms{make_sgp_paper, make_sequential_sgp_paper, resources_sgp_paper};
+
 }  // namespace avb

@@ -259,4 +259,8 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   return r;
 }
 
+SequentialFactory make_sequential_swarm;  // swarm_sequential.cpp: the event form
+
+extern constinit const ProtocolForms kSwarmForms{make_swarm, make_sequential_swarm, resources_swarm};
+
 }  // namespace avb

@@ -87,8 +87,7 @@ const avb::ProtocolInfo& dimension_exchange_info() {
       .summary = "hypercube dimension exchange: pairs differing in one rank bit average, one bit per round",
       .default_semantics = avb::FailureSemantics::survivors,
       .semantics = {avb::FailureSemantics::survivors},
-      .make = make,
-      .sequential = make_sequential};
+      .forms = {.make = make, .sequential = make_sequential}};
   return info;
 }
 

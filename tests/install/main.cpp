@@ -59,7 +59,7 @@ void check_registration() {
   refused(row, "not a protocol flag");
   row.flags = {"--topology"};
   refused(row, "default_topology");
-  if (avb::protocol_info("dimension-exchange").make == nullptr) throw avb::Error("the row has no factory");
+  if (avb::protocol_info("dimension-exchange").forms.make == nullptr) throw avb::Error("the row has no factory");
 }
 
 // What rank 0 checks: the MPI engine's trials, against the promise and against

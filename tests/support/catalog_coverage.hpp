@@ -39,6 +39,6 @@ std::vector<std::string> protocols_without_cases(const std::string& suite, Wante
 // The protocols whose two forms write the same rows: those with a sequential form,
 // but the asynchronous ones, whose order of events follows simulated time (their
 // sequential forms are checked against SMPI: tests/scripts/test_smpi_async.sh).
-inline bool has_sequential_form(const ProtocolInfo& info) { return info.sequential != nullptr && !info.asynchronous; }
+inline bool has_sequential_form(const ProtocolInfo& info) { return info.forms.sequential != nullptr && !info.asynchronous; }
 
 }  // namespace avb::test
