@@ -42,10 +42,24 @@ std::span<std::uint8_t> bytes_of(std::span<double> v) {
   return {reinterpret_cast<std::uint8_t*>(v.data()), v.size() * sizeof(double)};
 }
 
-class ChocoProtocol final : public Protocol {
- public:
-  ChocoProtocol(const ProtocolOptions& o, int n)
+// What both forms keep of the options, and the trial's graph.
+class ChocoSettings {
+ protected:
+  ChocoSettings(const ProtocolOptions& o, int n)
       : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.gamma), quantizer_(o.quantizer) {}
+
+  TopologySpec spec_;
+  int n_;
+  Weights weights_;
+  double gamma_;
+  Quantizer quantizer_;
+  std::optional<Topology> topology_;
+  std::uint64_t seed_ = 0;  // the trial's, for the graph
+};
+
+class ChocoProtocol final : public Protocol, private ChocoSettings {
+ public:
+  ChocoProtocol(const ProtocolOptions& o, int n) : ChocoSettings(o, n) {}
 
   void begin_trial(std::span<const double> x, std::uint64_t seed) override { start(x.size(), seed); }
 
@@ -183,13 +197,6 @@ class ChocoProtocol final : public Protocol {
     int heard = 0;              // the last round this peer received from it
   };
 
-  TopologySpec spec_;
-  int n_;
-  Weights weights_;
-  double gamma_;
-  Quantizer quantizer_;
-  std::optional<Topology> topology_;
-  std::uint64_t seed_ = 0;
   std::vector<double> public_, zeros_, diff_, q_, received_, pull_;
   std::unordered_map<int, Copy> copies_;
   std::unordered_map<int, int> sent_;  // receiver -> the last round this peer sent to it
@@ -205,10 +212,9 @@ class ChocoProtocol final : public Protocol {
 // used, so one x̂ per peer models them all; what differs is the traffic: the
 // encoding (plus q at full precision when it does not decode) to a receiver that
 // heard the sender's last update, x̂ itself at full precision to one that did not.
-class ChocoPopulation final : public SequentialProtocol {
+class ChocoPopulation final : public SequentialProtocol, private ChocoSettings {
  public:
-  ChocoPopulation(const ProtocolOptions& o, int n)
-      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.gamma), quantizer_(o.quantizer) {}
+  ChocoPopulation(const ProtocolOptions& o, int n) : ChocoSettings(o, n) {}
 
   void begin_trial(const Population& x, std::uint64_t seed) override {
     topology_.reset();  // drawn at the first round, where a stop can interrupt it
@@ -297,13 +303,6 @@ class ChocoPopulation final : public SequentialProtocol {
     }
   }
 
-  TopologySpec spec_;
-  int n_;
-  Weights weights_;
-  double gamma_;
-  Quantizer quantizer_;
-  std::optional<Topology> topology_;
-  std::uint64_t seed_ = 0;  // the trial's, for the graph
   std::vector<double> public_, diff_, q_, zeros_, pull_;
   std::vector<int> updated_;                         // the last round each peer updated x̂
   std::vector<std::vector<std::pair<int, int>>> sent_;  // [sender]: (receiver, the last round it sent), by receiver

@@ -228,6 +228,26 @@ check_help() {
 }
 
 # no_temp_files: no ".NAME.tmp.*" file (a trace being written) is left in $work.
+# overwrite_case RUN_ARGS... -- CHECK_TRACE_ARGS...: --overwrite replaces
+# existing.h5 with the run's trace, which check_trace then checks.
+overwrite_case() {
+  local run=()
+  while [ "$1" != -- ]; do
+    run+=("$1")
+    shift
+  done
+  shift
+  local old_sum
+  old_sum=$(sha256sum <"$work/existing.h5")
+  run_app overwrite "${run[@]}" --out existing.h5 --overwrite --quiet
+  if [ "$RC" -eq 0 ] && [ "$old_sum" != "$(sha256sum <"$work/existing.h5")" ]; then
+    check_trace "$work/existing.h5" "$@"
+  else
+    bad "--overwrite: exit code $RC, or the file was not replaced"
+    show_logs
+  fi
+}
+
 no_temp_files() {
   local leftover
   leftover=$(find "$work" -name '.*.tmp.*')

@@ -278,14 +278,7 @@ else
 fi
 
 # ---- --overwrite replaces an existing trace -------------------------------------
-old_sum=$(sha256sum <"$work/existing.h5")
-run_app overwrite --trials 1 --rounds 3 --out existing.h5 --overwrite --quiet
-if [ "$RC" -eq 0 ] && [ "$old_sum" != "$(sha256sum <"$work/existing.h5")" ]; then
-  check_trace "$work/existing.h5" --peers 2 --trials 1 --complete 1 --rounds 3
-else
-  bad "--overwrite: exit code $RC, or the file was not replaced"
-  show_logs
-fi
+overwrite_case --trials 1 --rounds 3 -- --peers 2 --trials 1 --complete 1 --rounds 3
 no_temp_files
 
 launched_check

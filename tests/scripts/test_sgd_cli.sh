@@ -391,14 +391,7 @@ else
 fi
 
 # ---- --overwrite replaces an existing trace -------------------------------------------
-old_sum=$(sha256sum <"$work/existing.h5")
-run_app overwrite --steps 10 --out existing.h5 --overwrite --quiet
-if [ "$RC" -eq 0 ] && [ "$old_sum" != "$(sha256sum <"$work/existing.h5")" ]; then
-  check_trace "$work/existing.h5" --kind sgd --peers 2 --trials 1 --complete 1 --steps 10
-else
-  bad "--overwrite: exit code $RC, or the file was not replaced"
-  show_logs
-fi
+overwrite_case --steps 10 -- --kind sgd --peers 2 --trials 1 --complete 1 --steps 10
 no_temp_files
 
 launched_check
