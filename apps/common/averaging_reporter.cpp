@@ -10,7 +10,7 @@ AveragingReporter::AveragingReporter(const AveragingOptions& options, int peers,
 
 void AveragingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options) {
   auto columns = target_columns("rounds_to_");
-  for (const char* c : {"final_variance", "bytes_per_peer", "time_s", "rounds", "complete"}) columns.emplace_back(c);
+  for (const char* c : {"final_variance", "bytes_per_peer", "time", "rounds", "complete"}) columns.emplace_back(c);
   print_run(program, info, options, std::move(columns));
   char own[64];
   std::snprintf(own, sizeof own, " %14s %14s %12s", "final var", "bytes/peer", "time [s]");

@@ -61,6 +61,7 @@ void RunReporter::print_run(const std::string& program, const RunInfo& info, con
 std::vector<std::string> RunReporter::target_columns(const char* to_prefix) const {
   std::vector<std::string> names{"trial", "seed"};
   for (double t : targets_) names.push_back(to_prefix + target_attribute_name(t).substr(10));  // after "rounds_to_"
+  for (double t : targets_) names.push_back("reached_" + target_attribute_name(t).substr(10));
   return names;
 }
 

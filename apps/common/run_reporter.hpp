@@ -121,17 +121,20 @@ class RunReporter {
   // elapsed wall-clock time, `detail`, and the time left at the rate so far.
   void print_progress(double done, const std::string& detail);
 
-  // A --summary row: the per-target cells (rounds or steps to each, empty when not
-  // reached), then `cells`, in the order of print_run's `columns`.
+  // A --summary row: the per-target cells as the trace's /summary has them (rounds
+  // or steps to each, the cap when not reached; then whether each was reached),
+  // then `cells`, in the order of print_run's `columns`.
   template <class Trial>
   void summary_row(const Trial& trial, std::vector<SummaryCell> cells) {
     if (output_.summary.empty()) return;
     std::vector<SummaryCell> row{summary_integer(trial.index), summary_unsigned(trial.seed)};
-    for (const auto& t : trial.targets) row.push_back(t.reached ? summary_integer(t.rounds) : summary_empty());
+    for (const auto& t : trial.targets) row.push_back(summary_integer(t.rounds));
+    for (const auto& t : trial.targets) row.push_back(summary_integer(t.reached ? 1 : 0));
     row.insert(row.end(), cells.begin(), cells.end());
     summary_.add_row(std::move(row));
   }
-  // The --summary column names of trial, seed and the targets: `to_prefix` + target.
+  // The --summary column names of trial, seed and the targets: `to_prefix` +
+  // target, then "reached_" + target.
   std::vector<std::string> target_columns(const char* to_prefix) const;
 
   // Counts a trial kept in the summary's means: its rounds (steps) to each target.

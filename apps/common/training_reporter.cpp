@@ -20,7 +20,7 @@ void TrainingReporter::print_header(const std::string& program, const RunInfo& i
   program_ = program;
   diverged_above_ = diverged_above;
   auto columns = target_columns("steps_to_");
-  for (const char* c : {"final_relative_gap", "final_consensus", "final_accuracy", "bytes_per_peer", "time_s",
+  for (const char* c : {"final_relative_gap", "final_consensus", "final_accuracy", "bytes_per_peer", "time",
                         "steps", "rounds", "complete", "diverged"})
     columns.emplace_back(c);
   print_run(program, info, options, std::move(columns));

@@ -15,9 +15,9 @@ OUT/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
 - `<metric>_mean`, `<metric>_se`, `<metric>_n`: the mean over trials, its standard
   error (sample standard deviation / sqrt(n); empty for n < 2) and the number n of
   trials it is over, for every /summary column except trial, seed and complete,
-  with the unit in the name where the trace's has none: bytes_per_peer (the
-  trace's bytes_sent, a total over all peers, divided by n_peers, as the programs'
-  table prints it), time_s, and as stored final_variance, final_error, rounds,
+  named as in the trace but for bytes_per_peer (the trace's bytes_sent, a total
+  over all peers, divided by n_peers, as the programs' table and --summary give
+  it): time (seconds), final_variance, final_error, rounds,
   rounds_to_<t> (capped, as in the trace) and reached_<t> (the share of trials that
   reached t) for averaging runs; final_gap, final_relative_gap, final_consensus,
   final_accuracy, steps, steps_to_<t>, diverged (the share of trials that
@@ -53,7 +53,7 @@ import sweep_table  # noqa: E402  (scripts/sweep_table.py: the format every mode
 # /summary columns that identify a trial rather than measure it.
 NOT_METRICS = ("trial", "seed", "complete")
 # /summary columns renamed with their unit (bytes_sent also becomes per peer).
-UNIT_NAMES = {"bytes_sent": "bytes_per_peer", "time": "time_s"}
+UNIT_NAMES = {"bytes_sent": "bytes_per_peer"}
 STATISTICS = ("_mean", "_se", "_n")
 KIND_OF_PROGRAM = {"averaging_bench": "averaging", "sgd_bench": "sgd"}
 

@@ -407,7 +407,7 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
             if c == "bytes_sent":  # the CSV's bytes are per peer, as the programs print them
                 v = v / f.attrs["n_peers"]
             v = v[np.isfinite(v)]  # no trial diverges here
-            name = {"bytes_sent": "bytes_per_peer", "time": "time_s"}.get(c, c)
+            name = {"bytes_sent": "bytes_per_peer"}.get(c, c)
             if rec[f"{name}_n"] != str(len(v)):
                 problems.append(f"{cells['name']}: {name}_n = {rec[f'{name}_n']}, trace has {len(v)} values")
             if not len(v):
@@ -425,7 +425,7 @@ for a, b in [("moshpit-srun", "moshpit-mpirun"), ("gossip-srun", "gossip-mpirun"
              ("gossip-srun", "gossip-sequential"), ("gossip-srun", "gossip-smpi")]:
     if a in by_name and b in by_name:
         for c in by_name[a]:
-            if c.endswith(("_mean", "_se", "_n")) and not c.startswith("time_s_") and by_name[a][c] != by_name[b][c]:
+            if c.endswith(("_mean", "_se", "_n")) and not c.startswith("time_") and by_name[a][c] != by_name[b][c]:
                 problems.append(f"{a} and {b} differ in {c}: {by_name[a][c]} vs {by_name[b][c]}")
 print("\n".join(problems) if problems else f"{len(got)} rows match their traces")
 sys.exit(1 if problems else 0)

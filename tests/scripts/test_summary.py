@@ -92,15 +92,17 @@ def expected_rows(trace: str) -> tuple[list[dict], dict]:
         r = {"trial": int(s["trial"][i]), "seed": int(s["seed"][i])}
         for k in s:
             if k.startswith(prefix):
-                reached = s["reached_" + k[len(prefix):]][i]
-                r[k] = int(s[k][i]) if reached else None
+                r[k] = int(s[k][i])
+        for k in s:
+            if k.startswith("reached_"):
+                r[k] = int(s[k][i])
         fin = lambda v: float(v) if math.isfinite(v) else None  # noqa: E731
         if sgd:
             r.update(final_relative_gap=fin(s["final_relative_gap"][i]), final_consensus=fin(s["final_consensus"][i]),
                      final_accuracy=fin(s["final_accuracy"][i]))
         else:
             r["final_variance"] = fin(s["final_variance"][i])
-        r.update(bytes_per_peer=float(s["bytes_sent"][i]) / peers, time_s=float(s["time"][i]))
+        r.update(bytes_per_peer=float(s["bytes_sent"][i]) / peers, time=float(s["time"][i]))
         if sgd:
             r["steps"] = int(s["steps"][i])
         r.update(rounds=int(s["rounds"][i]), complete=int(s["complete"][i]))
@@ -154,8 +156,10 @@ def summaries(work: str, engine: str) -> None:
         df = pd.read_csv(os.path.join(work, f"{name}.csv"))
         numeric = [c for c in want[0] if df[c].dtype.kind not in "iuf"]
         check(not numeric, f"{name}: pandas reads every per-trial column as a number (not: {numeric})")
-        check(bool(df["rounds_to_1e-30" if program == AVERAGING else "steps_to_1e-30"].isna().all()),
-              f"{name}: a target not reached is NaN in pandas")
+        to = "rounds_to_1e-30" if program == AVERAGING else "steps_to_1e-30"
+        cap = df["rounds" if program == AVERAGING else "steps"]
+        check(bool((df["reached_1e-30"] == 0).all() and (df[to] == cap).all()),
+              f"{name}: a target not reached is reached_<t> = 0 and the cap, as in the trace")
 
 
 def diverged_run(work: str) -> None:
@@ -275,7 +279,6 @@ def aggregate(work: str) -> None:
             s = {k: [float(x) for x in f["summary"][k][()]] for k in f["summary"]}
             peers = int(f.attrs["n_peers"])
         s["bytes_per_peer"] = [b / peers for b in s.pop("bytes_sent")]
-        s["time_s"] = s.pop("time")
         for k, v in s.items():
             if k in ("trial", "seed", "complete"):
                 continue
