@@ -10,7 +10,8 @@ OUT/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
 - every column of TABLE as written (`-` where the row left the flag out);
 - `run_kind`, `engine`, `n_peers`, `git_sha`, `trials`: from the trace's root and
   the number of trials in its /summary;
-- `config.<option>`: every resolved option the program recorded in /config, so
+- `config_<option>`: every resolved option the program recorded in /config (the
+  prefix that --summary and load_summary give an option named like a column), so
   defaults the table did not spell out are there too;
 - `<metric>_mean`, `<metric>_se`, `<metric>_n`: the mean over trials, its standard
   error (sample standard deviation / sqrt(n); empty for n < 2) and the number n of
@@ -99,7 +100,7 @@ def read_trace(path: str, row: sweep_table.Row) -> tuple[dict, list[str]]:
             if "config" in f:
                 for k, v in f["config"].attrs.items():
                     if k != "text":
-                        fields[f"config.{k}"] = _text(v)
+                        fields[f"config_{k}"] = _text(v)
             if "summary" not in f:
                 problems.append(f"{where}: {path} has no /summary")
                 return fields, problems
@@ -162,7 +163,7 @@ def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
     rest: list[str] = []
     for r in records:
         rest += [k for k in r if k not in head and k not in rest]
-    config = [k for k in rest if k.startswith("config.")]
+    config = [k for k in rest if k.startswith("config_")]
     metrics = [k for k in rest if k.endswith(STATISTICS)]
     other = [k for k in rest if k not in config and k not in metrics]
     header = head + other + config + metrics

@@ -394,8 +394,8 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
         if rec.get(k) != v:
             problems.append(f"{cells['name']}: column {k} = {rec.get(k)!r}, table says {v!r}")
     with h5py.File(f"{out}/{cells['name']}.h5", "r") as f:
-        if rec["config.protocol"] != f["config"].attrs["protocol"]:
-            problems.append(f"{cells['name']}: config.protocol {rec['config.protocol']}")
+        if rec["config_protocol"] != f["config"].attrs["protocol"]:
+            problems.append(f"{cells['name']}: config_protocol {rec['config_protocol']}")
         if rec["n_peers"] != str(f.attrs["n_peers"]) or rec["run_kind"] != f.attrs["run_kind"]:
             problems.append(f"{cells['name']}: n_peers/run_kind {rec['n_peers']}/{rec['run_kind']}")
         s = f["summary"]
