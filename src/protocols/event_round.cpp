@@ -83,6 +83,7 @@ RoundEffect EventRound::step(Population& x, const PopulationRound& round) {
     // The runners measure with a verdict of two doubles (run/averaging.cpp).
     starts_ = broadcast_starts(*context_.transit, x.n, 2 * sizeof(double));
   }
+  context_.transit->keep_ends_in(peers_->link_ends());
   context_.failures = &round.failures;
   context_.queue.reset();
   entries_.assign(static_cast<std::size_t>(x.n), 0.0);

@@ -61,6 +61,9 @@ class EventPeers {
   virtual void handle(Population& x, const Event& e) = 0;
   // The counters since the last call (bytes are the context's).
   virtual RoundEffect take_effect() = 0;
+  // Where Transit keeps each peer's link counters (none: its own array). Asked
+  // by the driver before each round, when no message moves.
+  virtual LinkEndsPlace link_ends() { return {}; }
 };
 
 // Each peer's start in a round, in seconds from the last peer's (<= 0): the

@@ -93,11 +93,12 @@ struct alignas(64) Peer {
   List deferred;         // blocking: requests it holds until its own interaction is over
   int t = 0, tick = 0;
   int partner = -1, request = -1;
+  LinkEnds links;  // Transit's counters of its link (EventPeers::link_ends)
   Doing doing = Doing::outside;
-  bool arrived = false;  // the request its listening receive holds has arrived and is not handled yet
-  bool last_idle = false;  // the current idle ends the round's step
-  bool tried = false, done = false, resent = false;
   std::uint8_t attempt = 0;  // below kMaxAttempts
+  bool arrived : 1 = false;  // the request its listening receive holds has arrived and is not handled yet
+  bool last_idle : 1 = false;  // the current idle ends the round's step
+  bool tried : 1 = false, done : 1 = false, resent : 1 = false;
 };
 static_assert(sizeof(Peer) == 64);
 static_assert(kMaxAttempts <= 255);
@@ -170,8 +171,11 @@ void push(List& list, int i, std::vector<T>& table) {
 template <class T>
 int pop(List& list, const std::vector<T>& table) {
   const int i = list.head;
+  if (i == list.tail) {  // the last one: its record is not read (at a million peers, a cache miss)
+    list = List{};
+    return i;
+  }
   list.head = table[static_cast<std::size_t>(i)].next;
-  if (list.head < 0) list.tail = -1;
   return i;
 }
 
@@ -214,6 +218,7 @@ class SwarmPeers final : public EventPeers {
   void on_join(const Population& x, int p) override { offer(x.peer(p), p); }
   void handle(Population& x, const Event& e) override;
   RoundEffect take_effect() override { return std::exchange(effect_, {}); }
+  LinkEndsPlace link_ends() override { return {&peers_.front().links, sizeof(Peer)}; }
 
  private:
   Peer& at(int p) { return peers_[static_cast<std::size_t>(p)]; }

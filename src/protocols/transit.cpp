@@ -15,7 +15,8 @@ Transit::Transit(const Hosts& hosts, int n_peers)
     : hosts_(hosts),
       platform_(hosts.platform()),
       n_(n_peers),
-      ends_(static_cast<std::size_t>(n_peers)),
+      own_ends_(static_cast<std::size_t>(n_peers)),
+      place_{own_ends_.data(), sizeof(LinkEnds)},
       backbone_(static_cast<std::size_t>(std::max(1, hosts.platform().regions)), 0) {
   if (platform_.listed_regions) backbone_.assign(platform_.listed_regions->regions.size(), 0);
   if (backbone_.size() == 1) {
@@ -28,8 +29,8 @@ Transit::Transit(const Hosts& hosts, int n_peers)
 int& Transit::wan(std::int64_t key) { return wan_[key]; }
 
 void Transit::count(int from, int to, int by) {
-  ends_[static_cast<std::size_t>(from)].out += by;
-  ends_[static_cast<std::size_t>(to)].in += by;
+  ends(from).out += by;
+  ends(to).in += by;
   if (one_) {
     backbone_[0] += by;
     return;
@@ -43,8 +44,8 @@ void Transit::count(int from, int to, int by) {
 
 double Transit::seconds(int from, int to, double bytes, bool shared) const {
   auto users = [&](int c) { return shared ? static_cast<double>(std::max(1, c)) : 1.0; };
-  double rate = std::min(hosts_.bandwidth(from) / users(ends_[static_cast<std::size_t>(from)].out),
-                         hosts_.bandwidth(to) / users(ends_[static_cast<std::size_t>(to)].in));
+  double rate = std::min(hosts_.bandwidth(from) / users(ends(from).out),
+                         hosts_.bandwidth(to) / users(ends(to).in));
   double latency = 0, window = 0;
   if (one_) {  // one region: its figures kept, the values the lookups below give
     rate = std::min(rate, one_->backbone / (kShared * users(backbone_[0])));
@@ -79,5 +80,9 @@ double Transit::start(int from, int to, double bytes) {
 }
 
 void Transit::end(int from, int to) { count(from, to, -1); }
+
+void Transit::keep_ends_in(LinkEndsPlace place) {
+  place_ = place.first != nullptr ? place : LinkEndsPlace{own_ends_.data(), sizeof(LinkEnds)};
+}
 
 }  // namespace avb

@@ -12,6 +12,7 @@
 // tens of millions of them); docs/simulation.md says where it departs from SMPI.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -20,6 +21,19 @@
 #include "protocols/time_model.hpp"
 
 namespace avb {
+
+// Messages moving on a host's link out and in.
+struct LinkEnds {
+  std::int32_t out = 0, in = 0;
+};
+// Where each peer's LinkEnds live: `first` and every `stride` bytes on (a field
+// of an event protocol's per-peer records, which a message's start and arrival
+// load anyway: at a million peers that is one cache miss fewer for each), or,
+// with no `first`, Transit's own array.
+struct LinkEndsPlace {
+  LinkEnds* first = nullptr;
+  std::size_t stride = 0;
+};
 
 class Transit {
  public:
@@ -32,6 +46,8 @@ class Transit {
   // until end() is called with the same ends.
   double start(int from, int to, double bytes);
   void end(int from, int to);
+  // Keeps the link ends' counters there from now on; no message may be moving.
+  void keep_ends_in(LinkEndsPlace place);
 
  private:
   // The seconds of a message whose links carry `sharing` messages each at most.
@@ -49,12 +65,14 @@ class Transit {
     double backbone, latency, window_rate;
   };
   std::optional<OneRegion> one_;
+  LinkEnds& ends(int peer) const {
+    return *reinterpret_cast<LinkEnds*>(reinterpret_cast<std::byte*>(place_.first) +
+                                        place_.stride * static_cast<std::size_t>(peer));
+  }
   // Messages moving on each host's link out and in (side by side: a message
   // touches one line a peer), each backbone, each wide-area link.
-  struct Ends {
-    int out = 0, in = 0;
-  };
-  std::vector<Ends> ends_;
+  std::vector<LinkEnds> own_ends_;
+  LinkEndsPlace place_;
   std::vector<int> backbone_;
   std::unordered_map<std::int64_t, int> wan_;
 };

@@ -34,6 +34,7 @@ EventSgd::Interval EventSgd::run(Population& x, int from, int to, const Hosts& h
     // The trainer measures with a verdict of three doubles (sgd/trainer.cpp).
     starts_ = broadcast_starts(*context_.transit, n_, 3 * sizeof(double));
   }
+  context_.transit->keep_ends_in(peers_.link_ends());
   x_ = &x;
   gradient_ = &gradient;
   to_ = to;
