@@ -3,7 +3,7 @@
 //
 //   scripts/smpirun.sh -n N build-smpi/bench/smpi_allreduce_bound --platform XML [--sizes 1M,16M]
 //
-// XML is the platform smpirun runs on (scripts/platform.py's default cluster:
+// XML is the platform smpirun runs on (scripts/avbench platform's default cluster:
 // <cluster bw lat bb_bw bb_lat>). A message between two peers crosses the
 // sender's up link, the backbone and the receiver's down link (split-duplex: a
 // rank sends and receives at full rate at once; the backbone is shared by all),

@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import numpy_averaging as na  # noqa: E402
+import numpy_averaging as na  # this folder's (a script's folder is on its path)
 
 Z = 4.0
 

@@ -24,6 +24,9 @@ nb_init() {
   here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)  # the script that called nb_init
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   python=/usr/bin/python3
+  # The package and the experiment's own modules, for the notebook and the checks
+  # (a user installs the package: pip install ./python; docs/analysis.md).
+  export PYTHONPATH="$root/python:$here${PYTHONPATH:+:$PYTHONPATH}"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
   export PYDEVD_DISABLE_FILE_VALIDATION=1                            # quiets ipykernel's debugger warning
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/avb-$TEST_NAME.XXXXXX")

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by experiments/<name>/run*.sh, which source it with their name
 # (`source "$(dirname "${BASH_SOURCE[0]}")/../sweep_common.sh" run.sh`): the settings every experiment's sweep has, and the hand-over
-# of its rows to scripts/sweep.py (docs/sweeps.md), which runs them with a job
+# of its rows to scripts/avbench sweep (docs/sweeps.md), which runs them with a job
 # pool, skips complete traces, redoes stopped ones and stops cleanly on a signal.
 # Each script only turns its own settings into rows:
 #
@@ -21,9 +21,9 @@
 #   AVERAGING_BENCH, SGD_BENCH   the programs  [build-smpi/apps/... or build/apps/...]
 #   PYTHON       interpreter with h5py         [/usr/bin/python3]
 #   SLURM        1: submit the rows to Slurm as a job array instead (openmpi only;
-#                `scripts/sweep.py submit`); SLURM_ARGS are its options, e.g.
+#                `scripts/avbench sweep submit`); SLURM_ARGS are its options, e.g.
 #                SLURM_ARGS="--time 02:00:00 -- --partition=long"
-# Exit status: scripts/sweep.py's (0 all done, 1 some row failed, 2 bad settings,
+# Exit status: scripts/avbench sweep's (0 all done, 1 some row failed, 2 bad settings,
 # 130/143 stopped).
 
 die() {
@@ -56,15 +56,15 @@ sweep_row() { echo "$*" >>"$rows"; }
 
 sweep_run() {
   local table=$results/table.tsv
-  "$python" "$root/scripts/sweep.py" table "$rows" >"$table.new" || exit 2
+  AVB_PYTHON=$python "$root/scripts/avbench" sweep table "$rows" >"$table.new" || exit 2
   mv "$table.new" "$table"
   rm -f "$rows"
   # exec: signals sent to the experiment's script reach the driver itself.
   if [ "${SLURM:-0}" = 1 ]; then
     # shellcheck disable=SC2086  # SLURM_ARGS: options, split on spaces
-    exec "$python" "$root/scripts/sweep.py" submit "$table" "$results" ${SLURM_ARGS:-}
+    AVB_PYTHON=$python exec "$root/scripts/avbench" sweep submit "$table" "$results" ${SLURM_ARGS:-}
   fi
-  exec "$python" "$root/scripts/sweep.py" run --jobs "$jobs" --launcher "$launcher" "$table" "$results"
+  AVB_PYTHON=$python exec "$root/scripts/avbench" sweep run --jobs "$jobs" --launcher "$launcher" "$table" "$results"
 }
 
 # The experiment's folder: where the script that sources this file lives.

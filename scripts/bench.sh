@@ -98,7 +98,7 @@ fi
 if [ $have_smpi = 1 ]; then
   for np in $smpi_nps; do
     echo "bench.sh: smpi_allreduce_bound -n $np" >&2
-    files=$(/usr/bin/python3 "$here/platform.py" "$np" "$out/platforms")
+    files=$("$here/avbench" platform "$np" "$out/platforms")
     { read -r platform; read -r hostfile; } <<<"$files"
     "$here/smpirun.sh" -n "$np" --platform "$platform" --hostfile "$hostfile" \
       "$build_smpi/bench/smpi_allreduce_bound" --platform "$platform" --sizes "$smpi_sizes" >"$out/smpi-$np.txt" 2>&1 ||

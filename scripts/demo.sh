@@ -105,11 +105,11 @@ cp "$out/demo-allreduce.h5" "$out/demo.h5"
 
 echo
 echo "== demo: comparison ($peers peers, ${run_args[*]}; mean ± standard error over trials)"
-/usr/bin/python3 scripts/python/compare_traces.py "${traces[@]}"
+scripts/avbench compare "${traces[@]}"
 
 echo
 echo "== demo: figure -> $out/demo.png"
-/usr/bin/python3 - "$out/demo.png" "${traces[@]}" <<'EOF'
+PYTHONPATH=python /usr/bin/python3 - "$out/demo.png" "${traces[@]}" <<'EOF'
 import sys
 
 import matplotlib
@@ -117,7 +117,6 @@ import matplotlib
 matplotlib.use("Agg")  # no display needed
 import matplotlib.pyplot as plt
 
-sys.path.insert(0, "python")
 import avbench
 
 df = avbench.load_sweep(sys.argv[2:], columns=["variance"])

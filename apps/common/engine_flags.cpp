@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kMpiOnlyFlags[] = {"--round-timeout"};
 
 // The sequential engine's platform: each flag, its field, and the flag of
-// scripts/smpirun.sh (platform.py) that sets the same value under SMPI.
+// scripts/smpirun.sh (avbench platform) that sets the same value under SMPI.
 struct PlatformFlag {
   const char* flag;
   double PlatformModel::*field;
@@ -39,7 +39,7 @@ constexpr PlatformFlag kPlatformFlags[] = {
     {"--wan-latency", &PlatformModel::wan_latency, "seconds", "--wan-lat"},
     {"--wan-bandwidth", &PlatformModel::wan_bandwidth, "bytes/s", "--wan-bw"},
 };
-// The flags of geo alone (platform.py's defaults: 4 regions).
+// The flags of geo alone (avbench platform's defaults: 4 regions).
 constexpr const char* kGeoFlags[] = {"--regions", "--wan-latency", "--wan-bandwidth"};
 constexpr int kGeoRegions = 4;
 // Lognormal hosts: sigma of log(speed) and of log(bandwidth), smpirun.sh's names.
@@ -52,7 +52,7 @@ constexpr SigmaFlag kSigmaFlags[] = {
     {"--speed-sigma", &PlatformModel::speed_sigma, "host speeds"},
     {"--bw-sigma", &PlatformModel::bandwidth_sigma, "link bandwidths"},
 };
-// platform.py's cloud: both spreads 0.5 unless given.
+// avbench platform's cloud: both spreads 0.5 unless given.
 constexpr double kCloudSigma = 0.5;
 // exp(10 z) stays finite for any z a double's uniform draw yields (|z| < 40).
 constexpr double kMaxSigma = 10;
@@ -75,7 +75,7 @@ void add_engine_flags(TypedOptions& add, EngineFlags& flags) {
               "sequential engine: trials run at once, an integer in [0, 1024] (0: one per core); results do not "
               "depend on it");
   add.custom("--platform", "cluster", "{" + kPlatformKindNames.list(",") + "} or FILE",
-             "the simulated platform, scripts/platform.py's kind of that name: the sequential engine's time "
+             "the simulated platform, scripts/avbench platform's kind of that name: the sequential engine's time "
              "estimate, and under SMPI the platform scripts/smpirun.sh builds from this and the flags below (refused "
              "on a real MPI); cloud: lognormal host speeds and link bandwidths, --speed-sigma "
              "and --bw-sigma 0.5 unless given; geo: --regions clusters joined pairwise by wide-area links. A FILE "
@@ -140,7 +140,7 @@ void check_simulated_hosts(double expected, double actual) {
                     "the platform from the program's flags");
 }
 
-// The kind's defaults and the spreads' checks (platform.py's); a platform file's
+// The kind's defaults and the spreads' checks (avbench platform's); a platform file's
 // hosts, which no other platform flag may then describe.
 void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
   PlatformModel& p = flags.link;
@@ -164,7 +164,7 @@ void resolve_platform(EngineFlags& flags, const ChangedFlags& changed) {
                         std::to_string(flags.peers) + ")");
     if (p.speed_sigma != 0)
       throw ConfigError("--speed-sigma: applies to --platform cluster or cloud (geo's regions are homogeneous "
-                        "clusters, as scripts/platform.py writes them)");
+                        "clusters, as scripts/avbench platform writes them)");
   } else {
     for (const char* flag : kGeoFlags)
       if (changed.count(flag) != 0) throw ConfigError(std::string(flag) + ": applies to --platform geo only");

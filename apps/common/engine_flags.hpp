@@ -19,7 +19,7 @@ enum class Engine { mpi, sequential };
 inline constexpr EnumNames<Engine, 2> kEngineNames{
     "--engine", {{{Engine::mpi, "mpi"}, {Engine::sequential, "sequential"}}}};
 
-// The sequential engine's platforms: scripts/platform.py's kinds it models.
+// The sequential engine's platforms: scripts/avbench platform's kinds it models.
 enum class PlatformKind { cluster, cloud, geo };
 inline constexpr EnumNames<PlatformKind, 3> kPlatformKindNames{
     "--platform",

@@ -2,15 +2,15 @@
 // docs/simulation.md): the shapes its time model describes, and nothing else.
 //
 //   - one <cluster> (flat: hosts of one speed, each with a private link, joined by
-//     an optional backbone; SimGrid's own element, and scripts/platform.py's
+//     an optional backbone; SimGrid's own element, and scripts/avbench platform's
 //     homogeneous cluster);
 //   - one <zone routing="Cluster"> that lists each <host>, its <link> (through
 //     <host_link>) and one <backbone> (SimGrid's cluster of unequal hosts, and
-//     scripts/platform.py's cloud);
+//     scripts/avbench platform's cloud);
 //   - several such clusters side by side in one <zone routing="Full">, each pair
-//     joined by a <zoneRoute> through SHARED wide-area <link>s (scripts/platform.py's
+//     joined by a <zoneRoute> through SHARED wide-area <link>s (scripts/avbench platform's
 //     geo, or regions of unequal sizes, hosts, backbones and wide-area links).
-// Host i is the i-th host in the file, as scripts/platform.py's host files number
+// Host i is the i-th host in the file, as scripts/avbench platform's host files number
 // them. Anything else (routers but a zone's gateway, zones nested deeper, routes
 // between hosts, other topologies or sharing policies, links of different latencies
 // in one cluster) is refused: such a platform runs under SMPI.

@@ -34,8 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
+import avbench  # python/avbench: traces -> DataFrames
 
 RATIO = 1e-6  # variance ratio for relative error 1e-3
 NOISE = 1e-20  # variance ratios below this are rounding noise (exact averages give ~1e-32)

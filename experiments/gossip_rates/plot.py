@@ -25,7 +25,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_table import RATIO, fmt, load, summarize  # noqa: E402
 
 FLOOR = 1e-12  # bottom of the y axis: exact averages drop to ~1e-32

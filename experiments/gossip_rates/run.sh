@@ -7,7 +7,7 @@
 #                               (random-regular: one per trial, its graph is the trial's)
 #   sequential_<graph>.csv      the sequential engine, every trial, thinned by thin_curves.py
 #   smpi_<graph>.h5             averaging_bench under SMPI (where feasible), a trace,
-#                               and its .log: run by scripts/sweep.py from table.tsv
+#                               and its .log: run by scripts/avbench sweep from table.tsv
 #   steps.tsv                   step, graph, engine, trials, rounds, seconds (graph_info, sequential)
 #   walltime.tsv                cell, seconds (the SMPI runs)
 #
@@ -36,12 +36,12 @@
 # stop at a target 1e-6 × the smallest initial variance of their trials (from the
 # sequential engine's round 0, the same values bit for bit), so each trial stops at or a few
 # rounds after its own crossing.
-# The SMPI runs are rows of $RESULTS/table.tsv, run last by scripts/sweep.py (a job
+# The SMPI runs are rows of $RESULTS/table.tsv, run last by scripts/avbench sweep (a job
 # pool, resumable: a complete trace is skipped, a stopped one redone). The sequential
 # engine's runs (build/apps/averaging_bench, whose traces are thinned to CSV) are a
 # step of this script. Resumable: a step whose output exists is skipped. Then:
-#   /usr/bin/python3 experiments/gossip_rates/make_table.py
-#   /usr/bin/python3 experiments/gossip_rates/plot.py
+#   PYTHONPATH=python /usr/bin/python3 experiments/gossip_rates/make_table.py
+#   PYTHONPATH=python /usr/bin/python3 experiments/gossip_rates/plot.py
 set -euo pipefail
 
 # Its runs measure SMPI itself (the sequential engine gives the values).
@@ -125,7 +125,7 @@ for graph in "${graphs[@]}"; do
     timed measure "$graph" sequential "$trials" "$budget" -- sequential "$graph" "$budget" "$out"
   fi
 
-  # 3. averaging_bench under SMPI, the first t trials: a row for scripts/sweep.py.
+  # 3. averaging_bench under SMPI, the first t trials: a row for scripts/avbench sweep.
   t=$(smpi_trials "$graph")
   if [ "$t" -gt 0 ]; then
     [ "$force" != 1 ] || rm -f "$results/smpi_$s.h5"
@@ -136,5 +136,5 @@ for graph in "${graphs[@]}"; do
     smpi_rows=$((smpi_rows + 1))
   fi
 done
-echo "run.sh: predictions and sequential runs done; table: $python $here/make_table.py --results $results; plot: $python $here/plot.py --results $results"
+echo "run.sh: predictions and sequential runs done; table: PYTHONPATH=$root/python $python $here/make_table.py --results $results; plot: PYTHONPATH=$root/python $python $here/plot.py --results $results"
 [ "$smpi_rows" -eq 0 ] || sweep_run

@@ -38,8 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
+import avbench  # python/avbench: traces -> DataFrames
 
 CAP = 50  # the round budget of the experiment
 GROUP = 32  # random-groups group size

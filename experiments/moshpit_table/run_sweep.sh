@@ -2,7 +2,7 @@
 # The averaging sweep of Section 4.1 (Moshpit SGD): one averaging_bench run per cell
 # N x p x protocol, each leaving one trace $RESULTS/N<N>_p<p>_<protocol>.h5 and the
 # program's table and messages in $RESULTS/N<N>_p<p>_<protocol>.log. This script only
-# writes the cells as rows of $RESULTS/table.tsv; scripts/sweep.py runs them
+# writes the cells as rows of $RESULTS/table.tsv; scripts/avbench sweep runs them
 # (experiments/sweep_common.sh: JOBS, RESULTS, AVB_ENGINE, PYTHON, SLURM).
 #
 #   experiments/moshpit_table/run_sweep.sh                       # the whole sweep, sequential engine

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-test of make_table.py on synthetic traces; exit 0 when it passes.
 
-    /usr/bin/python3 experiments/moshpit_table/test_make_table.py
+    PYTHONPATH=python /usr/bin/python3 experiments/moshpit_table/test_make_table.py
 
 Writes, in a temporary folder, traces holding only what make_table.py reads
 (root n_peers, config protocol and fail-rate, /summary, /trials/<k>/variance),
@@ -22,8 +22,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from selftest import Checks, finish_trials, write_root  # noqa: E402
+from avbench.selftest import Checks, finish_trials, write_root
 
 T = Checks(Path(__file__).resolve().parent / "make_table.py")
 check = T.check

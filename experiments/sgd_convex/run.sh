@@ -3,7 +3,7 @@
 # per cell N x objective x p x protocol, each leaving one trace
 # $RESULTS/N<N>_<objective>_p<p>_<protocol>.h5 and the program's table and messages
 # in the .log beside it. README.md says why the parameters are what they are. This
-# script only writes the cells as rows of $RESULTS/table.tsv; scripts/sweep.py runs
+# script only writes the cells as rows of $RESULTS/table.tsv; scripts/avbench sweep runs
 # them (experiments/sweep_common.sh: JOBS, RESULTS, AVB_ENGINE, SGD_BENCH, PYTHON, SLURM).
 #
 #   experiments/sgd_convex/run.sh                          # the whole sweep (40 cells), under SMPI

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-test of summarize.py on synthetic traces; exit 0 when it passes.
 
-    /usr/bin/python3 experiments/sgd_convex/test_summarize.py
+    PYTHONPATH=python /usr/bin/python3 experiments/sgd_convex/test_summarize.py
 
 Writes, in a temporary folder, sgd traces holding only what summarize.py reads (root
 n_peers, run_kind, engine; config protocol, topology, on-failure, objective,
@@ -23,8 +23,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary  # noqa: E402
+from avbench.selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary
 
 T = Checks(Path(__file__).resolve().parent / "summarize.py")
 check = T.check

@@ -45,7 +45,7 @@
 # The platform part of a trace's name is s<sigma> under SMPI (s0 for the '@0' cells)
 # and mpi under Open MPI; summarize.py reads it from there (the trace does not record
 # the platform). This script only writes the cells as rows of $RESULTS/table.tsv;
-# scripts/sweep.py runs them: resumable (a complete trace is skipped, a stopped one
+# scripts/avbench sweep runs them: resumable (a complete trace is skipped, a stopped one
 # redone), and each cell that ends normally appends "cell seconds" to walltime.tsv.
 set -euo pipefail
 

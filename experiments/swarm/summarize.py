@@ -39,9 +39,8 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
-from avbench.tables import (  # noqa: E402
+import avbench  # python/avbench: traces -> DataFrames
+from avbench.tables import (
     fmt_sci, fmt_time, fmt_wall, isnan, markdown_lines, mean as _mean, trace_rows)
 
 HERE = Path(__file__).resolve().parent

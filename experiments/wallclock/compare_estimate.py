@@ -10,7 +10,7 @@ round compared (the estimate over SMPI's). Prints one row per cell, worst last, 
 how many are within 2% and 10%. --kind keeps one platform (cluster, fat, cloud,
 geo); --csv reads another results.csv; --markdown also writes the rows, in the
 study's order, as a Markdown table (estimate_vs_smpi.md). Cloud's SMPI cells in results.csv were run
-on platform.py's earlier draws (README.md), so compare cloud against cells run anew.
+on avbench platform's earlier draws (README.md), so compare cloud against cells run anew.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import summarize  # noqa: E402
+import summarize  # this folder's (a script's folder is on its path)
 
 KEY = ["study_protocol", "precision", "N", "kind", "fail"]
 

@@ -35,7 +35,7 @@
 #                  published model), round clock, complete graph
 # Platforms (KINDS, SGD_KINDS), as the programs' platform flags (scripts/smpirun.sh
 # turns them into SMPI's platform):
-#   cluster, cloud, geo   --platform (scripts/platform.py)
+#   cluster, cloud, geo   --platform (scripts/avbench platform)
 #   fat           the cluster with a backbone of FAT_BB (a non-blocking switch)
 #   daint         SwarmSGD's interconnect as README.md sets it: one host per node, a
 #                 DAINT_BW link of 1 us to a non-blocking network of 1 us

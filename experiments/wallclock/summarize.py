@@ -43,9 +43,8 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-import avbench  # noqa: E402  (python/avbench: traces -> DataFrames)
-from avbench.tables import fmt_time, markdown_lines, mean as _mean, trace_rows  # noqa: E402
+import avbench  # python/avbench: traces -> DataFrames
+from avbench.tables import fmt_time, markdown_lines, mean as _mean, trace_rows
 
 import time_to_accuracy  # noqa: E402  (beside this file)
 
@@ -62,7 +61,7 @@ SGD = re.compile(r"^sgd_([a-z-]+)_(fp32|fp16|q8)_h(\d+)_n(\d+)_" + _KIND + r"(_s
 SGD_V1 = re.compile(r"^sgd_([a-z-]+)_n(\d+)_" + _KIND + "$")  # before H and precision were named
 HOST_SPEED = 1e9  # flop/s of every platform's (median) host: compute = flops / HOST_SPEED
 
-# The cluster platform (scripts/platform.py defaults) as SMPI's network model sees a
+# The cluster platform (scripts/avbench platform defaults) as SMPI's network model sees a
 # large message (docs/performance.md, "the bounds"): private links of 125 MB/s times
 # smpi/bw-factor 0.940694, and a latency of 2 x 50 us + 500 us times smpi/lat-factor
 # 11.6436.

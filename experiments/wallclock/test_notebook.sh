@@ -70,7 +70,6 @@ fi
 if report=$("$python" - "$here" "$scratch/results" <<'PY'
 import sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
 import time_to_accuracy as t
 curves = t.load_curves(Path(sys.argv[2]))
 bad, out = [], []
@@ -97,7 +96,6 @@ nb_check_summary 11 '^| 4 | 0 | moshpit | 2 |' "moshpit N = 4" '^| 4 | 0.2 | mos
 if report=$("$python" - "$here" "$scratch/results.csv" <<'PY'
 import sys
 import pandas as pd
-sys.path.insert(0, sys.argv[1])
 import summarize as s
 df = pd.read_csv(sys.argv[2])
 def one(part, protocol, precision, engine="smpi"):

@@ -28,9 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-import avbench  # noqa: E402
-from avbench.tables import fmt_time, markdown_lines  # noqa: E402
+import avbench
+from avbench.tables import fmt_time, markdown_lines
 
 HERE = Path(__file__).resolve().parent
 NAME = re.compile(r"^tta_([a-z-]+)_n(\d+)_(cluster|fat|cloud|geo|daint)(_seq)?$")

@@ -1,8 +1,7 @@
 """avbench analysis: load HDF5 traces into tidy pandas DataFrames and draw the
 standard figures (docs/analysis.md).
 
-    import sys; sys.path.insert(0, "<repo>/python")
-    import avbench
+    import avbench      # pip install ./python; or, in a checkout, PYTHONPATH=python
     df = avbench.load_sweep("experiments/moshpit_table/results")    # folder, glob or list
     avbench.plot_metric(df[df["peers"] == 1024], x="round", by="protocol")
     avbench.standard_figures(df, "figures/")
@@ -10,6 +9,8 @@ standard figures (docs/analysis.md).
 
 Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3). The
 names load on first use, so that `avbench.trace_state` (h5py only) stays cheap.
+The tools (sweep, aggregate, compare, check, platform, availability) are the
+`avbench` command (avbench/cli.py; scripts/avbench in a checkout).
 """
 
 import importlib

@@ -45,7 +45,7 @@ def _flag(path: str, obj, where: str, name: str) -> int:
 
 
 def identity(path: str, f: h5py.File) -> dict:
-    """The root's identifying values, checked as check_trace.py checks them: a known
+    """The root's identifying values, checked as avbench check checks them: a known
     schema_version (int32), run_kind (v2 on), n_peers >= 1, engine, the complete flag,
     and the root groups of that kind of run."""
     version = _attr(path, f, "/", "schema_version", "int32")

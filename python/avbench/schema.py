@@ -1,12 +1,10 @@
 """The structural rules of the trace format (docs/trace-format.md), in one place for
-the readers (files.py, traces.py) and the validator tests/scripts/check_trace.py.
+the readers (files.py, traces.py) and the validator (check.py, `avbench check`).
 
 Both must refuse the same broken files: a reader that loads what the checker refuses
 hands out rows that were never written (a repeated round left cells of the xarray
-form uninitialised). So the rules both apply live here, and check_trace.py loads this
-file by its path (as scripts/sweep.py loads sweep_table.py): no sys.path edit there,
-and no pandas for the checker. Hence only h5py, numpy and the standard library, and
-no relative imports.
+form uninitialised). So the rules both apply live here, and no pandas
+for the checker: only h5py, numpy and the standard library.
 
 Each rule reports what is wrong as text (None or [] when nothing is): the checker
 collects the texts, the readers raise the first as a TraceError naming the file and

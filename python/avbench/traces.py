@@ -37,7 +37,7 @@ Columns a trace lacks (a config option another protocol does not have) are NaN i
 sweep. Nothing here prints. A file that is not a trace this reader knows, or that
 breaks a promise of the schema it loads, raises TraceError, a ValueError whose
 message names the file and the dataset or attribute at fault. The readers refuse
-every structural fault tests/scripts/check_trace.py refuses, by the same rules
+every structural fault scripts/avbench check refuses, by the same rules
 (schema.py): the schema version, the root attributes and groups they read, every
 column of every trial present, 1-D, of its exact type and of the trial's length,
 round (averaging) 0, 1, 2, ... or step (sgd) from 0 and increasing with round never
@@ -140,7 +140,7 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None, as_xarray: 
     A trace stopped early (`complete` = 0 at the root, or on a trial) is loaded as it
     is and flagged in `trace_complete` / `complete`. Raises FileNotFoundError for a
     missing file and TraceError (a ValueError naming the file and the dataset) for
-    anything else: a file HDF5 cannot open, or one check_trace.py refuses for its
+    anything else: a file HDF5 cannot open, or one avbench check refuses for its
     structure (module docstring), or a column read whose values break the format's
     promise (NaN where it says finite). `columns` limits what is read, not what is
     checked: the other columns' presence, type and length are checked from their
@@ -196,7 +196,7 @@ class _Trials:
         return [(str(k), int(c)) for k, c in zip(self.ids, self.completes)]
 
     def _add_columns(self, g: h5py.Group, where: str, i: int) -> int:
-        """Trial i's per-row columns, checked as check_trace.py checks their structure
+        """Trial i's per-row columns, checked as avbench check checks their structure
         (schema.py); returns their length. The columns read are checked for their
         values too; the others from their metadata alone (a third of a read's cost)."""
         spec = schema.columns_of(schema.ROW_SPECS[self.kind], self.version)
@@ -358,7 +358,7 @@ def value_at(rows: pd.DataFrame, trial: int, x: str, at, column: str) -> float:
 
 
 def read_walltimes(folder: PathLike) -> dict[str, float]:
-    """cell name -> seconds from the walltime.tsv that scripts/sweep.py keeps in a
+    """cell name -> seconds from the walltime.tsv that scripts/avbench sweep keeps in a
     sweep's folder (the last line of a cell wins); {} without one."""
     path = Path(folder) / "walltime.tsv"
     out: dict[str, float] = {}

@@ -3,7 +3,7 @@
 #
 # Finds the repository and the programs, and builds the command that starts one
 # run inside the allocation, on one of three engines (the names of
-# scripts/sweep_table.py ENGINES, which sweep.py uses):
+# python/avbench/sweep_table.py ENGINES, which avbench sweep uses):
 #
 #   openmpi     one rank per Slurm task, started by either launcher:
 #     srun      srun --mpi=pmix: Slurm starts the ranks itself and Open MPI wires up

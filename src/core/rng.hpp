@@ -30,8 +30,8 @@ enum class StreamId : std::uint64_t {
   local_steps = 14,    // random local-step counts (--local-steps-dist geometric)
   stragglers = 15,     // which peers straggle
   churn = 16,          // churn: failure and join rounds, donors
-  platform = 17,       // generated platforms' host speeds and link bandwidths (scripts/platform.py too)
-  availability = 18,  // scripts/availability.py's diurnal traces (drawn in Python only; reserved here)
+  platform = 17,       // generated platforms' host speeds and link bandwidths (scripts/avbench platform too)
+  availability = 18,  // scripts/avbench availability's diurnal traces (drawn in Python only; reserved here)
   work_jitter = 19,    // each peer's lognormal work factor per round (--straggler-sigma)
   test = 1000,         // reserved for tests
 };

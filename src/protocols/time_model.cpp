@@ -68,7 +68,7 @@ double RegionTable::bytes() const {
 int PlatformModel::region_of(int host, std::int64_t n_peers) const {
   if (listed_regions != nullptr) return listed_regions->region_of(host);
   if (regions <= 1) return 0;
-  // platform.py's blocks: region k holds ranks floor(k N / R) .. floor((k + 1) N / R) - 1
+  // avbench platform's blocks: region k holds ranks floor(k N / R) .. floor((k + 1) N / R) - 1
   return static_cast<int>(((static_cast<std::int64_t>(host) + 1) * regions - 1) / n_peers);
 }
 

@@ -49,7 +49,7 @@ struct RegionTable {
   }
 };
 
-// The platform the estimate assumes: scripts/platform.py's cluster or cloud, one
+// The platform the estimate assumes: scripts/avbench platform's cluster or cloud, one
 // host per peer with a private link to a backbone all links share (its defaults
 // here).
 struct PlatformModel {
@@ -60,7 +60,7 @@ struct PlatformModel {
   double host_speed = 1e9;           // flops/s of a host (the median with speed_sigma)
   // Lognormal hosts: host i's speed is host_speed exp(speed_sigma z_i) and its
   // link's bandwidth exp(bandwidth_sigma z'_i) times `bandwidth`, z_i and z'_i
-  // Stream(seed, platform).normal(0, i, 0) and (0, i, 1), as platform.py draws them.
+  // Stream(seed, platform).normal(0, i, 0) and (0, i, 1), as avbench platform draws them.
   double speed_sigma = 0.0;
   double bandwidth_sigma = 0.0;
   std::uint64_t seed = 1;
@@ -70,7 +70,7 @@ struct PlatformModel {
   std::shared_ptr<const std::vector<double>> listed_speeds = nullptr, listed_bandwidths = nullptr;
   bool speeds_vary() const { return speed_sigma > 0 || listed_speeds != nullptr; }
   bool bandwidths_vary() const { return bandwidth_sigma > 0 || listed_bandwidths != nullptr; }
-  // platform.py's geo: `regions` clusters like the one above (contiguous blocks of
+  // avbench platform's geo: `regions` clusters like the one above (contiguous blocks of
   // ranks), each pair joined by a wide-area link of its own. 1: a single cluster.
   int regions = 1;
   double wan_latency = 40e-3;    // seconds

@@ -8,7 +8,7 @@
 //   3,20,     from round 20 on, peer 3 never comes back
 // Lines starting with '#' and blank lines are skipped; peers not named are always
 // up. Rounds, not seconds: which round a second falls in depends on the engine's
-// time model, and the values of a run must not (scripts/availability.py turns a
+// time model, and the values of a run must not (scripts/avbench availability turns a
 // trace in seconds into rounds for a stated round length).
 #pragma once
 

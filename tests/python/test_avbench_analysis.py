@@ -35,7 +35,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import avbench  # noqa: E402
 from avbench import figures, traces  # noqa: E402
 
@@ -356,7 +355,7 @@ class Damaged(unittest.TestCase):
 
     def test_index_columns(self):
         """round 0, 1, 2, ... (averaging); step from 0 and increasing, round never
-        decreasing (sgd): in both forms of load_trace, as check_trace.py says."""
+        decreasing (sgd): in both forms of load_trace, as avbench check says."""
         for path, col, data, words in (
                 (self.avg, "trials/1/round", np.array([0, 1, 1, 3, 4], np.int32), ("row 2", "1 -> 1")),
                 (self.avg, "trials/0/round", np.array([1, 2, 3, 4, 5], np.int32), ("row 0 is round 1",)),

@@ -2,7 +2,7 @@
 """Randomized size campaign on the sequential engine (issue "Trust at scale").
 
 Every run must end the way docs/reliability.md promises:
-  - exit 0 and a whole, valid trace: check_trace.py accepts it with the run's
+  - exit 0 and a whole, valid trace: avbench check accepts it with the run's
     peers, trials and rounds (steps), its root attribute complete is 1, no float
     in it is NaN or infinite (but what a diverged SGD trial may hold), and with
     --summary one row per trial, run_complete = 1;
@@ -63,8 +63,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CHECK_TRACE = REPO / "tests" / "scripts" / "check_trace.py"
-PYTHON = "/usr/bin/python3"  # Debian's, with h5py
+TOOLS = REPO / "scripts" / "avbench"
 GIB_KB = 1 << 20  # ulimit -v counts KiB
 CI_SEED = 2026
 PROGRESS = re.compile(r"^\[\d+s\] ")
@@ -495,10 +494,10 @@ def leftovers(rundir, allowed):
 
 
 def check_trace(case, rundir, complete, limit=1800):
-    """check_trace.py on the run's trace, with what the run asked for when it is
+    """avbench check on the run's trace, with what the run asked for when it is
     complete; then its own scan for non-finite numbers. A list of problems."""
     o, sgd = case["opts"], case["program"] == "sgd_bench"
-    argv = [PYTHON, str(CHECK_TRACE), "run.h5", "--kind", "sgd" if sgd else "averaging",
+    argv = [str(TOOLS), "check", "run.h5", "--kind", "sgd" if sgd else "averaging",
             "--peers", o["--peers"], "--complete", str(complete)]
     if complete:
         argv += ["--trials", o["--trials"]]
@@ -510,9 +509,9 @@ def check_trace(case, rundir, complete, limit=1800):
     try:
         done = subprocess.run(argv, cwd=rundir, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        return [f"check_trace.py took more than {limit} s"]
+        return [f"avbench check took more than {limit} s"]
     if done.returncode != 0:
-        return [f"check_trace.py (exit {done.returncode}): {first(done.stdout + done.stderr)}"]
+        return [f"avbench check (exit {done.returncode}): {first(done.stdout + done.stderr)}"]
     return nonfinite(os.path.join(rundir, "run.h5"), sgd) if complete else []
 
 

@@ -8,7 +8,8 @@ set -euo pipefail
 AVB_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 AVB_REPO=$(cd "$AVB_TESTS_DIR/../.." && pwd)
 AVB_PYTHON=/usr/bin/python3                 # Debian's, which sees python3-h5py
-AVB_CHECK_TRACE=$AVB_TESTS_DIR/check_trace.py
+AVB_TOOLS=$AVB_REPO/scripts/avbench        # the avbench command from the checkout (check, sweep, platform, ...)
+export PYTHONPATH="$AVB_REPO/python:$AVB_TESTS_DIR${PYTHONPATH:+:$PYTHONPATH}"  # the tests' Python snippets import avbench and bitwise
 AVB_SMPIRUN=$AVB_REPO/scripts/smpirun.sh
 TEST_NAME=$(basename "$0" .sh)
 
@@ -134,15 +135,15 @@ protocol_cases() {
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# Runs check_trace.py on FILE with the given expectations; records a failure.
+# Runs avbench check on FILE with the given expectations; records a failure.
 check_trace() {
   local file=$1
   shift
   local report
-  if report=$(timeout 60 "$AVB_PYTHON" "$AVB_CHECK_TRACE" "$file" "$@" 2>&1); then
-    ok "check_trace.py $(basename "$file") $*"
+  if report=$(timeout 60 "$AVB_TOOLS" check "$file" "$@" 2>&1); then
+    ok "avbench check $(basename "$file") $*"
   else
-    bad_with_report "check_trace.py $(basename "$file") $* rejected the trace:" "$report"
+    bad_with_report "avbench check $(basename "$file") $* rejected the trace:" "$report"
   fi
 }
 

@@ -3,7 +3,7 @@
 #
 #   tests/scripts/test_availability.sh AVERAGING_BENCH SGD_BENCH
 #
-# 1. scripts/availability.py churn writes the schedule of a keyed churn trial; a
+# 1. scripts/avbench availability churn writes the schedule of a keyed churn trial; a
 #    run on that file equals the keyed run bit for bit (every column, the
 #    sequential engine's time too), for group and graph protocols and for SGD.
 # 2. The same trace on Open MPI (8 real processes) equals the sequential engine.
@@ -17,7 +17,7 @@ source "$(dirname "$0")/cli_common.sh"
 need_args 2 $# AVERAGING_BENCH SGD_BENCH
 program_arg AVG "$1" "averaging_bench"
 program_arg SGD "$2" "sgd_bench"
-GEN="$AVB_PYTHON $AVB_REPO/scripts/availability.py"
+GEN="$AVB_TOOLS availability"
 COMPARE="$AVB_TESTS_DIR/compare_sequential.py"
 cd "$SCRATCH"
 
@@ -125,9 +125,9 @@ for args in "churn - --peers 0 --rounds 5 --fail-rate 0.1" "churn - --peers 4 --
   # shellcheck disable=SC2086 # the arguments are words
   $GEN $args >gen.out 2>gen.err || rc=$?
   if [ "$rc" -eq 2 ] && [ "$(wc -l <gen.err)" -eq 1 ] && [ ! -s gen.out ] && grep -q "error:" gen.err; then
-    ok "availability.py $args -> exit 2, $(grep error: gen.err)"
+    ok "avbench availability $args -> exit 2, $(grep error: gen.err)"
   else
-    bad_with_report "availability.py $args: exit $rc" "$(cat gen.out gen.err)"
+    bad_with_report "avbench availability $args: exit $rc" "$(cat gen.out gen.err)"
   fi
 done
 finish

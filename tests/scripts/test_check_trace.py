@@ -32,10 +32,8 @@ import h5py
 import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import avbench  # noqa: E402
-from check_trace import check_file  # noqa: E402
+import avbench  # noqa: E402  (python/avbench and tests/scripts: on PYTHONPATH, tests/CMakeLists.txt)
+from avbench.check import check_file  # noqa: E402
 from sample_readback import verdict  # noqa: E402
 
 EXPECT = dict(peers=8, trials=2, complete=0, rounds=4)
@@ -571,7 +569,7 @@ SGD_CASES = [
 
 # Damage (by case description, in CASES or SGD_CASES) that the readers refuse too,
 # and where they must say the fault is: the structural rules of schema.py, which
-# load_trace applies as check_trace.py does, and the value rules of the columns it reads.
+# load_trace applies as avbench check does, and the value rules of the columns it reads.
 READERS_REFUSE = {
     "schema version": "/ attribute schema_version",
     "run_kind missing": "/ attribute run_kind",
@@ -617,7 +615,7 @@ def check_readers(path, what, kind, valid, failures):
         try:
             avbench.load_trace(path, as_xarray=form)
             if not valid:
-                failures.append(f"{what}: {name} loads what check_trace.py refuses (expected a TraceError at {where})")
+                failures.append(f"{what}: {name} loads what avbench check refuses (expected a TraceError at {where})")
         except avbench.TraceError as e:
             if valid:
                 failures.append(f"{what}: {name} refuses a valid trace: {e}")
@@ -645,12 +643,12 @@ def run_cases(sample, cases, expect, tmp, failures):
             failures.append(f"{what}: expected a problem mentioning {needle!r}, got {problems}")
 
 
-def run_cli(script, sample, good_args, bad_args, bad_lines, failures):
+def run_cli(tool, sample, good_args, bad_args, bad_lines, failures):
     """The command line: exit 0 and one line when valid, exit 1 and one line per problem."""
-    good = subprocess.run([sys.executable, script, sample, *good_args], capture_output=True, text=True)
+    good = subprocess.run([tool, "check", sample, *good_args], capture_output=True, text=True)
     if good.returncode != 0 or len(good.stdout.splitlines()) != 1 or good.stderr:
         failures.append(f"CLI on {sample}: exit {good.returncode}: {good.stdout}{good.stderr}")
-    bad = subprocess.run([sys.executable, script, sample, *bad_args], capture_output=True, text=True)
+    bad = subprocess.run([tool, "check", sample, *bad_args], capture_output=True, text=True)
     lines = bad.stdout.splitlines()
     if bad.returncode != 1 or len(lines) != bad_lines or bad.stderr:
         failures.append(f"CLI on {sample} with wrong expectations: exit {bad.returncode}, "
@@ -659,7 +657,7 @@ def run_cli(script, sample, good_args, bad_args, bad_lines, failures):
 
 def main(samples):
     failures = []
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_trace.py")
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "avbench")
     counts = []
     with tempfile.TemporaryDirectory() as tmp:
         for sample in samples:
@@ -667,12 +665,12 @@ def main(samples):
                 kind = f.attrs.get("run_kind")
             if kind == "averaging":
                 run_cases(sample, CASES, EXPECT, tmp, failures)
-                run_cli(script, sample, ["--peers", "8", "--trials", "2", "--complete", "0", "--rounds", "4"],
+                run_cli(tool, sample, ["--peers", "8", "--trials", "2", "--complete", "0", "--rounds", "4"],
                         ["--peers", "9", "--trials", "3"], 2, failures)
                 counts.append(f"{len(CASES)} averaging")
             elif kind == "sgd":
                 run_cases(sample, SGD_CASES, EXPECT_SGD, tmp, failures)
-                run_cli(script, sample, ["--kind", "sgd", "--peers", "4", "--trials", "2", "--complete", "0",
+                run_cli(tool, sample, ["--kind", "sgd", "--peers", "4", "--trials", "2", "--complete", "0",
                                          "--steps", "8", "--local-steps", "4", "--eval-every", "2"],
                         ["--kind", "sgd", "--steps", "6", "--rounds", "4"], 2, failures)
                 counts.append(f"{len(SGD_CASES)} sgd")
@@ -687,7 +685,7 @@ def main(samples):
         if len(problems) != 1 or "cannot open" not in problems[0]:
             failures.append(f"junk file: {problems}")
 
-    return verdict(failures, "FAIL ", f"check_trace.py caught all {' and '.join(counts)} kinds of damage, "
+    return verdict(failures, "FAIL ", f"avbench check caught all {' and '.join(counts)} kinds of damage, "
                                       f"and the readers the {len(READERS_REFUSE)} structural ones")
 
 

@@ -76,7 +76,6 @@ import sys
 import h5py
 import numpy as np
 
-sys.path.insert(0, sys.argv[3])
 from bitwise import same
 
 COLUMNS = ["round", "variance", "error", "mean_drift", "late", "alive", "groups", "failed_groups",

@@ -57,7 +57,6 @@ import sys
 import h5py
 import numpy as np
 
-sys.path.insert(0, sys.argv[3])
 from bitwise import same
 
 problems = []

@@ -35,11 +35,11 @@ Which text is run (README.md and docs/*.md of REPO):
    --jobs at a time (default 2), each one's report printed whole when it ends.
    Each command must exit 0 (or its `exit N`) within --timeout seconds.
 6. Every HDF5 file (*.h5) the commands leave in a scratch folder must carry the
-   code's schema version and pass tests/scripts/check_trace.py.
+   code's schema version and pass scripts/avbench check.
 7. The schema version: kTraceSchemaVersion (src/trace/trace.hpp) must equal the
    version docs/trace-format.md states ("describes **schema version N**", once),
    the last row of its Versions table, avbench.KNOWN_SCHEMA_VERSIONS' newest and
-   check_trace.py's SCHEMA_VERSION.
+   avbench check's SCHEMA_VERSION.
 8. The rows' columns: the writer's tables (src/trace/columns.hpp), the readers'
    and checker's (python/avbench/schema.py: TRIAL_COLUMNS, TRAINING_COLUMNS) and
    docs/trace-format.md's two row tables ("| dataset | type | unit | meaning |",
@@ -223,13 +223,12 @@ def schema_problems(args) -> list[str]:
         problems.append(f"docs/trace-format.md: states the schema version {len(stated)} times "
                         f"(\"describes **schema version N**\"), expected once")
     rows = re.findall(r"^\| (\d+) \|", fmt.split("## Versions", 1)[-1], re.M)
-    sys.path[:0] = [str(args.source / "python"), str(args.source / "tests/scripts")]
-    import avbench  # noqa: E402
-    import check_trace  # noqa: E402
+    import avbench  # python/avbench, on PYTHONPATH (tests/CMakeLists.txt)
+    import avbench.check as check_trace
     for what, v in (("docs/trace-format.md: the stated version", stated[0] if stated else None),
                     ("docs/trace-format.md: the Versions table's last row", rows[-1] if rows else None),
                     ("python/avbench: KNOWN_SCHEMA_VERSIONS' newest", avbench.KNOWN_SCHEMA_VERSIONS[-1]),
-                    ("tests/scripts/check_trace.py: SCHEMA_VERSION", check_trace.SCHEMA_VERSION)):
+                    ("python/avbench/check.py: SCHEMA_VERSION", check_trace.SCHEMA_VERSION)):
         if v is None or int(v) != code:
             problems.append(f"{what} is {v}, the code writes {code} (kTraceSchemaVersion)")
     args.code_version = code
@@ -238,7 +237,7 @@ def schema_problems(args) -> list[str]:
 
 def column_problems(args) -> list[str]:
     """Rule 8."""
-    import avbench.schema as schema  # on sys.path since schema_problems()
+    import avbench.schema as schema
     src = (args.source / "src/trace/columns.hpp").read_text()
 
     def table(name):
@@ -267,7 +266,7 @@ def column_problems(args) -> list[str]:
 def trace_problems(scratch: Path, code_version: int) -> list[str]:
     """Rule 6."""
     import h5py
-    import check_trace
+    import avbench.check as check_trace
     problems = []
     for p in sorted(scratch.rglob("*.h5")):
         if any(part in LINKED or part.startswith("build") for part in p.relative_to(scratch).parts[:1]):

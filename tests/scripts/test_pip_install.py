@@ -8,9 +8,11 @@ Copies python/ to a temporary folder (the build writes build/ and *.egg-info nex
 to pyproject.toml), makes a venv that sees Debian's h5py, numpy and pandas
 (--system-site-packages), installs with `pip --no-build-isolation --no-index`, then,
 from that folder, imports avbench, checks it is the installed copy with the
-project's version, and loads a trace AVERAGING_BENCH writes there.
+project's version, loads a trace AVERAGING_BENCH writes there, and checks it
+with the installed `avbench check` command.
 """
 
+import os
 import re
 import shutil
 import subprocess
@@ -36,7 +38,9 @@ print("pip_install: avbench", version, "from", avbench.__file__, "read", len(df)
 
 
 def run(cmd, **kw):
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    # Not the checkout's package: the installed one must be what imports.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
     if done.returncode != 0:
         sys.exit(f"FAIL: {' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout}{done.stderr}")
     return done.stdout
@@ -54,6 +58,11 @@ def main() -> None:
         run([bench, "--engine", "sequential", "--peers", "8", "--protocol", "pairwise", "--rounds", "3",
              "--trials", "2", "--quiet", "--out", tmp / "run.h5"])
         print(run([tmp / "venv/bin/python", "-c", CHECK, version], cwd=tmp), end="")
+        # The console entry point: the installed `avbench` command, run from elsewhere.
+        checked = run([tmp / "venv/bin/avbench", "check", tmp / "run.h5", "--peers", "8", "--trials", "2"], cwd=tmp)
+        if "valid avbench averaging trace" not in checked:
+            sys.exit(f"FAIL: the installed avbench check printed {checked!r}")
+        print("pip_install: the installed command:", checked.strip())
 
 
 if __name__ == "__main__":

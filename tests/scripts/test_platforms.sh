@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# scripts/platform.py and scripts/smpirun.sh: the three kinds of simulated platform.
+# scripts/avbench platform and scripts/smpirun.sh: the three kinds of simulated platform.
 #
 #   tests/scripts/test_platforms.sh AVERAGING_BENCH   (built in build-smpi/)
 #
-# 0. SimGrid accepts every platform platform.py writes: cluster (SimGrid's <cluster>
+# 0. SimGrid accepts every platform avbench platform writes: cluster (SimGrid's <cluster>
 #    element, and a zone of hosts when --speed-sigma is set), cloud, and geo with 1,
 #    2, 3, 4, 8 and 16 regions (16 regions of one host each). Each file is loaded by
 #    simgrid-graphicator (libsimgrid-dev), which parses it with SimGrid's own XML
@@ -40,22 +40,22 @@ source "$(dirname "$0")/common.sh"
 
 [ $# -eq 1 ] || die "usage: test_platforms.sh AVERAGING_BENCH"
 BIN=$(realpath "$1")
-GEN=$AVB_REPO/scripts/platform.py
+GEN=("$AVB_TOOLS" platform)
 export AVB_PLATFORM_DIR=$SCRATCH/platforms
 
 # 0. Every platform parses; geo runs on 3 and 4 regions.
 command -v simgrid-graphicator >/dev/null || die "simgrid-graphicator not found (Debian package libsimgrid-dev)"
-parses() {  # parses REGIONS PLATFORM.PY-OPTIONS...: platform.py writes it for 16 peers, SimGrid loads it
+parses() {  # parses REGIONS PLATFORM.PY-OPTIONS...: avbench platform writes it for 16 peers, SimGrid loads it
   local regions=$1 files xml rc=0 log wan_routes
   shift
-  if ! files=$(timeout 60 "$AVB_PYTHON" "$GEN" 16 "$SCRATCH/parse" "$@" 2>&1); then
-    bad "platform.py 16 $*: $files"
+  if ! files=$(timeout 60 "${GEN[@]}" 16 "$SCRATCH/parse" "$@" 2>&1); then
+    bad "avbench platform 16 $*: $files"
     return
   fi
   xml=$(head -1 <<<"$files")
   log=$(cd "$SCRATCH" && timeout 60 simgrid-graphicator "$xml" "$SCRATCH/parse.dot" 2>&1) || rc=$?
   if [ "$rc" -ne 0 ] || ! grep -q -- '"peer-15" -- ' "$SCRATCH/parse.dot"; then
-    bad "SimGrid refuses platform.py 16 $* (exit $rc): $(grep -m1 -i 'error' <<<"$log" || head -1 <<<"$log")"
+    bad "SimGrid refuses avbench platform 16 $* (exit $rc): $(grep -m1 -i 'error' <<<"$log" || head -1 <<<"$log")"
     return
   fi
   # Geo: each pair of regions joined through its WAN link, gateway to gateway.
@@ -63,7 +63,7 @@ parses() {  # parses REGIONS PLATFORM.PY-OPTIONS...: platform.py writes it for 1
   if [ "$wan_routes" -eq $((regions * (regions - 1) / 2)) ]; then
     ok "SimGrid loads $(basename "$xml"): every route built, $wan_routes WAN link(s) between gateways"
   else
-    bad "platform.py 16 $*: $wan_routes WAN routes in SimGrid's graph, want $((regions * (regions - 1) / 2))"
+    bad "avbench platform 16 $*: $wan_routes WAN routes in SimGrid's graph, want $((regions * (regions - 1) / 2))"
   fi
 }
 parses 0
@@ -91,14 +91,14 @@ PY
 done
 
 # 1. Files.
-report=$(timeout 60 "$AVB_PYTHON" - "$GEN" "$SCRATCH/files" <<'PY'
+report=$(timeout 60 "$AVB_PYTHON" - "$AVB_TOOLS" "$SCRATCH/files" <<'PY'
 import subprocess, sys
 import xml.etree.ElementTree as ET
 
-gen, out = sys.argv[1], sys.argv[2]
+gen, out = sys.argv[1], sys.argv[2]  # scripts/avbench
 
 def make(*args):
-    xml, hosts = subprocess.run([sys.executable, gen, *args], check=True, capture_output=True, text=True).stdout.split()
+    xml, hosts = subprocess.run([gen, "platform", *args], check=True, capture_output=True, text=True).stdout.split()
     return xml, open(hosts).read().split()
 
 def hosts_of(xml):
@@ -157,13 +157,13 @@ near cloud "$(exchange cloud --kind cloud)" 0.0012 0.05  # latency is not drawn,
 near geo "$(exchange geo --kind geo --regions 2)" 0.0812 0.05
 
 # 3. Bad settings.
-refused() {  # refused WANT ARGS...: platform.py ARGS fails with one line containing WANT
+refused() {  # refused WANT ARGS...: avbench platform ARGS fails with one line containing WANT
   local out rc=0
-  out=$(timeout 60 "$AVB_PYTHON" "$GEN" 8 "$SCRATCH/bad" "${@:2}" 2>&1) || rc=$?
+  out=$(timeout 60 "${GEN[@]}" 8 "$SCRATCH/bad" "${@:2}" 2>&1) || rc=$?
   if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && [[ "$out" == *"$1"* ]]; then
     ok "refused ${*:2}: $out"
   else
-    bad "platform.py ${*:2}: exit $rc, output '$out' (want one line with '$1')"
+    bad "avbench platform ${*:2}: exit $rc, output '$out' (want one line with '$1')"
   fi
 }
 refused "--regions" --kind geo --regions 0
@@ -234,7 +234,6 @@ done
 report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/eager-default.h5" "$SCRATCH/eager-65536.h5" "$AVB_REPO/tests/scripts" <<'PY'
 import sys
 import h5py
-sys.path.insert(0, sys.argv[3])
 from bitwise import same
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 ratios = []

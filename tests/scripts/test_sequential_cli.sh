@@ -36,7 +36,7 @@ refused "--link-latency: 'soon' is not a number > 0" --engine sequential --peers
 refused "--backbone-latency: inf is not a number > 0" --engine sequential --peers 16 --backbone-latency inf
 refused "--host-speed: -1 is not a number > 0" --engine sequential --peers 16 --host-speed -1
 refused "--host-speed: describes a simulated platform" --host-speed 2e9
-# platform.py's kinds it models; lognormal spreads in [0, 10]; links spread on cloud only.
+# avbench platform's kinds it models; lognormal spreads in [0, 10]; links spread on cloud only.
 refused "--platform: 'fat'" --engine sequential --peers 16 --platform fat
 refused "--regions: 17 is not an integer in \[2, --peers\]" --engine sequential --peers 16 --platform geo --regions 17
 refused "--regions: 1 is not an integer in \[2, --peers\]" --engine sequential --peers 16 --platform geo --regions 1
@@ -72,7 +72,6 @@ timeout 60 "$BIN" "${common[@]}" --threads 3 --out "$SCRATCH/three.h5" --quiet >
 if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/one.h5" "$SCRATCH/three.h5" "$AVB_TESTS_DIR" 2>&1 <<'PY'
 import sys
 import h5py
-sys.path.insert(0, sys.argv[3])
 from bitwise import same
 with h5py.File(sys.argv[1]) as a, h5py.File(sys.argv[2]) as b:
     diff = [f"{k}/{c}" for k in a["trials"] for c in a["trials"][k] if not same(a["trials"][k][c][()], b["trials"][k][c][()])]
@@ -82,12 +81,12 @@ sys.exit(1 if diff else 0)
 PY
 ); then ok "--threads 1 and 3: $report"; else bad_with_report "--threads 1 and 3 differ:" "$report"; fi
 
-# Platform files (docs/simulation.md): platform.py's cloud and cluster files read
+# Platform files (docs/simulation.md): avbench platform's cloud and cluster files read
 # back as the kinds they were written from, to the bit (values, counters and time),
 # and what the model cannot describe refused in one line.
 plat=$SCRATCH/platforms
-"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$plat" --kind cloud --seed 3 >/dev/null
-"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$plat" >/dev/null
+"$AVB_REPO/scripts/avbench" platform 64 "$plat" --kind cloud --seed 3 >/dev/null
+"$AVB_REPO/scripts/avbench" platform 64 "$plat" >/dev/null
 same_platform() {
   local file=$1
   shift
@@ -105,9 +104,9 @@ same_platform() {
 }
 same_platform "$plat/cloud-64-keyed-seed-3.xml" --platform cloud --speed-seed 3
 same_platform "$plat/cluster-64.xml" --platform cluster
-# Regions: platform.py's geo file is --platform geo to the bit; a file of unequal
+# Regions: avbench platform's geo file is --platform geo to the bit; a file of unequal
 # regions (tests/platforms, the engines' agreement in smpi_time_estimate) runs.
-"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$plat" --kind geo --regions 3 >/dev/null
+"$AVB_REPO/scripts/avbench" platform 64 "$plat" --kind geo --regions 3 >/dev/null
 same_platform "$plat/geo-64-regions-3.xml" --platform geo --regions 3
 three=$AVB_REPO/tests/platforms/three-regions.xml
 if out=$(timeout 60 "$BIN" --engine sequential --peers 64 --platform "$three" --protocol moshpit --grid 8x8 --dim 1000 \

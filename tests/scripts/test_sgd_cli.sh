@@ -80,7 +80,7 @@ printf '+1 1:0.5 3:1\n' >"$data/one-sample.svm"
 printf '+1 1:0.5\n-1 2:1\n+1 9:1\n' >"$data/wide.svm"   # index 9 > the 4 features of train.svm
 
 # good_run TAG "CHECK_TRACE ARGS" -- ARGS...: runs the app with ARGS --out TAG.h5
-# --quiet, which must succeed and write a trace that check_trace.py accepts with
+# --quiet, which must succeed and write a trace that avbench check accepts with
 # --kind sgd --peers 2 CHECK_TRACE ARGS; its stdout stays in $logs/TAG.out.
 good_run() {
   local tag=$1 expect=$2
@@ -251,7 +251,7 @@ bad_config config_foreign '--preset' '--objective quadratic' 'objective = logist
 bad_config config_unknown_key '--config|--stpes' 'stpes' 'objective = logistic\nstpes = 10\n'
 
 # ---- good runs: every objective, data source, split, schedule, a few protocols -----
-# "steps S local-steps H eval-every E" as check_trace.py expects them.
+# "steps S local-steps H eval-every E" as avbench check expects them.
 sgd() { echo "--complete 1 --trials $1 --steps $2 --local-steps $3 --eval-every $4"; }
 good_run quad_epfl "$(sgd 1 60 1 10)" -- --steps 60 --zeta 2 --lr 0.05
 attr_is quad_epfl 'f["optimum"].attrs["method"]' ldlt

@@ -7,10 +7,10 @@
 # every file -- config, key, state, sockets, logs -- in the test's scratch folder
 # and free ports, so it touches no system Slurm and runs beside another copy of
 # itself. Then, all with the programs given:
-#   1. scripts/sweep.py submit: a job array over a 2-peer table whose rows use both
+#   1. scripts/avbench sweep submit: a job array over a 2-peer table whose rows use both
 #      launchers (srun --mpi=pmix and mpirun), a one-task array for its rows on the
 #      sequential engine and, given SMPI_AVERAGING_BENCH, on SMPI, and the dependent
-#      aggregation job; waits for them, checks every trace with check_trace.py, the
+#      aggregation job; waits for them, checks every trace with avbench check, the
 #      %A_%a logs (each row on its engine, with the tasks it needs), and that the
 #      CSV has a row per table row whose values are the traces' own (and that the
 #      same row under srun, mpirun, SMPI and the sequential engine gave the same
@@ -20,7 +20,7 @@
 #      does nothing, the aggregate is written again;
 #   4. a sweep with a failing row: that task fails, and the aggregation job is
 #      cancelled by Slurm (afterok never satisfied) instead of pending forever;
-#   5. aggregate.py refuses a missing and an incomplete trace, and the scripts
+#   5. avbench aggregate refuses a missing and an incomplete trace, and the scripts
 #      refuse bad arguments, each with one line naming it.
 # 30-100 s. Every Slurm command and every wait has a timeout. On exit the jobs
 # still known to this cluster are cancelled, and the three daemons are stopped by
@@ -44,7 +44,7 @@ if [ $# -eq 3 ]; then
   SMPI_BIN=$(realpath "$3")
 fi
 SLURM_DIR=$AVB_REPO/scripts/slurm
-SWEEP=$AVB_REPO/scripts/sweep.py   # the sweep driver, for submit
+SWEEP=("$AVB_TOOLS" sweep)   # the sweep driver, for submit
 BIN_DIR=$(dirname "$AVG_BIN")   # rows whose program is '-' run averaging_bench from here
 
 # --- Slurm and munge are required ---------------------------------------------------
@@ -292,17 +292,17 @@ ROWS=$(grep -cvE '^\s*(#|$)' "$TABLE")
 ROWS=$((ROWS - 1))   # the header
 OUT=$SCRATCH/sweep
 t0=$(now)
-if ! sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
+if ! sub=$(tagged timeout 30 "${SWEEP[@]}" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
   --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>"$SCRATCH/submit.err"); then
   cat "$SCRATCH/submit.err" >&2
-  die "sweep.py submit failed"
+  die "avbench sweep submit failed"
 fi
 # Two arrays: the Open MPI rows on 2 tasks each, the single-process rows on 1.
 mapfile -t ids < <(sed -n 's/^array_job=//p' <<<"$sub")
 ARRAY=${ids[0]:-} ARRAY1=${ids[1]:-}
 AGG=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
-[ -n "$ARRAY" ] && [ -n "$ARRAY1" ] && [ -n "$AGG" ] || die "sweep.py submit printed not two arrays and an aggregation: $sub"
-ok "sweep.py submit: array jobs $ARRAY and $ARRAY1 ($ROWS rows), aggregation job $AGG"
+[ -n "$ARRAY" ] && [ -n "$ARRAY1" ] && [ -n "$AGG" ] || die "avbench sweep submit printed not two arrays and an aggregation: $sub"
+ok "avbench sweep submit: array jobs $ARRAY and $ARRAY1 ($ROWS rows), aggregation job $AGG"
 
 # 2. meanwhile, one single run per launcher (the node has CPUs for all of them).
 RUN_IDS=()
@@ -346,7 +346,7 @@ i=0
 for name in $names; do
   how=${name##*-}
   case "$how" in
-    srun | mpirun) array=$ARRAY tasks=2 engine=openmpi cmd="^sweep.py: $how " ;;
+    srun | mpirun) array=$ARRAY tasks=2 engine=openmpi cmd="^avbench sweep: $how " ;;
     sequential) array=$ARRAY1 tasks=1 engine=$how cmd="averaging_bench --engine sequential --peers 2 " ;;
     smpi) array=$ARRAY1 tasks=1 engine=$how cmd="smpirun.sh -n 2 " ;;
   esac
@@ -474,8 +474,8 @@ PY
 
 # --- 3. the same sweep again: nothing to redo -----------------------------------------
 mv "$OUT/aggregate.csv" "$SCRATCH/aggregate.first.csv"
-sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
-  --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>/dev/null) || die "sweep.py submit (again) failed"
+sub=$(tagged timeout 30 "${SWEEP[@]}" submit --ntasks-per-node 2 --time 00:05:00 --launcher mpirun \
+  --bin-dir "$BIN_DIR" "$TABLE" "$OUT" 2>/dev/null) || die "avbench sweep submit (again) failed"
 mapfile -t ids < <(sed -n 's/^array_job=//p' <<<"$sub")
 ARRAY2=${ids[0]:-} ARRAY21=${ids[1]:-}
 AGG2=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
@@ -495,8 +495,8 @@ BAD_TABLE=$SCRATCH/bad.tsv
 # The broken row runs under srun: mpirun would take a minute to give up on it
 # (AVB_MPIRUN_SIGKILL_TIMEOUT, scripts/slurm/launch.sh).
 printf 'name launcher protocol rounds trials\nfine mpirun allreduce 2 1\nbroken srun no-such-protocol 2 1\n' >"$BAD_TABLE"
-sub=$(tagged timeout 30 "$SWEEP" submit --ntasks-per-node 2 --time 00:05:00 \
-  --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/bad" 2>/dev/null) || die "sweep.py submit (bad row) failed"
+sub=$(tagged timeout 30 "${SWEEP[@]}" submit --ntasks-per-node 2 --time 00:05:00 \
+  --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/bad" 2>/dev/null) || die "avbench sweep submit (bad row) failed"
 ARRAY3=$(sed -n 's/^array_job=//p' <<<"$sub")
 AGG3=$(sed -n 's/^aggregate_job=//p' <<<"$sub")
 wait_job "$ARRAY3" 60 && wait_job "$AGG3" 30 || true
@@ -520,38 +520,38 @@ refuses() {
     bad "expected exit $code and '$text' from: $* -- got $rc: $err"
   fi
 }
-AGG_PY=$SLURM_DIR/aggregate.py
+AGG=("$AVB_TOOLS" aggregate)
 cp -r "$OUT" "$SCRATCH/damaged"
 rm "$SCRATCH/damaged/aggregate.csv" "$SCRATCH/damaged/gossip-srun.h5"
-refuses 1 "row 2 (gossip-srun): no trace" "$AVB_PYTHON" "$AGG_PY" "$TABLE" "$SCRATCH/damaged"
+refuses 1 "row 2 (gossip-srun): no trace" "${AGG[@]}" "$TABLE" "$SCRATCH/damaged"
 [ ! -e "$SCRATCH/damaged/aggregate.csv" ] && ok "missing trace: no CSV written" || bad "missing trace: a CSV was written"
 cp "$OUT/gossip-srun.h5" "$SCRATCH/damaged/"
 "$AVB_PYTHON" -c 'import sys, h5py; h5py.File(sys.argv[1], "r+").attrs["complete"] = 0' "$SCRATCH/damaged/moshpit-mpirun.h5"
-refuses 1 "row 1 (moshpit-mpirun)" "$AVB_PYTHON" "$AGG_PY" "$TABLE" "$SCRATCH/damaged"
-refuses 2 "TABLE" "$AVB_PYTHON" "$AGG_PY" "$SCRATCH/no-such.tsv" "$OUT"
+refuses 1 "row 1 (moshpit-mpirun)" "${AGG[@]}" "$TABLE" "$SCRATCH/damaged"
+refuses 2 "TABLE" "${AGG[@]}" "$SCRATCH/no-such.tsv" "$OUT"
 printf 'name protocol\na moshpit extra\n' >"$SCRATCH/ragged.tsv"
 refuses 2 "ragged.tsv:2: 3 fields, but the header names 2 columns" \
-  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/ragged.tsv" "$SCRATCH/x"
+  "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/ragged.tsv" "$SCRATCH/x"
 printf 'name out\na b.h5\n' >"$SCRATCH/out.tsv"
-refuses 2 "column 'out' is not allowed" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/out.tsv" "$SCRATCH/x"
+refuses 2 "column 'out' is not allowed" "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/out.tsv" "$SCRATCH/x"
 printf 'name launcher\na ssh\n' >"$SCRATCH/launcher.tsv"
-refuses 2 "launcher 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/launcher.tsv" "$SCRATCH/x"
+refuses 2 "launcher 'ssh'" "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/launcher.tsv" "$SCRATCH/x"
 printf 'name engine\na smpy\n' >"$SCRATCH/engine.tsv"
 refuses 2 "engine 'smpy' must be one of openmpi, smpi, sequential" \
-  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/engine.tsv" "$SCRATCH/x"
+  "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/engine.tsv" "$SCRATCH/x"
 printf 'name engine launcher peers\na smpi srun 4\n' >"$SCRATCH/mismatch.tsv"
 refuses 2 "launcher 'srun' does not start engine smpi" \
-  "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/mismatch.tsv" "$SCRATCH/x"
+  "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" "$SCRATCH/mismatch.tsv" "$SCRATCH/x"
 printf 'name engine peers\na sequential -\n' >"$SCRATCH/nopeers.tsv"
 refuses 2 "engine sequential runs every peer in one task, so the row needs a peers cell" \
-  "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/nopeers.tsv" "$SCRATCH/x"
+  "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$SCRATCH/nopeers.tsv" "$SCRATCH/x"
 refuses 2 "AVB_PEERS" env SLURM_JOB_ID=1 AVB_ENGINE=smpi AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
 refuses 2 "AVB_ENGINE 'mpich' must be openmpi, smpi or sequential" \
   env SLURM_JOB_ID=1 AVB_ENGINE=mpich AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
-refuses 2 "--launcher: invalid choice: 'ssh'" "$SWEEP" submit --bin-dir "$BIN_DIR" --launcher ssh "$TABLE" "$SCRATCH/x"
-refuses 2 "--ntasks-per-node missing" "$SWEEP" submit --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/x"
-refuses 2 "$SCRATCH/nope.tsv: cannot read the table" "$SWEEP" submit --bin-dir "$BIN_DIR" "$SCRATCH/nope.tsv" "$SCRATCH/x"
-refuses 2 "already holds a different sweep" "$SWEEP" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$BAD_TABLE" "$OUT"
+refuses 2 "--launcher: invalid choice: 'ssh'" "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --launcher ssh "$TABLE" "$SCRATCH/x"
+refuses 2 "--ntasks-per-node missing" "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" "$BAD_TABLE" "$SCRATCH/x"
+refuses 2 "$SCRATCH/nope.tsv: cannot read the table" "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" "$SCRATCH/nope.tsv" "$SCRATCH/x"
+refuses 2 "already holds a different sweep" "${SWEEP[@]}" submit --bin-dir "$BIN_DIR" --ntasks-per-node 2 "$BAD_TABLE" "$OUT"
 refuses 2 "not inside a Slurm job" env -u SLURM_JOB_ID AVB_ROOT="$AVB_REPO" bash "$SLURM_DIR/run.sbatch" averaging_bench
 
 say "total $(elapsed "$t_start") s with the cluster up"

@@ -13,7 +13,7 @@
 # 1e-12 of (1/N) sum_i ||x_i - x*||^2 = consensus + distance, from which the
 # trainer computes it as a difference (as tests/mpi/test_sgd_forms.cpp does);
 # accuracy within one test sample (a margin within rounding of 0 may flip a
-# prediction). Each trace also passes check_trace.py. GoogleTest cannot run on
+# prediction). Each trace also passes avbench check. GoogleTest cannot run on
 # 1024 SMPI ranks: each privatized copy takes a pthread key, and there are only
 # 1024.
 #

@@ -16,9 +16,9 @@
 # detection_time columns must be equal); a configuration may name a platform other
 # than the default cluster, given to smpirun.sh and to the sequential engine's
 # platform flags (`fat`: a non-blocking backbone; `slow`: slower, longer links;
-# `fast`: hosts of 4 Gflop/s; `cloud`, `cloud3`: platform.py's cloud, lognormal host
+# `fast`: hosts of 4 Gflop/s; `cloud`, `cloud3`: avbench platform's cloud, lognormal host
 # speeds and link bandwidths drawn from the same keyed stream by both, seeds 1
-# and 3; `geo`, `geo-slow-wan`: platform.py's regions joined by wide-area
+# and 3; `geo`, `geo-slow-wan`: avbench platform's regions joined by wide-area
 # links; `three`: tests/platforms/three-regions.xml, regions of unequal sizes,
 # hosts and backbones, one reached through two wide-area links, read by both). With --compute-flops and stragglers both engines charge each alive
 # peer's work at its host's speed, a straggler's slowed down; each peer's messages

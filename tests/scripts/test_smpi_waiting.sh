@@ -81,7 +81,7 @@ fi
 
 # A platform file (docs/simulation.md) given to smpirun.sh and to the program, and
 # read by the sequential engine: the same late peers and the same time.
-"$AVB_PYTHON" "$AVB_REPO/scripts/platform.py" 64 "$SCRATCH/plat" --kind cloud --seed 3 >/dev/null
+"$AVB_REPO/scripts/avbench" platform 64 "$SCRATCH/plat" --kind cloud --seed 3 >/dev/null
 file=$SCRATCH/plat/cloud-64-keyed-seed-3.xml
 args=(--platform "$file" --protocol moshpit --grid 8x8 --compute-flops 1e8 --straggler-sigma 1 --wait quorum --rounds 12
       --trials 2 --seed 9 --quiet)

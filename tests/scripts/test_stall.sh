@@ -5,7 +5,7 @@
 #   - exactly one "<program>: error: --round-timeout: ..." line, which names the
 #     stopped rank among the peers waited on;
 #   - the trace at --out, marked complete = 0, holding the trials finished before
-#     the stop (at least one), and checked by check_trace.py;
+#     the stop (at least one), and checked by avbench check;
 #   - no process of the job left behind.
 # Cases: pairwise gossip and swarm (averaging_bench), with rank 2 stopped; and
 # rank 0 stopped (the trace cannot be saved: one line from another peer, exit 3).
@@ -82,7 +82,7 @@ with h5py.File(sys.argv[1], "r") as f:
     assert int(f.attrs["complete"]) == 0, "complete should be 0"
     assert len(f["trials"]) >= 1, "no trial kept"
 PY
-    "$AVB_PYTHON" "$AVB_CHECK_TRACE" "$dir/run.h5" >/dev/null || bad "$name: check_trace.py refuses the trace"
+    "$AVB_TOOLS" check "$dir/run.h5" >/dev/null || bad "$name: avbench check refuses the trace"
   fi
   ok "$name"
   LAUNCHER_PID=""

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """--summary FILE (docs/analysis.md, "Summary files"), the progress lines and
-scripts/slurm/aggregate.py's statistics, on real runs.
+scripts/avbench aggregate's statistics, on real runs.
 
     test_summary.py AVERAGING_BENCH SGD_BENCH MODE
 
@@ -15,7 +15,7 @@ are not finite, and the mean rows of a run of such trials show –; a run stoppe
 by SIGTERM marks its rows run_complete = 0; refusals (exit 2, one line naming
 --summary, nothing written); progress lines climb to 100%, rewritten in place on
 a terminal;
-aggregate.py's mean, standard error and n against an independent computation.
+avbench aggregate's mean, standard error and n against an independent computation.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 AVERAGING, SGD, MODE = sys.argv[1:4]
 FAILURES: list[str] = []
 # The SMPI build's programs run under smpirun only; the sequential engine and the
-# checks that use it (SIGTERM, progress, aggregate.py) run in the Open MPI build's test.
+# checks that use it (SIGTERM, progress, avbench aggregate) run in the Open MPI build's test.
 ENGINES = ("sequential", "mpi") if MODE == "mpi" else ("smpi",)
 
 
@@ -261,17 +261,17 @@ def progress(work: str) -> None:
 
 
 def aggregate(work: str) -> None:
-    """aggregate.py's statistics against statistics.fmean/stdev on the traces."""
+    """avbench aggregate's statistics against statistics.fmean/stdev on the traces."""
     table = os.path.join(work, "table.tsv")
     with open(table, "w") as fh:
         fh.write("name launcher peers program protocol fail-rate steps trials quiet\n"
                  "avg sequential 16 - gossip 0.1 - 5 true\nsgd sequential 8 sgd_bench gossip 0 30 4 true\n")
     out = os.path.join(work, "sweep")
     bins = os.path.dirname(AVERAGING)
-    p = run([sys.executable, os.path.join(ROOT, "scripts/sweep.py"), "run", "--bin-dir", bins, table, out], work)
-    check(p.returncode == 0, f"sweep.py run: exit {p.returncode} {p.stderr.strip()[-200:]}")
-    p = run([sys.executable, os.path.join(ROOT, "scripts/slurm/aggregate.py"), table, out], work)
-    check(p.returncode == 0, f"aggregate.py: exit {p.returncode} {p.stderr.strip()[-200:]}")
+    p = run([os.path.join(ROOT, "scripts/avbench"), "sweep", "run", "--bin-dir", bins, table, out], work)
+    check(p.returncode == 0, f"avbench sweep run: exit {p.returncode} {p.stderr.strip()[-200:]}")
+    p = run([os.path.join(ROOT, "scripts/avbench"), "aggregate", table, out], work)
+    check(p.returncode == 0, f"avbench aggregate: exit {p.returncode} {p.stderr.strip()[-200:]}")
     df = pd.read_csv(os.path.join(out, "aggregate.csv"))
     bad = []
     for _, rec in df.iterrows():
@@ -291,10 +291,10 @@ def aggregate(work: str) -> None:
             if not (math.isclose(rec[f"{k}_se"], se, rel_tol=1e-9, abs_tol=1e-15) or
                     (math.isnan(se) and math.isnan(rec[f"{k}_se"]))):
                 bad.append(f"{rec['name']} {k}_se {rec[f'{k}_se']} != {se}")
-    check(not bad and len(df) == 2, "aggregate.py: mean, standard error and n per metric" +
+    check(not bad and len(df) == 2, "avbench aggregate: mean, standard error and n per metric" +
           ("; " + "; ".join(bad[:4]) if bad else ""))
     check("bytes_sent_mean" not in df and df["bytes_per_peer_mean"].notna().all(),
-          "aggregate.py: bytes per peer, not the total over peers")
+          "avbench aggregate: bytes per peer, not the total over peers")
 
 
 def main() -> int:

@@ -107,7 +107,6 @@ if wanted hosts; then
   report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/hetero1.h5" "$SCRATCH/hetero2.h5" "$AVB_TESTS_DIR" <<'PY'
 import sys
 import h5py
-sys.path.insert(0, sys.argv[3])
 from bitwise import same
 a, b = h5py.File(sys.argv[1], "r")["trials/0"], h5py.File(sys.argv[2], "r")["trials/0"]
 different = [k for k in a if not same(a[k][()], b[k][()])]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sweep driver, scripts/sweep.py run, on real Open MPI ranks:
+# The sweep driver, scripts/avbench sweep run, on real Open MPI ranks:
 #   1. a table of two good rows and a bad one, two at a time: the good traces are
 #      written complete (one wall time each), the run exits 1, and its last line
 #      names the bad row and its log, and no other row;
@@ -22,10 +22,10 @@ source "$(dirname "$0")/common.sh"
 
 [ $# -eq 1 ] && [ -x "$1" ] || die "usage: test_sweep.sh AVERAGING_BENCH (built)"
 BIN_DIR=$(dirname "$(realpath "$1")")
-SWEEP=$AVB_REPO/scripts/sweep.py
+SWEEP=("$AVB_TOOLS" sweep)
 OUT=$SCRATCH/out
-sweep() { timeout 60 "$AVB_PYTHON" "$SWEEP" run --jobs 2 --bin-dir "$BIN_DIR" "$@"; }
-state() { "$AVB_PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[2]); import avbench; print(avbench.trace_state(sys.argv[1]))' "$1" "$AVB_REPO/python"; }
+sweep() { timeout 60 "${SWEEP[@]}" run --jobs 2 --bin-dir "$BIN_DIR" "$@"; }
+state() { "$AVB_PYTHON" -c 'import sys, avbench; print(avbench.trace_state(sys.argv[1]))' "$1"; }
 
 cat >"$SCRATCH/good.tsv" <<'EOF'
 name  peers  protocol  rounds  trials  seed  quiet
@@ -72,7 +72,7 @@ fi
 
 # 4. SIGTERM stops the pool cleanly.
 printf 'name peers protocol rounds trials dim seed quiet\nlong 2 gossip 1000000 1 100000 1 true\n' >"$SCRATCH/long.tsv"
-"$AVB_PYTHON" "$SWEEP" run --bin-dir "$BIN_DIR" "$SCRATCH/long.tsv" "$OUT" >"$SCRATCH/4.out" 2>&1 &
+"${SWEEP[@]}" run --bin-dir "$BIN_DIR" "$SCRATCH/long.tsv" "$OUT" >"$SCRATCH/4.out" 2>&1 &
 driver=$!
 for _ in $(seq 100); do [ -e "$OUT/long.log" ] && grep -q '^start long' "$SCRATCH/4.out" && break; sleep 0.1; done
 sleep 3  # a few trials in
@@ -103,7 +103,7 @@ refuses "ragged.tsv:2: 3 fields, but the header names 2 columns" sweep "$SCRATCH
 echo "not a trace" >"$SCRATCH/junk.h5"
 printf 'name peers protocol\njunk 2 moshpit\n' >"$SCRATCH/junk.tsv"
 refuses "cannot tell whether $SCRATCH/junk.h5 is complete" sweep "$SCRATCH/junk.tsv" "$SCRATCH"
-refuses "--jobs: '0' must be a whole number >= 1" "$AVB_PYTHON" "$SWEEP" run --jobs 0 "$SCRATCH/good.tsv" "$OUT"
+refuses "--jobs: '0' must be a whole number >= 1" "${SWEEP[@]}" run --jobs 0 "$SCRATCH/good.tsv" "$OUT"
 
 # 6. The folder's lock, and a resume after kill -9 while a row still runs (a row of
 # about 3.5 s: one of 1 s once ended before the resume looked).
@@ -112,10 +112,10 @@ printf 'name engine peers protocol rounds trials dim seed quiet
 slow sequential 2 gossip 6000 1 100000 1 true
 ' \
   >"$SCRATCH/slow.tsv"
-"$AVB_PYTHON" "$SWEEP" run --bin-dir "$BIN_DIR" "$SCRATCH/slow.tsv" "$LIVE" >"$SCRATCH/6.out" 2>&1 &
+"${SWEEP[@]}" run --bin-dir "$BIN_DIR" "$SCRATCH/slow.tsv" "$LIVE" >"$SCRATCH/6.out" 2>&1 &
 driver=$!
 for _ in $(seq 100); do compgen -G "$LIVE/.slow.h5.tmp.*" >/dev/null && break; sleep 0.1; done
-refuses "OUT $LIVE is in use by another 'sweep.py run' (pid $driver)" sweep "$SCRATCH/slow.tsv" "$LIVE"
+refuses "OUT $LIVE is in use by another 'avbench sweep run' (pid $driver)" sweep "$SCRATCH/slow.tsv" "$LIVE"
 kill -KILL "$driver"
 wait "$driver" 2>/dev/null || true
 rc=0

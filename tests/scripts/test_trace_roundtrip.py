@@ -7,7 +7,7 @@
 The expected values below are those of TEST(TraceSample, Write) in
 tests/unit/test_trace.cpp; keep the two in sync. They are exact in binary, so
 floats are compared with ==. This test pins what a Python reader sees (types
-included: strings must come back as str, not bytes); check_trace.py separately
+included: strings must come back as str, not bytes); avbench check separately
 checks that the file obeys the schema. test_trace_roundtrip_sgd.py does the
 same for the training sample.
 """

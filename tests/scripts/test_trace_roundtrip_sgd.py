@@ -9,7 +9,7 @@ tests/unit/test_trace.cpp; keep the two in sync. They are exact in binary, so
 floats are compared exactly (NaN matching NaN: the sample is a quadratic run,
 whose accuracy column is NaN). Types are part of the comparison: strings must
 come back as str, attributes as the numpy scalar of their stored type.
-check_trace.py separately checks that the file obeys the schema.
+avbench check separately checks that the file obeys the schema.
 """
 
 import math

@@ -33,11 +33,8 @@ import numpy as np
 import xarray as xr
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import avbench  # noqa: E402
-from check_trace import check_file  # noqa: E402
+from avbench.check import check_file  # noqa: E402
 
 SCALE_ATTRS = ("CLASS", "NAME", "REFERENCE_LIST", "DIMENSION_LIST")
 problems = []

@@ -206,7 +206,7 @@ TEST(LinkLoads, AButterflyIsChargedAsItsMessages) {
   }
 }
 
-// platform.py's geo with 2 regions of 8 peers and a slow wide-area link: a ring
+// avbench platform's geo with 2 regions of 8 peers and a slow wide-area link: a ring
 // all-reduce crosses it twice a step (7 -> 8 and 15 -> 0), each a chunk; the
 // spread estimate of the old model put 8 chunks on it.
 TEST(LinkLoads, ARingBetweenTwoRegionsCrossesTwiceAStep) {

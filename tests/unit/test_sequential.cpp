@@ -255,8 +255,8 @@ TEST(ComputeClock, TheRoundEndsWithTheLatestPeerWorkAndWaitTogether) {
   EXPECT_DOUBLE_EQ(ComputeClock(seed, spec, 8, 0.0, hosts).slowest(alive, long_wait), 0.5);
 }
 
-// Lognormal hosts are scripts/platform.py's, bit for bit: these are the first
-// hosts of `platform.py 4 DIR --kind cloud` (seed 1), whose XML prints every digit.
+// Lognormal hosts are scripts/avbench platform's, bit for bit: these are the first
+// hosts of `avbench platform 4 DIR --kind cloud` (seed 1), whose XML prints every digit.
 TEST(Hosts, LognormalHostsAreThePlatformFilesOnes) {
   const PlatformModel cloud{.speed_sigma = 0.5, .bandwidth_sigma = 0.5, .seed = 1};
   EXPECT_EQ(cloud.speed_of(0), 890242075.6668112);
@@ -274,7 +274,7 @@ TEST(Hosts, LognormalHostsAreThePlatformFilesOnes) {
   EXPECT_DOUBLE_EQ(clock.seconds(std::vector<std::uint8_t>{1, 0, 1, 1}), 1e6 / 890242075.6668112);
 }
 
-// platform.py's geo: every step crosses a region boundary, so it pays the other
+// avbench platform's geo: every step crosses a region boundary, so it pays the other
 // backbone's and the wide-area link's latency; the busiest wide-area link carries
 // a whole message or 2/R^2 of the step's bytes (the run's estimate, before it
 // starts; one region is the cluster).

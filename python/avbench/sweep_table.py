@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The table of a sweep, one run per row: its reader, shared by scripts/sweep.py
-(every mode) and scripts/slurm/aggregate.py. The format is documented once, in
+"""The table of a sweep, one run per row: its reader, shared by scripts/avbench sweep
+(every mode) and scripts/avbench aggregate. The format is documented once, in
 docs/sweeps.md ("The table"): a header of flag names, one row per run, `-` for
 "leave the flag out", the reserved columns name, program, engine, launcher and peers, and
 `launcher.<flag>` columns. A bad table raises TableError: one line naming the
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 # Columns that say how to run a row rather than naming a flag of the program.
 RESERVED = ("name", "program", "engine", "launcher", "peers")
 PROGRAMS = ("averaging_bench", "sgd_bench")
-# The engines and the launchers that start each (scripts/sweep.py LAUNCH says how):
+# The engines and the launchers that start each (scripts/avbench sweep LAUNCH says how):
 # Open MPI's N processes by mpirun or srun; SMPI's one simulating process by
 # scripts/smpirun.sh; the sequential engine by nothing (the program itself).
 ENGINES = {"openmpi": ("mpirun", "srun"), "smpi": ("smpi",), "sequential": ("sequential",)}
@@ -114,7 +114,7 @@ def parse(path: str) -> Table:
 
 
 def _row(index: int, lineno: int, where: str, pairs: list[tuple[str, str]]) -> Row:
-    # A repeated flag's cells, joined for display (aggregate.py's CSV columns).
+    # A repeated flag's cells, joined for display (avbench aggregate's CSV columns).
     cells = {col: ",".join(v for c, v in pairs if c == col) for col, _ in pairs}
 
     def reserved(col: str) -> str:

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes availability traces for `--availability FILE` (docs/failures.md).
 
-    scripts/availability.py churn OUT --peers N --rounds R --fail-rate P [--join-rate Q] [--seed S] [--trial K]
-    scripts/availability.py diurnal OUT --peers N --rounds R --round-seconds T [--seed S]
+    scripts/avbench availability churn OUT --peers N --rounds R --fail-rate P [--join-rate Q] [--seed S] [--trial K]
+    scripts/avbench availability diurnal OUT --peers N --rounds R --round-seconds T [--seed S]
                             [--online-hours H] [--online-sigma G] [--day-seconds D]
-    scripts/availability.py seconds IN OUT --round-seconds T
+    scripts/avbench availability seconds IN OUT --round-seconds T
 
 A trace is CSV, one down spell a line, in rounds: `peer,down,up` means the peer is
 down in rounds down..up-1 and a new peer takes its slot in round up (empty: never).
@@ -28,7 +28,7 @@ import argparse
 import math
 import sys
 
-import keyed_stream  # this folder's; Python puts a script's folder first on sys.path
+from avbench import keyed_stream
 
 HEADER = "peer,down,up"
 MAX_ROUND = 2**31 - 1          # rounds are C++ ints
@@ -36,7 +36,7 @@ NEVER = 2**63 - 1              # FailureModel's "never"
 
 
 def fail(message):
-    print(f"availability.py: error: {message}", file=sys.stderr)
+    print(f"avbench availability: error: {message}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -171,8 +171,8 @@ def probability(text):
     return value
 
 
-def main():
-    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str]) -> int:
+    parser = Parser(prog="avbench availability", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="kind", required=True, parser_class=Parser)
     churn = sub.add_parser("churn", help="the keyed churn schedule of one trial")
     diurnal = sub.add_parser("diurnal", help="a day-night pattern, one online window a day per peer")
@@ -193,21 +193,22 @@ def main():
     diurnal.add_argument("--online-hours", type=positive(float), default=8.0)
     diurnal.add_argument("--online-sigma", type=float, default=0.5)
     diurnal.add_argument("--day-seconds", type=positive(float), default=86400.0)
-    a = parser.parse_args()
+    a = parser.parse_args(argv)
     if getattr(a, "seed", 0) < 0 or getattr(a, "seed", 0) >= 2**64:
         fail("--seed: must be an integer in [0, 2^64)")
     if getattr(a, "trial", 0) < 0:
         fail("--trial: must be an integer >= 0")
     if a.kind == "diurnal" and not 0.0 <= a.online_sigma <= 10.0:
         fail("--online-sigma: must be a number in [0, 10]")
-    command = "scripts/availability.py " + " ".join(sys.argv[1:])
+    command = "avbench availability " + " ".join(argv)
     spells = {"churn": churn_spells, "diurnal": diurnal_spells,
               "seconds": lambda a: read_seconds(a.input, a.round_seconds, a.rounds)}[a.kind](a)
     try:
         write(a.out, list(spells), command)
     except OSError as e:
         fail(f"{a.out}: {e.strerror}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Collects a sweep's traces into one CSV table, one row per run (docs/slurm.md).
 
-    aggregate.py TABLE OUT [--csv PATH]
+    avbench aggregate TABLE OUT [--csv PATH]
 
-For row i of TABLE (the sweep's table, scripts/sweep_table.py) it reads
+For row i of TABLE (the sweep's table, python/avbench/sweep_table.py) it reads
 OUT/<name>.h5 and writes one CSV row (default OUT/aggregate.csv) with:
 
 - `row`, `name`, `trace`: the table row, its name, the trace's path;
@@ -47,9 +47,8 @@ import math
 import os
 import sys
 
-# Appended: scripts/platform.py must not hide the standard module.
-sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sweep_table  # noqa: E402  (scripts/sweep_table.py: the format every mode reads)
+# Appended: scripts/avbench platform must not hide the standard module.
+from avbench import sweep_table  # the format every mode reads
 
 # /summary columns that identify a trial rather than measure it.
 NOT_METRICS = ("trial", "seed", "complete")
@@ -181,29 +180,29 @@ def aggregate(table_path: str, out: str, csv_path: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="aggregate.py", description="One CSV row per trace of a sweep.")
+    p = argparse.ArgumentParser(prog="avbench aggregate", description="One CSV row per trace of a sweep.")
     p.add_argument("table", metavar="TABLE", help="the sweep's parameter table")
     p.add_argument("out", metavar="OUT", help="the sweep's output folder (traces OUT/<name>.h5)")
     p.add_argument("--csv", metavar="PATH", help="the CSV to write (default OUT/aggregate.csv)")
     args = p.parse_args(argv)
     if not os.path.isdir(args.out):
-        print(f"aggregate.py: error: OUT {args.out}: no such folder", file=sys.stderr)
+        print(f"avbench aggregate: error: OUT {args.out}: no such folder", file=sys.stderr)
         return 2
     csv_path = args.csv or os.path.join(args.out, "aggregate.csv")
     if not os.path.isdir(os.path.dirname(os.path.abspath(csv_path))):
-        print(f"aggregate.py: error: --csv {csv_path}: its folder does not exist", file=sys.stderr)
+        print(f"avbench aggregate: error: --csv {csv_path}: its folder does not exist", file=sys.stderr)
         return 2
     try:
         problems = aggregate(args.table, args.out, csv_path)
     except sweep_table.TableError as e:
-        print(f"aggregate.py: error: TABLE: {e}", file=sys.stderr)
+        print(f"avbench aggregate: error: TABLE: {e}", file=sys.stderr)
         return 2
     if problems:
         for line in problems:
-            print(f"aggregate.py: error: {line}", file=sys.stderr)
-        print(f"aggregate.py: {len(problems)} problem(s): {csv_path} not written", file=sys.stderr)
+            print(f"avbench aggregate: error: {line}", file=sys.stderr)
+        print(f"avbench aggregate: {len(problems)} problem(s): {csv_path} not written", file=sys.stderr)
         return 1
-    print(f"aggregate.py: wrote {csv_path}")
+    print(f"avbench aggregate: wrote {csv_path}")
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """One line per avbench trace: rounds to each variance target, bytes, time.
 
-    compare_traces.py TRACE.h5 [TRACE.h5 ...]
+    avbench compare TRACE.h5 [TRACE.h5 ...]
 
 Reads /summary of each trace (docs/trace-format.md) and prints, per trace, the
 protocol (with its graph, for the protocols that take --topology), the engine, and
@@ -134,7 +134,7 @@ def main(argv: list[str]) -> int:
         try:
             rows.append(row(path))
         except (OSError, KeyError) as e:
-            print(f"compare_traces.py: error: {path}: {e}", file=sys.stderr)
+            print(f"avbench compare: error: {path}: {e}", file=sys.stderr)
             return 1
     print_table(rows)
     return 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a SimGrid platform file and a hostfile for N simulated peers.
 
-    scripts/platform.py N OUT_DIR [--kind cluster|cloud|geo] [options]
+    scripts/avbench platform N OUT_DIR [--kind cluster|cloud|geo] [options]
 
 Every kind gives one host per peer (peer-0 ... peer-N-1, in rank order in the
 hostfile), each with a private split-duplex link to its cluster's backbone, so a
@@ -31,7 +31,7 @@ import os
 import re
 import sys
 
-import keyed_stream  # this folder's; Python puts a script's folder first on sys.path
+from avbench import keyed_stream
 
 FLOPS = {"f": 1.0, "kf": 1e3, "Mf": 1e6, "Gf": 1e9, "Tf": 1e12}
 BYTES = {"Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12,
@@ -40,7 +40,7 @@ SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
 def fail(message):
-    sys.exit(f"platform.py: error: {message}")
+    sys.exit(f"avbench platform: error: {message}")
 
 
 def quantity(flag, text, units):
@@ -119,8 +119,8 @@ def tag(a, defaults):
     return "-".join(parts)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="avbench platform", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("peers", type=int)
     p.add_argument("out_dir")
     p.add_argument("--kind", default="cluster", choices=["cluster", "cloud", "geo"])
@@ -136,7 +136,7 @@ def main():
     p.add_argument("--regions", type=int, default=4, help="geo: number of regions [4]")
     p.add_argument("--wan-lat", default="40ms", help="geo: latency between regions")
     p.add_argument("--wan-bw", default="1.25GBps", help="geo: bandwidth between regions")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     defaults = vars(p.parse_args([str(a.peers), a.out_dir, "--kind", a.kind]))
     for name in ("speed_sigma", "bw_sigma"):
         d = 0.5 if a.kind == "cloud" else 0.0
@@ -162,7 +162,6 @@ def main():
         quantity(flag, text, BYTES)
     for flag, text in (("--lat", a.lat), ("--bb-lat", a.bb_lat), ("--wan-lat", a.wan_lat)):
         quantity(flag, text, SECONDS)
-
     os.makedirs(a.out_dir, exist_ok=True)
     name = tag(a, defaults)
     xml = os.path.join(a.out_dir, name + ".xml")
@@ -179,7 +178,8 @@ def main():
     os.replace(hosts + f".{os.getpid()}", hosts)
     print(xml)
     print(hosts)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -20,7 +20,7 @@ returns a list of human-readable problems (empty when the file is valid).
 
 As a program:
 
-    check_trace.py FILE [--kind averaging|sgd] [--peers N] [--trials K] [--complete 0|1]
+    avbench check FILE [--kind averaging|sgd] [--peers N] [--trials K] [--complete 0|1]
                         [--rounds R]                                    (averaging)
                         [--steps S] [--local-steps H] [--eval-every E]  (sgd)
 
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import math
 import re
 import sys
@@ -51,18 +50,8 @@ import h5py
 import numpy as np
 
 
-def _load_schema():
-    """python/avbench/schema.py, the rules the readers share, loaded by its path:
-    importing the package would need a sys.path edit here (and pandas), and the
-    rules must be the readers' very own, not a copy that can drift."""
-    path = Path(__file__).resolve().parents[2] / "python" / "avbench" / "schema.py"
-    spec = importlib.util.spec_from_file_location("avbench_trace_schema", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from avbench import schema  # the rules the readers share: theirs, not a copy that can drift
 
-
-schema = _load_schema()
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 KNOWN_VERSIONS = schema.KNOWN_VERSIONS
 DIVERGED_SINCE = schema.DIVERGED_SINCE
@@ -1052,7 +1041,7 @@ def check_file(path, peers=None, trials=None, complete=None, rounds=None, kind=N
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Validate an avbench trace (schema v7; v1 to v6 traces too).")
+    parser = argparse.ArgumentParser(prog="avbench check", description="Validate an avbench trace (schema v7; v1 to v6 traces too).")
     parser.add_argument("file")
     parser.add_argument("--kind", choices=RUN_KINDS, help="expected run_kind")
     parser.add_argument("--peers", type=int, help="expected n_peers")
@@ -1085,4 +1074,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -3,8 +3,7 @@ test_make_table.py): the checks and their tally, running the script under test, 
 its markdown table, writing the parts of a trace every summarizer reads, and making
 the trials whole as avbench's readers check them (finish_trials).
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from selftest import Checks
+    from avbench.selftest import Checks
     t = Checks(Path(__file__).resolve().parent / "summarize.py")
     t.check(ok, "what was checked")
     return t.finish()
@@ -20,8 +19,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from avbench import schema  # noqa: E402  (the column types, by schema version)
+from avbench import schema  # the column types, by schema version
 
 
 class Checks:
@@ -82,7 +80,7 @@ def write_root(f: h5py.File, schema: int, kind: str, n: int, config: dict[str, s
 
 def finish_trials(f: h5py.File, kind: str) -> None:
     """The trials written so far made whole as the readers check them (avbench's
-    schema.py, which check_trace.py applies too): every column of the schema
+    schema.py, which avbench check applies too): every column of the schema
     version, zeros where the test wrote none, of the trial's length (its round or
     step column's) and type; targets, seed, and diverged (sgd, v5 on) when absent;
     the root complete = 0 when a trial is cut short; /trials, /summary, and /optimum

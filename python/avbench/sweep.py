@@ -1,18 +1,18 @@
 #!/usr/bin/python3
 """Runs a sweep: a table of runs, one per row (docs/sweeps.md; the format is in
-scripts/sweep_table.py), here with a pool of jobs or on Slurm as a job array.
+python/avbench/sweep_table.py), here with a pool of jobs or on Slurm as a job array.
 
-    sweep.py run [--jobs N] [--engine E] [--launcher L] [--peers N] [--bin-dir D] TABLE OUT
-    sweep.py submit [--nodes N] [--ntasks-per-node K] [--time T] [--throttle M] [--engine E]
+    avbench sweep run [--jobs N] [--engine E] [--launcher L] [--peers N] [--bin-dir D] TABLE OUT
+    avbench sweep submit [--nodes N] [--ntasks-per-node K] [--time T] [--throttle M] [--engine E]
                     [--launcher srun|mpirun] [--bin-dir D] [--dry-run] TABLE OUT [-- SBATCH_FLAGS]
-    sweep.py task TABLE OUT          (inside a Slurm array task: runs row $SLURM_ARRAY_TASK_ID)
-    sweep.py table ROWS > TABLE      (rows written as column=value ... -> a table)
+    avbench sweep task TABLE OUT          (inside a Slurm array task: runs row $SLURM_ARRAY_TASK_ID)
+    avbench sweep table ROWS > TABLE      (rows written as column=value ... -> a table)
 
 Row <name> writes its trace to OUT/<name>.h5 through the program's own atomic
 --out. Resumable: a row whose trace is complete (python/avbench trace_state) is
 skipped, one stopped early is run again with --overwrite; a file that is not a
 trace stops the sweep (exit 2) rather than being overwritten. Rows run in the
-folder sweep.py was started from, so relative paths in the table (a summary or
+folder avbench sweep was started from, so relative paths in the table (a summary or
 config cell, a program or --bin-dir) mean what they mean to the caller.
 
 `run`: holds an exclusive lock on OUT (flock on OUT/.sweep.lock, which records its
@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import importlib.util
 import os
 import shlex
 import signal
@@ -58,23 +57,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-# Not this folder on the path: its platform.py would hide the standard module.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(ROOT / "python")]
+from avbench import sweep_table  # the table format, one parser for every mode
+from avbench.repo import ROOT
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-sweep_table = _load("sweep_table")  # the table format, one parser for every mode
-
-SELF = "sweep.py"
+SELF = "avbench sweep"
 LOCK_NAME = ".sweep.lock"  # hidden: never taken for a trace (avbench.trace_paths)
 
 
@@ -492,12 +478,12 @@ def cmd_submit(a: argparse.Namespace) -> int:
         raise SweepError(f"OUT {out} already holds a different sweep ({copy}): choose another OUT")
     throttle = f"%{a.throttle}" if a.throttle else ""
     sweep_cmds = [["sbatch", "--parsable", f"--array={_ranges(rows)}{throttle}", *size, f"--time={a.time}",
-                   f"--output={out}/logs/sweep_%A_%a.out", *a.sbatch, str(HERE / "slurm/sweep.sbatch"), str(copy),
+                   f"--output={out}/logs/sweep_%A_%a.out", *a.sbatch, str(ROOT / "scripts/slurm/sweep.sbatch"), str(copy),
                    str(out)] for rows, size in arrays]
     # afterok on an array waits for all its tasks; --kill-on-invalid-dep cancels the
     # aggregation when one fails, instead of leaving it pending forever.
     agg_cmd = ["sbatch", "--parsable", "--kill-on-invalid-dep=yes", f"--output={out}/logs/aggregate_%j.out",
-               *a.sbatch, str(HERE / "slurm/aggregate.sbatch"), str(copy), str(out)]
+               *a.sbatch, str(ROOT / "scripts/slurm/aggregate.sbatch"), str(copy), str(out)]
     if a.dry_run:  # nothing created, nothing submitted
         for cmd in sweep_cmds:
             print(shlex.join(cmd))
@@ -509,7 +495,7 @@ def cmd_submit(a: argparse.Namespace) -> int:
     os.environ.update(AVB_ROOT=str(ROOT), AVB_LAUNCHER=a.launcher, AVB_ENGINE=a.engine or "")
     if a.bin_dir:
         os.environ["AVB_BIN_DIR"] = str(Path(a.bin_dir).resolve())
-    else:  # each engine's own folder (sweep.py task)
+    else:  # each engine's own folder (avbench sweep task)
         os.environ.pop("AVB_BIN_DIR", None)
     return _submit_all(sweep_cmds, agg_cmd, len(table.rows), copy, out)
 
@@ -536,7 +522,7 @@ def cmd_task(a: argparse.Namespace) -> int:
     launcher replaces this process, so Slurm's signals reach it directly."""
     i, ntasks = os.environ.get("SLURM_ARRAY_TASK_ID", ""), os.environ.get("SLURM_NTASKS", "")
     if not i.isdigit():
-        raise SweepError("not an array task: submit with --array=0-<rows-1> (or use sweep.py submit)")
+        raise SweepError("not an array task: submit with --array=0-<rows-1> (or use avbench sweep submit)")
     table = sweep_table.parse(a.table)
     if int(i) >= len(table.rows):
         raise SweepError(f"task {i}, but {table.path} has rows 0-{len(table.rows) - 1}")

@@ -2,7 +2,7 @@
 
 A draw is a function of (seed, stream, round, peer, draw): one Philox4x64-10 block
 with counter (round, peer, draw, 0) and key (seed, stream). The scripts that must
-agree with the C++ draws (platform.py's hosts, availability.py's keyed churn) use
+agree with the C++ draws (avbench platform's hosts, avbench availability's keyed churn) use
 this module, so the same seed gives the same hosts and the same failures.
 """
 import math
