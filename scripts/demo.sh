@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian 12 machine: installs the dependencies, builds
 # both engines' averaging_bench, averages on 1024 simulated peers with every
-# protocol family (the list below), and prints one comparison line per protocol.
+# protocol family (the list below), and prints one comparison line per protocol,
+# then each protocol's paired differences against allreduce (avbench compare).
 # Every protocol gets the same seeds, failures (rate 0.001 per peer and round),
 # targets (variance 1e-4 and 1e-9) and cap (60 rounds, enough for the graph
 # protocols to reach 1e-9); each trial stops once the variance is below 1e-9. So

@@ -15,7 +15,7 @@ packages=(
   # The sanitized build with the fuzz targets (preset asan, tests/fuzz) needs clang
   # and its libFuzzer runtime.
   clang libclang-rt-14-dev
-  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf
+  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf python3-scipy
   python3-venv python3-pip python3-setuptools  # pip install ./python into a venv (docs/analysis.md)
   python3-nbformat python3-nbconvert python3-ipykernel jupyter-nbconvert
   # The Slurm templates' test (tests/scripts/test_slurm.sh) runs a private Slurm:

@@ -6,6 +6,7 @@ standard figures (docs/analysis.md).
     avbench.plot_metric(df[df["peers"] == 1024], x="round", by="protocol")
     avbench.standard_figures(df, "figures/")
     ds = avbench.load_trace("run.h5", as_xarray=True)   # an xarray.Dataset over (trial, round)
+    avbench.paired(["a.h5", "b.h5"])                     # paired differences, same seeds
 
 Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3). The
 names load on first use, so that `avbench.trace_state` (h5py only) stays cheap.
@@ -21,6 +22,7 @@ _WHERE = {
                "read_walltimes", "trace_paths", "value_at"),
     "figures": ("aggregate", "plot_metric", "standard_figures"),
     "tables": ("table_parser", "write_table"),
+    "paired": ("PairingError", "paired"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = sorted(_MODULE_OF)

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""One line per avbench trace: rounds to each variance target, bytes, time.
+"""One line per avbench trace: rounds to each variance target, bytes, time; then
+the paired differences of every trace against the first.
 
-    avbench compare TRACE.h5 [TRACE.h5 ...]
+    avbench compare [--baseline K] [--confidence C] [--csv FILE] [--unpaired] TRACE.h5 [TRACE.h5 ...]
 
 Reads /summary of each trace (docs/trace-format.md) and prints, per trace, the
 protocol (with its graph, for the protocols that take --topology), the engine, and
@@ -12,6 +13,14 @@ includes trials which never reached the target (counted at the rounds they ran);
 "none by round R" says that no trial reached it within the cap R (--rounds). Only
 trials that ran to the end are used; a run cut short says so. Notes under the table
 say what the time of each engine present is, and what a round is for swarm.
+
+With two traces or more, the paired comparison follows (avbench/paired.py): the
+traces share their trial seeds and failures (the same --seed and failure
+settings), so each trial of a trace is paired with the trial of the same seed in
+the baseline, and the differences of rounds, bytes per peer and time to each
+target get a confidence interval and a paired t-test. Traces that cannot be
+paired (other seeds, failures, peers or engine) are refused with exit 2, unless
+--unpaired asks for the table alone.
 
 Run it with Debian's /usr/bin/python3, which sees python3-h5py.
 """
@@ -125,18 +134,64 @@ def print_table(rows: list[dict]) -> None:
             print(ROUND_NOTES[p])
 
 
+def print_paired(df, confidence: float) -> None:
+    """The paired differences, one line per trace, target and metric."""
+    if df.empty:
+        return
+    level = f"{100 * confidence:g}%"
+    first = df.iloc[0]
+    print(f"\npaired differences against {first['baseline_label']} ({first['baseline']}), over the trials with "
+          f"the same seeds: trace - baseline, mean [{level} CI], paired t-test")
+    width = max(len("protocol"), *(len(x) for x in df["label"]))
+    print(f"{'protocol':<{width}} {'target':>7} {'metric':<15} {'pairs':>5} {'baseline':>11} "
+          f"{'difference [' + level + ' CI]':>36} {'p':>9}")
+    for _, r in df.iterrows():
+        interval = f"{r['mean_difference']:+.4g} [{r['ci_low']:+.4g}, {r['ci_high']:+.4g}]"
+        verdict = "significant" if r["significant"] else ""
+        bound = f"  ({r['unreached']} pair(s) unreached: a bound)" if r["unreached"] else ""
+        print(f"{r['label']:<{width}} {r['target']:>7.0e} {r['metric']:<15} {r['pairs']:>5} "
+              f"{r['baseline_mean']:>11.4g} {interval:>36} {r['p_value']:>9.2g} {verdict}{bound}")
+
+
+def parser():
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2
+            print(f"avbench compare: error: {message}", file=sys.stderr)
+            sys.exit(2)
+
+    p = Parser(prog="avbench compare", description=__doc__.split("\n")[0],
+               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 1)[1])
+    p.add_argument("traces", nargs="+", metavar="TRACE.h5")
+    p.add_argument("--baseline", type=int, default=0, help="the trace the others are paired with, by position [0]")
+    p.add_argument("--confidence", type=float, default=0.95, help="of the intervals, in (0, 1) [0.95]")
+    p.add_argument("--csv", help="also write the paired differences to this CSV file")
+    p.add_argument("--unpaired", action="store_true", help="only the per-trace table (traces that share no seeds)")
+    return p
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
-        return 0 if argv else 2
+    a = parser().parse_args(argv)
     rows = []
-    for path in argv:
+    for path in a.traces:
         try:
             rows.append(row(path))
         except (OSError, KeyError) as e:
             print(f"avbench compare: error: {path}: {e}", file=sys.stderr)
             return 1
     print_table(rows)
+    if a.unpaired or len(a.traces) < 2:
+        return 0
+    from avbench.paired import PairingError, paired
+    try:
+        df = paired(a.traces, a.baseline, a.confidence)
+    except (PairingError, ValueError) as e:
+        print(f"avbench compare: error: {e} (--unpaired: the table alone)", file=sys.stderr)
+        return 2
+    print_paired(df, a.confidence)
+    if a.csv:
+        df.to_csv(a.csv, index=False)
     return 0
 
 

@@ -42,7 +42,21 @@ families = {"allreduce": "sequential", "random-groups": "sequential", "moshpit":
             "pushsum": "sequential", "pairwise": "sequential", "swarm": "sequential"}
 num = r"([0-9]+\.[0-9]+) ± ([0-9]+\.[0-9]+|nan)"  # one trial (swarm) has no standard error
 problems = []
-lines = out_text.splitlines()
+table_text, _, paired_text = out_text.partition("\npaired differences against allreduce")
+lines = table_text.splitlines()
+# The paired section: per family but the baseline, 2 targets x 3 metrics, each a
+# difference with its interval and p-value; gossip on 16 peers needs significantly
+# more rounds to 1e-9 than one all-reduce.
+paired = [l for l in paired_text.splitlines()[2:] if re.search(r"\d ([a-z_]+) +\d+ .*\[", l)]
+for p in families:
+    if p == "allreduce":
+        continue
+    mine = [l for l in paired if l.startswith(("gossip (exp)" if p == "gossip" else p) + " ")]
+    if len(mine) != 6 or not all(re.search(r"\[[-+0-9.e]+, [-+0-9.e]+\]\s+[0-9.e+-]+", l) for l in mine):
+        problems.append(f"{p}: {len(mine)} paired lines, want 6 with an interval and p: {mine}")
+if not any(l.startswith("gossip (exp)") and " 1e-09 rounds " in l and l.rstrip().endswith("significant")
+           for l in paired):
+    problems.append("the paired table does not call gossip's extra rounds to 1e-9 significant")
 for p, engine in families.items():
     label = "gossip (exp)" if p == "gossip" else p
     found = [l for l in lines if re.match(re.escape(label) + r"(\s|$)", l) or re.match(re.escape(p) + r" \(", l)]
@@ -75,7 +89,8 @@ if open(f"{folder}/demo.h5", "rb").read() != open(f"{folder}/demo-allreduce.h5",
     problems.append("demo.h5 is not a copy of the allreduce trace")
 if open(f"{folder}/demo.png", "rb").read(8) != b"\x89PNG\r\n\x1a\n":
     problems.append("demo.png is not a PNG")
-print("\n".join(problems) if problems else f"{len(families)} families in the table, each with its trace's numbers")
+print("\n".join(problems) if problems else f"{len(families)} families in the table, each with its trace's numbers, "
+      f"and {len(paired)} paired lines")
 sys.exit(1 if problems else 0)
 PY
 ) && ok "$report" || bad_with_report "the demo's table:" "$report"
