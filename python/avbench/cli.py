@@ -12,6 +12,7 @@ COMMANDS = {
     "sweep": ("avbench.sweep", "run a table of runs: a pool of jobs, or a Slurm job array (docs/sweeps.md)"),
     "aggregate": ("avbench.aggregate", "one CSV row per trace of a sweep, with means and standard errors"),
     "compare": ("avbench.compare", "one line per trace: rounds to each target, bytes, time"),
+    "export": ("avbench.export", "write traces' rows (or per-trial summaries) as CSV, or a trace as netCDF"),
     "check": ("avbench.check", "validate a trace against the schema (docs/trace-format.md)"),
     "platform": ("avbench.platforms", "write a SimGrid platform and hostfile: cluster, cloud or geo"),
     "availability": ("avbench.availability", "write an availability trace for --availability (docs/failures.md)"),
