@@ -22,7 +22,9 @@
 #             backtrace; a program returning 1 on every rank without a word: exit 1,
 #             one line saying so; rank 1 calling MPI_Abort without a word (SimGrid
 #             then reports a deadlock of the others, and exits 0): exit 1, one line
-#             naming MPI_Abort and rank 1; a run that succeeds prints nothing.
+#             naming MPI_Abort and rank 1; a run that succeeds prints nothing; the
+#             program started directly, without smpirun: exit 2, one line saying how
+#             to start it (before: "Segmentation fault", exit 139).
 source "$(dirname "$0")/common.sh"
 
 need_args 2+ $# AVERAGING_BENCH MISBEHAVE [deadlock] [errors]
@@ -81,6 +83,8 @@ if wanted errors; then
   # object: the Open MPI build of the app, or any program, cannot be loaded.
   expect executable 126 1 "^smpirun\.sh: error: cannot load $(type -P true): .*executable" -- \
     "$AVB_SMPIRUN" -n 4 "$(type -P true)"
+  # The SMPI build's program started without smpirun: one line saying how to start it, not a segfault.
+  expect run-directly 2 1 "^error: this program is avbench's SMPI build, .*scripts/smpirun\.sh -n N" -- "$BIN" --help
   expect silent-exit 1 1 '^smpirun\.sh: error: misbehave exited with status 1 on 4 of 4 ranks$' -- \
     "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" exit 1
   expect abort 1 1 '^smpirun\.sh: error: misbehave called MPI_Abort on rank 1$' -- "$AVB_SMPIRUN" -n 4 "$MISBEHAVE" abort
