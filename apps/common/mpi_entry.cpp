@@ -1,6 +1,9 @@
 #include "common/mpi_entry.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <string>
+#include <thread>
 #include <mpi.h>
 
 #include <csignal>
@@ -80,9 +83,39 @@ bool options_agreed(const std::string& program, const std::string& problem) {
   return false;
 }
 
+namespace {
+// Ranks beyond this many per core of a host make a real MPI run crawl (each rank
+// gets a sliver of a core, and Open MPI took minutes to start 512 on two cores).
+constexpr int kRanksPerCore = 8;
+
+// Once, from rank 0, before the run: a host that holds many more ranks than cores.
+// Collective over MPI_COMM_WORLD; the simulated engines have no such hosts.
+void warn_if_crowded(const char* program) {
+  if (engine_name() == "smpi") return;
+  MPI_Comm host = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host),
+            "MPI_Comm_split_type");
+  int here = 0, most = 0, size = 0;
+  MPI_Comm_size(host, &here);
+  MPI_Comm_free(&host);
+  check_mpi(MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (most <= kRanksPerCore * cores) return;
+  report_warning(program, std::to_string(most) + " ranks share a host of " + std::to_string(cores) +
+                              " cores: each gets a sliver of a core and Open MPI starts them slowly (minutes "
+                              "at hundreds of ranks). For " + std::to_string(size) +
+                              " peers on one machine use --engine sequential --peers N (the same values, "
+                              "an estimate of time) or SMPI (scripts/smpirun.sh, simulated time)");
+}
+}  // namespace
+
 int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, char**)) {
   const bool alone = runs_alone(argc, argv);
-  if (!alone) MPI_Init(&argc, &argv);
+  if (!alone) {
+    MPI_Init(&argc, &argv);
+    warn_if_crowded(program);
+  }
   int rc = 1;
   try {
     rc = run(argc, argv);

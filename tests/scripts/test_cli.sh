@@ -277,6 +277,16 @@ else
   show_logs
 fi
 
+# ---- a host with many more ranks than cores: one warning before the run -----------
+# (mpirun only: the simulated engines have no such host.) 8 ranks a core is the limit.
+if [ "$ENGINE" = mpi ]; then
+  cores=$(getconf _NPROCESSORS_ONLN)
+  saved_launch=("${LAUNCH[@]}")
+  set_launcher mpi $((8 * cores + 1))
+  warn_case crowded_host "ranks share a host of $cores cores" -- --protocol moshpit --rounds 1 --trials 1
+  LAUNCH=("${saved_launch[@]}")
+fi
+
 # ---- --overwrite replaces an existing trace -------------------------------------
 overwrite_case --trials 1 --rounds 3 -- --peers 2 --trials 1 --complete 1 --rounds 3
 no_temp_files
