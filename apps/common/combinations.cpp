@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numbers>
 
 #include "common/app_support.hpp"
 #include "core/format.hpp"
+#include "sim/spectral.hpp"
+#include "sim/topology.hpp"
 
 namespace avb::app {
 
@@ -85,6 +88,59 @@ std::string two_digits(double v) {
   return text;
 }
 
+// All-reduce under --on-failure abort: a round averages only when none of the N
+// peers fails, with probability (1 - p)^N under transient failures. When the run
+// is unlikely to have a single such round, the variance stays where it started.
+void hopeless_abort(std::vector<std::string>& out, const AveragingOptions& o, int n) {
+  if (o.protocol.name != "allreduce" || o.protocol.on_failure != FailureSemantics::abort ||
+      o.failure != FailureKind::transient || o.fail_rate <= 0)
+    return;
+  const double complete = std::pow(1.0 - o.fail_rate, n);
+  const double any = -std::expm1(o.rounds * std::log1p(-complete));  // 1 - (1 - complete)^rounds
+  if (any >= 0.1) return;
+  out.push_back("--on-failure abort (allreduce's default): a round averages only when none of the " +
+                std::to_string(n) + " peers fails, with probability (1 - " + format_number(o.fail_rate) + ")^" +
+                std::to_string(n) + " = " + two_digits(complete) + ", so any of the " + std::to_string(o.rounds) +
+                " rounds does with probability " + two_digits(any) +
+                ": expect the variance to stay put and no target reached; --on-failure survivors averages the "
+                "peers alive (docs/failures.md)");
+}
+
+// Gossip on a graph whose spectral gap cannot bring the variance to the last
+// target within --rounds even without failures: theory's E[var_R] / var_0 for the
+// data's N(0, 1) start. The ring's (the default graph's) spectrum has a closed
+// form at any N: W's eigenvalues (1 + 2 cos(2 pi k / N)) / 3; other circulant
+// graphs go through sim/spectral.hpp, whose N x N matrix limits them to small N.
+// Failures only slow it further.
+double predicted_ratio(const AveragingOptions& o, int n) {
+  const TopologySpec& spec = *o.protocol.topology;
+  if (spec.kind == TopologyKind::ring && n >= 3) {
+    double sum = 0;
+    for (int k = 1; k < n; ++k)
+      sum += std::pow((1 + 2 * std::cos(2 * std::numbers::pi * k / n)) / 3, 2.0 * o.rounds);
+    return sum / (n - 1);
+  }
+  if ((spec.kind == TopologyKind::exp || spec.kind == TopologyKind::complete) && n <= 2048)
+    return predicted_variance_ratio(Topology(spec, n, o.seed), o.protocol.weights, o.rounds).back();
+  return 0.0;  // no prediction: no warning
+}
+
+void unreachable_target(std::vector<std::string>& out, const AveragingOptions& o, int n) {
+  if (o.protocol.name != "gossip" || !o.protocol.topology || o.targets.empty() || n < 2) return;
+  const double target = *std::min_element(o.targets.begin(), o.targets.end());
+  double ratio = 0.0;
+  try {
+    ratio = predicted_ratio(o, n);
+  } catch (const ConfigError&) {
+    return;  // a graph the spectrum does not cover
+  }
+  if (ratio <= target) return;
+  out.push_back("--topology " + to_string(*o.protocol.topology) + ": gossip on it brings the variance of N(0, 1) "
+                "data to about " + two_digits(ratio) + " in " + std::to_string(o.rounds) +
+                " rounds even without failures (its spectral gap; docs/protocols.md), above the target " +
+                format_number(target) + ": expect it unreached; --topology exp mixes in about log2(N) rounds");
+}
+
 }  // namespace
 
 double lattice_decodable_share(double q, double eps, int dim) {
@@ -106,6 +162,8 @@ std::vector<std::string> averaging_warnings(const AveragingOptions& o, const Pro
   simulated_only(out, simulated, "--compute-flops", waits ? 0.0 : o.compute_flops, o.stragglers, o.detection_timeout,
                  failures_possible(o));
   sparse_grid(out, o.protocol, flags, n_peers);
+  hopeless_abort(out, o, n_peers);
+  unreachable_target(out, o, n_peers);
   const QuantizerSpec& q = o.protocol.quantizer;
   if (q.kind == QuantizerKind::lattice) {
     const double share = lattice_decodable_share(q.lattice_q, q.lattice_eps, o.dim);

@@ -158,6 +158,35 @@ wait "$pid" || rc=$?
 if [ "$rc" -eq 143 ]; then ok "SIGTERM: exit 143"; else bad_with_report "SIGTERM: exit $rc, expected 143:" "$(cat "$SCRATCH/term.log")"; fi
 check_trace "$SCRATCH/term.h5" --peers 4096 --complete 0
 
+# Settings that cannot do what they ask get one warning before the run (1024 peers):
+# allreduce's abort at --fail-rate 0.01 ((1 - 0.01)^1024 = 3.4e-5 a round), and
+# gossip on the ring, whose predicted variance after 100 rounds is checked against
+# numpy's eigenvalues of the ring's mixing matrix. Their remedies warn of nothing.
+warnings_of() { timeout 60 "$BIN" --engine sequential --peers 1024 --trials 1 --rounds 100 --quiet "$@" 2>&1 >/dev/null |
+  grep '^averaging_bench: warning: ' || true; }
+w=$(warnings_of --protocol allreduce --fail-rate 0.01)
+if [ "$(grep -c . <<<"$w")" -eq 1 ] && grep -q "abort.*= 3.4e-05, so any of the 100 rounds does with probability 0.0034" <<<"$w"; then
+  ok "allreduce, abort, p = 0.01: $w"
+else bad "allreduce, abort, p = 0.01: want one warning with (1 - p)^N = 3.4e-05, got: $w"; fi
+w=$(warnings_of --protocol gossip)
+want=$("$AVB_PYTHON" -c '
+import numpy as np
+n, r = 1024, 100
+w = np.zeros((n, n))
+for i in range(n):
+    for j in (i - 1, i, i + 1):
+        w[i, j % n] = 1 / 3
+lam = np.sort(np.abs(np.linalg.eigvalsh(w)))[:-1]
+print(f"{np.sum(lam ** (2 * r)) / (n - 1):.2g}")')
+if [ "$(grep -c . <<<"$w")" -eq 1 ] && grep -q -- "--topology ring: .* to about $want in 100 rounds" <<<"$w"; then
+  ok "gossip on the ring: numpy predicts $want; $w"
+else bad "gossip on the ring: want one warning with numpy's $want, got: $w"; fi
+for remedy in "--protocol allreduce --fail-rate 0.01 --on-failure survivors" "--protocol gossip --topology exp"; do
+  # shellcheck disable=SC2086  # the remedy's flags
+  w=$(warnings_of $remedy)
+  if [ -z "$w" ]; then ok "$remedy: no warning"; else bad "$remedy: unexpected warning: $w"; fi
+done
+
 # 2^20 peers, a few rounds: a million peers in one process.
 if timeout 120 "$BIN" --engine sequential --peers 1048576 --protocol moshpit --rounds 3 --trials 1 \
     --out "$SCRATCH/million.h5" --quiet >"$SCRATCH/million.log" 2>&1; then
