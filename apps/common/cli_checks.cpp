@@ -8,11 +8,15 @@
 #include "common/mpi_entry.hpp"
 #include "common/text.hpp"
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace avb::app {
 
 void refuse_extras(const CLI::App& app, int argc, char** argv) {
-  refuse_extras(app.remaining());
+  std::vector<std::string> flags;
+  for (const CLI::Option* op : app.get_options())
+    if (op->get_name().rfind("--", 0) == 0) flags.push_back(op->get_name());
+  refuse_extras(app.remaining(), flags);
   // CLI11 takes `--config ''` for no file at all, an empty --out means no trace,
   // an empty --data synthetic data: typed on the command line, an empty name is a
   // mistake (an unset shell variable), not a request to run without the file. A
@@ -76,11 +80,14 @@ void refuse_repeated_config_keys(const CLI::App& app) {
     if (!path.empty()) refuse_repeated_config_keys(app, app.get_config_formatter_base()->from_file(path));
 }
 
-void refuse_extras(const std::vector<std::string>& extras) {
+void refuse_extras(const std::vector<std::string>& extras, const std::vector<std::string>& flags) {
   if (extras.empty()) return;
   for (const auto& e : extras)
-    if (e.size() > 1 && e[0] == '-')
-      throw ConfigError(e.substr(0, e.find('=')) + ": unknown option (see --help for the accepted ones)");
+    if (e.size() > 1 && e[0] == '-') {
+      const std::string flag = e.substr(0, e.find('='));
+      const std::string suggestion = did_you_mean(flag, flags);
+      throw ConfigError(flag + ": unknown option" + (suggestion.empty() ? " (see --help for the accepted ones)" : suggestion));
+    }
   throw ConfigError("'" + extras.front() + "': unexpected argument (options take the form --flag value; see --help)");
 }
 

@@ -20,7 +20,8 @@ void file_options(const CLI::App& app, const std::set<std::string>& outputs, Nam
                   std::set<std::string>& text_keys);
 
 // Refuses arguments CLI11 did not recognise (collected with allow_extras).
-void refuse_extras(const std::vector<std::string>& extras);
+// flags: the accepted ones, for a suggestion when one is mistyped.
+void refuse_extras(const std::vector<std::string>& extras, const std::vector<std::string>& flags = {});
 // The same for app.remaining(), and refuses an empty --config, --out, --data or
 // --test-data typed on the command line (argc, argv: main's).
 void refuse_extras(const CLI::App& app, int argc, char** argv);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace avb {
 
@@ -44,7 +45,9 @@ struct EnumNames {
   E parse(std::string_view text) const {
     for (const auto& e : entries)
       if (e.name == text) return e.value;
-    throw ConfigError(std::string(flag) + ": '" + std::string(text) + "' is not one of {" + list() + "}");
+    const std::vector<std::string_view> accepted = names();
+    throw ConfigError(std::string(flag) + ": '" + std::string(text) + "' is not one of {" + list() + "}" +
+                      did_you_mean(text, accepted));
   }
 
   // "?" for a value outside the table (a cast from a bad integer).

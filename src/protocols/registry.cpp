@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/suggest.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/protocol.hpp"
 
@@ -19,7 +20,10 @@ std::string protocol_names() {
 const ProtocolInfo& protocol_info(std::string_view name) {
   for (const auto& info : protocol_catalog())
     if (info.name == name) return info;
-  throw ConfigError("--protocol: '" + std::string(name) + "' is not one of {" + protocol_names() + "}");
+  std::vector<std::string_view> names;
+  for (const auto& info : protocol_catalog()) names.emplace_back(info.name);
+  throw ConfigError("--protocol: '" + std::string(name) + "' is not one of {" + protocol_names() + "}" +
+                    did_you_mean(name, names));
 }
 
 ProtocolResources protocol_resources(const ProtocolOptions& options, const ResourceQuery& query) {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/parse.hpp"
 #include "sim/graphs.hpp"
 
@@ -47,7 +48,9 @@ constexpr std::string_view accepted_topologies =
     "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete, file:PATH}";
 
 [[noreturn]] void bad_topology(std::string_view text) {
-  throw ConfigError("--topology: '" + std::string(text) + "' is not one of " + std::string(accepted_topologies));
+  static constexpr std::string_view kinds[] = {"ring", "torus", "hypercube", "exp", "one-peer-exp", "complete"};
+  throw ConfigError("--topology: '" + std::string(text) + "' is not one of " + std::string(accepted_topologies) +
+                    did_you_mean(text, kinds));
 }
 
 // Smallest c with 2^c >= n: the number of distinct offsets 2^j below n.

@@ -28,6 +28,10 @@ refused() {
 
 refused "--peers: required" --engine sequential
 refused "--round-timeout" --engine sequential --peers 16 --round-timeout 10
+# A typo gets the name it was probably meant to be.
+refused "--protocl: unknown option (did you mean '--protocol'?)$" --engine sequential --peers 4 --protocl moshpit
+refused "--protocol: 'mosphit' is not one of {.*} (did you mean 'moshpit'?)$" --engine sequential --peers 4 --protocol mosphit
+refused "--topology: 'rng' is not one of .* (did you mean 'ring'?)$" --engine sequential --peers 4 --protocol gossip --topology rng
 refused "--peers: applies" --peers 16
 # The estimate's platform: sequential only (SMPI's comes from its platform file), > 0.
 refused "--link-bandwidth: describes a simulated platform" --link-bandwidth 1e6

@@ -8,6 +8,7 @@
 
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
 #include "collectives/group_allreduce.hpp"
@@ -38,7 +39,10 @@ void check_table(const EnumNames<E, N>& table, Parse parse, const std::string& f
       ADD_FAILURE() << flag << " accepted '" << bad << "'";
     } catch (const ConfigError& e) {
       const std::string what = e.what();
-      EXPECT_EQ(what, flag + ": '" + bad + "' is not one of {" + table.list() + "}");
+      // A name with a stray space is one edit from the real one: it is suggested.
+      const std::string suggestion =
+          bad.empty() || bad[0] != ' ' ? "" : " (did you mean '" + std::string(table.entries[0].name) + "'?)";
+      EXPECT_EQ(what, flag + ": '" + bad + "' is not one of {" + table.list() + "}" + suggestion);
       for (const auto& entry : table.entries) EXPECT_NE(what.find(entry.name), std::string::npos) << what;
     }
   }
@@ -71,6 +75,28 @@ TEST(EnumNames, ErrorTextIsTheOneUsersKnow) {
   }
   EXPECT_EQ(kDataSplitNames.list(","), "random,label-sorted");
   EXPECT_EQ(kCollectiveNames.name(static_cast<Collective>(99)), "?");
+}
+
+// The typo distance counts a swap of neighbours as one edit, and a suggestion
+// comes only within a typo's reach of the name typed.
+TEST(Suggest, EditDistance) {
+  EXPECT_EQ(edit_distance("moshpit", "moshpit"), 0u);
+  EXPECT_EQ(edit_distance("mosphit", "moshpit"), 1u);  // one swap
+  EXPECT_EQ(edit_distance("rng", "ring"), 1u);
+  EXPECT_EQ(edit_distance("", "exp"), 3u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("ca", "abc"), 3u);  // no swap and insert at once (optimal string alignment)
+}
+
+TEST(Suggest, DidYouMean) {
+  const std::vector<std::string> protocols{"allreduce", "random-groups", "moshpit", "gossip", "pushsum"};
+  EXPECT_EQ(did_you_mean("mosphit", protocols), " (did you mean 'moshpit'?)");
+  EXPECT_EQ(did_you_mean("gosip", protocols), " (did you mean 'gossip'?)");
+  EXPECT_EQ(did_you_mean("allreduce", protocols), "");  // accepted as typed: nothing to suggest
+  EXPECT_EQ(did_you_mean("sgd", protocols), "");        // nothing near
+  EXPECT_EQ(did_you_mean("--protocl", std::vector<std::string>{"--protocol", "--rounds"}),
+            " (did you mean '--protocol'?)");
+  EXPECT_EQ(did_you_mean("abc", std::vector<std::string>{"abd", "abe"}), " (did you mean 'abd'?)");  // ties: the first
 }
 
 }  // namespace
