@@ -16,7 +16,16 @@ void refuse_extras(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> flags;
   for (const CLI::Option* op : app.get_options())
     if (op->get_name().rfind("--", 0) == 0) flags.push_back(op->get_name());
-  refuse_extras(app.remaining(), flags);
+  // A value typed after a switch (--stop-at-target true) is left over: say so.
+  const std::vector<std::string> extras = app.remaining();
+  for (int i = 2; i < argc && !extras.empty(); ++i) {
+    const CLI::Option* before = app.get_option_no_throw(argv[i - 1]);
+    if (extras.front() == argv[i] && before != nullptr && before->get_expected_max() == 0)
+      throw ConfigError(std::string(argv[i - 1]) + ": a switch, which takes no value ('" + extras.front() +
+                        "' follows it): write " + argv[i - 1] + " alone to turn it on, or " + argv[i - 1] +
+                        "=false to leave it off");
+  }
+  refuse_extras(extras, flags);
   // CLI11 takes `--config ''` for no file at all, an empty --out means no trace,
   // an empty --data synthetic data: typed on the command line, an empty name is a
   // mistake (an unset shell variable), not a request to run without the file. A

@@ -74,7 +74,7 @@ ROOT_ATTRS_V1 = {
 ROOT_ATTRS = {**{k: v for k, v in ROOT_ATTRS_V1.items() if k != "complete"}, "run_kind": "str", "complete": "int32"}
 ROOT_ATTRS_V6 = {**ROOT_ATTRS, "time_model": "str", "run_seconds": "float64"}
 ENGINES = ("openmpi", "mpich", "smpi", "sequential")
-TIME_MODELS = {"openmpi": "wall clock", "mpich": "wall clock", "smpi": "simulated", "sequential": "alpha-beta estimate"}
+TIME_MODELS = schema.TIME_MODELS
 ROOT_GROUPS = schema.ROOT_GROUPS
 
 # The columns of each kind of trial, in writing order, and the version that added

@@ -52,7 +52,7 @@ def mean_se(values) -> tuple[float, float]:
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return math.nan, math.nan
-    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else math.nan  # printed "nan": one trial has none
+    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else math.nan  # one trial has none (printed "–")
     return float(v.mean()), float(se)
 
 
@@ -93,13 +93,18 @@ def row(path: str) -> dict:
         return r
 
 
+def plus_minus(mean: float, se: float, digits: int) -> str:
+    """mean ± se; one trial has no standard error: "–" in its place."""
+    return f"{mean:.{digits}f} ± " + ("–" if math.isnan(se) else f"{se:.{digits}f}")
+
+
 def rounds_cell(r: dict, t: str) -> str:
     if t not in r["targets"]:
         return "-"
     m, se, reached = r["targets"][t]
     if reached == 0 and r["trials"] > 0:
         return f"none by round {r['cap']}"
-    return f"{m:.2f} ± {se:.2f}" + ("*" if reached < r["trials"] else " ")
+    return plus_minus(m, se, 2) + ("*" if reached < r["trials"] else " ")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -120,7 +125,7 @@ def print_table(rows: list[dict]) -> None:
             line += f" {rounds_cell(r, t):>20}"
         bm, _ = r["bytes"]
         tm, tse = r["time"]
-        line += f" {bm:>12.1f} {f'{tm:.4f} ± {tse:.4f}':>20}"
+        line += f" {bm:>12.1f} {plus_minus(tm, tse, 4):>20}"
         if not r["complete"]:
             line += "  (run cut short)"
         print(line)

@@ -30,11 +30,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from avbench.schema import TIME_MODELS
+
 DEFAULT_Y = {"averaging": "variance", "sgd": "relative_gap"}
 INDEX = {"averaging": "round", "sgd": "step"}  # the column trials are aligned on
 X_ALIASES = {"bytes_sent": "bytes_per_peer", "bytes": "bytes_per_peer", "rounds": "round", "steps": "step"}
 LABELS = {
-    "round": "round", "step": "SGD step", "time": "time [s] (simulated under SMPI)",
+    "round": "round", "step": "SGD step", "time": "time [s]",
     "bytes_per_peer": "bytes sent per peer", "variance": "variance across peers",
     "relative_gap": "relative gap (f(x̄) − f*) / (f(x₀) − f*)", "error": "squared error to the initial mean",
     "consensus": "consensus (1/N) Σ‖xᵢ − x̄‖²", "gap": "gap f(x̄) − f*",
@@ -47,6 +49,16 @@ def _run_kind(df: pd.DataFrame) -> str:
     if len(kinds) != 1:
         raise ValueError(f"plot one run kind at a time, not {sorted(kinds)}: filter on run_kind")
     return str(kinds[0])
+
+
+def axis_label(df: pd.DataFrame, column: str) -> str:
+    """The axis label of `column`; for time, what the engines of `df` measure
+    (their traces' time_model)."""
+    label = LABELS.get(column, column)
+    if column == "time" and "engine" in df.columns:
+        kinds = sorted({TIME_MODELS.get(str(e), str(e)) for e in df["engine"].unique()})
+        label += f" ({'; '.join(kinds)})"
+    return label
 
 
 def _label(key) -> str:
@@ -141,8 +153,8 @@ def plot_metric(df: pd.DataFrame, x: str = "round", y: str | None = None, by="pr
     ax.set_yscale("log", nonpositive="mask")
     if logx:
         ax.set_xscale("log")
-    ax.set_xlabel(LABELS.get(xcol, xcol))
-    ax.set_ylabel(LABELS.get(y, y))
+    ax.set_xlabel(axis_label(df, xcol))
+    ax.set_ylabel(axis_label(df, y))
     what = {"gmean": "geometric mean", "mean": "mean"}[stat]
     spread = {"se": "±1 s.e.", "minmax": "min–max", None: "no band"}[band]
     ax.set_title(f"{y} vs {xcol.replace('_', ' ')} ({what}, {spread})", fontsize=10)

@@ -18,6 +18,9 @@ import re
 import h5py
 import numpy as np
 
+# The root attribute time_model: what a trace's time column is, by its engine.
+TIME_MODELS = {"openmpi": "wall clock", "mpich": "wall clock", "smpi": "simulated", "sequential": "alpha-beta estimate"}
+
 SCHEMA_VERSION = 8  # what today's writer writes (src/trace/trace.hpp, kTraceSchemaVersion)
 # v1: averaging traces without run_kind; v2: no decode_failures; v3: no detection_time;
 # v4: no diverged (training trial attribute and /summary column); v5: no time_model,

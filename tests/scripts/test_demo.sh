@@ -40,7 +40,7 @@ import h5py
 out_text, folder = open(sys.argv[1]).read(), sys.argv[2]
 families = {"allreduce": "sequential", "random-groups": "sequential", "moshpit": "sequential", "gossip": "sequential",
             "pushsum": "sequential", "pairwise": "sequential", "swarm": "sequential"}
-num = r"([0-9]+\.[0-9]+) ± ([0-9]+\.[0-9]+|nan)"  # one trial (swarm) has no standard error
+num = r"([0-9]+\.[0-9]+) ± ([0-9]+\.[0-9]+|–)"  # one trial has no standard error: "–"
 problems = []
 table_text, _, paired_text = out_text.partition("\npaired differences against allreduce")
 lines = table_text.splitlines()
@@ -76,7 +76,7 @@ for p, engine in families.items():
                 problems.append(f"{p}: not every trial reached {t} at 16 peers")
             r = s[f"rounds_to_{t}"][()].astype(float)
             want = (r.mean(), r.std(ddof=1) / math.sqrt(r.size) if r.size > 1 else math.nan)
-            have = (float(m.group(1 + 2 * k)), float(m.group(2 + 2 * k)))
+            have = tuple(math.nan if g == "–" else float(g) for g in (m.group(1 + 2 * k), m.group(2 + 2 * k)))
             if any(not (abs(h - w) <= 0.006 or (math.isnan(h) and math.isnan(w))) for h, w in zip(have, want)):
                 problems.append(f"{p}: rounds to {t} printed {have}, trace gives {want}")
         b = (s["bytes_sent"][()] / f.attrs["n_peers"]).mean()

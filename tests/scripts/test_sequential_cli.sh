@@ -32,6 +32,7 @@ refused "--round-timeout" --engine sequential --peers 16 --round-timeout 10
 refused "--protocl: unknown option (did you mean '--protocol'?)$" --engine sequential --peers 4 --protocl moshpit
 refused "--protocol: 'mosphit' is not one of {.*} (did you mean 'moshpit'?)$" --engine sequential --peers 4 --protocol mosphit
 refused "--topology: 'rng' is not one of .* (did you mean 'ring'?)$" --engine sequential --peers 4 --protocol gossip --topology rng
+refused "--stop-at-target: a switch, which takes no value ('true' follows it)" --engine sequential --peers 4 --stop-at-target true
 refused "--peers: applies" --peers 16
 # The estimate's platform: sequential only (SMPI's comes from its platform file), > 0.
 refused "--link-bandwidth: describes a simulated platform" --link-bandwidth 1e6
