@@ -6,7 +6,10 @@ namespace avb::app {
 
 AveragingReporter::AveragingReporter(const AveragingOptions& options, int peers, std::unique_ptr<TraceWriter> trace,
                                      const OutputFlags& output)
-    : ReporterOf(options.targets, peers, std::move(trace), output), trials_(options.trials), rounds_(options.rounds) {}
+    : ReporterOf(options.targets, peers, std::move(trace), output),
+      trials_(options.trials),
+      rounds_(options.rounds),
+      stop_at_target_(options.stop_at_target) {}
 
 void AveragingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options) {
   auto columns = target_columns("rounds_to_");
@@ -43,6 +46,11 @@ void AveragingReporter::on_trial(const TrialRecord& trial) {
 
 void AveragingReporter::finish(bool complete) {
   print_means(" %11.3f", columns_, "counted as the number of rounds run (the paper's cap)");
+  // What the last columns add up: the whole trial, or up to where it stopped.
+  std::printf("# bytes/peer, time: %s\n", stop_at_target_ ? "up to the round each trial stopped at (every target "
+                                                           "reached, or the last round)"
+                                                         : "each trial's rounds, all of them (--stop-at-target "
+                                                           "ends a trial at its last target)");
   close(complete);
 }
 

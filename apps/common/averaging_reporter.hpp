@@ -25,6 +25,7 @@ class AveragingReporter final : public ReporterOf<TrialRecord, RoundRow> {
 
  private:
   int trials_, rounds_;
+  bool stop_at_target_;
   std::vector<SummaryColumn> columns_{{" %14.3e", {}}, {" %14.1f", {}}, {" %12.4e", {}}};  // variance, bytes, time
 };
 

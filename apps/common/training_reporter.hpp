@@ -28,6 +28,7 @@ class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
 
  private:
   int trials_, steps_;
+  bool stop_at_target_;
   bool quadratic_;  // whose divergence limit comes from the peers' own optima
   // relative gap, consensus, accuracy, bytes, time
   std::vector<SummaryColumn> columns_{{" %12.3e", {}}, {" %12.3e", {}}, {" %9.4f", {}}, {" %14.1f", {}}, {" %12.4e", {}}};

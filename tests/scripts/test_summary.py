@@ -240,7 +240,8 @@ def refusals(work: str) -> None:
 def progress(work: str) -> None:
     """Non-terminal stderr: plain lines, their percentage climbing to 100."""
     # --progress-every 0: a line every round, so the check does not depend on the machine's speed.
-    cmd = launch("sequential", AVERAGING, ["--dim", "64", "--protocol", "gossip", "--rounds", "100", "--trials", "3",
+    cmd = launch("sequential", AVERAGING, ["--dim", "64", "--protocol", "gossip", "--topology", "exp", "--rounds", "100",
+                                           "--trials", "3",
                                            "--threads", "1", "--progress-every", "0"], peers=1024)
     p = subprocess.run(cmd, cwd=work, capture_output=True, timeout=180)
     err = p.stderr.decode("utf-8", "replace")  # bytes: text mode would turn \r into \n
