@@ -7,6 +7,7 @@ standard figures (docs/analysis.md).
     avbench.standard_figures(df, "figures/")
     ds = avbench.load_trace("run.h5", as_xarray=True)   # an xarray.Dataset over (trial, round)
     avbench.paired(["a.h5", "b.h5"])                     # paired differences, same seeds
+    ds = avbench.run(protocol="moshpit", peers=1024, fail_rate=0.01, out="m.h5")   # a run, its Dataset
 
 Needs Debian's h5py, numpy, pandas and matplotlib (run with /usr/bin/python3). The
 names load on first use, so that `avbench.trace_state` (h5py only) stays cheap.
@@ -23,6 +24,7 @@ _WHERE = {
     "figures": ("aggregate", "plot_metric", "standard_figures"),
     "tables": ("table_parser", "write_table"),
     "paired": ("PairingError", "paired"),
+    "api": ("RunError", "run", "sweep"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = sorted(_MODULE_OF)
