@@ -46,11 +46,7 @@ void AveragingReporter::on_trial(const TrialRecord& trial) {
 
 void AveragingReporter::finish(bool complete) {
   print_means(" %11.3f", columns_, "counted as the number of rounds run (the paper's cap)");
-  // What the last columns add up: the whole trial, or up to where it stopped.
-  std::printf("# bytes/peer, time: %s\n", stop_at_target_ ? "up to the round each trial stopped at (every target "
-                                                           "reached, or the last round)"
-                                                         : "each trial's rounds, all of them (--stop-at-target "
-                                                           "ends a trial at its last target)");
+  print_coverage(stop_at_target_, "round");
   close(complete);
 }
 

@@ -115,6 +115,16 @@ void RunReporter::print_means(const char* target_format, const std::vector<Summa
   if (capped_) std::printf("# * target not reached: %s\n", capped_note);
 }
 
+void RunReporter::print_coverage(bool stop_at_target, const char* unit) {
+  // What the bytes and time columns add up: the whole trial, or up to where it stopped.
+  if (stop_at_target)
+    std::printf("# bytes/peer, time: up to the %s each trial stopped at (every target reached, or the last %s)\n",
+                unit, unit);
+  else
+    std::printf("# bytes/peer, time: each trial's %ss, all of them (--stop-at-target ends a trial at its last "
+                "target)\n", unit);
+}
+
 void RunReporter::close(bool complete) {
   const std::size_t recorded = recorded_, cut_short = cut_short_;
   if (!trace_error_.empty())

@@ -151,6 +151,8 @@ class RunReporter {
   // so does the standard error of a single trial.
   void print_means(const char* target_format, const std::vector<SummaryColumn>& columns,
                    const char* capped_note) const;
+  // The line under the means that says what bytes/peer and time cover; unit: round or step.
+  static void print_coverage(bool stop_at_target, const char* unit);
   // The summary's last line (why the run stopped early, if it did), then the trace
   // is finished: complete = 1 only when `complete` and every write worked; then the
   // --summary file, its run_complete column the same.

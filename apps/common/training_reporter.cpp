@@ -95,10 +95,7 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
 
 void TrainingReporter::finish(bool complete) {
   print_means(" %11.1f", columns_, "counted as the number of steps run");
-  std::printf("# bytes/peer, time: %s\n", stop_at_target_ ? "up to the step each trial stopped at (every target "
-                                                           "reached, or the last step)"
-                                                         : "each trial's steps, all of them (--stop-at-target "
-                                                           "ends a trial at its last target)");
+  print_coverage(stop_at_target_, "step");
   if (diverged_ > 0)
     std::printf("# %zu of %zu trial(s) diverged (model NaN or infinite, or relative gap above %.3g): left out of "
                 "the means%s\n",
