@@ -1,5 +1,6 @@
 #include "common/averaging_reporter.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace avb::app {
@@ -27,6 +28,12 @@ void AveragingReporter::on_row(const TrialRecord& trial, const RoundRow& row) {
                 rounds_, row.variance);
   const double work = static_cast<double>(trials_) * rounds_;
   print_progress(work > 0 ? (static_cast<double>(trial.index) * rounds_ + row.round) / work : 0.0, detail);
+}
+
+// The sequential engine's rounds run so far, in the trials on threads: progress
+// within a long trial, which on_row sees only once the trial has ended.
+void AveragingReporter::on_progress(long long rounds_done) {
+  print_work(rounds_done, static_cast<double>(trials_) * rounds_, "rounds");
 }
 
 void AveragingReporter::on_trial(const TrialRecord& trial) {

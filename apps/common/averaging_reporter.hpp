@@ -19,6 +19,7 @@ class AveragingReporter final : public ReporterOf<TrialRecord, RoundRow> {
   void print_header(const std::string& program, const RunInfo& info, const KeyValues& options);
   void on_row(const TrialRecord& trial, const RoundRow& row) override;
   void on_trial(const TrialRecord& trial) override;
+  void on_progress(long long rounds_done) override;
   // Mean +- standard error over the complete trials, then the trace is finished;
   // every trial is a row of the --summary file.
   void finish(bool complete);

@@ -83,6 +83,7 @@ bool RunReporter::progress_due() {
 }
 
 void RunReporter::print_progress(double done, const std::string& detail) {
+  done = shown_ = std::max(done, shown_);  // two sources (rows reported, rows made): never backwards
   const double elapsed = std::difftime(std::time(nullptr), started_);
   char eta[32] = "?";
   if (done > 0) std::snprintf(eta, sizeof eta, "%.0fs", elapsed * (1 - done) / done);
@@ -91,6 +92,14 @@ void RunReporter::print_progress(double done, const std::string& detail) {
                detail.c_str(), eta, terminal_ ? "\033[K" : "\n");
   std::fflush(stderr);
   ++progress_lines_;
+}
+
+void RunReporter::print_work(long long done, double total, const char* unit) {
+  if (done == work_shown_ || !progress_due()) return;  // nothing new since the last line
+  work_shown_ = done;
+  char detail[96];
+  std::snprintf(detail, sizeof detail, "%lld of %.0f %s run", done, total, unit);
+  print_progress(total > 0 ? std::min(1.0, static_cast<double>(done) / total) : 0.0, detail);
 }
 
 void RunReporter::print_means(const char* target_format, const std::vector<SummaryColumn>& columns,

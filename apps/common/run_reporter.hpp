@@ -120,6 +120,9 @@ class RunReporter {
   // The progress line: the share `done` of the run's trial x round (step) work, the
   // elapsed wall-clock time, `detail`, and the time left at the rate so far.
   void print_progress(double done, const std::string& detail);
+  // A progress line for `done` of `total` units of work (rounds, steps) run so far,
+  // when due and when there is something new.
+  void print_work(long long done, double total, const char* unit);
 
   // A --summary row: the per-target cells as the trace's /summary has them (rounds
   // or steps to each, the cap when not reached; then whether each was reached),
@@ -173,6 +176,8 @@ class RunReporter {
   std::string summary_error_;
   bool terminal_;  // stderr is a terminal: the progress line rewrites itself
   int progress_lines_ = 0;
+  double shown_ = 0.0;  // the largest share printed
+  long long work_shown_ = -1;  // print_work's last count
   std::vector<RunningMean> to_target_;
   bool capped_ = false;
   std::size_t recorded_ = 0, cut_short_ = 0;         // trials written, and of those cut short

@@ -1,5 +1,6 @@
 #include "common/training_reporter.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -49,6 +50,12 @@ void TrainingReporter::on_row(const TrainingTrial& trial, const TrainingRow& row
                 trial.index + 1, trials_, row.step, steps_, row.relative_gap, row.consensus);
   const double work = static_cast<double>(trials_) * steps_;
   print_progress(work > 0 ? (static_cast<double>(trial.index) * steps_ + row.step) / work : 0.0, detail);
+}
+
+// The sequential engine's steps run so far, in the trials on threads: progress
+// within a long trial, which on_row sees only once the trial has ended.
+void TrainingReporter::on_progress(long long steps_done) {
+  print_work(steps_done, static_cast<double>(trials_) * steps_, "steps");
 }
 
 void TrainingReporter::on_trial(const TrainingTrial& trial) {

@@ -21,6 +21,7 @@ class TrainingReporter final : public ReporterOf<TrainingTrial, TrainingRow> {
   void print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
                     const OptimumRecord& optimum, double diverged_above);
   void on_row(const TrainingTrial& trial, const TrainingRow& row) override;
+  void on_progress(long long steps_done) override;
   void on_trial(const TrainingTrial& trial) override;
   // Mean +- standard error over the complete trials that did not diverge, then the
   // trace is finished; every trial is a row of the --summary file.

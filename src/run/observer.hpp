@@ -17,6 +17,9 @@ class RunObserver {
   virtual void on_row(const Trial& /*trial*/, const Row& /*row*/) {}
   virtual void on_trial(const Trial& /*trial*/) {}
   virtual bool stop_requested() { return false; }
+  // The sequential engine, while its trials run on threads: the work done so far
+  // by every trial, reported or not (rounds of averaging, SGD steps).
+  virtual void on_progress(long long /*work_done*/) {}
   // Whether the run's result keeps every trial (a library caller's, tests') or
   // only the last one (the programs' reporters, which see each trial in on_trial):
   // then memory does not grow with the number of trials.

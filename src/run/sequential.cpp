@@ -225,7 +225,7 @@ class WorkClock {
 };
 
 TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, const std::atomic<bool>* stop,
-                             const Hosts& hosts, FluidMemo* memo = nullptr) {
+                             const Hosts& hosts, FluidMemo* memo = nullptr, std::atomic<long long>* work = nullptr) {
   TrialRecord record;
   record.index = trial;
   record.seed = trial_seed(options.seed, trial);
@@ -277,6 +277,7 @@ TrialRecord sequential_trial(const AveragingOptions& options, int n, int trial, 
     row.detection_time = clock.detection.detection_time();
     check_counters(previous, row, trial);
     record.rows.push_back(row);
+    if (work != nullptr) work->fetch_add(1, std::memory_order_relaxed);
   }
   for (double target : options.targets) record.targets.push_back(rounds_to_target(record.rows, target));
   return record;
@@ -302,8 +303,8 @@ AveragingResult run_averaging_sequential(const AveragingOptions& options, int n,
     return result;
   }
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
-                                         [&](int k, const std::atomic<bool>* stop) {
-                                           return sequential_trial(options, n, k, stop, *hosts, &memo);
+                                         [&](int k, const std::atomic<bool>* stop, std::atomic<long long>* work) {
+                                           return sequential_trial(options, n, k, stop, *hosts, &memo, work);
                                          });
   return result;
 }

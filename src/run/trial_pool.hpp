@@ -12,13 +12,16 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "run/observer.hpp"
 
 namespace avb {
 
-// Runs `run_trial(k, &stop)` (returning trial k's record) for k in [0, trials) on
+// Runs `run_trial(k, &stop)` or `run_trial(k, &stop, &done_work)` (returning trial k's
+// record; the second form adds each round or step it runs to `done_work`, for progress
+// within a trial) for k in [0, trials) on
 // up to `threads` threads (at least 1). On the calling thread, the observer
 // receives each trial's rows and then the trial, in trial order, and the records
 // are appended to `records`. When the observer asks to stop, `stop` is set: trials
@@ -38,6 +41,7 @@ struct TrialQueue {
   std::condition_variable ready, room;
   std::atomic<int> next{0};
   std::atomic<bool> stop{false};
+  std::atomic<long long> done_work{0};  // rounds (steps) every trial has run so far: progress within a trial
 
   // Sets the stop flag under the mutex (so no waiting worker misses it) and wakes all.
   void request_stop() {
@@ -58,7 +62,12 @@ struct TrialQueue {
         if (stop || closed) break;
       }
       try {
-        Record record = run_trial(k, static_cast<const std::atomic<bool>*>(&stop));
+        Record record = [&] {
+          if constexpr (std::is_invocable_v<RunTrial&, int, const std::atomic<bool>*, std::atomic<long long>*>)
+            return run_trial(k, static_cast<const std::atomic<bool>*>(&stop), &done_work);
+          else
+            return run_trial(k, static_cast<const std::atomic<bool>*>(&stop));
+        }();
         const std::lock_guard lock(mutex);
         done.emplace(k, std::move(record));
       } catch (...) {
@@ -75,13 +84,15 @@ struct TrialQueue {
   }
 
   // The reporting thread: trial k's record once it is done, polling `stop_wanted`
-  // while it waits so that a stop request ends a long trial in flight; nothing when
-  // it will never come (the run was stopped, or a worker failed).
-  template <class StopWanted>
-  std::optional<Record> take(int k, StopWanted&& stop_wanted) {
+  // while it waits so that a stop request ends a long trial in flight, and telling
+  // `progress` the work done so far; nothing when it will never come (the run was
+  // stopped, or a worker failed).
+  template <class StopWanted, class Progress>
+  std::optional<Record> take(int k, StopWanted&& stop_wanted, Progress&& progress) {
     std::unique_lock lock(mutex);
     while (!done.contains(k) && active > 0) {
       ready.wait_for(lock, std::chrono::milliseconds(20));
+      progress(done_work.load(std::memory_order_relaxed));
       if (!stop && stop_wanted()) {
         stop = true;
         room.notify_all();
@@ -116,7 +127,8 @@ bool run_trials_on_threads(int trials, int threads, RunObserver<Record, Row>& ob
   std::vector<std::jthread> pool;
   for (int w = 0; w < workers; ++w) pool.emplace_back([&] { queue.work(trials, run_trial); });
   for (int k = 0; k < trials; ++k) {
-    std::optional<Record> record = queue.take(k, [&] { return observer.stop_requested(); });
+    std::optional<Record> record =
+        queue.take(k, [&] { return observer.stop_requested(); }, [&](long long done) { observer.on_progress(done); });
     if (!record || record->rows.empty()) break;  // never started, or stopped during its set-up
     for (const Row& row : record->rows) observer.on_row(*record, row);
     observer.on_trial(*record);

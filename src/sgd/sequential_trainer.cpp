@@ -32,8 +32,9 @@ using PeerVector = Eigen::Map<Eigen::VectorXd>;
 class PopulationSgd {
  public:
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
-                const Hosts& hosts, FluidMemo* memo = nullptr)
-      : o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
+                const Hosts& hosts, FluidMemo* memo = nullptr, std::atomic<long long>* work = nullptr)
+      : work_(work),
+        o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
         hosts_(hosts), links_(hosts, n, stop, memo), detection_(n, options.detection_timeout),
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
@@ -66,6 +67,7 @@ class PopulationSgd {
         break;
       }
       done = s + 1;
+      if (work_ != nullptr) work_->fetch_add(1, std::memory_order_relaxed);
       if ((s + 1) % o_.eval_every == 0 || s + 1 == o_.steps) evaluate(s + 1);
     }
     // A stop seen at the last evaluation cuts nothing short.
@@ -197,6 +199,7 @@ class PopulationSgd {
     diverged_ = step > 0 && metrics_.diverged(row, squares);
   }
 
+  std::atomic<long long>* work_;  // the run's steps so far, for its progress (run/trial_pool.hpp)
   const TrainingOptions& o_;
   const std::vector<std::unique_ptr<Objective>>& peers_;
   const Eigen::VectorXd& reference_;  // x*
@@ -259,8 +262,9 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
   const Hosts& hosts = *drawn;
   FluidMemo memo;  // rounds simulated flow by flow, which trials repeat
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
-                                         [&](int k, const std::atomic<bool>* stop) {
-                                           PopulationTrial t = PopulationSgd(options, problem, n, k, stop, hosts, &memo).run();
+                                         [&](int k, const std::atomic<bool>* stop, std::atomic<long long>* work) {
+                                           PopulationTrial t =
+                                               PopulationSgd(options, problem, n, k, stop, hosts, &memo, work).run();
                                            const std::span<const double> first = t.models.peer(0);
                                            const std::lock_guard lock(models_mutex);
                                            models[k].assign(first.begin(), first.end());

@@ -192,6 +192,18 @@ for remedy in "--protocol allreduce --fail-rate 0.01 --on-failure survivors" "--
   if [ -z "$w" ]; then ok "$remedy: no warning"; else bad "$remedy: unexpected warning: $w"; fi
 done
 
+# Progress within a trial: one long trial reports the rounds it has run as it goes
+# (before, nothing but 0% until the trial ended), climbing, never backwards.
+timeout 120 "$BIN" --engine sequential --peers 131072 --protocol gossip --topology exp --rounds 30 --trials 1 \
+  --progress-every 0 2>"$SCRATCH/progress.err" >/dev/null || true
+mid=$(grep -cE '^\[[0-9]+s\] +[0-9.]+% ([1-9]|[12][0-9]) of 30 rounds run, ETA' "$SCRATCH/progress.err" || true)
+shares=$(sed -n 's/^\[[0-9]*s\] *\([0-9.]*\)%.*/\1/p' "$SCRATCH/progress.err")
+if [ "$mid" -ge 1 ] && [ "$(tail -1 <<<"$shares")" = 100.0 ] && sort -n -c <<<"$shares" 2>/dev/null; then
+  ok "progress within one trial: $mid line(s) between 0 and 30 rounds, climbing to 100%"
+else
+  bad_with_report "progress within one trial: $mid mid-trial line(s):" "$(head -5 "$SCRATCH/progress.err")"
+fi
+
 # 2^20 peers, a few rounds: a million peers in one process.
 if timeout 120 "$BIN" --engine sequential --peers 1048576 --protocol moshpit --rounds 3 --trials 1 \
     --out "$SCRATCH/million.h5" --quiet >"$SCRATCH/million.log" 2>&1; then

@@ -243,9 +243,9 @@ TEST(LinkLoads, TheTcpWindowHoldsBackAMessageBetweenRegions) {
 TEST(FluidNetwork, ALoneFlowMovesAtItsBoundAfterItsLatency) {
   FluidNetwork net;
   const int link = net.add_link(100);
-  net.add_flow({.bytes = 100, .latency = 0.5, .bound = 40, .penalty = 1, .factor = 0.8, .route = {link}, .back = {}});
+  net.add_flow({.bytes = 100, .latency = 0.5, .bound = 40, .penalty = 1, .factor = 0.8, .route = {link}, .back = {}, .after = {}});
   EXPECT_DOUBLE_EQ(net.run(), 0.5 + 100 / (40 * 0.8));
-  net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}, .after = {}});
   EXPECT_DOUBLE_EQ(net.run(), 1.0);  // the flows of a run are gone after it
 }
 
@@ -255,8 +255,8 @@ TEST(FluidNetwork, ALoneFlowMovesAtItsBoundAfterItsLatency) {
 TEST(FluidNetwork, ALongRouteYieldsToAShortOneAndThenMovesAtItsWindow) {
   FluidNetwork net;
   const int link = net.add_link(100);
-  net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
-  net.add_flow({.bytes = 100, .latency = 0, .bound = 20, .penalty = 10, .factor = 1, .route = {link}, .back = {}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}, .after = {}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 20, .penalty = 10, .factor = 1, .route = {link}, .back = {}, .after = {}});
   EXPECT_NEAR(net.run(), 1.1 + 90.0 / 20, 1e-12);
 }
 
@@ -266,8 +266,8 @@ TEST(FluidNetwork, ALongRouteYieldsToAShortOneAndThenMovesAtItsWindow) {
 TEST(FluidNetwork, AFlowStartingLaterSharesOnlyWhileBothMove) {
   FluidNetwork net;
   const int link = net.add_link(100);
-  net.add_flow({.start = 0, .bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
-  net.add_flow({.start = 0.4, .bytes = 100, .latency = 0.1, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}});
+  net.add_flow({.start = 0, .bytes = 100, .latency = 0, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}, .after = {}});
+  net.add_flow({.start = 0.4, .bytes = 100, .latency = 0.1, .bound = 1e9, .penalty = 1, .factor = 1, .route = {link}, .back = {}, .after = {}});
   EXPECT_NEAR(net.run(), 2.0, 1e-12);
   EXPECT_NEAR(net.end(0), 1.5, 1e-12);
   EXPECT_NEAR(net.end(1), 2.0, 1e-12);
@@ -279,9 +279,9 @@ TEST(FluidNetwork, AFlowStartingLaterSharesOnlyWhileBothMove) {
 TEST(FluidNetwork, AFlowAfterOthersStartsWhenTheyEndPlusTheirLag) {
   FluidNetwork net;
   const int link = net.add_link(100);
-  const int first = net.add_flow({.bytes = 100, .bound = 1e9, .route = {link}});
-  const int second = net.add_flow({.bytes = 100, .latency = 0.1, .bound = 1e9, .route = {link}, .after = {{first, 0.5}}});
-  net.add_flow({.start = 3.0, .bytes = 50, .bound = 1e9, .route = {link}, .after = {{first, 0.0}, {second, 0.0}}});
+  const int first = net.add_flow({.bytes = 100, .bound = 1e9, .route = {link}, .back = {}, .after = {}});
+  const int second = net.add_flow({.bytes = 100, .latency = 0.1, .bound = 1e9, .route = {link}, .back = {}, .after = {{first, 0.5}}});
+  net.add_flow({.start = 3.0, .bytes = 50, .bound = 1e9, .route = {link}, .back = {}, .after = {{first, 0.0}, {second, 0.0}}});
   EXPECT_NEAR(net.run(), 3.5, 1e-12);
   EXPECT_NEAR(net.end(0), 1.0, 1e-12);
   EXPECT_NEAR(net.end(1), 2.6, 1e-12);
@@ -292,8 +292,8 @@ TEST(FluidNetwork, AFlowAfterOthersStartsWhenTheyEndPlusTheirLag) {
 TEST(FluidNetwork, AcknowledgementsShareTheWayBack) {
   FluidNetwork net;
   const int a_up = net.add_link(100), a_down = net.add_link(100), b_up = net.add_link(100), b_down = net.add_link(100);
-  net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {a_up, b_down}, .back = {b_up, a_down}});
-  net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {b_up, a_down}, .back = {a_up, b_down}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {a_up, b_down}, .back = {b_up, a_down}, .after = {}});
+  net.add_flow({.bytes = 100, .latency = 0, .bound = 100, .penalty = 1, .factor = 1, .route = {b_up, a_down}, .back = {a_up, b_down}, .after = {}});
   EXPECT_NEAR(net.run(), 1.05, 1e-12);
 }
 
@@ -303,9 +303,9 @@ TEST(FluidNetwork, AcknowledgementsShareTheWayBack) {
 TEST(FluidMemo, ARepeatedRunIsLookedUpAndAChangedOneIsNot) {
   auto fill = [](FluidNetwork& net, double second_start) {
     const int a = net.add_link(100), b = net.add_link(70);
-    net.add_flow({.bytes = 100, .latency = 0.01, .bound = 90, .route = {a, b}});
-    const int second = net.add_flow({.start = second_start, .bytes = 60, .bound = 1e9, .penalty = 2, .route = {b}, .back = {a}});
-    net.add_flow({.bytes = 30, .bound = 1e9, .route = {a}, .after = {{second, 0.25}}});
+    net.add_flow({.bytes = 100, .latency = 0.01, .bound = 90, .route = {a, b}, .back = {}, .after = {}});
+    const int second = net.add_flow({.start = second_start, .bytes = 60, .bound = 1e9, .penalty = 2, .route = {b}, .back = {a}, .after = {}});
+    net.add_flow({.bytes = 30, .bound = 1e9, .route = {a}, .back = {}, .after = {{second, 0.25}}});
   };
   FluidNetwork plain;
   fill(plain, 0.3);
