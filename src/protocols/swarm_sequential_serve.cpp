@@ -159,7 +159,7 @@ double SwarmPeers::start(int m) {
   const std::size_t charged = size > header ? size + model_extra_ : size;
   context_->bytes += charged;
   const double seconds = context_->transit->start(msg.from, msg.to, static_cast<double>(charged));
-  context_->queue.at(now() + seconds, msg.to, kArrive, m);
+  context_->queue.at(now() + seconds, msg.to, kArrive, m, msg.from);
   return now() + seconds;
 }
 

@@ -15,13 +15,16 @@
 
 namespace avb {
 
-// What happens: to which peer, of which kind (the protocol's own numbering), and
-// one number it needs (a message's index, a tick).
+// What happens: to which peer, of which kind (the protocol's own numbering, in
+// [-128, 127]), one number it needs (a message's index, a tick), and the other
+// peer it involves, if any (a message's sender, in [0, 2^24)): known at once, so
+// that its state can be fetched beside the message's rather than after it.
 struct Event {
   double time = 0;
   int peer = 0;
   int kind = 0;
   int arg = 0;
+  int other = 0;
 };
 
 // A radix heap: simulated time never goes back, so no event is scheduled before
@@ -35,11 +38,13 @@ class EventQueue {
   // renumber_at: the order number at which the waiting events are numbered
   // afresh (tests make it small; an interval of SGD may schedule billions).
   explicit EventQueue(std::uint32_t renumber_at = UINT32_MAX) : renumber_at_(renumber_at) {}
-  void at(double time, int peer, int kind, int arg = 0) {
+  void at(double time, int peer, int kind, int arg = 0, int other = 0) {
     const std::uint64_t key = key_of(time);
     if (key < last_) throw Error("event queue: an event was scheduled before the last one taken");
+    if (kind < -128 || kind > 127 || other < 0 || other >= (1 << 24))
+      throw Error("event queue: an event's kind or other peer is out of range");
     if (next_ == renumber_at_) renumber();
-    put(Entry{key, next_++, peer, kind, arg});
+    put(Entry{key, next_++, peer, (static_cast<std::uint32_t>(other) << 8) | static_cast<std::uint8_t>(kind), arg});
     ++size_;
   }
   bool empty() const { return size_ == 0; }
@@ -50,7 +55,8 @@ class EventQueue {
     const Entry& e = buckets_[0][head_++];
     --size_;
     now_ = time_of(e.key);
-    return Event{now_, e.peer, e.kind, e.arg};
+    return Event{now_, e.peer, static_cast<std::int8_t>(e.kind_other & 0xff), e.arg,
+                 static_cast<int>(e.kind_other >> 8)};
   }
   double now() const { return now_; }
   // If no event is due at or before `time` (>= now), the clock moves on to it
@@ -91,7 +97,7 @@ class EventQueue {
     std::uint64_t key;
     std::uint32_t order;  // per round (reset() starts it over; renumber() when it runs out)
     int peer;
-    int kind;
+    std::uint32_t kind_other;  // the other peer above the kind's 8 bits
     int arg;
   };
   // A double's bits as an unsigned number in the same order as the doubles.
