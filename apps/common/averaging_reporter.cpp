@@ -10,7 +10,9 @@ AveragingReporter::AveragingReporter(const AveragingOptions& options, int peers,
     : ReporterOf(options.targets, peers, std::move(trace), output),
       trials_(options.trials),
       rounds_(options.rounds),
-      stop_at_target_(options.stop_at_target) {}
+      stop_at_target_(options.stop_at_target) {
+  eta_is_bound(options.stop_at_target);
+}
 
 void AveragingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options) {
   auto columns = target_columns("rounds_to_");
@@ -22,7 +24,7 @@ void AveragingReporter::print_header(const std::string& program, const RunInfo& 
 }
 
 void AveragingReporter::on_row(const TrialRecord& trial, const RoundRow& row) {
-  if (!progress_due()) return;
+  if (work_shown() || !progress_due()) return;
   char detail[96];
   std::snprintf(detail, sizeof detail, "trial %d/%d, round %d/%d, variance %.3e", trial.index + 1, trials_, row.round,
                 rounds_, row.variance);

@@ -88,10 +88,16 @@ void RunReporter::print_progress(double done, const std::string& detail) {
   char eta[32] = "?";
   if (done > 0) std::snprintf(eta, sizeof eta, "%.0fs", elapsed * (1 - done) / done);
   // On a terminal: back to the line's start, and clear what a longer line left.
-  std::fprintf(stderr, "%s[%.0fs] %5.1f%% %s, ETA %s%s", terminal_ ? "\r" : "", elapsed, 100 * done,
-               detail.c_str(), eta, terminal_ ? "\033[K" : "\n");
+  std::fprintf(stderr, "%s[%.0fs] %5.1f%% %s, ETA %s%s%s", terminal_ ? "\r" : "", elapsed, 100 * done,
+               detail.c_str(), eta_is_bound_ && done < 1 ? "<= " : "", eta, terminal_ ? "\033[K" : "\n");
   std::fflush(stderr);
   ++progress_lines_;
+}
+
+void RunReporter::clear_progress_line() {
+  if (!terminal_ || progress_lines_ == 0 || ::isatty(STDOUT_FILENO) != 1) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
 }
 
 void RunReporter::print_work(long long done, double total, const char* unit) {

@@ -105,6 +105,7 @@ class RunReporter {
       late_decode_failures_ += late;
       ++trials_late_;
     }
+    clear_progress_line();
     std::printf("  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
     for (const auto& t : trial.targets) {
       const std::string cell = std::to_string(t.rounds) + (t.reached ? " " : "*");
@@ -120,9 +121,18 @@ class RunReporter {
   // The progress line: the share `done` of the run's trial x round (step) work, the
   // elapsed wall-clock time, `detail`, and the time left at the rate so far.
   void print_progress(double done, const std::string& detail);
+  // Wipes the progress line when the table goes to the same terminal, so that a
+  // row does not print after it (the next progress line redraws it).
+  void clear_progress_line();
+  // --stop-at-target: trials may end early, so the ETA (which assumes every round
+  // or step runs) is an upper bound, printed "ETA <= ...".
+  void eta_is_bound(bool bound) { eta_is_bound_ = bound; }
   // A progress line for `done` of `total` units of work (rounds, steps) run so far,
   // when due and when there is something new.
   void print_work(long long done, double total, const char* unit);
+  // Whether print_work has shown the work live: rows reported after their trial
+  // ended then print no progress of their own (it would lag behind).
+  bool work_shown() const { return work_shown_ >= 0; }
 
   // A --summary row: the per-target cells as the trace's /summary has them (rounds
   // or steps to each, the cap when not reached; then whether each was reached),
@@ -177,6 +187,7 @@ class RunReporter {
   bool terminal_;  // stderr is a terminal: the progress line rewrites itself
   int progress_lines_ = 0;
   double shown_ = 0.0;  // the largest share printed
+  bool eta_is_bound_ = false;  // see eta_is_bound()
   long long work_shown_ = -1;  // print_work's last count
   std::vector<RunningMean> to_target_;
   bool capped_ = false;

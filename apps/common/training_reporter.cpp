@@ -14,7 +14,9 @@ TrainingReporter::TrainingReporter(const TrainingOptions& options, int peers, st
       trials_(options.trials),
       steps_(options.steps),
       stop_at_target_(options.stop_at_target),
-      quadratic_(options.objective.kind == ObjectiveKind::quadratic) {}
+      quadratic_(options.objective.kind == ObjectiveKind::quadratic) {
+  eta_is_bound(options.stop_at_target);
+}
 
 void TrainingReporter::print_header(const std::string& program, const RunInfo& info, const KeyValues& options,
                                     const OptimumRecord& optimum, double diverged_above) {
@@ -44,7 +46,7 @@ void TrainingReporter::print_header(const std::string& program, const RunInfo& i
 }
 
 void TrainingReporter::on_row(const TrainingTrial& trial, const TrainingRow& row) {
-  if (!progress_due()) return;
+  if (work_shown() || !progress_due()) return;
   char detail[128];
   std::snprintf(detail, sizeof detail, "trial %d/%d, step %d/%d, relative gap %.3e, consensus %.3e",
                 trial.index + 1, trials_, row.step, steps_, row.relative_gap, row.consensus);

@@ -259,6 +259,14 @@ def progress(work: str) -> None:
     updates = re.findall(r"\r\[\d+s\] +([0-9.]+)% [^\r\n]*ETA (?:\d+s|\?)\x1b\[K", screen)
     check(t.returncode == 0 and len(updates) >= 2 and updates[-1] == "100.0" and screen.count("\n") == 1,
           f"progress on a terminal: {len(updates)} in-place updates ending at {updates[-1:]}, one line")
+    # The table on the same terminal: each trial's row starts on a line of its own,
+    # the progress line wiped before it (\r, then erase to the end of the line).
+    t = subprocess.run(["script", "-qefc", " ".join(cmd), "/dev/null"], cwd=work, capture_output=True, timeout=180)
+    screen = t.stdout.decode("utf-8", "replace")
+    rows = re.findall(r"(.{0,4})  +[0-2] +\d{15,20} ", screen)
+    # (A progress line ends in "ETA ...s" + erase: a row after it would follow "s\x1b[K".)
+    check(t.returncode == 0 and len(rows) == 3 and all(r.endswith(("\r\x1b[K", "\n")) for r in rows),
+          f"table and progress on one terminal: {len(rows)} rows, each on a clean line ({[r[-3:] for r in rows]})")
 
 
 def aggregate(work: str) -> None:
