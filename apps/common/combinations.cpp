@@ -115,9 +115,10 @@ void hopeless_abort(std::vector<std::string>& out, const AveragingOptions& o, in
 double predicted_ratio(const AveragingOptions& o, int n) {
   const TopologySpec& spec = *o.protocol.topology;
   if (spec.kind == TopologyKind::ring && n >= 3) {
-    double sum = 0;
-    for (int k = 1; k < n; ++k)
-      sum += std::pow((1 + 2 * std::cos(2 * std::numbers::pi * k / n)) / 3, 2.0 * o.rounds);
+    // Modes k and n - k are equal: half the sum, doubled (the middle mode of an even n once).
+    auto mode = [&](int k) { return std::pow((1 + 2 * std::cos(2 * std::numbers::pi * k / n)) / 3, 2.0 * o.rounds); };
+    double sum = n % 2 == 0 ? mode(n / 2) : 0.0;
+    for (int k = 1; 2 * k < n; ++k) sum += 2 * mode(k);
     return sum / (n - 1);
   }
   if ((spec.kind == TopologyKind::exp || spec.kind == TopologyKind::complete) && n <= 2048)

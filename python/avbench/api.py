@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 
 from avbench.repo import ROOT
-
-ENGINES = ("sequential", "smpi", "openmpi")
+from avbench.sweep_driver import LAUNCH
+from avbench.sweep_table import ENGINES
 
 
 class RunError(RuntimeError):
@@ -55,14 +55,10 @@ def command(program: str, engine: str, peers: int, options: dict, bin_dir=None) 
     """The command that runs `program` on `peers` peers of `engine` with `options`."""
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
-    build = "build-smpi" if engine == "smpi" else "build"
+    launch = LAUNCH[ENGINES[engine][0]]  # the sweep driver's launcher of the engine (mpirun for openmpi)
     bin_dir = bin_dir or os.environ.get("AVB_SMPI_BIN_DIR" if engine == "smpi" else "AVB_BIN_DIR")
-    binary = str(Path(bin_dir) / program if bin_dir else ROOT / build / "apps" / program)
-    if engine == "sequential":
-        return [binary, "--engine", "sequential", "--peers", str(peers), *flags(options)]
-    if engine == "smpi":
-        return [str(ROOT / "scripts" / "smpirun.sh"), "-n", str(peers), binary, *flags(options)]
-    return ["mpirun", "-n", str(peers), "--oversubscribe", binary, *flags(options)]
+    binary = str(Path(bin_dir) / program if bin_dir else ROOT / launch.bin_dir / program)
+    return [*launch.prefix(peers, []), binary, *launch.program_args(peers), *flags(options)]
 
 
 def run(program: str = "averaging_bench", *, peers: int, engine: str = "sequential", out=None, bin_dir=None,

@@ -4,12 +4,21 @@
 
 From a checkout without installing the package: scripts/avbench COMMAND ...
 """
+import argparse
 import importlib
 import sys
 
+
+class OneLineParser(argparse.ArgumentParser):
+    """The tools' argument parser: bad input is one line, "PROG: error: ...", and exit 2."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
 # command -> (module, what it does); each module has main(argv) -> exit status.
 COMMANDS = {
-    "sweep": ("avbench.sweep", "run a table of runs: a pool of jobs, or a Slurm job array (docs/sweeps.md)"),
+    "sweep": ("avbench.sweep_driver", "run a table of runs: a pool of jobs, or a Slurm job array (docs/sweeps.md)"),
     "aggregate": ("avbench.aggregate", "one CSV row per trace of a sweep, with means and standard errors"),
     "compare": ("avbench.compare", "one line per trace: rounds to each target, bytes, time"),
     "export": ("avbench.export", "write traces' rows (or per-trial summaries) as CSV, or a trace as netCDF"),

@@ -161,12 +161,8 @@ def print_paired(df, confidence: float) -> None:
 def parser():
     import argparse
 
-    class Parser(argparse.ArgumentParser):
-        def error(self, message):  # one line, exit 2
-            print(f"avbench compare: error: {message}", file=sys.stderr)
-            sys.exit(2)
-
-    p = Parser(prog="avbench compare", description=__doc__.split("\n")[0],
+    from avbench.cli import OneLineParser
+    p = OneLineParser(prog="avbench compare", description=__doc__.split("\n")[0],
                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 1)[1])
     p.add_argument("traces", nargs="+", metavar="TRACE.h5")
     p.add_argument("--baseline", type=int, default=0, help="the trace the others are paired with, by position [0]")

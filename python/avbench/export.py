@@ -16,7 +16,7 @@ netCDF (FILE.nc, one trace): load_trace(as_xarray=True)'s Dataset over (trial,
 round) or (trial, step), the options as attributes.
 
 Exit 0 when written; 2 for bad arguments or a file that is not a trace, with one
-line naming it.
+line naming it, and OUT as it was (the file is written beside it, then renamed).
 """
 from __future__ import annotations
 
@@ -26,11 +26,7 @@ import sys
 
 import h5py
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        print(f"avbench export: error: {message}", file=sys.stderr)
-        sys.exit(2)
+from avbench.cli import OneLineParser
 
 
 def _without_config(df, path):
@@ -58,7 +54,7 @@ def frame(paths, summary: bool = False, config: bool = False):
 
 
 def main(argv: list[str]) -> int:
-    p = _Parser(prog="avbench export", description=__doc__.split("\n")[0],
+    p = OneLineParser(prog="avbench export", description=__doc__.split("\n")[0],
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 1)[1])
     p.add_argument("traces", nargs="+", metavar="TRACE.h5")
     p.add_argument("--out", required=True, help="FILE.csv, or FILE.nc (netCDF, one trace)")
@@ -74,14 +70,19 @@ def main(argv: list[str]) -> int:
         if not os.path.isfile(path):
             p.error(f"{path}: no such file")
     from avbench.files import TraceError
+    # Written beside OUT, then renamed: a failed export leaves OUT as it was.
+    partial = os.path.join(os.path.dirname(a.out) or ".", f".{os.path.basename(a.out)}.tmp.{os.getpid()}{ext}")
     try:
         if ext == ".nc":
             from avbench.traces import load_trace
             # h5netcdf: netCDF-4, which keeps the seeds' uint64 (netCDF-3 cannot).
-            load_trace(a.traces[0], as_xarray=True).to_netcdf(a.out, engine="h5netcdf")
+            load_trace(a.traces[0], as_xarray=True).to_netcdf(partial, engine="h5netcdf")
         else:
-            frame(a.traces, a.summary, a.config).to_csv(a.out, index=False)
+            frame(a.traces, a.summary, a.config).to_csv(partial, index=False)
+        os.replace(partial, a.out)
     except (OSError, TraceError, ValueError) as e:
+        if os.path.exists(partial):
+            os.remove(partial)
         p.error(str(e))
     print(f"avbench export: wrote {a.out}")
     return 0

@@ -9,7 +9,7 @@
 - CSV --summary: the trace's /summary, column by column;
 - netCDF: xarray opens it and finds load_trace(as_xarray=True)'s variables, equal;
 - refusals (exit 2, one line): another extension, two traces into one .nc, the
-  two run kinds in one CSV, a missing file.
+  two run kinds in one CSV, a missing file; an existing OUT is left as it was.
 """
 import subprocess
 import sys
@@ -94,10 +94,13 @@ def main():
                     "one trace": [str(avg), str(avg), "--out", str(tmp / "x.nc")],
                     "both run kinds": [str(avg), str(sgd), "--out", str(tmp / "x.csv")],
                     "no such file": [str(tmp / "none.h5"), "--out", str(tmp / "x.csv")]}
+        (tmp / "x.csv").write_text("kept\n")  # a refused export leaves an existing OUT as it was
         for why, args in refusals.items():
             done = export(*args)
             lines = done.stderr.strip().splitlines()
             check(done.returncode == 2 and len(lines) == 1 and why in lines[0], f"refused, {why}: {lines}")
+        left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("."))
+        check((tmp / "x.csv").read_text() == "kept\n" and not left, f"x.csv kept, no partial file left {left}")
     print(f"export_tables: {len(failures)} failure(s)")
     return 1 if failures else 0
 

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Callable
 
 from avbench import sweep_table  # the table format, one parser for every mode
+from avbench.cli import OneLineParser
 from avbench.repo import ROOT
 
 SELF = "avbench sweep"
@@ -559,11 +560,6 @@ def cmd_task(a: argparse.Namespace) -> int:
 # --- the command line ----------------------------------------------------------------------------
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
 
 def _count(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
@@ -578,8 +574,8 @@ def _slurm_time(text: str) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = Parser(prog=SELF, description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    p = OneLineParser(prog=SELF, description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = sub.add_parser("run", help="run the table here, --jobs rows at a time")
     run.add_argument("--jobs", type=_count, default=1, help="rows run at the same time (default 1)")
     run.add_argument("--engine", choices=list(sweep_table.ENGINES),
