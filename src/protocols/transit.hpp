@@ -42,6 +42,10 @@ class Transit {
 
   // Seconds a message of `bytes` from `from` to `to` takes alone on its route.
   double alone(int from, int to, double bytes) const;
+  // What alone() gives every empty message, if that is the same for all.
+  std::optional<double> empty_seconds() const {
+    return empty_ >= 0 ? std::optional<double>(empty_) : std::nullopt;
+  }
   // The message starts now: returns its seconds, and counts it on its links
   // until end() is called with the same ends.
   double start(int from, int to, double bytes);

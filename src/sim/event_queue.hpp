@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/error.hpp"
@@ -51,8 +52,8 @@ class EventQueue {
   std::size_t size() const { return size_; }
   // The earliest event, removed; now() becomes its time.
   Event pop() {
-    if (head_ == buckets_[0].size()) refill();
-    const Entry& e = buckets_[0][head_++];
+    if (head_ == buckets_[0].size) refill();
+    const Entry& e = buckets_[0].data[head_++];
     --size_;
     now_ = time_of(e.key);
     return Event{now_, e.peer, static_cast<std::int8_t>(e.kind_other & 0xff), e.arg,
@@ -66,7 +67,7 @@ class EventQueue {
   bool advance_to(double time) {
     const std::uint64_t key = key_of(time);
     if (key < last_) throw Error("event queue: the clock cannot go back");
-    if (head_ < buckets_[0].size()) return false;  // events at the current time are left
+    if (head_ < buckets_[0].size) return false;  // events at the current time are left
     if (filled_ != 0) {
       // The least key of the first non-empty bucket b: last_'s bits above b - 1,
       // with bit b - 1 set.
@@ -81,7 +82,7 @@ class EventQueue {
   static constexpr std::size_t kEntryBytes = 24;  // an event's bytes in the queue
   // Forgets every event and the clock (a new round).
   void reset(double now = 0) {
-    for (auto& bucket : buckets_) bucket.clear();
+    for (auto& bucket : buckets_) bucket.size = 0;
     head_ = 0;
     size_ = 0;
     last_ = 0;
@@ -117,16 +118,16 @@ class EventQueue {
   // bucket that holds any, and that bucket's events spread over the lower ones.
   // Those at that very time keep the order they were scheduled in.
   void refill() {
-    buckets_[0].clear();
+    buckets_[0].size = 0;
     head_ = 0;
     const auto b = static_cast<std::size_t>(std::countr_zero(filled_)) + 1;  // pop() is never called on an empty queue
-    std::vector<Entry>& from = buckets_[b];
+    Bucket& from = buckets_[b];
     last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
     filled_ &= ~(std::uint64_t{1} << (b - 1));
     for (const Entry& e : from) put(e);
-    from.clear();
-    std::vector<Entry>& front = buckets_[0];
-    if (front.size() > 1)
+    from.size = 0;
+    Bucket& front = buckets_[0];
+    if (front.size > 1)
       std::sort(front.begin(), front.end(), [](const Entry& x, const Entry& y) { return x.order < y.order; });
   }
   // The order numbers have run out: the waiting events get 0, 1, ... in the
@@ -134,18 +135,34 @@ class EventQueue {
   void renumber() {
     std::vector<Entry*> waiting;
     for (std::size_t b = 0; b < buckets_.size(); ++b)
-      for (std::size_t i = b == 0 ? head_ : 0; i < buckets_[b].size(); ++i) waiting.push_back(&buckets_[b][i]);
+      for (std::size_t i = b == 0 ? head_ : 0; i < buckets_[b].size; ++i) waiting.push_back(&buckets_[b].data[i]);
     std::sort(waiting.begin(), waiting.end(), [](const Entry* x, const Entry* y) { return x->order < y->order; });
     next_ = 0;
     for (Entry* e : waiting) e->order = next_++;
   }
+  // An array that only grows (std::vector's push_back, called from several
+  // places, is not inlined, and its calls were a sixth of a swarm round).
+  struct Bucket {
+    std::unique_ptr<Entry[]> data;
+    std::size_t size = 0, capacity = 0;
+    Entry* begin() { return data.get(); }
+    Entry* end() { return data.get() + size; }
+    [[gnu::noinline]] void grow() {
+      capacity = std::max<std::size_t>(64, 2 * capacity);
+      auto bigger = std::make_unique_for_overwrite<Entry[]>(capacity);
+      std::copy(begin(), end(), bigger.get());
+      data = std::move(bigger);
+    }
+  };
   [[gnu::always_inline]] void put(const Entry& e) {
     const std::size_t b = bucket_of(e.key);
-    buckets_[b].push_back(e);
+    Bucket& bucket = buckets_[b];
+    if (bucket.size == bucket.capacity) bucket.grow();
+    bucket.data[bucket.size++] = e;
     if (b > 0) filled_ |= std::uint64_t{1} << (b - 1);
   }
   static_assert(sizeof(Entry) == kEntryBytes);
-  std::array<std::vector<Entry>, 65> buckets_;
+  std::array<Bucket, 65> buckets_;
   std::uint64_t filled_ = 0;  // bit b - 1: bucket b > 0 holds events
   std::size_t head_ = 0;  // bucket 0's next event
   std::size_t size_ = 0;

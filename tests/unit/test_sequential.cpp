@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "protocols/event_round.hpp"
 #include "protocols/gossip.hpp"
 #include "run/sequential.hpp"
 #include "test_support.hpp"
@@ -205,6 +207,34 @@ TEST(SequentialRun, ComputationAddsTheSlowestAlivePeersWorkToEveryRound) {
   int slow_peers = 0;
   for (int i = 0; i < 64; ++i) slow_peers += stragglers.factor(i) > 1 ? 1 : 0;
   EXPECT_GT(slow_peers, 0);
+}
+
+// The settle barrier's end in closed form (one region: every token takes the
+// same time) equals the dissemination barrier played step by step, to the bit.
+TEST(EventRound, BarrierEndInClosedFormEqualsTheBarrierStepByStep) {
+  std::mt19937_64 rng(5);  // the entries' draws; any seed
+  std::uniform_real_distribution<double> entry(-0.3, 1.7);
+  for (const int n : {1, 2, 3, 6, 64, 100, 1000}) {
+    const Hosts hosts(PlatformModel{}, n);
+    const Transit transit(hosts, n);
+    ASSERT_TRUE(transit.empty_seconds().has_value());
+    std::vector<double> at(static_cast<std::size_t>(n)), next(at.size()), sent(at.size(), 0.0);
+    for (double& t : at) t = entry(rng);
+    const std::vector<double> entries = at;
+    for (int step = 1; step < n; step *= 2) {
+      for (int r = 0; r < n; ++r) {
+        const int from = (r - step + n) % n;
+        const auto ur = static_cast<std::size_t>(r), uf = static_cast<std::size_t>(from);
+        const double arrives = std::max(at[uf], at[ur]) + transit.alone(from, r, 0.0);
+        next[ur] = std::max(at[ur], arrives);
+        sent[uf] = std::max(sent[uf], arrives);
+      }
+      at.swap(next);
+    }
+    double end = 0.0;
+    for (std::size_t r = 0; r < at.size(); ++r) end = std::max({end, at[r], sent[r]});
+    EXPECT_EQ(barrier_end(entries, transit), end) << "n " << n;
+  }
 }
 
 // The slowest alive peer: a straggler that is down does not hold the round up.
