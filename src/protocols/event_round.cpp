@@ -33,11 +33,16 @@ double barrier_end(std::span<const double> entries, const Transit& transit) {
     // Every token takes the same time, so each peer's clock after a step is the
     // latest of its window's plus the token (rounding is monotone), the windows
     // cover everyone after the last step, and each delivery is no later: the
-    // loop below's value, in O(N) rather than O(N log N).
+    // step-by-step value, in O(N) rather than O(N log N).
     double end = entries.empty() ? 0.0 : *std::max_element(entries.begin(), entries.end());
     for (int step = 1; step < n; step *= 2) end += *token;
     return std::max(end, 0.0);
   }
+  return barrier_end_by_steps(entries, transit);
+}
+
+double barrier_end_by_steps(std::span<const double> entries, const Transit& transit) {
+  const int n = static_cast<int>(entries.size());
   std::vector<double> at(entries.begin(), entries.end()), next(at.size()), sent(at.size(), 0.0);
   for (int step = 1; step < n; step *= 2) {
     for (int r = 0; r < n; ++r) {

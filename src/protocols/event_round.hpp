@@ -76,6 +76,8 @@ std::vector<double> broadcast_starts(const Transit& transit, int n, double bytes
 // barrier of empty messages, each sent when both ends have reached its step), each
 // peer entering it at entries[i].
 double barrier_end(std::span<const double> entries, const Transit& transit);
+// The same, token by token (what barrier_end does on a platform of many regions).
+double barrier_end_by_steps(std::span<const double> entries, const Transit& transit);
 
 // The averaging runner's driver: one round of every peer as events, timed from
 // each peer's start (broadcast_starts plus its work, LinkLoads::ready) to the
