@@ -41,7 +41,7 @@ class EventQueue {
   explicit EventQueue(std::uint32_t renumber_at = UINT32_MAX) : renumber_at_(renumber_at) {}
   void at(double time, int peer, int kind, int arg = 0, int other = 0) {
     const std::uint64_t key = key_of(time);
-    if (key < last_) throw Error("event queue: an event was scheduled before the last one taken");
+    if (key < now_key_) throw Error("event queue: an event was scheduled before the last one taken");
     if (kind < -128 || kind > 127 || other < 0 || other >= (1 << 24))
       throw Error("event queue: an event's kind or other peer is out of range");
     if (next_ == renumber_at_) renumber();
@@ -55,6 +55,7 @@ class EventQueue {
     if (head_ == buckets_[0].size) refill();
     const Entry& e = buckets_[0].data[head_++];
     --size_;
+    now_key_ = e.key;
     now_ = time_of(e.key);
     return Event{now_, e.peer, static_cast<std::int8_t>(e.kind_other & 0xff), e.arg,
                  static_cast<int>(e.kind_other >> 8)};
@@ -66,8 +67,8 @@ class EventQueue {
   // could say true), cheaper than scheduling and taking the event.
   bool advance_to(double time) {
     const std::uint64_t key = key_of(time);
-    if (key < last_) throw Error("event queue: the clock cannot go back");
-    if (head_ < buckets_[0].size) return false;  // events at the current time are left
+    if (key < now_key_) throw Error("event queue: the clock cannot go back");
+    if (head_ < buckets_[0].size && buckets_[0].data[head_].key <= key) return false;
     if (filled_ != 0) {
       // The least key of the first non-empty bucket b: last_'s bits above b - 1,
       // with bit b - 1 set.
@@ -76,6 +77,8 @@ class EventQueue {
       if (key >= least) return false;
     }
     last_ = key;  // each waiting event keeps its bucket: its highest bit differing from last_ is unchanged
+    now_key_ = key;
+    run_end_ = std::max(run_end_, key + 1);  // events at this very time join the run
     now_ = time;
     return true;
   }
@@ -86,6 +89,8 @@ class EventQueue {
     head_ = 0;
     size_ = 0;
     last_ = 0;
+    run_end_ = 0;
+    now_key_ = 0;
     filled_ = 0;
     next_ = 0;
     now_ = now;
@@ -109,26 +114,34 @@ class EventQueue {
   static double time_of(std::uint64_t key) {
     return std::bit_cast<double>((key >> 63) != 0 ? key & ~(std::uint64_t{1} << 63) : ~key);
   }
-  // Bucket 0 holds the events at the last time taken; bucket b > 0 those whose
-  // highest bit differing from it is bit b - 1.
-  std::size_t bucket_of(std::uint64_t key) const {
-    return key == last_ ? 0 : static_cast<std::size_t>(64 - std::countl_zero(key ^ last_));
-  }
-  // Bucket 0 is used up: the earliest time left is the least key of the first
-  // bucket that holds any, and that bucket's events spread over the lower ones.
-  // Those at that very time keep the order they were scheduled in.
+  // Bucket 0 is the run: the events before run_end_, in the order they are
+  // taken (by time, then as scheduled), from head_ on. Bucket b > 0 holds those
+  // (at or after run_end_) whose highest bit differing from last_ is bit b - 1.
+  static constexpr std::size_t kSmall = 16;  // a bucket that becomes the run at once
+  // The run is used up: the earliest time left is the least key of the first
+  // bucket that holds any. A small bucket becomes the run, sorted; a large one
+  // spreads over the lower buckets, its events at that very time to the run.
+  // (Spreading a bucket of a few events took five moves an event at 1024 peers.)
   void refill() {
-    buckets_[0].size = 0;
+    Bucket& run = buckets_[0];
+    run.size = 0;
     head_ = 0;
     const auto b = static_cast<std::size_t>(std::countr_zero(filled_)) + 1;  // pop() is never called on an empty queue
     Bucket& from = buckets_[b];
     last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
     filled_ &= ~(std::uint64_t{1} << (b - 1));
-    for (const Entry& e : from) put(e);
+    if (from.size <= kSmall) {
+      // Every event of bucket b shares last_'s bits from b - 1 up; every later
+      // bucket's lie above them.
+      const auto low = static_cast<unsigned>(b - 1);
+      run_end_ = low == 63 ? UINT64_MAX : ((last_ >> low) + 1) << low;
+      for (const Entry& e : from) run.push(e);
+      std::sort(run.begin(), run.end(), Earlier{});
+    } else {
+      run_end_ = last_ + 1;
+      for (const Entry& e : from) put(e);
+    }
     from.size = 0;
-    Bucket& front = buckets_[0];
-    if (front.size > 1)
-      std::sort(front.begin(), front.end(), [](const Entry& x, const Entry& y) { return x.order < y.order; });
   }
   // The order numbers have run out: the waiting events get 0, 1, ... in the
   // order they were scheduled, which is all the numbers say.
@@ -147,6 +160,10 @@ class EventQueue {
     std::size_t size = 0, capacity = 0;
     Entry* begin() { return data.get(); }
     Entry* end() { return data.get() + size; }
+    [[gnu::always_inline]] void push(const Entry& e) {
+      if (size == capacity) grow();
+      data[size++] = e;
+    }
     [[gnu::noinline]] void grow() {
       capacity = std::max<std::size_t>(64, 2 * capacity);
       auto bigger = std::make_unique_for_overwrite<Entry[]>(capacity);
@@ -154,19 +171,30 @@ class EventQueue {
       data = std::move(bigger);
     }
   };
+  struct Earlier {
+    bool operator()(const Entry& x, const Entry& y) const { return x.key != y.key ? x.key < y.key : x.order < y.order; }
+  };
   [[gnu::always_inline]] void put(const Entry& e) {
-    const std::size_t b = bucket_of(e.key);
-    Bucket& bucket = buckets_[b];
-    if (bucket.size == bucket.capacity) bucket.grow();
-    bucket.data[bucket.size++] = e;
-    if (b > 0) filled_ |= std::uint64_t{1} << (b - 1);
+    if (e.key < run_end_) {  // into the run, after every event not later (e's order is the latest)
+      Bucket& run = buckets_[0];
+      run.push(e);
+      std::size_t i = run.size - 1;
+      for (; i > head_ && run.data[i - 1].key > e.key; --i) run.data[i] = run.data[i - 1];
+      run.data[i] = e;
+      return;
+    }
+    const auto b = static_cast<std::size_t>(64 - std::countl_zero(e.key ^ last_));  // > 0: e.key >= run_end_ > last_
+    buckets_[b].push(e);
+    filled_ |= std::uint64_t{1} << (b - 1);
   }
   static_assert(sizeof(Entry) == kEntryBytes);
   std::array<Bucket, 65> buckets_;
   std::uint64_t filled_ = 0;  // bit b - 1: bucket b > 0 holds events
   std::size_t head_ = 0;  // bucket 0's next event
   std::size_t size_ = 0;
-  std::uint64_t last_ = 0;
+  std::uint64_t last_ = 0;  // no event waits before it
+  std::uint64_t run_end_ = 0;  // > last_ but after a reset; no bucket b > 0 holds an event before it
+  std::uint64_t now_key_ = 0;
   std::uint32_t next_ = 0;
   const std::uint32_t renumber_at_;
   double now_ = 0;

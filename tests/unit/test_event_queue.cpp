@@ -60,6 +60,20 @@ TEST(EventQueue, AdvancesOnlyWhenNothingIsDueByThen) {
   EXPECT_EQ(q.pop().peer, 2);
   EXPECT_TRUE(q.advance_to(7.0));  // nothing left
   EXPECT_TRUE(q.empty());
+  // Events at the very time the clock moved to, before and after a later one.
+  q.at(7.0, 5, 0);
+  q.at(9.0, 6, 0);
+  q.at(7.0, 7, 0);
+  EXPECT_TRUE(q.advance_to(7.0) == false);
+  EXPECT_EQ(q.pop().peer, 5);
+  EXPECT_EQ(q.pop().peer, 7);
+  EXPECT_TRUE(q.advance_to(8.0));
+  q.at(8.0, 8, 0);
+  q.at(8.0, 9, 0);
+  EXPECT_EQ(q.pop().peer, 8);
+  EXPECT_EQ(q.pop().peer, 9);
+  EXPECT_EQ(q.pop().peer, 6);
+  EXPECT_TRUE(q.empty());
 }
 
 // As the event loop uses it: each event taken schedules up to three more at or
