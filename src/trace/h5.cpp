@@ -279,6 +279,8 @@ std::int32_t Node::get_int32(std::string_view name) const {
 namespace {
 // Like write_scalar: HDF5's reason on failure, empty on success; `out` holds the
 // open dataset.
+constexpr std::size_t kCompactBytes = 16384;  // HDF5 allows up to 64 KiB in the header
+
 template <class T>
 std::string write_column(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type,
                          std::span<const T> values, Handle& out) {
@@ -287,6 +289,11 @@ std::string write_column(hid_t loc, const std::string& name, hid_t file_type, hi
   if (!space.valid()) return hdf5_reason();
   Handle dcpl = untimed_plist(H5P_DATASET_CREATE);
   if (!dcpl.valid()) return "cannot make a dataset creation property list";
+  // A short column lives in its object header (compact), not in a block of its
+  // own: a trial's dozen columns were a third of the time of writing it.
+  if (values.size() * sizeof(T) <= kCompactBytes && H5Pset_layout(dcpl.get(), H5D_COMPACT) < 0) {
+    return hdf5_reason();
+  }
   Handle dset(H5Dcreate2(loc, name.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
               H5Dclose);
   if (!dset.valid()) return hdf5_reason();
