@@ -18,6 +18,7 @@ namespace {
 
 // What the simulated-time flags amount to on this engine, and a straggler
 // fraction that has nothing to slow down.
+// can_fail: a peer may wait out a failed partner in this run.
 void simulated_only(std::vector<std::string>& out, bool simulated, const char* flops_flag, double flops,
                     const StragglerSpec& stragglers, double detection_timeout, bool can_fail) {
   if (!simulated) {
@@ -37,6 +38,12 @@ void simulated_only(std::vector<std::string>& out, bool simulated, const char* f
   if (stragglers.fraction > 0 && flops == 0)
     out.push_back("--stragglers: has no effect without " + std::string(flops_flag) +
                   " (a straggler's simulated computation is slowed down, and there is none)");
+  // The default (0) lets a peer learn of a failure at once, which no real
+  // network does: the time column would then show failures as free.
+  if (detection_timeout == 0 && can_fail)
+    out.push_back("--detection-timeout: 0 s, so a failed peer costs no time (the time column counts no wait "
+                  "for a silent peer); give the seconds a peer waits before it gives up on one, e.g. "
+                  "--detection-timeout 0.1");
 }
 
 // Moshpit on a grid with many more cells than peers: most lines hold fewer than
@@ -161,7 +168,7 @@ std::vector<std::string> averaging_warnings(const AveragingOptions& o, const Pro
   // Under a waiting policy the work decides who is late, on every engine.
   const bool waits = o.protocol.wait.policy != WaitPolicy::all;
   simulated_only(out, simulated, "--compute-flops", waits ? 0.0 : o.compute_flops, o.stragglers, o.detection_timeout,
-                 failures_possible(o));
+                 failures_possible(o) && may_wait_on_failure(o.protocol));
   sparse_grid(out, o.protocol, flags, n_peers);
   hopeless_abort(out, o, n_peers);
   unreachable_target(out, o, n_peers);
@@ -184,7 +191,8 @@ std::vector<std::string> averaging_warnings(const AveragingOptions& o, const Pro
 std::vector<std::string> training_warnings(const TrainingOptions& o, const ProtocolFlags& flags, int n_peers,
                                            bool simulated) {
   std::vector<std::string> out;
-  simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout, failures_possible(o));
+  simulated_only(out, simulated, "--step-flops", o.step_flops, o.stragglers, o.detection_timeout,
+                 failures_possible(o) && may_wait_on_failure(o.protocol));
   sparse_grid(out, o.protocol, flags, n_peers);
   unstable_lr(out, o, n_peers);
   return out;

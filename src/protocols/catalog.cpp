@@ -61,6 +61,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .semantics = {FS::survivors, FS::abort, FS::partial},
      .flags = with_waiting(with_quantizer_no_lattice({"--group-size", "--min-group-size", "--collective", "--groups", "--model-dim"})),
      .lattice_refusal = kButterflyLattice,
+     .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors; },
      .forms = kRandomGroupsForms},
     {.name = "moshpit",
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce (--collective)",
@@ -68,6 +69,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .semantics = {FS::survivors, FS::abort, FS::partial},
      .flags = with_waiting(with_quantizer_no_lattice({"--grid", "--placement", "--key-update", "--min-group-size", "--collective", "--groups", "--model-dim"})),
      .lattice_refusal = kButterflyLattice,
+     .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors || o.key_update != KeyUpdate::chunk; },
      .forms = kMoshpitForms},
     // gossip and pairwise send Q(x) under --quantizer. Not pushsum: its shares
     // carry the weight w, which a lossy code would unbalance.
@@ -98,6 +100,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .semantics = {FS::survivors},
      .flags = with_quantizer({"--topology", "--model-dim"}),
      .default_topology = TopologyKind::complete,
+     .waits_on_failure = [](const ProtocolOptions&) { return false; },
      .forms = kPairwiseForms},
     {.name = "swarm",
      .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
@@ -108,6 +111,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .churn = ChurnSupport::averaging_only,
      .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
      .asynchronous = true,
+     .waits_on_failure = [](const ProtocolOptions&) { return false; },
      .forms = kSwarmForms},
     {.name = "choco",
      .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",

@@ -131,8 +131,15 @@ struct ProtocolInfo {
   // Peers step at their own pace (rounds are not collective), so SGD peers may
   // take different numbers of local steps between rounds.
   bool asynchronous = false;
+  // Whether a peer may wait out a partner that is down (--detection-timeout),
+  // under these options; null: it may. No peer does where the partner draw or
+  // the matching already sees the failures (docs/failures.md).
+  bool (*waits_on_failure)(const ProtocolOptions&) = nullptr;
   ProtocolForms forms;  // its factories and resources (forms.make is required)
 };
+
+// The catalog's waits_on_failure for `options` (resolved).
+bool may_wait_on_failure(const ProtocolOptions& options);
 
 // Every registered protocol, in a stable order.
 const std::vector<ProtocolInfo>& protocol_catalog();

@@ -17,6 +17,14 @@ std::string protocol_names() {
   return names;
 }
 
+bool may_wait_on_failure(const ProtocolOptions& options) {
+  const ProtocolInfo& info = protocol_info(options.name);
+  if (info.waits_on_failure == nullptr) return true;
+  ProtocolOptions with_semantics = options;
+  with_semantics.on_failure = options.on_failure.value_or(info.default_semantics);
+  return info.waits_on_failure(with_semantics);
+}
+
 const ProtocolInfo& protocol_info(std::string_view name) {
   for (const auto& info : protocol_catalog())
     if (info.name == name) return info;

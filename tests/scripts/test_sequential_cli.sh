@@ -169,7 +169,7 @@ check_trace "$SCRATCH/term.h5" --peers 4096 --complete 0
 # numpy's eigenvalues of the ring's mixing matrix. Their remedies warn of nothing.
 warnings_of() { timeout 60 "$BIN" --engine sequential --peers 1024 --trials 1 --rounds 100 --quiet "$@" 2>&1 >/dev/null |
   grep '^averaging_bench: warning: ' || true; }
-w=$(warnings_of --protocol allreduce --fail-rate 0.01)
+w=$(warnings_of --protocol allreduce --fail-rate 0.01 --detection-timeout 0.1)
 if [ "$(grep -c . <<<"$w")" -eq 1 ] && grep -q "abort.*= 3.4e-05, so any of the 100 rounds does with probability 0.0034" <<<"$w"; then
   ok "allreduce, abort, p = 0.01: $w"
 else bad "allreduce, abort, p = 0.01: want one warning with (1 - p)^N = 3.4e-05, got: $w"; fi
@@ -186,7 +186,16 @@ print(f"{np.sum(lam ** (2 * r)) / (n - 1):.2g}")')
 if [ "$(grep -c . <<<"$w")" -eq 1 ] && grep -q -- "--topology ring: .* to about $want in 100 rounds" <<<"$w"; then
   ok "gossip on the ring: numpy predicts $want; $w"
 else bad "gossip on the ring: want one warning with numpy's $want, got: $w"; fi
-for remedy in "--protocol allreduce --fail-rate 0.01 --on-failure survivors" "--protocol gossip --topology exp"; do
+# Failures that cost no time: the default detection timeout (0) with failures, where
+# a peer may wait on a failed partner (not swarm's or random-groups' survivors: their
+# draws see the failures).
+w=$(warnings_of --protocol gossip --topology exp --fail-rate 0.01)
+if [ "$(grep -c . <<<"$w")" -eq 1 ] && grep -q -- "--detection-timeout: 0 s, so a failed peer costs no time" <<<"$w"; then
+  ok "failures with --detection-timeout 0: $w"
+else bad "failures with --detection-timeout 0: want one warning that they cost no time, got: $w"; fi
+for remedy in "--protocol allreduce --fail-rate 0.01 --on-failure survivors --detection-timeout 0.1" \
+  "--protocol gossip --topology exp" "--protocol gossip --topology exp --fail-rate 0.01 --detection-timeout 0.1" \
+  "--protocol swarm --fail-rate 0.01" "--protocol random-groups --fail-rate 0.01"; do
   # shellcheck disable=SC2086  # the remedy's flags
   w=$(warnings_of $remedy)
   if [ -z "$w" ]; then ok "$remedy: no warning"; else bad "$remedy: unexpected warning: $w"; fi
