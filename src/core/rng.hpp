@@ -33,6 +33,7 @@ enum class StreamId : std::uint64_t {
   platform = 17,       // generated platforms' host speeds and link bandwidths (scripts/avbench platform too)
   availability = 18,  // scripts/avbench availability's diurnal traces (drawn in Python only; reserved here)
   work_jitter = 19,    // each peer's lognormal work factor per round (--straggler-sigma)
+  epidemic = 20,       // the peers each peer sends to in a round (--topology epidemic:S)
   test = 1000,         // reserved for tests
 };
 

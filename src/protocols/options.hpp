@@ -106,7 +106,11 @@ inline constexpr TextCodec<std::vector<int>> kGridText{
     },
     [](const std::vector<int>& field) { return field.empty() ? std::string("default") : grid_to_string(field); }};
 inline constexpr TextCodec<std::optional<TopologySpec>> kTopologyText{
-    [] { return std::string("{ring,torus,hypercube,exp,one-peer-exp,random-regular:K,complete,file:PATH}"); },
+    [] {  // --help's form of the list: no spaces, as the other word lists
+      std::string words(topology_names());
+      std::erase(words, ' ');
+      return words;
+    },
     [](std::string_view text, std::optional<TopologySpec>& field) {
       field = text == "default" ? std::nullopt : std::optional(parse_topology(text));
     },

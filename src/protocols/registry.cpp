@@ -108,7 +108,8 @@ void resolve_topology(const ProtocolInfo& info, ProtocolOptions& o, int n_peers)
   // metropolis row alone walks N^2 edges) is not built to check them.
   if (check_large_graph(*o.topology, n_peers) || o.topology->kind == TopologyKind::complete) return;
   const Topology check(*o.topology, n_peers, 0);
-  if (takes(info.name, "--weights") && n_peers > 0) check.mixing_row(o.weights, 1, 0);
+  // Uniform rows suit any graph; metropolis refuses a directed one at once.
+  if (takes(info.name, "--weights") && n_peers > 0 && o.weights == Weights::metropolis) check.mixing_row(o.weights, 1, 0);
 }
 
 // MPI_Allreduce needs a communicator, which only --groups comm gives a group.

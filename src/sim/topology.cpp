@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -45,7 +46,7 @@ namespace {
 using graph::AdjacencyLists;
 
 constexpr std::string_view accepted_topologies =
-    "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete, file:PATH}";
+    "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, epidemic:S, complete, file:PATH}";
 
 [[noreturn]] void bad_topology(std::string_view text) {
   static constexpr std::string_view kinds[] = {"ring", "torus", "hypercube", "exp", "one-peer-exp", "complete"};
@@ -113,22 +114,33 @@ std::vector<int> exponential_neighbours(int n, int i, int first, int last, int s
 
 // ---- names ------------------------------------------------------------------
 
+std::string_view topology_names() { return accepted_topologies; }
+
 TopologySpec parse_topology(std::string_view text) {
   TopologySpec spec;
+  struct WithDegree {
+    std::string_view prefix;
+    TopologyKind kind;
+    std::string_view degree;
+  };
+  for (const auto& [prefix, kind, degree] : {WithDegree{"random-regular:", TopologyKind::random_regular, "K"},
+                                             WithDegree{"epidemic:", TopologyKind::epidemic, "S"}}) {
+    if (!text.starts_with(prefix)) continue;
+    const auto k = parse_int(text.substr(prefix.size()));
+    if (!k || *k < 1)
+      throw ConfigError("--topology: '" + std::string(text) + "' is not one of " + std::string(accepted_topologies) +
+                        " (" + std::string(degree) + " must be an integer >= 1)");
+    spec.kind = kind;
+    spec.degree = *k;
+    return spec;
+  }
   if (text == "ring") spec.kind = TopologyKind::ring;
   else if (text == "torus") spec.kind = TopologyKind::torus;
   else if (text == "hypercube") spec.kind = TopologyKind::hypercube;
   else if (text == "exp") spec.kind = TopologyKind::exp;
   else if (text == "one-peer-exp") spec.kind = TopologyKind::one_peer_exp;
   else if (text == "complete") spec.kind = TopologyKind::complete;
-  else if (text.starts_with("random-regular:")) {
-    const auto k = parse_int(text.substr(std::string_view("random-regular:").size()));
-    if (!k || *k < 1)
-      throw ConfigError("--topology: '" + std::string(text) + "' is not one of " + std::string(accepted_topologies) +
-                        " (K must be an integer >= 1)");
-    spec.kind = TopologyKind::random_regular;
-    spec.degree = *k;
-  } else if (text.starts_with("file:") && text.size() > 5) {
+  else if (text.starts_with("file:") && text.size() > 5) {
     spec.kind = TopologyKind::file;
     spec.path = std::string(text.substr(5));
   } else {
@@ -145,6 +157,7 @@ std::string to_string(const TopologySpec& spec) {
     case TopologyKind::exp: return "exp";
     case TopologyKind::one_peer_exp: return "one-peer-exp";
     case TopologyKind::random_regular: return "random-regular:" + std::to_string(spec.degree);
+    case TopologyKind::epidemic: return "epidemic:" + std::to_string(spec.degree);
     case TopologyKind::complete: return "complete";
     case TopologyKind::file: return "file:" + spec.path;
   }
@@ -158,7 +171,7 @@ std::string_view to_string(Weights weights) { return kWeightsNames.name(weights)
 // ---- the graph --------------------------------------------------------------
 
 Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed, const std::atomic<bool>* stop)
-    : spec_(spec), n_(n) {
+    : spec_(spec), n_(n), seed_(seed) {
   if (n < 1)
     throw ConfigError("--topology " + to_string(spec) + ": needs at least one peer (got " + std::to_string(n) + ")");
   AdjacencyLists adj;  // the stored kinds fill this
@@ -170,6 +183,11 @@ Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed, const st
     case TopologyKind::one_peer_exp: return;  // computed: see in_neighbours
     case TopologyKind::random_regular: adj = graph::random_regular(spec, n, seed, stop); break;
     case TopologyKind::complete: return;  // not stored: see in_neighbours
+    case TopologyKind::epidemic:
+      if (spec.degree > n - 1 && n > 1)
+        throw ConfigError("--topology " + to_string(spec) + ": S must be below the number of peers (" +
+                          std::to_string(n) + "): a peer sends to S others");
+      return;  // drawn each round: see epidemic_targets
     case TopologyKind::file: adj = graph::read_edge_list(spec, n); break;
   }
   store_undirected(std::move(adj));
@@ -194,10 +212,13 @@ void Topology::store_undirected(std::vector<std::vector<int>> adj) {
 }
 
 bool Topology::directed() const {
-  return spec_.kind == TopologyKind::exp || spec_.kind == TopologyKind::one_peer_exp;
+  return spec_.kind == TopologyKind::exp || spec_.kind == TopologyKind::one_peer_exp ||
+         spec_.kind == TopologyKind::epidemic;
 }
 
-bool Topology::time_varying() const { return spec_.kind == TopologyKind::one_peer_exp; }
+bool Topology::time_varying() const {
+  return spec_.kind == TopologyKind::one_peer_exp || spec_.kind == TopologyKind::epidemic;
+}
 
 int Topology::period() const { return spec_.kind == TopologyKind::one_peer_exp ? std::max(1, ceil_log2(n_)) : 1; }
 
@@ -219,6 +240,7 @@ std::vector<int> Topology::in_neighbours(int t, int i) const {
   }
   if (spec_.kind == TopologyKind::exp) return exponential_neighbours(n_, i, 0, ceil_log2(n_), -1);
   if (spec_.kind == TopologyKind::one_peer_exp) return exponential_neighbours(n_, i, int(p), int(p) + 1, -1);
+  if (spec_.kind == TopologyKind::epidemic) return epidemic_senders(t)[static_cast<std::size_t>(i)];
   return in_[p][static_cast<std::size_t>(i)];
 }
 
@@ -226,6 +248,7 @@ std::vector<int> Topology::out_neighbours(int t, int i) const {
   if (!directed()) return in_neighbours(t, i);
   const auto p = static_cast<int>(phase(t, i));
   if (spec_.kind == TopologyKind::exp) return exponential_neighbours(n_, i, 0, ceil_log2(n_), 1);
+  if (spec_.kind == TopologyKind::epidemic) return epidemic_targets(t, i);
   return exponential_neighbours(n_, i, p, p + 1, 1);  // one_peer_exp
 }
 
@@ -251,6 +274,9 @@ MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
 }
 
 void Topology::mixing_row(Weights weights, int t, int i, MixingRow& row) const {
+  if (weights == Weights::metropolis && directed())
+    throw ConfigError("--weights metropolis: needs an undirected --topology (ring, torus, hypercube, "
+                      "random-regular:K, complete, file:PATH)");
   const auto& in = in_neighbours(t, i);
   row.peers.clear();
   row.weights.clear();
@@ -265,9 +291,6 @@ void Topology::mixing_row(Weights weights, int t, int i, MixingRow& row) const {
     return;
   }
 
-  if (directed())
-    throw ConfigError("--weights metropolis: needs an undirected --topology (ring, torus, hypercube, "
-                      "random-regular:K, complete, file:PATH)");
   const auto d_i = in.size();
   double others = 0.0;
   for (std::size_t k = 0; k < in.size(); ++k) {
@@ -320,6 +343,14 @@ GraphFootprint graph_footprint(const TopologySpec& spec, int n) {
     case TopologyKind::complete:  // computed, never stored
       f.sends = peers * (peers - 1);
       f.max_degree = peers - 1;
+      break;
+    case TopologyKind::epidemic:  // drawn each round; every peer lists the round's senders of all
+      f.sends = peers * std::min<double>(spec.degree, std::max(0.0, peers - 1));
+      f.max_degree = std::max(0.0, peers - 1);  // S out, and any number in
+      f.lists = peers;
+      f.entries = f.sends;
+      f.build_work = f.sends;
+      f.period = std::numeric_limits<double>::infinity();
       break;
     case TopologyKind::file: {
       // Unknown until read: every two bytes of the file ("a b\n" is the

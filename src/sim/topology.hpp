@@ -3,7 +3,8 @@
 // A Topology answers, for round t and peer i, whose values i mixes in (its
 // in-neighbours) and who mixes in i's value (its out-neighbours). Undirected graphs
 // have the two equal; the exponential graphs are directed (i sends to i + 2^j), and
-// the one-peer exponential graph also changes with t. Every peer builds the same
+// the one-peer exponential graph also changes with t, as does the epidemic graph
+// (each peer sends to S peers drawn afresh each round). Every peer builds the same
 // graph from (spec, N, seed), so no peer ever asks another who its neighbours are.
 #pragma once
 
@@ -27,6 +28,7 @@ enum class TopologyKind {
   hypercube,       // i xor 2^j; N a power of two
   exp,             // static exponential graph, directed: i -> i + 2^j (mod N), j = 0 .. ceil(log2 N) - 1
   one_peer_exp,    // time-varying, directed: in round t, i -> i + 2^((t-1) mod ceil(log2 N))
+  epidemic,        // time-varying, directed: in round t, i -> S peers drawn uniformly from the others (Epidemic Learning)
   random_regular,  // random K-regular simple graph drawn from the topology stream
   complete,        // everyone
   file,            // undirected edge list read from a file
@@ -34,7 +36,7 @@ enum class TopologyKind {
 
 struct TopologySpec {
   TopologyKind kind = TopologyKind::ring;
-  int degree = 0;    // random_regular: K
+  int degree = 0;    // random_regular: K; epidemic: S
   std::string path;  // file
 };
 
@@ -62,8 +64,10 @@ GraphFootprint graph_footprint(const TopologySpec& spec, int n);
 bool check_large_graph(const TopologySpec& spec, int n);
 
 // "ring", "torus", "hypercube", "exp", "one-peer-exp", "random-regular:K",
-// "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
+// "epidemic:S", "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
 TopologySpec parse_topology(std::string_view text);
+// "{ring, torus, ...}": what parse_topology accepts, for messages and --help.
+std::string_view topology_names();
 std::string to_string(const TopologySpec& spec);  // parses back to the same spec
 
 enum class Weights {
@@ -96,8 +100,9 @@ class Topology {
   int peers() const { return n_; }
   const TopologySpec& spec() const { return spec_; }
   bool directed() const;
-  bool time_varying() const;  // one_peer_exp
-  // Rounds after which the graph repeats (1 for static graphs).
+  bool time_varying() const;  // one_peer_exp, epidemic
+  // Rounds after which the graph repeats (1 for static graphs; epidemic: never,
+  // and period() is 1, its rounds being drawn, not indexed).
   int period() const;
 
   // Round t >= 1; ascending, without i itself. Throws std::out_of_range for t < 1
@@ -124,9 +129,19 @@ class Topology {
   std::size_t phase(int t, int i) const;
   // Drops self-loops, sorts each peer's list, stores it as the one phase.
   void store_undirected(std::vector<std::vector<int>> adj);
+  // epidemic (sim/epidemic_graph.cpp): the S peers i sends to in round t,
+  // ascending; every peer's senders in round t.
+  std::vector<int> epidemic_targets(int t, int i) const;
+  const std::vector<std::vector<int>>& epidemic_senders(int t) const;
 
   TopologySpec spec_;
   int n_;
+  std::uint64_t seed_ = 0;
+  // epidemic: every peer's in-neighbours of round epidemic_round_, made at the
+  // first question about that round (a peer's senders are known only once every
+  // peer's draws are). Each trial and rank has its own Topology.
+  mutable int epidemic_round_ = 0;
+  mutable std::vector<std::vector<int>> epidemic_in_;
   // Undirected graphs: one list per peer, in in_[0]. The complete and the
   // exponential graphs are computed, not stored.
   std::vector<std::vector<std::vector<int>>> in_;  // [phase][peer]

@@ -74,7 +74,7 @@ bool connected(const Topology& g) {
 
 TEST(TopologyNames, RoundTrip) {
   for (const char* text : {"ring", "torus", "hypercube", "exp", "one-peer-exp", "random-regular:1", "random-regular:8",
-                           "complete", "file:/tmp/some graph.txt", "file:edges"}) {
+                           "epidemic:1", "epidemic:7", "complete", "file:/tmp/some graph.txt", "file:edges"}) {
     const TopologySpec spec = parse_topology(text);
     EXPECT_EQ(to_string(spec), text);
     const TopologySpec again = parse_topology(to_string(spec));
@@ -87,10 +87,12 @@ TEST(TopologyNames, RoundTrip) {
 }
 
 TEST(TopologyNames, Errors) {
-  const std::string forms = "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, complete, file:PATH}";
+  const std::string forms =
+      "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, epidemic:S, complete, file:PATH}";
   EXPECT_EQ(config_error([] { parse_topology("star"); }), "--topology: 'star' is not one of " + forms);
   for (const char* bad : {"", "Ring", "ring ", "random-regular", "random-regular:", "random-regular:0",
-                          "random-regular:-2", "random-regular:x", "random-regular:3x", "file:", "file"}) {
+                          "random-regular:-2", "random-regular:x", "random-regular:3x", "file:", "file", "epidemic",
+                          "epidemic:0", "epidemic:-1", "epidemic:x"}) {
     const std::string message = config_error([&] { parse_topology(bad); });
     EXPECT_TRUE(starts_with(message, "--topology: '" + std::string(bad) + "' is not one of " + forms)) << message;
   }
@@ -201,6 +203,105 @@ TEST(TopologyStructure, OnePeerExponential) {
   EXPECT_EQ(make("one-peer-exp", 6).out_neighbours(3, 5), std::vector<int>{3});
   EXPECT_THROW(g.in_neighbours(0, 0), std::out_of_range);
   EXPECT_THROW(g.in_neighbours(1, 1024), std::out_of_range);
+}
+
+// Epidemic Learning's graph (EL-Local): each round every peer sends to S distinct
+// others, drawn afresh, and hears from whoever drew it.
+TEST(TopologyEpidemic, EachPeerSendsToSOthersDrawnAfreshEachRound) {
+  const Topology g = make("epidemic:7", 96);
+  EXPECT_TRUE(g.directed());
+  EXPECT_TRUE(g.time_varying());
+  std::size_t heard = 0, changed = 0;
+  for (int t = 1; t <= 5; ++t) {
+    expect_well_formed(g, t);
+    expect_in_out_consistent(g, t);
+    for (int i = 0; i < 96; ++i) {
+      ASSERT_EQ(g.out_neighbours(t, i).size(), 7u);
+      heard += g.in_neighbours(t, i).size();
+      if (t > 1 && g.out_neighbours(t, i) != g.out_neighbours(t - 1, i)) ++changed;
+    }
+  }
+  EXPECT_EQ(heard, 5u * 96 * 7);
+  EXPECT_GT(changed, 4u * 96 - 4);  // the same 7 of 95 again: about one chance in 10^10
+  // Asking about an earlier round again gives its graph again.
+  const std::vector<int> in_3 = g.in_neighbours(3, 10);
+  (void)g.in_neighbours(4, 10);
+  EXPECT_EQ(g.in_neighbours(3, 10), in_3);
+  // The trial's seed draws the graph: the same seed the same graph, another another.
+  EXPECT_EQ(make("epidemic:7", 96, 5).out_neighbours(2, 3), make("epidemic:7", 96, 5).out_neighbours(2, 3));
+  EXPECT_NE(make("epidemic:7", 96, 5).in_neighbours(2, 3), make("epidemic:7", 96, 6).in_neighbours(2, 3));
+  // S = N - 1: everyone sends to everyone; one peer has nobody; S >= N is refused.
+  const Topology all = make("epidemic:5", 6);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(all.in_neighbours(1, i).size(), 5u);
+  EXPECT_TRUE(make("epidemic:3", 1).out_neighbours(1, 0).empty());
+  EXPECT_EQ(config_error([] { make("epidemic:6", 6); }),
+            "--topology epidemic:6: S must be below the number of peers (6): a peer sends to S others");
+}
+
+// Each other peer is one of the S a peer sends to with probability S / (N - 1).
+TEST(TopologyEpidemic, TargetsAreUniform) {
+  const Topology g = make("epidemic:2", 6);
+  constexpr int kRounds = 30000;
+  std::vector<int> count(6, 0);
+  for (int t = 1; t <= kRounds; ++t)
+    for (int j : g.out_neighbours(t, 0)) ++count[static_cast<std::size_t>(j)];
+  EXPECT_EQ(count[0], 0);
+  const double expected = kRounds * 2.0 / 5, sd = std::sqrt(expected * (1 - 2.0 / 5));
+  for (int j = 1; j < 6; ++j) EXPECT_NEAR(count[static_cast<std::size_t>(j)], expected, 5 * sd) << "peer " << j;
+}
+
+// E[1 / (c + D)^2] for D ~ Binomial(m, p).
+double inverse_square_mean(int m, double p, int c) {
+  double sum = 0.0, term = std::pow(1 - p, m);  // P(D = 0)
+  for (int d = 0; d <= m; ++d) {
+    sum += term / ((c + d) * double(c + d));
+    term *= (m - d) / double(d + 1) * p / (1 - p);  // P(D = d + 1) from P(D = d)
+  }
+  return sum;
+}
+
+// One round of uniform mixing on the epidemic graph (each peer averages its own
+// value with those it received) takes a zero-mean x to W x with E||W x||^2 =
+// beta ||x||^2, beta = a - b, a and b the diagonal and off-diagonal entries of
+// E[W^T W] (equal along each by symmetry). With p = S / (N - 1) and in-degrees
+// binomial (each sender picks a peer independently of the others):
+//   a = E[1/(1 + Bin(N-1, p))^2] + (N - 1) p E[1/(2 + Bin(N-2, p))^2]
+//   b = 2 p E[1/(2 + Bin(N-2, p))^2] + (N - 2) p^2 E[1/(3 + Bin(N-3, p))^2].
+// The rounds' mean ratio, over 4000 drawn graphs, within 5 standard errors of it;
+// at the paper's N = 96, S = 7 and at N = 1000, S = 2.
+TEST(TopologyEpidemic, ContractionPerRoundMatchesTheory) {
+  for (const auto& [n, s] : {std::pair{96, 7}, std::pair{1000, 2}}) {
+    const double p = s / double(n - 1);
+    const double a = inverse_square_mean(n - 1, p, 1) + (n - 1) * p * inverse_square_mean(n - 2, p, 2);
+    const double b = 2 * p * inverse_square_mean(n - 2, p, 2) + (n - 2) * p * p * inverse_square_mean(n - 3, p, 3);
+    const double beta = a - b;
+    const Topology g = make("epidemic:" + std::to_string(s), n, 3);
+    std::vector<double> x(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = std::sin(1.7 * i) + 0.3 * std::cos(0.45 * i * i);
+    double mean = 0.0, norm = 0.0;
+    for (double v : x) mean += v / n;
+    for (double& v : x) norm += (v -= mean) * v;
+    constexpr int kRounds = 4000;
+    double sum = 0.0, sum2 = 0.0;
+    MixingRow row;
+    for (int t = 1; t <= kRounds; ++t) {
+      double mixed_norm = 0.0;
+      for (int i = 0; i < n; ++i) {
+        g.mixing_row(Weights::uniform, t, i, row);
+        double v = 0.0;
+        for (std::size_t k = 0; k < row.peers.size(); ++k) v += row.weights[k] * x[static_cast<std::size_t>(row.peers[k])];
+        mixed_norm += v * v;
+      }
+      sum += mixed_norm / norm;
+      sum2 += (mixed_norm / norm) * (mixed_norm / norm);
+    }
+    const double got = sum / kRounds, se = std::sqrt((sum2 / kRounds - got * got) / kRounds);
+    EXPECT_NEAR(got, beta, 5 * se) << "N " << n << ", S " << s << ": theory " << beta;
+    // Above 1/(S + 1), what equal in-degrees S would give: the drawn in-degrees
+    // vary, and a peer nobody drew keeps its value.
+    EXPECT_GT(beta, 1.0 / (s + 1));
+    EXPECT_LT(beta, 1.0);
+  }
 }
 
 TEST(TopologyStructure, Complete) {
