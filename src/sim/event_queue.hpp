@@ -33,7 +33,8 @@ struct Event {
 // Each bucket is appended to and swept in order, which is what keeps a million
 // events in flight cheap (a binary heap's every push and pop is a chain of
 // cache misses at that size). Each event moves through a bucket at most once per
-// bit of its time, and in practice through two or three.
+// bit of its time; a small earliest bucket is sorted into the run at once
+// (refill) rather than spread down the buckets bit by bit.
 class EventQueue {
  public:
   // renumber_at: the order number at which the waiting events are numbered
