@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/rng.hpp"
 #include "sim/topology.hpp"
 
@@ -37,8 +38,10 @@ std::vector<int> Topology::epidemic_targets(int t, int i) const {
 const std::vector<std::vector<int>>& Topology::epidemic_senders(int t) const {
   if (epidemic_round_ != t) {
     epidemic_in_.assign(static_cast<std::size_t>(n_), {});
-    for (int j = 0; j < n_; ++j)  // ascending j: each list comes out sorted
+    for (int j = 0; j < n_; ++j) {  // ascending j: each list comes out sorted
+      if ((j & 4095) == 0) check_stop(stop_);  // N S draws: seconds at millions of peers
       for (int k : epidemic_targets(t, j)) epidemic_in_[static_cast<std::size_t>(k)].push_back(j);
+    }
     epidemic_round_ = t;
   }
   return epidemic_in_;

@@ -171,7 +171,7 @@ std::string_view to_string(Weights weights) { return kWeightsNames.name(weights)
 // ---- the graph --------------------------------------------------------------
 
 Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed, const std::atomic<bool>* stop)
-    : spec_(spec), n_(n), seed_(seed) {
+    : spec_(spec), n_(n), seed_(seed), stop_(stop) {
   if (n < 1)
     throw ConfigError("--topology " + to_string(spec) + ": needs at least one peer (got " + std::to_string(n) + ")");
   AdjacencyLists adj;  // the stored kinds fill this

@@ -137,6 +137,7 @@ class Topology {
   TopologySpec spec_;
   int n_;
   std::uint64_t seed_ = 0;
+  const std::atomic<bool>* stop_ = nullptr;  // polled while a round's epidemic graph is drawn
   // epidemic: every peer's in-neighbours of round epidemic_round_, made at the
   // first question about that round (a peer's senders are known only once every
   // peer's draws are). Each trial and rank has its own Topology.
