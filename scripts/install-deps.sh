@@ -18,6 +18,9 @@ packages=(
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf python3-scipy
   python3-venv python3-pip python3-setuptools  # pip install ./python into a venv (docs/analysis.md)
   python3-nbformat python3-nbconvert python3-ipykernel jupyter-nbconvert
+  # avbench.run in-process (the module avbench._engine over the sequential engine)
+  # and its progress bar in Jupyter.
+  pybind11-dev python3-dev python3-tqdm
   # The Slurm templates' test (tests/scripts/test_slurm.sh) runs a private Slurm:
   # slurm-wlm brings slurmctld, slurmd, the clients and the mpi/pmix plugin
   # (slurm-wlm-basic-plugins), munge its authentication. The plugin dlopens the

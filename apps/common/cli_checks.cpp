@@ -149,10 +149,10 @@ bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::str
     refuse_repeated_config_keys(app);
     convert();
   } catch (const CLI::CallForHelp&) {
-    if (rank == 0) std::printf("%s", app.help().c_str());
+    if (rank == 0) std::fprintf(table_out(), "%s", app.help().c_str());
     return true;
   } catch (const CLI::CallForVersion& e) {
-    if (rank == 0) std::printf("%s\n", e.what());
+    if (rank == 0) std::fprintf(table_out(), "%s\n", e.what());
     return true;
   } catch (const CLI::ParseError& e) {
     problem = explain(e);

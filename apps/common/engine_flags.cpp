@@ -348,8 +348,8 @@ int print_estimate(const std::string& program, const EngineFlags& flags, const R
   }
   if (world_rank() == 0) {
     for (const std::string& line : describe_estimate(estimate, shape, memory_available(extra_threads(shape))))
-      std::printf("# estimate: %s\n", line.c_str());
-    std::fflush(stdout);
+      std::fprintf(table_out(), "# estimate: %s\n", line.c_str());
+    std::fflush(table_out());
     if (!refusal.empty()) report_error(program, refusal);
   }
   return refusal.empty() ? 0 : 2;

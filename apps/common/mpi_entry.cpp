@@ -29,7 +29,18 @@ extern "C" void on_stop_signal(int signo) {
   g_stop_signal = signo;
   g_stop_requested.store(true, std::memory_order_relaxed);
 }
+Host* g_host = nullptr;  // see set_host()
 }  // namespace
+
+void set_host(Host* host) { g_host = host; }
+Host* host() { return g_host; }
+std::FILE* table_out() { return g_host != nullptr ? g_host->table() : stdout; }
+
+void request_stop(int signo) { on_stop_signal(signo); }
+void clear_stop() {
+  g_stop_signal = 0;
+  g_stop_requested.store(false, std::memory_order_relaxed);
+}
 
 bool mpi_running() {
   int started = 0, ended = 0;
@@ -130,6 +141,7 @@ int run_with_mpi(int argc, char** argv, const char* program, int (*run)(int, cha
 }
 
 void install_stop_handlers() {
+  if (g_host != nullptr) return;  // the host owns the signals and forwards them (request_stop)
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
@@ -143,12 +155,14 @@ const std::atomic<bool>* stop_flag() { return &g_stop_requested; }
 void report_error(const std::string& program, const std::string& message) {
   if (world_rank() != 0) return;
   const std::string line = printable(message);
+  if (g_host != nullptr) return g_host->report("error", line);
   std::fprintf(stderr, "%s: error: %s\n", program.c_str(), line.c_str());
   std::fflush(stderr);
 }
 
 void report_warning(const std::string& program, const std::string& message) {
   if (world_rank() != 0) return;
+  if (g_host != nullptr) return g_host->report("warning", printable(message));
   std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), printable(message).c_str());
   std::fflush(stderr);
 }
@@ -165,6 +179,10 @@ int exit_code(const std::string& program, const std::string& trace_error, bool s
 }
 
 void abort_run(const std::string& program, const std::string& message) {
+  if (g_host != nullptr) {  // one process, no MPI: the host gets the line and the code
+    if (stop_signal() == 0) g_host->report("error", printable(message));
+    throw HostedExit{stop_signal() != 0 ? 128 + stop_signal() : kExitStalled};
+  }
   std::fflush(stdout);
   // A stop signal means the launcher is ending the job (Open MPI sends SIGCONT and
   // SIGTERM when another rank aborted, which may wake this one from a SIGSTOP):

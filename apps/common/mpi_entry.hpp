@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "common/host.hpp"
 #include "core/watch.hpp"
 
 namespace avb::app {

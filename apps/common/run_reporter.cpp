@@ -38,11 +38,11 @@ RunReporter::RunReporter(const std::vector<double>& targets, int peers, std::uni
 
 void RunReporter::print_run(const std::string& program, const RunInfo& info, const KeyValues& options,
                             std::vector<std::string> columns) {
-  std::printf("# %s %s (git %s)\n", program.c_str(), info.avbench_version.c_str(), info.git_sha.c_str());
-  std::printf("# engine: %s (%s), peers: %d\n", info.engine.c_str(), info.mpi_library.c_str(), info.n_peers);
+  std::fprintf(table_out(), "# %s %s (git %s)\n", program.c_str(), info.avbench_version.c_str(), info.git_sha.c_str());
+  std::fprintf(table_out(), "# engine: %s (%s), peers: %d\n", info.engine.c_str(), info.mpi_library.c_str(), info.n_peers);
   std::string line;
   for (const auto& [k, v] : options) line += " " + k + "=" + v;
-  std::printf("# options:%s\n", line.c_str());
+  std::fprintf(table_out(), "# options:%s\n", line.c_str());
   // The identity of a --summary row: the same options as the trace's /config.
   std::vector<std::pair<std::string, SummaryCell>> identity{{"program", summary_text(program)},
                                                             {"engine", summary_text(info.engine)},
@@ -66,17 +66,18 @@ std::vector<std::string> RunReporter::target_columns(const char* to_prefix) cons
 }
 
 void RunReporter::print_heads(const std::string& own) const {
-  if (trace_) std::printf("# trace: %s\n", trace_->path().c_str());
-  std::printf("#\n# %5s %20s", "trial", "seed");
-  for (double t : targets_) std::printf(" %11s", ("to " + target_attribute_name(t).substr(10)).c_str());
-  std::printf("%s\n", own.c_str());
-  std::fflush(stdout);
+  if (trace_) std::fprintf(table_out(), "# trace: %s\n", trace_->path().c_str());
+  std::fprintf(table_out(), "#\n# %5s %20s", "trial", "seed");
+  for (double t : targets_) std::fprintf(table_out(), " %11s", ("to " + target_attribute_name(t).substr(10)).c_str());
+  std::fprintf(table_out(), "%s\n", own.c_str());
+  std::fflush(table_out());
 }
 
 bool RunReporter::progress_due() {
   if (output_.quiet) return false;
   const std::time_t now = std::time(nullptr);
-  const int every = terminal_ ? std::min(1, output_.progress_every) : output_.progress_every;
+  // A host draws its own bar: as often as a terminal's line.
+  const int every = terminal_ || host() != nullptr ? std::min(1, output_.progress_every) : output_.progress_every;
   if (now - last_progress_ < every) return false;
   last_progress_ = now;
   return true;
@@ -84,6 +85,8 @@ bool RunReporter::progress_due() {
 
 void RunReporter::print_progress(double done, const std::string& detail) {
   done = shown_ = std::max(done, shown_);  // two sources (rows reported, rows made): never backwards
+  ++progress_lines_;
+  if (host() != nullptr) return host()->progress(done, detail);
   const double elapsed = std::difftime(std::time(nullptr), started_);
   char eta[32] = "?";
   if (done > 0) std::snprintf(eta, sizeof eta, "%.0fs", elapsed * (1 - done) / done);
@@ -91,11 +94,10 @@ void RunReporter::print_progress(double done, const std::string& detail) {
   std::fprintf(stderr, "%s[%.0fs] %5.1f%% %s, ETA %s%s%s", terminal_ ? "\r" : "", elapsed, 100 * done,
                detail.c_str(), eta_is_bound_ && done < 1 ? "<= " : "", eta, terminal_ ? "\033[K" : "\n");
   std::fflush(stderr);
-  ++progress_lines_;
 }
 
 void RunReporter::clear_progress_line() {
-  if (!terminal_ || progress_lines_ == 0 || ::isatty(STDOUT_FILENO) != 1) return;
+  if (!terminal_ || progress_lines_ == 0 || host() != nullptr || ::isatty(STDOUT_FILENO) != 1) return;
   std::fputs("\r\033[K", stderr);
   std::fflush(stderr);
 }
@@ -123,37 +125,37 @@ void RunReporter::print_means(const char* target_format, const std::vector<Summa
     for (const auto& s : to_target_) text += cell(target_format, se ? s.n > 1 : s.n > 0, se ? s.se() : s.mean);
     for (const auto& c : columns)
       text += cell(c.format, se ? c.stats.n > 1 : c.stats.n > 0, se ? c.stats.se() : c.stats.mean);
-    std::printf("# %5s %20s%s\n", label, "", text.c_str());
+    std::fprintf(table_out(), "# %5s %20s%s\n", label, "", text.c_str());
   };
   line("mean", false);
   line("± se", true);
-  if (capped_) std::printf("# * target not reached: %s\n", capped_note);
+  if (capped_) std::fprintf(table_out(), "# * target not reached: %s\n", capped_note);
 }
 
 void RunReporter::print_coverage(bool stop_at_target, const char* unit) {
   // What the bytes and time columns add up: the whole trial, or up to where it stopped.
   if (stop_at_target)
-    std::printf("# bytes/peer, time: up to the %s each trial stopped at (every target reached, or the last %s)\n",
+    std::fprintf(table_out(), "# bytes/peer, time: up to the %s each trial stopped at (every target reached, or the last %s)\n",
                 unit, unit);
   else
-    std::printf("# bytes/peer, time: each trial's %ss, all of them (--stop-at-target ends a trial at its last "
+    std::fprintf(table_out(), "# bytes/peer, time: each trial's %ss, all of them (--stop-at-target ends a trial at its last "
                 "target)\n", unit);
 }
 
 void RunReporter::close(bool complete) {
   const std::size_t recorded = recorded_, cut_short = cut_short_;
   if (!trace_error_.empty())
-    std::printf("# run stopped: the trace could not be written (see stderr)\n");
+    std::fprintf(table_out(), "# run stopped: the trace could not be written (see stderr)\n");
   else if (!complete)
-    std::printf("# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
+    std::fprintf(table_out(), "# run cut short by a stop request: %zu trial(s) recorded, %zu cut short and left out of the means\n",
                 recorded, cut_short);
-  std::printf("# wall time: %.4g s\n",
+  std::fprintf(table_out(), "# wall time: %.4g s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count());
-  std::fflush(stdout);
+  std::fflush(table_out());
   write_guarded(trace_, trace_error_, [&](TraceWriter& t) { t.finish(complete); });
   // A run that showed progress ends it at 100% (and, on a terminal, ends its line).
   if (progress_lines_ > 0 && complete) print_progress(1.0, "done");
-  if (progress_lines_ > 0 && terminal_) std::fputc('\n', stderr);
+  if (progress_lines_ > 0 && terminal_ && host() == nullptr) std::fputc('\n', stderr);
   write_summary(complete && trace_error_.empty());
 }
 

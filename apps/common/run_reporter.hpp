@@ -106,10 +106,10 @@ class RunReporter {
       ++trials_late_;
     }
     clear_progress_line();
-    std::printf("  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
+    std::fprintf(table_out(), "  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
     for (const auto& t : trial.targets) {
       const std::string cell = std::to_string(t.rounds) + (t.reached ? " " : "*");
-      std::printf(" %11s", cell.c_str());
+      std::fprintf(table_out(), " %11s", cell.c_str());
     }
   }
   double per_peer(std::int64_t bytes) const { return peers_ > 0 ? static_cast<double>(bytes) / peers_ : 0.0; }

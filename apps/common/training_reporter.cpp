@@ -28,17 +28,17 @@ void TrainingReporter::print_header(const std::string& program, const RunInfo& i
                         "steps", "rounds", "complete", "diverged"})
     columns.emplace_back(c);
   print_run(program, info, options, std::move(columns));
-  std::printf("# optimum (%s): f* = %.17g, f(x0) = %.17g, |grad f(x*)| = %.3e\n", optimum.method.c_str(),
+  std::fprintf(table_out(), "# optimum (%s): f* = %.17g, f(x0) = %.17g, |grad f(x*)| = %.3e\n", optimum.method.c_str(),
               optimum.loss, optimum.initial_loss, optimum.gradient_norm);
-  if (!optimum.test_set.empty()) std::printf("# accuracy measured on: %s\n", optimum.test_set.c_str());
+  if (!optimum.test_set.empty()) std::fprintf(table_out(), "# accuracy measured on: %s\n", optimum.test_set.c_str());
   // The rule, before any trial meets it (sgd/metrics.hpp, TrainingMetrics::diverged).
   if (std::isfinite(diverged_above))
-    std::printf("# a trial diverges when its model is not finite or its relative gap exceeds %.3g (%g x %s)\n",
+    std::fprintf(table_out(), "# a trial diverges when its model is not finite or its relative gap exceeds %.3g (%g x %s)\n",
                 diverged_above, TrainingMetrics::kDivergenceFactor,
                 quadratic_ ? "the widest gap between x0 and the peers' own optima, over the gap at x0"
                            : "the gap at x0");
   else
-    std::printf("# a trial diverges when its model is not finite (the gap at x0 is 0)\n");
+    std::fprintf(table_out(), "# a trial diverges when its model is not finite (the gap at x0 is 0)\n");
   char own[80];
   std::snprintf(own, sizeof own, " %12s %12s %9s %14s %12s", "rel. gap", "consensus", "accuracy", "bytes/peer",
                 "time [s]");
@@ -66,7 +66,7 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
   if (trial.diverged) {
     // Not a result to read or average: the model left double precision, or is on
     // its way out (TrainingMetrics::diverged).
-    std::printf(" %12s %12s %9s %14.1f %12.4e  (diverged at step %d)\n", "diverged", "diverged", "-",
+    std::fprintf(table_out(), " %12s %12s %9s %14.1f %12.4e  (diverged at step %d)\n", "diverged", "diverged", "-",
                 per_peer(last.bytes_sent), last.time, last.step);
     if (!warned_diverged_) {
       warned_diverged_ = true;
@@ -83,10 +83,10 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
       std::fflush(stderr);
     }
   } else {
-    std::printf(" %12.3e %12.3e %9.4f %14.1f %12.4e%s\n", last.relative_gap, last.consensus, last.accuracy,
+    std::fprintf(table_out(), " %12.3e %12.3e %9.4f %14.1f %12.4e%s\n", last.relative_gap, last.consensus, last.accuracy,
                 per_peer(last.bytes_sent), last.time, trial.complete ? "" : "  (cut short)");
   }
-  std::fflush(stdout);
+  std::fflush(table_out());
   summary_row(trial, {summary_number(last.relative_gap), summary_number(last.consensus), summary_number(last.accuracy),
                       summary_number(per_peer(last.bytes_sent)), summary_number(last.time), summary_integer(last.step),
                       summary_integer(last.round), summary_integer(trial.complete), summary_integer(trial.diverged)});
@@ -106,7 +106,7 @@ void TrainingReporter::finish(bool complete) {
   print_means(" %11.1f", columns_, "counted as the number of steps run");
   print_coverage(stop_at_target_, "step");
   if (diverged_ > 0)
-    std::printf("# %zu of %zu trial(s) diverged (model NaN or infinite, or relative gap above %.3g): left out of "
+    std::fprintf(table_out(), "# %zu of %zu trial(s) diverged (model NaN or infinite, or relative gap above %.3g): left out of "
                 "the means%s\n",
                 diverged_, recorded(), diverged_above_,
                 diverged_ == recorded() - cut_short() ? ", which are therefore empty" : "");

@@ -24,7 +24,7 @@ _WHERE = {
     "figures": ("aggregate", "plot_metric", "standard_figures"),
     "tables": ("table_parser", "write_table"),
     "paired": ("PairingError", "paired"),
-    "api": ("RunError", "run", "sweep"),
+    "api": ("RunError", "RunWarning", "run", "sweep"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = sorted(_MODULE_OF)

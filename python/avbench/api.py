@@ -10,20 +10,28 @@ its trace), and a sweep as a loop over a grid.
 Options are the programs' flags with `_` for `-` (fail_rate=0.01 is --fail-rate
 0.01); True turns a switch on, False leaves it off, a list gives a flag several
 values (target=[1e-4, 1e-9]). `engine` picks the engine: "sequential" (the
-default: every peer in one process, `--engine sequential --peers N`), "smpi"
+default: every peer in this Python process, through the module avbench._engine
+of the checkout's build, with the GIL released while it runs), "smpi"
 (scripts/smpirun.sh -n N on the SMPI build) or "openmpi" (mpirun -n N). The
-programs are those of the checkout (avbench/repo.py: build/apps, build-smpi/apps)
+programs (and build/python/_engine*.so) are those of the checkout (avbench/repo.py)
 unless `bin_dir` (or the environment's AVB_BIN_DIR, AVB_SMPI_BIN_DIR for SMPI)
-names others. A run that fails raises RunError with the
-program's own error line; the trace is written to `out`, or to a temporary file
-that is removed once read.
+names the folder of others; in_process=False runs the sequential engine as a
+program too. In-process, a progress bar shows while the run lasts (tqdm; off
+with progress=False), the program's warnings are Python warnings (RunWarning),
+print_table=True prints its table, and Ctrl-C stops the run after its round,
+closes its trace (complete = 0) and raises KeyboardInterrupt. A run that fails
+raises RunError with the program's own error line; the trace is written to `out`,
+or to a temporary file that is removed once read.
 """
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import subprocess
+import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from avbench.repo import ROOT
@@ -33,6 +41,10 @@ from avbench.sweep_table import ENGINES
 
 class RunError(RuntimeError):
     """A run that ended with a non-zero exit; the message is the program's error line."""
+
+
+class RunWarning(UserWarning):
+    """A program's warning line, from a run in this process."""
 
 
 def flags(options: dict) -> list[str]:
@@ -62,7 +74,7 @@ def command(program: str, engine: str, peers: int, options: dict, bin_dir=None) 
 
 
 def run(program: str = "averaging_bench", *, peers: int, engine: str = "sequential", out=None, bin_dir=None,
-        **options):
+        in_process: bool = True, progress: bool = True, print_table: bool = False, **options):
     """Runs `program` and returns its trace as load_trace(as_xarray=True) reads it."""
     from avbench.traces import load_trace
     if program not in ("averaging_bench", "sgd_bench"):
@@ -71,13 +83,91 @@ def run(program: str = "averaging_bench", *, peers: int, engine: str = "sequenti
         trace = Path(out) if out is not None else Path(tmp) / "run.h5"
         if out is not None:
             trace.parent.mkdir(parents=True, exist_ok=True)
-        cmd = command(program, engine, peers, {**options, "out": str(trace), "overwrite": True, "quiet": True},
-                      bin_dir)
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if "error" in line] or done.stderr.splitlines()
-            raise RunError(lines[-1] if lines else f"{program} exited {done.returncode}")
+        options = {**options, "out": str(trace), "overwrite": True}
+        if engine == "sequential" and in_process:
+            run_in_process(program, peers, options, bin_dir, progress, print_table)
+        else:
+            run_program(program, engine, peers, options, bin_dir)
         return load_trace(str(trace), as_xarray=True).load()
+
+
+def run_program(program: str, engine: str, peers: int, options: dict, bin_dir=None) -> None:
+    """Runs `program` as a process; RunError with its error line when it fails."""
+    done = subprocess.run(command(program, engine, peers, {**options, "quiet": True}, bin_dir), capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if "error" in line] or done.stderr.splitlines()
+        raise RunError(lines[-1] if lines else f"{program} exited {done.returncode}")
+
+
+_ENGINES = {}  # the folder of an _engine module -> the module, imported once
+
+
+def engine_module(bin_dir=None):
+    """avbench._engine of the build whose programs are in `bin_dir` (its python/ folder)."""
+    bin_dir = bin_dir or os.environ.get("AVB_BIN_DIR")
+    folder = (Path(bin_dir).parent if bin_dir else ROOT / "build") / "python"
+    if folder not in _ENGINES:
+        found = sorted(folder.glob("_engine*.so"))
+        if not found:
+            raise RunError(f"avbench._engine is not built in {folder}: build the checkout (cmake --build build), "
+                           "or pass in_process=False to start the program instead")
+        spec = importlib.util.spec_from_file_location("avbench._engine", found[0])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _ENGINES[folder] = module
+    return _ENGINES[folder]
+
+
+def run_in_process(program: str, peers: int, options: dict, bin_dir=None, progress=True, print_table=False):
+    """Runs `program` on the sequential engine in this process (avbench._engine)."""
+    module = engine_module(bin_dir)
+    args = ["--engine", "sequential", "--peers", str(peers), *flags({**options, "quiet": not progress})]
+    bar = ProgressBar(program) if progress else None
+    try:
+        code, lines, table = module.run(program, args, bar.show if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    for kind, line in lines:
+        if kind == "warning":
+            warnings.warn(f"{program}: {line}", RunWarning, stacklevel=3)
+    if print_table:
+        sys.stdout.write(table)
+    if code != 0:
+        errors = [line for kind, line in lines if kind == "error"]
+        raise RunError(f"{program}: error: {errors[-1]}" if errors else f"{program} exited {code}")
+
+
+class ProgressBar:
+    """A tqdm bar over a run's share of work done: the notebook's widget in Jupyter
+    when ipywidgets is installed, else a text bar on stderr (which Jupyter shows
+    too); nothing without tqdm. (Debian's python3-ipywidgets 6 and nbclient 0.7
+    disagree on the widget's messages: a notebook run headless by nbconvert fails,
+    hence not in scripts/install-deps.sh.)"""
+
+    def __init__(self, program: str):
+        self.bar = None
+        try:
+            from tqdm import std
+            from tqdm.auto import tqdm
+        except ImportError:
+            return
+        shape = dict(total=1000, desc=program, leave=False,
+                     bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}{postfix}")
+        try:
+            self.bar = tqdm(**shape)
+        except ImportError:  # Jupyter without ipywidgets: the notebook's bar cannot be drawn
+            self.bar = std.tqdm(**shape)
+
+    def show(self, done: float, detail: str) -> None:
+        if self.bar is not None:
+            self.bar.update(max(0, round(1000 * done) - self.bar.n))
+            self.bar.set_postfix_str(detail, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def grid_points(grid: dict) -> list[dict]:
