@@ -79,7 +79,8 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
   const double rounds = options.local_steps_dist == avb::LocalStepsDist::fixed
                             ? std::ceil(static_cast<double>(options.steps) / options.local_steps)
                             : options.steps;
-  const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim));
+  // The protocol's vectors: the model, and under --gradient-tracking its tracker too.
+  const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim)) * (options.gradient_tracking ? 2 : 1);
   avb::RunShape shape =
       avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
   const bool sequential = cli.engine.engine == avb::app::Engine::sequential;

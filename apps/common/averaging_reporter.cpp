@@ -41,7 +41,7 @@ void AveragingReporter::on_progress(long long rounds_done) {
 void AveragingReporter::on_trial(const TrialRecord& trial) {
   start_trial_line(trial);
   const RoundRow& last = trial.rows.back();
-  std::fprintf(table_out(), " %14.3e %14.1f %12.4e%s\n", last.variance, per_peer(last.bytes_sent), last.time,
+  std::fprintf(rows_out(), " %14.3e %14.1f %12.4e%s\n", last.variance, per_peer(last.bytes_sent), last.time,
               trial.complete ? "" : "  (cut short)");
   std::fflush(table_out());
   summary_row(trial, {summary_number(last.variance), summary_number(per_peer(last.bytes_sent)),

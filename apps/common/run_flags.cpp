@@ -13,7 +13,8 @@ void add_run_flags(TypedOptions& add, RunOptions& o, OutputFlags& output, const 
            "one row per trial as CSV, or JSON if FILE ends in .json, written at the end (refused if it exists, "
            "unless --overwrite)");
   add.flag("--overwrite", output.overwrite, "replace an existing --out or --summary file when the run ends");
-  add.flag("--quiet", output.quiet, "no progress lines on stderr");
+  add.flag("--quiet", output.quiet,
+           "no progress lines on stderr and no per-trial rows (the header and the means still print)");
   add.flag("--dry-run", output.dry_run,
            "print the run's estimated memory, bytes, simulated and wall time, then exit (2 if the run would be "
            "refused) without running or writing anything");

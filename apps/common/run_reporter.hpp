@@ -106,12 +106,15 @@ class RunReporter {
       ++trials_late_;
     }
     clear_progress_line();
-    std::fprintf(table_out(), "  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
+    std::fprintf(rows_out(), "  %5d %20llu", trial.index, static_cast<unsigned long long>(trial.seed));
     for (const auto& t : trial.targets) {
       const std::string cell = std::to_string(t.rounds) + (t.reached ? " " : "*");
-      std::fprintf(table_out(), " %11s", cell.c_str());
+      std::fprintf(rows_out(), " %11s", cell.c_str());
     }
   }
+  // Where the per-trial rows go: the table's stream, or nowhere under --quiet
+  // (the header and the means still print).
+  std::FILE* rows_out() const;
   double per_peer(std::int64_t bytes) const { return peers_ > 0 ? static_cast<double>(bytes) / peers_ : 0.0; }
 
   // Whether a progress line is due: never when quiet; at most one a second on a

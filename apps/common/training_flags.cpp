@@ -59,6 +59,9 @@ void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
   add.integer("--lr-decay-steps", cli.options.lr.decay_steps, 1, kMaxInt, "inverse, step: T, an integer >= 1");
   add.real("--lr-decay-factor", cli.options.lr.decay_factor, "a number in (0, 1]", "step: factor in (0, 1]");
   add.real("--momentum", cli.options.momentum, "a number in [0, 1)", "heavy-ball momentum in [0, 1), kept per peer");
+  add.flag("--gradient-tracking", cli.options.gradient_tracking,
+           "gradient tracking (DSGT): step along a tracker of the mean gradient, mixed with the model each round "
+           "(--local-steps 1, --momentum 0; allreduce or gossip with a doubly stochastic W)");
   add.integer("--eval-every", cli.options.eval_every, 1, kMaxInt,
               "measure every this many steps (and after the last), an integer >= 1");
   add_run_flags(add, cli.options, cli.output,

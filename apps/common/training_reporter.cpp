@@ -66,7 +66,7 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
   if (trial.diverged) {
     // Not a result to read or average: the model left double precision, or is on
     // its way out (TrainingMetrics::diverged).
-    std::fprintf(table_out(), " %12s %12s %9s %14.1f %12.4e  (diverged at step %d)\n", "diverged", "diverged", "-",
+    std::fprintf(rows_out(), " %12s %12s %9s %14.1f %12.4e  (diverged at step %d)\n", "diverged", "diverged", "-",
                 per_peer(last.bytes_sent), last.time, last.step);
     if (!warned_diverged_) {
       warned_diverged_ = true;
@@ -76,14 +76,15 @@ void TrainingReporter::on_trial(const TrainingTrial& trial) {
                       last.relative_gap, diverged_above_);
       else
         std::snprintf(why, sizeof why, "the model became NaN or infinite");
-      std::fprintf(stderr,
-                   "%s: warning: trial %d diverged: %s by step %d (is --lr too large?); such trials are stopped "
-                   "there, marked diverged in the trace and left out of the means\n",
-                   program_.c_str(), trial.index, why, last.step);
-      std::fflush(stderr);
+      char line[400];
+      std::snprintf(line, sizeof line,
+                    "trial %d diverged: %s by step %d (is --lr too large?); such trials are stopped there, marked "
+                    "diverged in the trace and left out of the means",
+                    trial.index, why, last.step);
+      report_warning(program_, line);
     }
   } else {
-    std::fprintf(table_out(), " %12.3e %12.3e %9.4f %14.1f %12.4e%s\n", last.relative_gap, last.consensus, last.accuracy,
+    std::fprintf(rows_out(), " %12.3e %12.3e %9.4f %14.1f %12.4e%s\n", last.relative_gap, last.consensus, last.accuracy,
                 per_peer(last.bytes_sent), last.time, trial.complete ? "" : "  (cut short)");
   }
   std::fflush(table_out());

@@ -17,7 +17,7 @@
 #   avg_swarm-lattice16 avg_swarm-lattice10       lattice, q = 2^16 (eps 2.5e-4) and q = 2^10 (eps 0.016)
 #   avg_swarm-poisson avg_swarm-nonblocking       poisson clock; non-blocking mode
 #   avg_moshpit avg_pairwise avg_gossip-exp       moshpit on its default grid (8x8 at N = 64)
-#   avg_gossip-ring avg_gossip-ring-fp16          gossip on its default ring: RING_ROUNDS rounds
+#   avg_gossip-ring avg_gossip-ring-fp16          gossip on the ring: RING_ROUNDS rounds
 #   sgd_swarm-geo sgd_swarm-geo-fp16              swarm, geometric local steps (mean 2)
 #   sgd_swarm-geo-lattice                         lattice q = 2^16, eps 2e-6
 #   sgd_swarm-geo-lattice-tight                   lattice q = 2^16, eps 5e-7: too small on purpose
@@ -102,8 +102,8 @@ avg_flags() {  # cell -> its flags, as column=value
     avg_moshpit) echo "protocol=moshpit" ;;             # default grid ceil(sqrt N)^2: 8x8 at 64
     avg_pairwise) echo "protocol=pairwise" ;;           # random matchings on the complete graph
     avg_gossip-exp) echo "protocol=gossip topology=exp" ;;
-    avg_gossip-ring) echo "protocol=gossip" ;;  # default topology: ring; RING_ROUNDS rounds
-    avg_gossip-ring-fp16) echo "protocol=gossip quantizer=fp16" ;;
+    avg_gossip-ring) echo "protocol=gossip topology=ring" ;;  # RING_ROUNDS rounds
+    avg_gossip-ring-fp16) echo "protocol=gossip topology=ring quantizer=fp16" ;;
   esac
 }
 
@@ -118,7 +118,7 @@ sgd_flags() {  # cell -> its flags, as column=value
     sgd_swarm-geo-lattice-tight) echo "protocol=swarm local-steps-dist=geometric quantizer=lattice lattice-q=65536 lattice-eps=5e-7" ;;
     sgd_swarm-fixed) echo "protocol=swarm" ;;
     sgd_moshpit) echo "protocol=moshpit" ;;
-    sgd_gossip-ring) echo "protocol=gossip" ;;
+    sgd_gossip-ring) echo "protocol=gossip topology=ring" ;;
     sgd_gossip-exp) echo "protocol=gossip topology=exp" ;;
   esac
 }

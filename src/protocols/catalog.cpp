@@ -27,6 +27,24 @@ std::vector<std::string_view> with_quantizer(std::vector<std::string_view> own) 
   return own;
 }
 
+// Gradient tracking needs rounds that keep the sum exactly: a lossy code does not.
+std::string lossless(const ProtocolOptions& o) {
+  return o.quantizer.kind == QuantizerKind::none ? "" : "--quantizer " + to_string(o.quantizer) + " changes the sum";
+}
+
+// Gossip's W is doubly stochastic with Metropolis weights, or with uniform ones on
+// a graph whose peers all have the same degree (the epidemic graph's in-degrees
+// vary, a file's graph may).
+std::string gossip_tracking(const ProtocolOptions& o) {
+  if (std::string lossy = lossless(o); !lossy.empty()) return lossy;
+  const bool irregular = o.topology && (o.topology->kind == TopologyKind::epidemic || o.topology->kind == TopologyKind::file);
+  if (o.weights == Weights::uniform && irregular)
+    return "--topology " + std::string(o.topology->kind == TopologyKind::epidemic ? "epidemic" : "file") +
+           " with uniform weights is not doubly stochastic (the degrees differ; --weights metropolis on an "
+           "undirected graph is)";
+  return "";
+}
+
 // A butterfly part decoded near the receiver's own copy would fail whenever the
 // members still disagree by more than the lattice's range, and a butterfly has no
 // second message to repair it with (gossip resends the doubles).
@@ -54,6 +72,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .semantics = {FS::abort, FS::survivors},
      .flags = with_waiting(with_quantizer_no_lattice({"--collective", "--groups", "--model-dim"})),
      .lattice_refusal = "a partial sum has no value near it at the receiver to decode against",
+     .tracking_refusal = lossless,
      .forms = kAllreduceForms},
     {.name = "random-groups",
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce (--collective)",
@@ -78,7 +97,8 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
      .flags = with_quantizer({"--topology", "--weights", "--alive-weights", "--model-dim"}),
-     .default_topology = TopologyKind::ring,
+     .default_topology = TopologyKind::exp,
+     .tracking_refusal = gossip_tracking,
      .forms = kGossipForms},
     {.name = "pushsum",
      .summary = "push-sum (SGP): (x, w) pushed along a --topology, estimate x/w",

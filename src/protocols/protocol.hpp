@@ -135,6 +135,11 @@ struct ProtocolInfo {
   // under these options; null: it may. No peer does where the partner draw or
   // the matching already sees the failures (docs/failures.md).
   bool (*waits_on_failure)(const ProtocolOptions&) = nullptr;
+  // Gradient tracking (sgd_bench --gradient-tracking) runs over its rounds when
+  // each replaces the peers' vectors by W x with W doubly stochastic and exact: the
+  // peers' sum is kept, so the trackers keep the sum of the gradients. Under these
+  // options, why not ("" when it does); null: never.
+  std::string (*tracking_refusal)(const ProtocolOptions&) = nullptr;
   ProtocolForms forms;  // its factories and resources (forms.make is required)
 };
 

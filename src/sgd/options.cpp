@@ -34,6 +34,26 @@ std::optional<double> stable_lr_bound(const TrainingOptions& options, int n_peer
   return 2.0 * (1.0 + options.momentum) / (pooled_steps ? c->pooled : c->peer);
 }
 
+namespace {
+
+// --gradient-tracking's needs: one step per round, no momentum, and rounds that keep the sum.
+void check_tracking(const TrainingOptions& o) {
+  const auto refusal = protocol_info(o.protocol.name).tracking_refusal;
+  if (refusal == nullptr) {
+    std::string with;
+    for (const ProtocolInfo& p : protocol_catalog())
+      if (p.tracking_refusal != nullptr) with += (with.empty() ? "" : ", ") + std::string(p.name);
+    throw ConfigError("--gradient-tracking: --protocol " + o.protocol.name +
+                      "'s rounds do not keep the peers' sum exactly; it runs over " + with);
+  }
+  if (const std::string why = refusal(o.protocol); !why.empty()) throw ConfigError("--gradient-tracking: " + why);
+  if (o.local_steps != 1 || o.local_steps_dist != LocalStepsDist::fixed)
+    throw ConfigError("--gradient-tracking: needs --local-steps 1 (the trackers are mixed at every step)");
+  if (o.momentum != 0.0) throw ConfigError("--gradient-tracking: needs --momentum 0 (the step is along the tracker)");
+}
+
+}  // namespace
+
 TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   TrainingOptions r = options;
   resolve_run(r, n_peers, true);
@@ -58,6 +78,7 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
           "a number in (0, 1]");
   require(r.momentum >= 0.0 && r.momentum < 1.0, "--momentum", r.momentum, "a number in [0, 1)");
   require(r.eval_every >= 1, "--eval-every", r.eval_every, "an integer >= 1");
+  if (r.gradient_tracking) check_tracking(r);
   if (!r.test_data.empty() && (r.objective.kind != ObjectiveKind::logistic || r.objective.data_path.empty()))
     throw ConfigError("--test-data: applies to --objective logistic with --data only (synthetic data has its own "
                       "held-out set)");
@@ -97,6 +118,7 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   out.emplace_back("lr-decay-steps", std::to_string(o.lr.decay_steps));
   out.emplace_back("lr-decay-factor", format_number(o.lr.decay_factor));
   out.emplace_back("momentum", format_number(o.momentum));
+  out.emplace_back("gradient-tracking", o.gradient_tracking ? "true" : "false");
   out.emplace_back("eval-every", std::to_string(o.eval_every));
   describe_trials(o, out);
   if (!o.test_data.empty()) out.emplace_back("test-data", o.test_data);

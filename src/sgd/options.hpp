@@ -65,6 +65,12 @@ struct TrainingOptions : RunOptions {
   int batch = 1;          // --batch (B), per peer and step
   LearningRate lr;
   double momentum = 0.0;  // --momentum, in [0, 1)
+  // --gradient-tracking (DSGT / DIGing, adapt then combine): each peer also holds a
+  // tracker z_i of the mean gradient. A step: z_i += g_i(x_i) - g_i(previous x_i),
+  // x_i -= lr z_i; the round then mixes (x_i, z_i) together, so the protocol's
+  // vectors are twice the model. Needs --local-steps 1, --momentum 0 and rounds
+  // that keep the peers' sum (ProtocolInfo::tracking_refusal).
+  bool gradient_tracking = false;
   int eval_every = 10;    // --eval-every
   std::string test_data;  // --test-data: LIBSVM file for the accuracy column
 };

@@ -39,7 +39,8 @@ class PopulationSgd {
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(trial_failures(options, seed_, n)),
-        protocol_(make_sequential_protocol(options.protocol, n)), x_(n, d_), velocity_(n, d_), g_(d_),
+        protocol_(make_sequential_protocol(options.protocol, n)),
+        x_(n, static_cast<int>(options.gradient_tracking ? 2 * d_ : d_)), velocity_(n, d_), g_(d_),
         partial_(static_cast<std::size_t>(n) * width()) {
     record_.index = trial;
     record_.seed = seed_;
@@ -139,8 +140,15 @@ class PopulationSgd {
       if (!alive_[static_cast<std::size_t>(i)]) continue;  // down in round r: sits out the steps before it
       PeerVector x = peer(x_, i), velocity = peer(velocity_, i);
       peers_[static_cast<std::size_t>(i)]->stochastic_gradient(x, o_.batch, seed_, static_cast<std::uint64_t>(s), g_);
-      velocity = o_.momentum * velocity + g_;
-      x -= lr * velocity;
+      if (o_.gradient_tracking) {  // the tracker after the model; velocity holds the previous gradient
+        PeerVector z{x_.peer(i).data() + d_, d_};
+        z += g_ - velocity;
+        velocity = g_;
+        x -= lr * z;
+      } else {
+        velocity = o_.momentum * velocity + g_;
+        x -= lr * velocity;
+      }
     }
     time_ += step_seconds_;
   }
@@ -265,7 +273,9 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
                                          [&](int k, const std::atomic<bool>* stop, std::atomic<long long>* work) {
                                            PopulationTrial t =
                                                PopulationSgd(options, problem, n, k, stop, hosts, &memo, work).run();
-                                           const std::span<const double> first = t.models.peer(0);
+                                           // Peer 0's model (under --gradient-tracking, without its tracker).
+                                           const std::span<const double> first =
+                                               t.models.peer(0).first(static_cast<std::size_t>(problem.pooled->dim()));
                                            const std::lock_guard lock(models_mutex);
                                            models[k].assign(first.begin(), first.end());
                                            models.erase(models.begin(), models.lower_bound(k - ahead));

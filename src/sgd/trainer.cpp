@@ -92,7 +92,8 @@ class SgdTrial {
   SgdTrial(const TrainingOptions& options, const Problem& problem, TrainingMeter& meter, TrainingObserver& observer,
            Watch& watch, Trial& trial, TrainingTrial& record)
       : o_(options), f_(*problem.local), meter_(meter), observer_(observer), watch_(watch), trial_(trial),
-        record_(record), d_(f_.dim()), x_(Eigen::VectorXd::Zero(d_)), velocity_(Eigen::VectorXd::Zero(d_)), g_(d_),
+        record_(record), d_(f_.dim()), x_(Eigen::VectorXd::Zero(options.gradient_tracking ? 2 * d_ : d_)),
+        velocity_(Eigen::VectorXd::Zero(d_)), g_(d_),
         slowdown_(trial.stragglers.factor(trial.me)) {}
 
   // Returns whether a stop request was seen; fills the record's flags and targets.
@@ -120,10 +121,12 @@ class SgdTrial {
     return stop_;
   }
 
-  const Eigen::VectorXd& x() const { return x_; }
+  // The model (under --gradient-tracking, x_ holds the tracker after it).
+  std::span<const double> x() const { return {x_.data(), static_cast<std::size_t>(d_)}; }
 
  private:
-  std::span<double> model() { return {x_.data(), static_cast<std::size_t>(d_)}; }
+  // What the protocol averages: the model, and under --gradient-tracking its tracker too.
+  std::span<double> model() { return {x_.data(), static_cast<std::size_t>(x_.size())}; }
 
   // Step s (0-based): churn joiners, the gradient step of a live peer, the
   // protocol's progress and, after this peer's local steps, its round.
@@ -135,9 +138,17 @@ class SgdTrial {
       trial_.protocol->on_join(model());
     }
     if (trial_.failures.alive(r_, trial_.me)) {
-      f_.stochastic_gradient(x_, o_.batch, trial_.seed, static_cast<std::uint64_t>(s), g_);
-      velocity_ = o_.momentum * velocity_ + g_;
-      x_ -= o_.lr.at(s) * velocity_;
+      auto x = x_.head(d_);
+      f_.stochastic_gradient(x, o_.batch, trial_.seed, static_cast<std::uint64_t>(s), g_);
+      if (o_.gradient_tracking) {  // velocity_ holds the previous gradient (momentum is 0)
+        auto z = x_.tail(d_);
+        z += g_ - velocity_;
+        velocity_ = g_;
+        x -= o_.lr.at(s) * z;
+      } else {
+        velocity_ = o_.momentum * velocity_ + g_;
+        x -= o_.lr.at(s) * velocity_;
+      }
       charge_flops(o_.step_flops * slowdown_);  // under SMPI: the step's simulated cost on this host
     }
     trial_.protocol->progress(model());  // asynchronous protocols: serve partners, publish x
@@ -207,7 +218,7 @@ TrainingResult run_training(const TrainingOptions& options, const Problem& probl
                               [&](Trial& trial, TrainingTrial& record) {
                                 SgdTrial sgd(options, problem, meter, observer, watch, trial, record);
                                 const bool stop = sgd.run();
-                                result.model.assign(sgd.x().data(), sgd.x().data() + sgd.x().size());
+                                result.model.assign(sgd.x().begin(), sgd.x().end());
                                 return stop;
                               });
   return result;

@@ -187,7 +187,9 @@ void expect_matches_sequential_engine(const TrainingOptions& raw, const Trained&
     const PopulationTrial want = run_training_sequential_trial(options, problem, n, k);
     if (k < static_cast<int>(run.result.trials.size())) compare_trials(run.result.trials[k], want.record);
     last.clear();
-    for (int i = 0; i < n; ++i) last.emplace_back(want.models.peer(i).begin(), want.models.peer(i).end());
+    // The models (under --gradient-tracking the population holds each peer's tracker after it).
+    const auto d = static_cast<std::size_t>(problem.pooled->dim());
+    for (int i = 0; i < n; ++i) last.emplace_back(want.models.peer(i).begin(), want.models.peer(i).begin() + d);
   }
   compare_models(run.models, last, "final model");
 }
@@ -281,12 +283,14 @@ struct SgdCase {
   const char* topology = "default";
   const char* quantizer = "none";  // choco
   double gamma = 1.0;
+  bool tracking = false;  // --gradient-tracking
 };
 
 std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
   return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
             << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
-            << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma;
+            << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma
+            << (c.tracking ? "/tracking" : "");
 }
 
 TrainingOptions options_for(const SgdCase& c) {
@@ -305,6 +309,7 @@ TrainingOptions options_for(const SgdCase& c) {
   o.local_steps = c.local_steps;
   o.batch = c.batch;
   o.momentum = c.momentum;
+  o.gradient_tracking = c.tracking;
   o.lr.schedule = parse_lr_schedule(c.schedule);
   o.lr.lr = c.logistic ? 0.5 : quadratic_lr(n);
   o.lr.decay_steps = 8;
@@ -330,7 +335,9 @@ INSTANTIATE_TEST_SUITE_P(
     SgdAllreduce, SgdForms,
     ::testing::Values(SgdCase{"allreduce", 1, 30, 0.2, "transient", "step", false, 0.5, 2, "survivors"},
                       SgdCase{"allreduce", 3, 31, 0.2, "transient", "inverse", true},
-                      SgdCase{"allreduce", 3, 30, 0.1, "permanent", "constant", false, 0.0, 1, "survivors"}));
+                      SgdCase{"allreduce", 3, 30, 0.1, "permanent", "constant", false, 0.0, 1, "survivors"},
+                      SgdCase{"allreduce", 1, 30, 0.1, "transient", "inverse", true, 0.0, 1, "survivors", "default",
+                              "none", 1.0, true}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdMoshpit, SgdForms,
@@ -347,7 +354,9 @@ INSTANTIATE_TEST_SUITE_P(
     SgdGossip, SgdForms,
     ::testing::Values(SgdCase{"gossip", 1, 30, 0.0, "transient", "inverse", false},  // D-PSGD
                       SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", true, 0.5},
-                      SgdCase{"gossip", 3, 31, 0.2, "transient", "step", false, 0.0, 1, "default", "exp"}));
+                      SgdCase{"gossip", 3, 31, 0.2, "transient", "step", false, 0.0, 1, "default", "exp"},
+                      SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", false, 0.0, 2, "default", "ring", "none",
+                              1.0, true}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdPushSum, SgdForms,

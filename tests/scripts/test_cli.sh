@@ -111,7 +111,7 @@ bad_config config_unknown_key '--config|--fail_rat' 'fail_rat' 'fail_rat = 0.01\
 
 # ---- good --config -------------------------------------------------------------------
 printf '# a comment\nfail-rate = 0.01\nrounds = 5\ntrials = 2\ndim = 2\n' >"$conf/good.ini"
-run_app config_good --config "$conf/good.ini" --out config.h5 --quiet
+run_app config_good --config "$conf/good.ini" --out config.h5  # not --quiet: the replay compares its rows
 if [ "$RC" -ne 0 ]; then
   bad "--config good.ini: exit code $RC"
   show_logs
@@ -210,7 +210,7 @@ done
 # The trace counts them, and the /config text replays the run bit for bit (the
 # dither and the failures are keyed, not timed).
 run_app quantized_lattice --protocol gossip --topology complete --quantizer lattice --lattice-q 4 \
-  --lattice-eps 0.1 --trials 2 --rounds 6 --dim 3 --seed 3 --out lattice.h5 --quiet
+  --lattice-eps 0.1 --trials 2 --rounds 6 --dim 3 --seed 3 --out lattice.h5
 if [ "$RC" -eq 0 ]; then
   check_trace "$work/lattice.h5" --peers 2 --trials 2 --complete 1 --rounds 6
   got=$(h5_eval "$work/lattice.h5" \

@@ -322,10 +322,12 @@ if want flags || want flagsample; then
   else
     say "dim.memory: SKIPPED: this machine has $mem_gb GB, enough for ${memory_case[*]} ($need GB)"
   fi
-  # On/off flags take no value but true or false (and CLI11's synonyms).
-  for f in --quiet --overwrite --stop-at-target; do
+  # On/off flags take no value but true or false (and CLI11's synonyms): every
+  # switch the program lists.
+  while IFS=$'\t' read -r f kind _; do
+    [ "$kind" = switch ] || continue
     hcase "${f#--}.value" "$f" '{true, false}' -- "$f=maybe" --out existing.h5
-  done
+  done < <(timeout -k 10 120 "${LAUNCH[@]}" "$BIN" --list-flags </dev/null)
   hcase config.empty_name --config '' -- --config '' "${keep[@]}"
   IN_FLAGS=0
 fi

@@ -84,7 +84,8 @@ def progress_and_gil():
     spinner = threading.Thread(target=spin)
     spinner.start()
     code, lines, table = module.run("averaging_bench", ["--engine", "sequential", "--peers", "4096", "--protocol",
-                                                        "gossip", "--rounds", "12000", "--trials", "1"],
+                                                        "gossip", "--topology", "ring", "--rounds", "12000",
+                                                        "--trials", "1"],
                                     lambda done, detail: shares.append(done))
     stop.set()
     spinner.join()

@@ -80,13 +80,13 @@ printf '+1 1:0.5 3:1\n' >"$data/one-sample.svm"
 printf '+1 1:0.5\n-1 2:1\n+1 9:1\n' >"$data/wide.svm"   # index 9 > the 4 features of train.svm
 
 # good_run TAG "CHECK_TRACE ARGS" -- ARGS...: runs the app with ARGS --out TAG.h5
-# --quiet, which must succeed and write a trace that avbench check accepts with
+# (its rows on stdout), which must succeed and write a trace that avbench check accepts with
 # --kind sgd --peers 2 CHECK_TRACE ARGS; its stdout stays in $logs/TAG.out.
 good_run() {
   local tag=$1 expect=$2
   shift 3
   rm -f "$work/$tag.h5"
-  run_app "$tag" "$@" --out "$tag.h5" --quiet
+  run_app "$tag" "$@" --out "$tag.h5"  # not --quiet: its rows are checked, and replayed
   if [ "$RC" -ne 0 ]; then
     bad "$tag: sgd_bench $*: exit code $RC"
     show_logs
@@ -171,6 +171,17 @@ bad_case lr_decay_factor_big '--lr-decay-factor' '(0, 1]' -- --lr-schedule step 
 bad_case lr_decay_factor_text '--lr-decay-factor' "'half'|(0, 1]" -- --lr-schedule step --lr-decay-factor half "${keep[@]}"
 bad_case momentum_one '--momentum' '[0, 1)' -- --momentum 1 "${keep[@]}"
 bad_case momentum_nan '--momentum' "'nan'|[0, 1)" -- --momentum nan "${keep[@]}"
+# --gradient-tracking needs rounds that keep the sum, one step each, no momentum.
+bad_case tracking_protocol '--gradient-tracking' "moshpit|allreduce, gossip" -- --gradient-tracking \
+  --protocol moshpit "${keep[@]}"
+bad_case tracking_momentum '--gradient-tracking' "--momentum 0" -- --gradient-tracking --protocol gossip \
+  --momentum 0.5 "${keep[@]}"
+bad_case tracking_local_steps '--gradient-tracking' "--local-steps 1" -- --gradient-tracking --protocol gossip \
+  --local-steps 2 "${keep[@]}"
+bad_case tracking_graph '--gradient-tracking' "epidemic|doubly stochastic" -- --gradient-tracking --protocol gossip \
+  --topology epidemic:1 "${keep[@]}"
+bad_case tracking_lossy '--gradient-tracking' "fp16|sum" -- --gradient-tracking --protocol allreduce --quantizer fp16 \
+  "${keep[@]}"
 bad_case eval_every_zero '--eval-every' "$int|[1, " -- --eval-every 0 "${keep[@]}"
 bad_case dim_text '--dim' "'abc'|[1, " -- --dim abc "${keep[@]}"
 bad_case dim_logistic_zero '--dim' "$int|[1, " -- "${logistic[@]}" --dim 0 "${keep[@]}"
@@ -322,7 +333,7 @@ bad_case zeta_overflow '--zeta' 'double precision|smaller value' -- --zeta 1e300
 diverged_case() {
   local tag=$1 lr_needle=$2 div_needle=$3
   shift 4
-  run_app "$tag" "$@" --out "$tag.h5" --quiet
+  run_app "$tag" "$@" --out "$tag.h5"  # not --quiet: the rows are checked
   local lines first second
   lines=$(grep -c "^$APP: warning:" "$ERR" || true)
   first=$(grep "^$APP: warning:" "$ERR" | sed -n 1p || true)

@@ -169,7 +169,7 @@ def diverged_run(work: str) -> None:
     ± se rows, with no trial to average, show – (not 0, which reads as
     convergence at step 0)."""
     for tag, args, finite in (("div", ["--lr", "1e3", "--eval-every", "100"], False),
-                              ("div-gap", ["--lr", "0.7", "--protocol", "gossip"], True)):
+                              ("div-gap", ["--lr", "0.7", "--protocol", "gossip", "--topology", "ring"], True)):
         p = run(launch("sequential", SGD, ["--trials", "2", "--steps", "200", *args, "--out", f"{tag}.h5",
                                            "--summary", f"{tag}.csv"]), work)
         want, identity = expected_rows(os.path.join(work, f"{tag}.h5"))

@@ -280,7 +280,10 @@ TEST(TopologyEpidemic, ContractionPerRoundMatchesTheory) {
     for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = std::sin(1.7 * i) + 0.3 * std::cos(0.45 * i * i);
     double mean = 0.0, norm = 0.0;
     for (double v : x) mean += v / n;
-    for (double& v : x) norm += (v -= mean) * v;
+    for (double& v : x) {
+      v -= mean;
+      norm += v * v;
+    }
     constexpr int kRounds = 4000;
     double sum = 0.0, sum2 = 0.0;
     MixingRow row;
