@@ -8,8 +8,9 @@ Copies python/ to a temporary folder (the build writes build/ and *.egg-info nex
 to pyproject.toml), makes a venv that sees Debian's h5py, numpy and pandas
 (--system-site-packages), installs with `pip --no-build-isolation --no-index`, then,
 from that folder, imports avbench, checks it is the installed copy with the
-project's version, loads a trace AVERAGING_BENCH writes there, and checks it
-with the installed `avbench check` command.
+project's version, loads a trace AVERAGING_BENCH writes there, runs the same in
+its own process (avbench.run through the build's avbench._engine) for the same
+values, and checks the trace with the installed `avbench check` command.
 """
 
 import os
@@ -34,12 +35,18 @@ assert set(df["protocol"]) == {"pairwise"}, set(df["protocol"])
 steps = df.groupby("trial")["variance"].diff().dropna()
 assert len(steps) == 6 and (steps <= 0).all(), list(steps)  # pairwise averaging never adds variance
 print("pip_install: avbench", version, "from", avbench.__file__, "read", len(df), "rows")
+# The same run in this process, through the build's avbench._engine (AVB_BIN_DIR names its programs).
+ds = avbench.run(protocol="pairwise", peers=8, rounds=3, trials=2, progress=False)
+assert sys.modules["avbench._engine"].__file__.startswith(sys.argv[2]), sys.modules["avbench._engine"].__file__
+typed = avbench.load_trace("run.h5", as_xarray=True)
+assert (ds["variance"].values == typed["variance"].values).all(), (ds["variance"].values, typed["variance"].values)
+print("pip_install: avbench.run in this process gives the typed run's variances")
 """
 
 
-def run(cmd, **kw):
+def run(cmd, extra=None, **kw):
     # Not the checkout's package: the installed one must be what imports.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | (extra or {})
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
     if done.returncode != 0:
         sys.exit(f"FAIL: {' '.join(map(str, cmd))} exited {done.returncode}\n{done.stdout}{done.stderr}")
@@ -57,7 +64,9 @@ def main() -> None:
         run([tmp / "venv/bin/pip", "install", "--no-build-isolation", "--no-index", "--quiet", tmp / "python"])
         run([bench, "--engine", "sequential", "--peers", "8", "--protocol", "pairwise", "--rounds", "3",
              "--trials", "2", "--quiet", "--out", tmp / "run.h5"])
-        print(run([tmp / "venv/bin/python", "-c", CHECK, version], cwd=tmp), end="")
+        build = Path(bench).resolve().parent.parent
+        print(run([tmp / "venv/bin/python", "-c", CHECK, version, str(build / "python")], cwd=tmp,
+                  extra={"AVB_BIN_DIR": str(Path(bench).resolve().parent)}), end="")
         # The console entry point: the installed `avbench` command, run from elsewhere.
         checked = run([tmp / "venv/bin/avbench", "check", tmp / "run.h5", "--peers", "8", "--trials", "2"], cwd=tmp)
         if "valid avbench averaging trace" not in checked:
