@@ -103,10 +103,18 @@ int main(int argc, char** argv) {
     const avb::Topology g(avb::parse_topology(topology), n, avb::app::parse_seed("--seed", seed));
     const avb::Weights w = avb::parse_weights(weights);
     if (g.time_varying()) {
-      // One round's W says nothing about the product over a period; push-sum and
-      // gossip on this graph are exact after log2 N rounds when N is a power of two.
-      std::printf("peers %d topology %s time-varying: exact average after %d rounds when N is a power of two\n", n,
-                  avb::to_string(g.spec()).c_str(), g.period());
+      // One round's W says nothing about the product over a period: one-peer-exp
+      // is exact after log2 N rounds when N is a power of two, base:K after its
+      // schedule for any N; the epidemic graph is drawn afresh (docs/protocols.md).
+      const char* exact = g.spec().kind == avb::TopologyKind::base           ? "for any N"
+                          : g.spec().kind == avb::TopologyKind::one_peer_exp ? "when N is a power of two"
+                                                                             : nullptr;
+      if (exact != nullptr)
+        std::printf("peers %d topology %s time-varying: exact average after %d rounds %s\n", n,
+                    avb::to_string(g.spec()).c_str(), g.period(), exact);
+      else
+        std::printf("peers %d topology %s time-varying: drawn afresh each round, never exact (docs/protocols.md)\n",
+                    n, avb::to_string(g.spec()).c_str());
       return 0;
     }
     print_spectrum(g, w, rounds);

@@ -46,7 +46,7 @@ namespace {
 using graph::AdjacencyLists;
 
 constexpr std::string_view accepted_topologies =
-    "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, epidemic:S, complete, file:PATH}";
+    "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, epidemic:S, base:K, complete, file:PATH}";
 
 [[noreturn]] void bad_topology(std::string_view text) {
   static constexpr std::string_view kinds[] = {"ring", "torus", "hypercube", "exp", "one-peer-exp", "complete"};
@@ -124,7 +124,8 @@ TopologySpec parse_topology(std::string_view text) {
     std::string_view degree;
   };
   for (const auto& [prefix, kind, degree] : {WithDegree{"random-regular:", TopologyKind::random_regular, "K"},
-                                             WithDegree{"epidemic:", TopologyKind::epidemic, "S"}}) {
+                                             WithDegree{"epidemic:", TopologyKind::epidemic, "S"},
+                                             WithDegree{"base:", TopologyKind::base, "K"}}) {
     if (!text.starts_with(prefix)) continue;
     const auto k = parse_int(text.substr(prefix.size()));
     if (!k || *k < 1)
@@ -158,6 +159,7 @@ std::string to_string(const TopologySpec& spec) {
     case TopologyKind::one_peer_exp: return "one-peer-exp";
     case TopologyKind::random_regular: return "random-regular:" + std::to_string(spec.degree);
     case TopologyKind::epidemic: return "epidemic:" + std::to_string(spec.degree);
+    case TopologyKind::base: return "base:" + std::to_string(spec.degree);
     case TopologyKind::complete: return "complete";
     case TopologyKind::file: return "file:" + spec.path;
   }
@@ -188,6 +190,7 @@ Topology::Topology(const TopologySpec& spec, int n, std::uint64_t seed, const st
         throw ConfigError("--topology " + to_string(spec) + ": S must be below the number of peers (" +
                           std::to_string(n) + "): a peer sends to S others");
       return;  // drawn each round: see epidemic_targets
+    case TopologyKind::base: base_ = graph::base_schedule(n, spec.degree, stop); return;
     case TopologyKind::file: adj = graph::read_edge_list(spec, n); break;
   }
   store_undirected(std::move(adj));
@@ -217,10 +220,14 @@ bool Topology::directed() const {
 }
 
 bool Topology::time_varying() const {
-  return spec_.kind == TopologyKind::one_peer_exp || spec_.kind == TopologyKind::epidemic;
+  return spec_.kind == TopologyKind::one_peer_exp || spec_.kind == TopologyKind::epidemic ||
+         spec_.kind == TopologyKind::base;
 }
 
-int Topology::period() const { return spec_.kind == TopologyKind::one_peer_exp ? std::max(1, ceil_log2(n_)) : 1; }
+int Topology::period() const {
+  if (spec_.kind == TopologyKind::base) return static_cast<int>(base_.size());
+  return spec_.kind == TopologyKind::one_peer_exp ? std::max(1, ceil_log2(n_)) : 1;
+}
 
 std::size_t Topology::phase(int t, int i) const {
   if (t < 1 || i < 0 || i >= n_)
@@ -241,6 +248,11 @@ std::vector<int> Topology::in_neighbours(int t, int i) const {
   if (spec_.kind == TopologyKind::exp) return exponential_neighbours(n_, i, 0, ceil_log2(n_), -1);
   if (spec_.kind == TopologyKind::one_peer_exp) return exponential_neighbours(n_, i, int(p), int(p) + 1, -1);
   if (spec_.kind == TopologyKind::epidemic) return epidemic_senders(t)[static_cast<std::size_t>(i)];
+  if (spec_.kind == TopologyKind::base) {
+    std::vector<int> others = base_[p][static_cast<std::size_t>(i)].peers;
+    std::erase(others, i);
+    return others;
+  }
   return in_[p][static_cast<std::size_t>(i)];
 }
 
@@ -274,6 +286,12 @@ MixingRow Topology::mixing_row(Weights weights, int t, int i) const {
 }
 
 void Topology::mixing_row(Weights weights, int t, int i, MixingRow& row) const {
+  if (spec_.kind == TopologyKind::base) {  // the schedule's own weights: they make the product exact
+    if (weights == Weights::metropolis)
+      throw ConfigError("--weights metropolis: --topology " + to_string(spec_) + " carries its own weights");
+    row = base_[phase(t, i)][static_cast<std::size_t>(i)];
+    return;
+  }
   if (weights == Weights::metropolis && directed())
     throw ConfigError("--weights metropolis: needs an undirected --topology (ring, torus, hypercube, "
                       "random-regular:K, complete, file:PATH)");
@@ -309,64 +327,6 @@ void Topology::mixing_row(Weights weights, int t, int i, MixingRow& row) const {
     row.weights.push_back(0.0);
   }
   row.weights[static_cast<std::size_t>(self_at)] = 1.0 - others;
-}
-
-GraphFootprint graph_footprint(const TopologySpec& spec, int n) {
-  const double peers = n;
-  double log2n = 0;
-  while (std::ldexp(1.0, static_cast<int>(log2n)) < peers) ++log2n;
-  GraphFootprint f;
-  auto undirected = [&](double degree) {
-    f.sends = peers * degree;
-    f.max_degree = degree;
-    f.lists = peers;  // stored once
-    f.entries = peers * degree;
-    f.build_work = peers * degree;
-  };
-  switch (spec.kind) {
-    case TopologyKind::ring: undirected(std::min(2.0, peers - 1)); break;
-    case TopologyKind::torus: undirected(std::min(4.0, peers - 1)); break;
-    case TopologyKind::hypercube: undirected(log2n); break;
-    case TopologyKind::random_regular:
-      undirected(spec.degree);
-      f.build_work = 16 * peers * spec.degree;  // pairings drawn and checked, with retries
-      break;
-    case TopologyKind::exp:  // directed, computed
-      f.sends = peers * log2n;
-      f.max_degree = log2n;
-      break;
-    case TopologyKind::one_peer_exp:  // one out-neighbour a round, computed
-      f.sends = peers > 1 ? peers : 0;
-      f.max_degree = peers > 1 ? 1 : 0;
-      f.period = std::max(1.0, log2n);
-      break;
-    case TopologyKind::complete:  // computed, never stored
-      f.sends = peers * (peers - 1);
-      f.max_degree = peers - 1;
-      break;
-    case TopologyKind::epidemic:  // drawn each round; every peer lists the round's senders of all
-      f.sends = peers * std::min<double>(spec.degree, std::max(0.0, peers - 1));
-      f.max_degree = std::max(0.0, peers - 1);  // S out, and any number in
-      f.lists = peers;
-      f.entries = f.sends;
-      f.build_work = f.sends;
-      f.period = std::numeric_limits<double>::infinity();
-      break;
-    case TopologyKind::file: {
-      // Unknown until read: every two bytes of the file ("a b\n" is the
-      // shortest line) at most one entry, and any peer may be a hub.
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(spec.path, ec);
-      const double entries = ec ? 0.0 : std::min(static_cast<double>(size) / 2, peers * (peers - 1));
-      f.sends = entries;
-      f.max_degree = peers - 1;
-      f.lists = peers;
-      f.entries = entries;
-      f.build_work = entries;
-      break;
-    }
-  }
-  return f;
 }
 
 bool check_large_graph(const TopologySpec& spec, int n) {

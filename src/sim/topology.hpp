@@ -29,6 +29,7 @@ enum class TopologyKind {
   exp,             // static exponential graph, directed: i -> i + 2^j (mod N), j = 0 .. ceil(log2 N) - 1
   one_peer_exp,    // time-varying, directed: in round t, i -> i + 2^((t-1) mod ceil(log2 N))
   epidemic,        // time-varying, directed: in round t, i -> S peers drawn uniformly from the others (Epidemic Learning)
+  base,            // time-varying, weighted: the Base-(K+1) schedule, exact average after its rounds (sim/base_graph.cpp)
   random_regular,  // random K-regular simple graph drawn from the topology stream
   complete,        // everyone
   file,            // undirected edge list read from a file
@@ -36,7 +37,7 @@ enum class TopologyKind {
 
 struct TopologySpec {
   TopologyKind kind = TopologyKind::ring;
-  int degree = 0;    // random_regular: K; epidemic: S
+  int degree = 0;    // random_regular: K; epidemic: S; base: K
   std::string path;  // file
 };
 
@@ -64,7 +65,7 @@ GraphFootprint graph_footprint(const TopologySpec& spec, int n);
 bool check_large_graph(const TopologySpec& spec, int n);
 
 // "ring", "torus", "hypercube", "exp", "one-peer-exp", "random-regular:K",
-// "epidemic:S", "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
+// "epidemic:S", "base:K", "complete", "file:PATH". Throws ConfigError starting "--topology: ...".
 TopologySpec parse_topology(std::string_view text);
 // "{ring, torus, ...}": what parse_topology accepts, for messages and --help.
 std::string_view topology_names();
@@ -100,7 +101,7 @@ class Topology {
   int peers() const { return n_; }
   const TopologySpec& spec() const { return spec_; }
   bool directed() const;
-  bool time_varying() const;  // one_peer_exp, epidemic
+  bool time_varying() const;  // one_peer_exp, epidemic, base
   // Rounds after which the graph repeats (1 for static graphs; epidemic: never,
   // and period() is 1, its rounds being drawn, not indexed).
   int period() const;
@@ -146,6 +147,8 @@ class Topology {
   // Undirected graphs: one list per peer, in in_[0]. The complete and the
   // exponential graphs are computed, not stored.
   std::vector<std::vector<std::vector<int>>> in_;  // [phase][peer]
+  // base: every round's rows, with the schedule's weights.
+  std::vector<std::vector<MixingRow>> base_;  // [round][peer]
 };
 
 }  // namespace avb

@@ -88,11 +88,11 @@ TEST(TopologyNames, RoundTrip) {
 
 TEST(TopologyNames, Errors) {
   const std::string forms =
-      "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, epidemic:S, complete, file:PATH}";
+      "{ring, torus, hypercube, exp, one-peer-exp, random-regular:K, epidemic:S, base:K, complete, file:PATH}";
   EXPECT_EQ(config_error([] { parse_topology("star"); }), "--topology: 'star' is not one of " + forms);
   for (const char* bad : {"", "Ring", "ring ", "random-regular", "random-regular:", "random-regular:0",
                           "random-regular:-2", "random-regular:x", "random-regular:3x", "file:", "file", "epidemic",
-                          "epidemic:0", "epidemic:-1", "epidemic:x"}) {
+                          "epidemic:0", "epidemic:-1", "epidemic:x", "base", "base:0", "base:k"}) {
     const std::string message = config_error([&] { parse_topology(bad); });
     EXPECT_TRUE(starts_with(message, "--topology: '" + std::string(bad) + "' is not one of " + forms)) << message;
   }
