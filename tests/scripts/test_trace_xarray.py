@@ -193,8 +193,8 @@ def main(averaging_bench, sgd_bench):
         avg, sgd = os.path.join(tmp, "avg.h5"), os.path.join(tmp, "sgd.h5")
         run([averaging_bench, "--peers", "32", "--protocol", "pairwise", "--fail-rate", "0.05", "--trials", "5",
              "--rounds", "200", "--target", "1e-3", "--stop-at-target"], avg)
-        run([sgd_bench, "--peers", "8", "--protocol", "gossip", "--fail-rate", "0.1", "--trials", "5",
-             "--steps", "300", "--eval-every", "3", "--stop-at-target", "--target", "0.05", "--lr", "0.05"], sgd)
+        run([sgd_bench, "--peers", "8", "--protocol", "gossip", "--topology", "ring", "--fail-rate", "0.1",
+             "--trials", "5", "--steps", "300", "--eval-every", "3", "--stop-at-target", "--target", "0.05", "--lr", "0.05"], sgd)
         for path, dim in ((avg, "round"), (sgd, "step")):
             check_netcdf_view(path, dim)
             ds = check_loader(path, dim)
