@@ -94,12 +94,20 @@ Round identity(int n, const std::atomic<bool>* stop = nullptr) {
 
 }  // namespace
 
-std::vector<std::vector<MixingRow>> base_schedule(int n, int k, const std::atomic<bool>* stop) {
+BaseSchedule base_schedule(int n, int k, const std::atomic<bool>* stop) {
   if (k < 1) throw ConfigError("--topology base:" + std::to_string(k) + ": K must be an integer >= 1");
-  std::vector<Round> schedule;
-  if (n <= 1) return {identity(std::max(n, 1))};
+  BaseSchedule schedule;
+  schedule.n = std::max(n, 1);
+  if (n <= 1) {
+    schedule.add(identity(schedule.n));
+    return schedule;
+  }
   if (factors_within(n, k)) {
-    for (const auto& cliques : hyper_hypercube(0, n, k)) add_cliques(schedule.emplace_back(identity(n, stop)), cliques);
+    for (const auto& cliques : hyper_hypercube(0, n, k)) {
+      Round round = identity(n, stop);
+      add_cliques(round, cliques);
+      schedule.add(round);
+    }
     return schedule;
   }
   // The groups: base-(K + 1) digits of n, largest first.
@@ -123,13 +131,14 @@ std::vector<std::vector<MixingRow>> base_schedule(int n, int k, const std::atomi
   }
   const auto m = static_cast<int>(own[0].size());
   for (int r = 0; r < m; ++r) {
-    Round& round = schedule.emplace_back(identity(n, stop));
+    Round round = identity(n, stop);
     for (const auto& rounds : own)
       if (!rounds.empty()) add_cliques(round, rounds[static_cast<std::size_t>(r) % rounds.size()]);
+    schedule.add(round);
   }
   const auto spread = static_cast<int>(blocks[0].size());
   for (int r = 0; r <= spread; ++r) {
-    Round& round = schedule.emplace_back(identity(n, stop));
+    Round round = identity(n, stop);
     for (int l = 0; l + 1 < groups_n; ++l) {  // the last group only ever merges into the others
       const Group& g = groups[static_cast<std::size_t>(l)];
       const auto& block_rounds = blocks[static_cast<std::size_t>(l)];
@@ -151,8 +160,30 @@ std::vector<std::vector<MixingRow>> base_schedule(int n, int k, const std::atomi
           }
       }
     }
+    schedule.add(round);
   }
   return schedule;
 }
 
 }  // namespace avb::graph
+
+namespace avb {
+
+void BaseSchedule::add(const std::vector<MixingRow>& round) {
+  for (const MixingRow& row : round) {
+    peers.insert(peers.end(), row.peers.begin(), row.peers.end());
+    weights.insert(weights.end(), row.weights.begin(), row.weights.end());
+    ends.push_back(peers.size());
+  }
+  ++rounds;
+}
+
+void BaseSchedule::row(int round, int i, MixingRow& out) const {
+  const std::size_t at = static_cast<std::size_t>(round) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i);
+  const std::size_t first = at == 0 ? 0 : ends[at - 1], last = ends[at];
+  out.peers.assign(peers.begin() + static_cast<std::ptrdiff_t>(first), peers.begin() + static_cast<std::ptrdiff_t>(last));
+  out.weights.assign(weights.begin() + static_cast<std::ptrdiff_t>(first),
+                     weights.begin() + static_cast<std::ptrdiff_t>(last));
+}
+
+}  // namespace avb

@@ -17,8 +17,8 @@ void base_footprint(const TopologySpec& spec, double peers, GraphFootprint& f) {
   f.sends = peers * std::min(k, peers - 1);
   f.max_degree = std::min(k, peers - 1);
   f.period = 2 * digits + 1;  // the groups' own rounds, then the merges and the largest blocks' spread
-  f.lists = 2 * peers * f.period;  // a row is two lists: its peers and their weights
-  f.entries = peers * f.period * std::min(k + 1, peers);
+  f.lists = 0;  // three flat arrays: a row's end (8 bytes) and its entries (12 each)
+  f.entries = peers * f.period * (std::min(k + 1, peers) + 1);
   f.build_work = f.entries;
 }
 

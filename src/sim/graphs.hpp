@@ -30,9 +30,9 @@ void check_random_regular(const TopologySpec& spec, int n);
 AdjacencyLists read_edge_list(std::istream& in, const TopologySpec& spec, int n);
 AdjacencyLists read_edge_list(const TopologySpec& spec, int n);
 
-// base:K (sim/base_graph.cpp): every round's mixing rows, [round][peer]; after the
-// last round every peer holds the exact mean, for any n >= 1. `stop` is polled
-// once a round (StopRequested).
-std::vector<std::vector<MixingRow>> base_schedule(int n, int k, const std::atomic<bool>* stop = nullptr);
+// base:K (sim/base_graph.cpp): every round's mixing rows; after the last round
+// every peer holds the exact mean, for any n >= 1. `stop` is polled once a round
+// (StopRequested).
+BaseSchedule base_schedule(int n, int k, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace avb::graph

@@ -225,7 +225,7 @@ bool Topology::time_varying() const {
 }
 
 int Topology::period() const {
-  if (spec_.kind == TopologyKind::base) return static_cast<int>(base_.size());
+  if (spec_.kind == TopologyKind::base) return base_.rounds;
   return spec_.kind == TopologyKind::one_peer_exp ? std::max(1, ceil_log2(n_)) : 1;
 }
 
@@ -249,9 +249,10 @@ std::vector<int> Topology::in_neighbours(int t, int i) const {
   if (spec_.kind == TopologyKind::one_peer_exp) return exponential_neighbours(n_, i, int(p), int(p) + 1, -1);
   if (spec_.kind == TopologyKind::epidemic) return epidemic_senders(t)[static_cast<std::size_t>(i)];
   if (spec_.kind == TopologyKind::base) {
-    std::vector<int> others = base_[p][static_cast<std::size_t>(i)].peers;
-    std::erase(others, i);
-    return others;
+    MixingRow row;
+    base_.row(static_cast<int>(p), i, row);
+    std::erase(row.peers, i);
+    return row.peers;
   }
   return in_[p][static_cast<std::size_t>(i)];
 }
@@ -289,7 +290,7 @@ void Topology::mixing_row(Weights weights, int t, int i, MixingRow& row) const {
   if (spec_.kind == TopologyKind::base) {  // the schedule's own weights: they make the product exact
     if (weights == Weights::metropolis)
       throw ConfigError("--weights metropolis: --topology " + to_string(spec_) + " carries its own weights");
-    row = base_[phase(t, i)][static_cast<std::size_t>(i)];
+    base_.row(static_cast<int>(phase(t, i)), i, row);
     return;
   }
   if (weights == Weights::metropolis && directed())

@@ -87,6 +87,18 @@ struct MixingRow {
   std::vector<double> weights;
 };
 
+// base:K's rows, all rounds in three flat arrays (a row per peer would cost two
+// allocations each: gigabytes at a million peers).
+struct BaseSchedule {
+  int n = 1;
+  int rounds = 0;
+  std::vector<std::size_t> ends;  // [round * n + peer]: where its row ends in peers and weights
+  std::vector<int> peers;
+  std::vector<double> weights;
+  void add(const std::vector<MixingRow>& round);  // the next round, one row per peer
+  void row(int round, int i, MixingRow& out) const;  // round from 0
+};
+
 class Topology {
  public:
   // Throws ConfigError ("--topology ...") when the graph cannot be built for n
@@ -148,7 +160,7 @@ class Topology {
   // exponential graphs are computed, not stored.
   std::vector<std::vector<std::vector<int>>> in_;  // [phase][peer]
   // base: every round's rows, with the schedule's weights.
-  std::vector<std::vector<MixingRow>> base_;  // [round][peer]
+  BaseSchedule base_;
 };
 
 }  // namespace avb
