@@ -92,6 +92,38 @@ Round identity(int n, const std::atomic<bool>* stop = nullptr) {
   return round;
 }
 
+// A group of peers: a nonzero digit a of n in base K + 1 at place (K + 1)^p, as
+// `blocks` = a blocks of `block` = (K + 1)^p consecutive peers from `first`.
+struct Group {
+  int first, size, blocks, block;
+};
+
+// n's groups, largest first.
+std::vector<Group> digit_groups(int n, int k) {
+  std::vector<Group> groups;
+  long long place = 1;
+  while (place * (k + 1) <= n) place *= k + 1;
+  for (int first = 0; place >= 1; place /= k + 1) {
+    const int digit = static_cast<int>((n - first) / place);
+    if (digit == 0) continue;
+    groups.push_back({first, static_cast<int>(digit * place), digit, static_cast<int>(place)});
+    first += static_cast<int>(digit * place);
+  }
+  return groups;
+}
+
+// The merge of every later peer into group g's blocks (the weights of the file's comment).
+void merge_into(Round& round, const Group& g, int n) {
+  const int later = n - g.first - g.size;
+  const double share = static_cast<double>(g.size) / (g.size + later), w = share / g.blocks;
+  for (int b = 0; b < g.blocks; ++b)
+    for (int i = 0; i < later; ++i) {
+      const int peer = g.first + g.size + i, partner = g.first + b * g.block + i;
+      add_edge(round, peer, partner, w);
+      add_edge(round, partner, peer, w);
+    }
+}
+
 }  // namespace
 
 BaseSchedule base_schedule(int n, int k, const std::atomic<bool>* stop) {
@@ -110,19 +142,7 @@ BaseSchedule base_schedule(int n, int k, const std::atomic<bool>* stop) {
     }
     return schedule;
   }
-  // The groups: base-(K + 1) digits of n, largest first.
-  struct Group {
-    int first, size, blocks, block;
-  };
-  std::vector<Group> groups;
-  long long place = 1;
-  while (place * (k + 1) <= n) place *= k + 1;
-  for (int first = 0; place >= 1; place /= k + 1) {
-    const int digit = static_cast<int>((n - first) / place);
-    if (digit == 0) continue;
-    groups.push_back({first, static_cast<int>(digit * place), digit, static_cast<int>(place)});
-    first += static_cast<int>(digit * place);
-  }
+  const std::vector<Group> groups = digit_groups(n, k);
   const auto groups_n = static_cast<int>(groups.size());
   std::vector<std::vector<std::vector<std::vector<int>>>> own, blocks;  // each group's rounds, each block's
   for (const Group& g : groups) {
@@ -143,14 +163,7 @@ BaseSchedule base_schedule(int n, int k, const std::atomic<bool>* stop) {
       const Group& g = groups[static_cast<std::size_t>(l)];
       const auto& block_rounds = blocks[static_cast<std::size_t>(l)];
       if (r == l) {  // the later groups merge into this one
-        const int later = n - g.first - g.size;
-        const double share = static_cast<double>(g.size) / (g.size + later), w = share / g.blocks;
-        for (int b = 0; b < g.blocks; ++b)
-          for (int i = 0; i < later; ++i) {
-            const int peer = g.first + g.size + i, partner = g.first + b * g.block + i;
-            add_edge(round, peer, partner, w);
-            add_edge(round, partner, peer, w);
-          }
+        merge_into(round, g, n);
       } else if (r > l && r - l - 1 < static_cast<int>(block_rounds.size())) {  // its blocks spread the mean
         std::vector<std::vector<int>> cliques = block_rounds[static_cast<std::size_t>(r - l - 1)];
         for (int b = 0; b < g.blocks; ++b)
