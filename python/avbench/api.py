@@ -122,7 +122,8 @@ def engine_module(bin_dir=None):
 def run_in_process(program: str, peers: int, options: dict, bin_dir=None, progress=True, print_table=False):
     """Runs `program` on the sequential engine in this process (avbench._engine)."""
     module = engine_module(bin_dir)
-    args = ["--engine", "sequential", "--peers", str(peers), *flags({**options, "quiet": not progress})]
+    # Never --quiet: it would drop the table's rows (print_table); the host's progress is cheap either way.
+    args = ["--engine", "sequential", "--peers", str(peers), *flags(options)]
     bar = ProgressBar(program) if progress else None
     try:
         code, lines, table = module.run(program, args, bar.show if bar else None)

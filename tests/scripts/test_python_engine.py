@@ -5,6 +5,7 @@
 
 - sgd_bench in-process returns the typed command's Dataset, every variable equal to
   the bit (averaging_bench: python_api);
+- print_table prints the table, a row per trial;
 - a warning becomes one RunWarning, an error one RunError with the program's line,
   and nothing of either is printed;
 - progress reaches the callback in shares that never go back and end at 1;
@@ -13,6 +14,8 @@
   KeyboardInterrupt and leaves a valid trace marked complete = 0; the next run in
   the same process gives the values of a fresh one (the stop flag is cleared).
 """
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -67,6 +70,11 @@ def reports(tmp: Path):
     check(printed == "", f"nothing printed on stderr: {printed!r}")
     lines = [str(w.message) for w in seen if issubclass(w.category, avbench.RunWarning)]
     check(len(lines) == 1 and "--detection-timeout: 0 s" in lines[0], f"one RunWarning, moshpit's: {lines}")
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        avbench.run(protocol="moshpit", peers=16, trials=3, rounds=3, progress=False, print_table=True)
+    rows = [line for line in table.getvalue().splitlines() if line.strip() and not line.startswith("#")]
+    check(len(rows) == 3, f"print_table=True (without progress) prints one row per trial: {len(rows)}")
     try:
         avbench.run(protocol="gossip", peers=8, fail_rate=2, progress=False)
         check(False, "--fail-rate 2 raises RunError")
