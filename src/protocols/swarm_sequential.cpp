@@ -14,7 +14,7 @@ namespace avb::swarm {
 void SwarmPeers::step(Population& x, int p, int t) {
   Peer& s = at(p);
   s.t = t;
-  if (!context_->failures->alive(t, p)) {
+  if (!alive_set(t).has(p)) {
     context_->step_done(p);
     return;
   }
@@ -104,20 +104,27 @@ void SwarmPeers::next_attempt(Population& x, int p) {
   finish_initiate(x, p);
 }
 
+// The alive peers of round t: built once a round (kept for a few rounds, as
+// SGD's peers are), then each question is a bit, not a Philox block.
+const AliveSet& SwarmPeers::alive_set(int t) {
+  if (t != alive_round_) {
+    auto [it, added] = alive_lists_.try_emplace(t);
+    if (added) {
+      if (alive_lists_.size() > kAliveRounds) {
+        alive_lists_.clear();
+        it = alive_lists_.try_emplace(t).first;
+      }
+      it->second.assign(context_->failures->alive_peers(t), n_);
+    }
+    alive_round_ = t;
+    alive_ = &it->second;
+  }
+  return *alive_;
+}
+
 int SwarmPeers::choose_partner(int p, int t, int draw) {
   if (complete_) {  // every alive peer but p, without listing N - 1 neighbours per draw
-    if (t != alive_round_) {
-      auto [it, added] = alive_lists_.try_emplace(t);
-      if (added) {
-        if (alive_lists_.size() > kAliveRounds) {
-          alive_lists_.clear();
-          it = alive_lists_.try_emplace(t).first;
-        }
-        it->second.assign(context_->failures->alive_peers(t), n_);
-      }
-      alive_round_ = t;
-      alive_ = &it->second;
-    }
+    alive_set(t);
     const std::vector<int>& alive = alive_->peers;
     if (n_ > 1 && alive.size() == static_cast<std::size_t>(n_)) {  // nobody is down: alive[k] is k
       const auto k = static_cast<int>(partner_index(context_->seed, t, p, draw, alive.size() - 1));
@@ -131,7 +138,7 @@ int SwarmPeers::choose_partner(int p, int t, int draw) {
   }
   candidates_.clear();
   for (int j : topology_->out_neighbours(t, p))
-    if (j != p && context_->failures->alive(t, j)) candidates_.push_back(j);
+    if (j != p && alive_set(t).has(j)) candidates_.push_back(j);
   if (candidates_.empty()) return -1;
   return candidates_[partner_index(context_->seed, t, p, draw, candidates_.size())];
 }

@@ -248,6 +248,7 @@ class SwarmPeers final : public EventPeers {
   void idle_over(Population& x, int p);
   void initiate(Population& x, int p, int tick);
   void next_attempt(Population& x, int p);
+  const AliveSet& alive_set(int t);
   int choose_partner(int p, int t, int draw);
   void send_request(Population& x, int p, bool exact, bool with_model);
   void on_reply(Population& x, int p, int reply);
@@ -286,7 +287,7 @@ class SwarmPeers final : public EventPeers {
   std::vector<int> free_sent_;
   std::vector<Message> messages_;
   std::vector<int> free_;
-  std::unordered_map<int, AliveSet> alive_lists_;  // complete graph: the alive peers of a round
+  std::unordered_map<int, AliveSet> alive_lists_;  // the alive peers of a round (alive_set)
   int alive_round_ = -1;                           // ... the last one asked for
   const AliveSet* alive_ = nullptr;
   std::vector<int> candidates_;

@@ -28,13 +28,7 @@ Transit::Transit(const Hosts& hosts, int n_peers)
 
 int& Transit::wan(std::int64_t key) { return wan_[key]; }
 
-void Transit::count(int from, int to, int by) {
-  ends(from).out += by;
-  ends(to).in += by;
-  if (one_) {
-    backbone_[0] += by;
-    return;
-  }
+void Transit::count_regions(int from, int to, int by) {
   const int a = platform_.region_of(from, n_), b = platform_.region_of(to, n_);
   backbone_[static_cast<std::size_t>(a)] += by;
   if (a == b) return;
@@ -65,7 +59,7 @@ double Transit::seconds(int from, int to, double bytes, bool shared) const {
     window = kTcpWindow / (2 * latency);
   }
   rate = std::min(rate, window);
-  const SmpiFactors f = smpi_factors(bytes);
+  const SmpiFactors f = factors(bytes);
   return f.latency * latency + bytes / (rate * f.bandwidth);
 }
 
@@ -73,13 +67,6 @@ double Transit::alone(int from, int to, double bytes) const {
   if (bytes == 0 && empty_ >= 0) return empty_;  // the settle barrier's tokens, N log N a round
   return seconds(from, to, bytes, false);
 }
-
-double Transit::start(int from, int to, double bytes) {
-  count(from, to, 1);
-  return seconds(from, to, bytes, true);
-}
-
-void Transit::end(int from, int to) { count(from, to, -1); }
 
 void Transit::keep_ends_in(LinkEndsPlace place) {
   place_ = place.first != nullptr ? place : LinkEndsPlace{own_ends_.data(), sizeof(LinkEnds)};

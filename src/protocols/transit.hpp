@@ -48,15 +48,39 @@ class Transit {
   }
   // The message starts now: returns its seconds, and counts it on its links
   // until end() is called with the same ends.
-  double start(int from, int to, double bytes);
-  void end(int from, int to);
+  double start(int from, int to, double bytes) {
+    count(from, to, 1);
+    return seconds(from, to, bytes, true);
+  }
+  void end(int from, int to) { count(from, to, -1); }
   // Keeps the link ends' counters there from now on; no message may be moving.
   void keep_ends_in(LinkEndsPlace place);
 
  private:
   // The seconds of a message whose links carry `sharing` messages each at most.
   double seconds(int from, int to, double bytes, bool shared) const;
-  void count(int from, int to, int by);
+  // Inline, as every message calls it twice: on a platform of one region it is
+  // three additions.
+  void count(int from, int to, int by) {
+    ends(from).out += by;
+    ends(to).in += by;
+    if (one_) {
+      backbone_[0] += by;
+      return;
+    }
+    count_regions(from, to, by);
+  }
+  void count_regions(int from, int to, int by);
+  // SimGrid's factors of the last message size asked for (a run sends a few sizes).
+  SmpiFactors factors(double bytes) const {
+    if (bytes != factors_of_) {
+      factors_ = smpi_factors(bytes);
+      factors_of_ = bytes;
+    }
+    return factors_;
+  }
+  mutable double factors_of_ = -1;
+  mutable SmpiFactors factors_{};
   int& wan(std::int64_t key);
 
   const Hosts& hosts_;

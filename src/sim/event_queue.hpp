@@ -118,7 +118,7 @@ class EventQueue {
   // Bucket 0 is the run: the events before run_end_, in the order they are
   // taken (by time, then as scheduled), from head_ on. Bucket b > 0 holds those
   // (at or after run_end_) whose highest bit differing from last_ is bit b - 1.
-  static constexpr std::size_t kSmall = 16;  // a bucket that becomes the run at once
+  static constexpr std::size_t kSmall = 48;  // a bucket that becomes the run at once
   // The run is used up: the earliest time left is the least key of the first
   // bucket that holds any. A small bucket becomes the run, sorted; a large one
   // spreads over the lower buckets, its events at that very time to the run.
