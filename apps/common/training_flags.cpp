@@ -62,6 +62,12 @@ void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
   add.flag("--gradient-tracking", cli.options.gradient_tracking,
            "gradient tracking (DSGT): step along a tracker of the mean gradient, mixed with the model each round "
            "(--local-steps 1, --momentum 0; allreduce or gossip with a doubly stochastic W)");
+  add.word("--outer-optimizer", cli.options.outer.kind, kOuterOptimizerNames,
+           "DiLoCo's outer loop: rounds mix the pseudo-gradients (start - x) of H >= 2 local steps, then each peer "
+           "steps from its start with sgd (heavy ball) or nesterov; none: rounds mix the models (local SGD)");
+  add.real("--outer-lr", cli.options.outer.lr, "a number > 0", "--outer-optimizer: the outer learning rate, > 0");
+  add.real("--outer-momentum", cli.options.outer.momentum, "a number in [0, 1)",
+           "--outer-optimizer: the outer momentum in [0, 1)");
   add.integer("--eval-every", cli.options.eval_every, 1, kMaxInt,
               "measure every this many steps (and after the last), an integer >= 1");
   add_run_flags(add, cli.options, cli.output,
@@ -94,6 +100,8 @@ void refuse_foreign_problem_flags(const TrainingCli& cli, const TrainingOptions&
       {"--label-skew", synthetic, "synthetic logistic data (no --data)"},
       {"--lr-decay-steps", o.lr.schedule != LrSchedule::constant, "--lr-schedule inverse or step"},
       {"--lr-decay-factor", o.lr.schedule == LrSchedule::step, "--lr-schedule step"},
+      {"--outer-lr", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
+      {"--outer-momentum", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
   };
   for (const Rule& r : rules)
     if (cli.changed.count(r.flag) && !r.applies)

@@ -13,6 +13,8 @@ LocalStepsDist parse_local_steps_dist(std::string_view name) { return kLocalStep
 
 std::string_view to_string(LocalStepsDist dist) { return kLocalStepsDistNames.name(dist); }
 
+std::string_view to_string(OuterOptimizer optimizer) { return kOuterOptimizerNames.name(optimizer); }
+
 LrSchedule parse_lr_schedule(std::string_view name) { return kLrScheduleNames.parse(name); }
 
 std::string_view to_string(LrSchedule schedule) { return kLrScheduleNames.name(schedule); }
@@ -52,6 +54,18 @@ void check_tracking(const TrainingOptions& o) {
   if (o.momentum != 0.0) throw ConfigError("--gradient-tracking: needs --momentum 0 (the step is along the tracker)");
 }
 
+// --outer-optimizer's needs: local steps to make a pseudo-gradient of, and rounds
+// that every peer reaches after the same steps.
+void check_outer(const TrainingOptions& o) {
+  const std::string flag = "--outer-optimizer " + std::string(to_string(o.outer.kind));
+  if (o.local_steps < 2)
+    throw ConfigError(flag + ": needs --local-steps >= 2 (the pseudo-gradient is the change of H local steps)");
+  if (o.gradient_tracking) throw ConfigError(flag + ": does not combine with --gradient-tracking");
+  if (protocol_info(o.protocol.name).asynchronous)
+    throw ConfigError(flag + ": --protocol " + o.protocol.name +
+                      " is asynchronous (the outer step needs rounds that every peer reaches after its H steps)");
+}
+
 }  // namespace
 
 TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
@@ -78,6 +92,9 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
           "a number in (0, 1]");
   require(r.momentum >= 0.0 && r.momentum < 1.0, "--momentum", r.momentum, "a number in [0, 1)");
   require(r.eval_every >= 1, "--eval-every", r.eval_every, "an integer >= 1");
+  require(r.outer.lr > 0.0 && std::isfinite(r.outer.lr), "--outer-lr", r.outer.lr, "a number > 0");
+  require(r.outer.momentum >= 0.0 && r.outer.momentum < 1.0, "--outer-momentum", r.outer.momentum, "a number in [0, 1)");
+  if (r.outer.kind != OuterOptimizer::none) check_outer(r);
   if (r.gradient_tracking) check_tracking(r);
   if (!r.test_data.empty() && (r.objective.kind != ObjectiveKind::logistic || r.objective.data_path.empty()))
     throw ConfigError("--test-data: applies to --objective logistic with --data only (synthetic data has its own "
@@ -119,6 +136,11 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   out.emplace_back("lr-decay-factor", format_number(o.lr.decay_factor));
   out.emplace_back("momentum", format_number(o.momentum));
   out.emplace_back("gradient-tracking", o.gradient_tracking ? "true" : "false");
+  out.emplace_back("outer-optimizer", std::string(to_string(o.outer.kind)));
+  if (o.outer.kind != OuterOptimizer::none) {
+    out.emplace_back("outer-lr", format_number(o.outer.lr));
+    out.emplace_back("outer-momentum", format_number(o.outer.momentum));
+  }
   out.emplace_back("eval-every", std::to_string(o.eval_every));
   describe_trials(o, out);
   if (!o.test_data.empty()) out.emplace_back("test-data", o.test_data);

@@ -38,6 +38,27 @@ inline constexpr EnumNames<LocalStepsDist, 2> kLocalStepsDistNames{
 LocalStepsDist parse_local_steps_dist(std::string_view name);  // throws ConfigError (--local-steps-dist)
 std::string_view to_string(LocalStepsDist dist);
 
+// DiLoCo's outer loop (--outer-optimizer): after its H local steps from its
+// anchor (its model when they began), a peer's round mixes the models as local
+// SGD's does, giving m, and the peer then steps from its anchor along the
+// pseudo-gradient D = anchor - m:
+//   sgd       v = mu v + D,  x = anchor - lr v
+//   nesterov  v = mu v + D,  x = anchor - lr (D + mu v)
+// Where the peers share their anchor (all-reduce), D is the mean of their
+// pseudo-gradients, DiLoCo's; mixing the models rather than the pseudo-gradients
+// keeps the peers together where they do not (graphs, failures). none: local SGD.
+enum class OuterOptimizer { none, sgd, nesterov };
+inline constexpr EnumNames<OuterOptimizer, 3> kOuterOptimizerNames{
+    "--outer-optimizer",
+    {{{OuterOptimizer::none, "none"}, {OuterOptimizer::sgd, "sgd"}, {OuterOptimizer::nesterov, "nesterov"}}}};
+std::string_view to_string(OuterOptimizer optimizer);
+
+struct OuterOptions {
+  OuterOptimizer kind = OuterOptimizer::none;  // --outer-optimizer
+  double lr = 0.7;                              // --outer-lr (DiLoCo's)
+  double momentum = 0.9;                        // --outer-momentum (DiLoCo's)
+};
+
 struct LearningRate {
   LrSchedule schedule = LrSchedule::constant;  // --lr-schedule
   double lr = 0.01;                             // --lr
@@ -71,6 +92,7 @@ struct TrainingOptions : RunOptions {
   // vectors are twice the model. Needs --local-steps 1, --momentum 0 and rounds
   // that keep the peers' sum (ProtocolInfo::tracking_refusal).
   bool gradient_tracking = false;
+  OuterOptions outer;     // --outer-optimizer, --outer-lr, --outer-momentum
   int eval_every = 10;    // --eval-every
   std::string test_data;  // --test-data: LIBSVM file for the accuracy column
 };

@@ -330,6 +330,7 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
     return c;
   }
   c.trial_vectors = 3;  // momentum, the measurement's second row (x and x - x*), allocation slack
+  if (options.outer.kind != OuterOptimizer::none) c.trial_vectors += 2;  // the anchors, the outer momentum
   const double steps = std::max(0, options.steps);
   const double step = o.kind == ObjectiveKind::quadratic
                           ? 100e-9 + d * (8e-9 + (o.gradient_noise > 0 ? kNoiseSeconds : 0.0))

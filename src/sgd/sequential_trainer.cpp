@@ -18,6 +18,7 @@
 #include "run/trial_pool.hpp"
 #include "run/tree_sum.hpp"
 #include "sgd/metrics.hpp"
+#include "sgd/outer.hpp"
 
 namespace avb {
 
@@ -40,7 +41,8 @@ class PopulationSgd {
         n_(n), d_(problem.pooled->dim()), seed_(trial_seed(options.seed, trial)),
         failures_(trial_failures(options, seed_, n)),
         protocol_(make_sequential_protocol(options.protocol, n)),
-        x_(n, static_cast<int>(options.gradient_tracking ? 2 * d_ : d_)), velocity_(n, d_), g_(d_),
+        x_(n, static_cast<int>(options.gradient_tracking ? 2 * d_ : d_)), velocity_(n, d_),
+        anchor_(outer() ? n : 0, static_cast<int>(d_)), outer_velocity_(outer() ? n : 0, static_cast<int>(d_)), g_(d_),
         partial_(static_cast<std::size_t>(n) * width()) {
     record_.index = trial;
     record_.seed = seed_;
@@ -80,6 +82,7 @@ class PopulationSgd {
 
  private:
   std::size_t width() const { return 2 * static_cast<std::size_t>(d_) + 1; }
+  bool outer() const { return o_.outer.kind != OuterOptimizer::none; }
   PeerVector peer(Population& p, int i) { return {p.peer(i).data(), d_}; }
 
   // An asynchronous protocol: each interval between evaluations as events
@@ -126,7 +129,11 @@ class PopulationSgd {
     const std::uint64_t loaded = load_population_joiners(donors, x_);
     bytes_ += loaded;
     for (std::size_t i = 0; i < donors.size(); ++i)
-      if (donors[i] >= 0) peer(velocity_, static_cast<int>(i)).setZero();
+      if (donors[i] >= 0) {
+        peer(velocity_, static_cast<int>(i)).setZero();
+        if (outer()) peer(outer_velocity_, static_cast<int>(i)).setZero();
+      }
+    if (outer()) anchor_.values = x_.values;  // where this round's local steps start
     failures_.alive_mask(r, alive_);
     if (loaded > 0) time_ += load_seconds(donors, x_.model_dim, links_);
     step_seconds_ = compute_.seconds(alive_);
@@ -163,6 +170,9 @@ class PopulationSgd {
     else
       links_.start_round(nullptr);
     const RoundEffect effect = protocol_->step(x_, view);
+    if (outer())  // as SgdTrial::round: a peer down in round r takes no outer step
+      for (int i = 0; i < n_; ++i)
+        if (alive_[static_cast<std::size_t>(i)]) outer_step(o_.outer, x_.peer(i), anchor_.peer(i), outer_velocity_.peer(i));
     since_eval_ += effect;
     bytes_ += effect.bytes;
     detection_.end_round();
@@ -223,6 +233,7 @@ class PopulationSgd {
   const FailureModel failures_;
   const std::unique_ptr<SequentialProtocol> protocol_;
   Population x_, velocity_;
+  Population anchor_, outer_velocity_;  // --outer-optimizer: the round's start, the outer momentum
   Eigen::VectorXd g_;
   std::vector<std::uint8_t> alive_;
   std::vector<double> partial_;  // the measurement's per-peer rows, then their sums

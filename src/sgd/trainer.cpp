@@ -13,6 +13,7 @@
 #include "run/skeleton.hpp"
 #include "run/stats.hpp"
 #include "sgd/metrics.hpp"
+#include "sgd/outer.hpp"
 #include "sim/churn.hpp"
 #include "sim/compute.hpp"
 
@@ -94,6 +95,7 @@ class SgdTrial {
       : o_(options), f_(*problem.local), meter_(meter), observer_(observer), watch_(watch), trial_(trial),
         record_(record), d_(f_.dim()), x_(Eigen::VectorXd::Zero(options.gradient_tracking ? 2 * d_ : d_)),
         velocity_(Eigen::VectorXd::Zero(d_)), g_(d_),
+        anchor_(outer() ? d_ : 0), outer_velocity_(Eigen::VectorXd::Zero(outer() ? d_ : 0)),
         slowdown_(trial.stragglers.factor(trial.me)) {}
 
   // Returns whether a stop request was seen; fills the record's flags and targets.
@@ -127,6 +129,8 @@ class SgdTrial {
  private:
   // What the protocol averages: the model, and under --gradient-tracking its tracker too.
   std::span<double> model() { return {x_.data(), static_cast<std::size_t>(x_.size())}; }
+  bool outer() const { return o_.outer.kind != OuterOptimizer::none; }
+  std::span<const double> anchor() const { return {anchor_.data(), static_cast<std::size_t>(anchor_.size())}; }
 
   // Step s (0-based): churn joiners, the gradient step of a live peer, the
   // protocol's progress and, after this peer's local steps, its round.
@@ -135,8 +139,10 @@ class SgdTrial {
     // round, with a live peer's model and no momentum.
     if (since_ == 0 && load_joiners(trial_.comm, trial_.failures, r_, model())) {
       velocity_.setZero();
+      outer_velocity_.setZero();
       trial_.protocol->on_join(model());
     }
+    if (since_ == 0 && outer()) anchor_ = x_.head(d_);  // where this round's local steps start
     if (trial_.failures.alive(r_, trial_.me)) {
       auto x = x_.head(d_);
       f_.stochastic_gradient(x, o_.batch, trial_.seed, static_cast<std::uint64_t>(s), g_);
@@ -160,6 +166,9 @@ class SgdTrial {
     GroupCounters counters;
     Round round{r_, trial_.seed, trial_.failures, trial_.comm, counters};
     trial_.protocol->step(model(), round);
+    // A peer down in this round took no steps and takes no outer step.
+    if (outer() && trial_.failures.alive(r_, trial_.me))
+      outer_step(o_.outer, model(), anchor(), {outer_velocity_.data(), static_cast<std::size_t>(d_)});
     since_eval_ += counters;
     trial_.charge_detection(counters, o_.detection_timeout);
     rounds_done_ = r_;
@@ -197,6 +206,7 @@ class SgdTrial {
   TrainingTrial& record_;
   const Eigen::Index d_;
   Eigen::VectorXd x_, velocity_, g_;
+  Eigen::VectorXd anchor_, outer_velocity_;  // --outer-optimizer: the round's start, the outer momentum
   const double slowdown_;
   GroupCounters since_eval_;
   int rounds_done_ = 0;

@@ -284,13 +284,14 @@ struct SgdCase {
   const char* quantizer = "none";  // choco
   double gamma = 1.0;
   bool tracking = false;  // --gradient-tracking
+  const char* outer = "none";  // --outer-optimizer, DiLoCo's lr and momentum
 };
 
 std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
   return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
             << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
             << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma
-            << (c.tracking ? "/tracking" : "");
+            << (c.tracking ? "/tracking" : "") << "/outer=" << c.outer;
 }
 
 TrainingOptions options_for(const SgdCase& c) {
@@ -310,6 +311,7 @@ TrainingOptions options_for(const SgdCase& c) {
   o.batch = c.batch;
   o.momentum = c.momentum;
   o.gradient_tracking = c.tracking;
+  o.outer.kind = kOuterOptimizerNames.parse(c.outer);
   o.lr.schedule = parse_lr_schedule(c.schedule);
   o.lr.lr = c.logistic ? 0.5 : quadratic_lr(n);
   o.lr.decay_steps = 8;
@@ -337,7 +339,10 @@ INSTANTIATE_TEST_SUITE_P(
                       SgdCase{"allreduce", 3, 31, 0.2, "transient", "inverse", true},
                       SgdCase{"allreduce", 3, 30, 0.1, "permanent", "constant", false, 0.0, 1, "survivors"},
                       SgdCase{"allreduce", 1, 30, 0.1, "transient", "inverse", true, 0.0, 1, "survivors", "default",
-                              "none", 1.0, true}));
+                              "none", 1.0, true},
+                      // DiLoCo: Nesterov's outer step after 4 local steps, with failures.
+                      SgdCase{"allreduce", 4, 30, 0.2, "transient", "constant", true, 0.5, 1, "survivors", "default",
+                              "none", 1.0, false, "nesterov"}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdMoshpit, SgdForms,
@@ -356,7 +361,9 @@ INSTANTIATE_TEST_SUITE_P(
                       SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", true, 0.5},
                       SgdCase{"gossip", 3, 31, 0.2, "transient", "step", false, 0.0, 1, "default", "exp"},
                       SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", false, 0.0, 2, "default", "ring", "none",
-                              1.0, true}));
+                              1.0, true},
+                      SgdCase{"gossip", 3, 31, 0.1, "permanent", "inverse", false, 0.0, 1, "default", "exp", "none",
+                              1.0, false, "sgd"}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdPushSum, SgdForms,

@@ -182,6 +182,17 @@ bad_case tracking_graph '--gradient-tracking' "epidemic|doubly stochastic" -- --
   --topology epidemic:1 "${keep[@]}"
 bad_case tracking_lossy '--gradient-tracking' "fp16|sum" -- --gradient-tracking --protocol allreduce --quantizer fp16 \
   "${keep[@]}"
+# --outer-optimizer needs local steps to make a pseudo-gradient of, and collective rounds.
+bad_case outer_name '--outer-optimizer' "adam|none, sgd, nesterov" -- --outer-optimizer adam "${keep[@]}"
+bad_case outer_no_local_steps '--outer-optimizer' "--local-steps >= 2" -- --outer-optimizer nesterov "${keep[@]}"
+bad_case outer_async '--outer-optimizer' "swarm|asynchronous" -- --outer-optimizer sgd --local-steps 4 \
+  --protocol swarm "${keep[@]}"
+bad_case outer_tracking '--outer-optimizer' "--gradient-tracking" -- --outer-optimizer sgd --local-steps 2 \
+  --gradient-tracking --protocol gossip "${keep[@]}"
+bad_case outer_lr_zero '--outer-lr' "> 0" -- --outer-optimizer sgd --local-steps 2 --outer-lr 0 "${keep[@]}"
+bad_case outer_momentum_one '--outer-momentum' "[0, 1)" -- --outer-optimizer sgd --local-steps 2 \
+  --outer-momentum 1 "${keep[@]}"
+bad_case outer_lr_alone '--outer-lr' "--outer-optimizer" -- --outer-lr 0.5 "${keep[@]}"
 bad_case eval_every_zero '--eval-every' "$int|[1, " -- --eval-every 0 "${keep[@]}"
 bad_case dim_text '--dim' "'abc'|[1, " -- --dim abc "${keep[@]}"
 bad_case dim_logistic_zero '--dim' "$int|[1, " -- "${logistic[@]}" --dim 0 "${keep[@]}"
