@@ -68,6 +68,9 @@ void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
   add.real("--outer-lr", cli.options.outer.lr, "a number > 0", "--outer-optimizer: the outer learning rate, > 0");
   add.real("--outer-momentum", cli.options.outer.momentum, "a number in [0, 1)",
            "--outer-optimizer: the outer momentum in [0, 1)");
+  add.integer("--fragments", cli.options.outer.fragments, 1, 1 << 24,
+              "--outer-optimizer: Streaming DiLoCo's F fragments, an integer >= 1: round r mixes and steps only "
+              "fragment (r - 1) mod F of F contiguous parts of the model");
   add.integer("--eval-every", cli.options.eval_every, 1, kMaxInt,
               "measure every this many steps (and after the last), an integer >= 1");
   add_run_flags(add, cli.options, cli.output,
@@ -102,6 +105,7 @@ void refuse_foreign_problem_flags(const TrainingCli& cli, const TrainingOptions&
       {"--lr-decay-factor", o.lr.schedule == LrSchedule::step, "--lr-schedule step"},
       {"--outer-lr", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
       {"--outer-momentum", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
+      {"--fragments", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
   };
   for (const Rule& r : rules)
     if (cli.changed.count(r.flag) && !r.applies)

@@ -68,6 +68,12 @@ void check_outer(const TrainingOptions& o) {
 
 }  // namespace
 
+void check_fragments(const OuterOptions& outer, long long dim) {
+  if (outer.fragments > dim)
+    throw ConfigError("--fragments: " + std::to_string(outer.fragments) + " is more than the model's " +
+                      std::to_string(dim) + " parameters (each fragment needs at least one)");
+}
+
 TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   TrainingOptions r = options;
   resolve_run(r, n_peers, true);
@@ -94,7 +100,11 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
   require(r.eval_every >= 1, "--eval-every", r.eval_every, "an integer >= 1");
   require(r.outer.lr > 0.0 && std::isfinite(r.outer.lr), "--outer-lr", r.outer.lr, "a number > 0");
   require(r.outer.momentum >= 0.0 && r.outer.momentum < 1.0, "--outer-momentum", r.outer.momentum, "a number in [0, 1)");
+  require(r.outer.fragments >= 1, "--fragments", r.outer.fragments, "an integer >= 1");
   if (r.outer.kind != OuterOptimizer::none) check_outer(r);
+  // A --data file's dimension is known once it is read (build_problem checks then).
+  if (r.objective.kind == ObjectiveKind::quadratic || r.objective.data_path.empty())
+    check_fragments(r.outer, r.objective.dim);
   if (r.gradient_tracking) check_tracking(r);
   if (!r.test_data.empty() && (r.objective.kind != ObjectiveKind::logistic || r.objective.data_path.empty()))
     throw ConfigError("--test-data: applies to --objective logistic with --data only (synthetic data has its own "
@@ -140,6 +150,7 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
   if (o.outer.kind != OuterOptimizer::none) {
     out.emplace_back("outer-lr", format_number(o.outer.lr));
     out.emplace_back("outer-momentum", format_number(o.outer.momentum));
+    out.emplace_back("fragments", std::to_string(o.outer.fragments));
   }
   out.emplace_back("eval-every", std::to_string(o.eval_every));
   describe_trials(o, out);

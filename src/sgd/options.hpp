@@ -57,7 +57,10 @@ struct OuterOptions {
   OuterOptimizer kind = OuterOptimizer::none;  // --outer-optimizer
   double lr = 0.7;                              // --outer-lr (DiLoCo's)
   double momentum = 0.9;                        // --outer-momentum (DiLoCo's)
+  int fragments = 1;                            // --fragments (Streaming DiLoCo; sgd/outer.hpp)
 };
+// Refuses more --fragments than the model's `dim` coordinates (ConfigError).
+void check_fragments(const OuterOptions& outer, long long dim);
 
 struct LearningRate {
   LrSchedule schedule = LrSchedule::constant;  // --lr-schedule

@@ -222,6 +222,7 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
   else
     generate(o, options.seed, rank, n, p);
 
+  check_fragments(options.outer, p.local->dim());  // every rank: the same dimension
   // The optimum on rank 0; every rank gets x* (the measurements' reference).
   on_root_or_throw_everywhere(world, rank, [&] { find_reference(o, p); });
   const int d = p.local->dim();
@@ -285,6 +286,7 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
     p.pooled = pool_peers(o, p, n, stop);
     generate_test_set(o, options.seed, n, p);
   }
+  check_fragments(options.outer, p.pooled->dim());
   find_reference(o, p, stop);
   return p;
 }
@@ -331,6 +333,7 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
   }
   c.trial_vectors = 3;  // momentum, the measurement's second row (x and x - x*), allocation slack
   if (options.outer.kind != OuterOptimizer::none) c.trial_vectors += 2;  // the anchors, the outer momentum
+  if (options.outer.fragments > 1) c.trial_vectors += 1;                  // the fragments' copies
   const double steps = std::max(0, options.steps);
   const double step = o.kind == ObjectiveKind::quadratic
                           ? 100e-9 + d * (8e-9 + (o.gradient_noise > 0 ? kNoiseSeconds : 0.0))

@@ -50,7 +50,7 @@ class PopulationSgd {
 
   PopulationTrial run() && {
     if (EventPeers* peers = protocol_->event_peers()) return std::move(*this).run_events(*peers);
-    protocol_->begin_trial(x_, seed_);
+    begin_parts();
     evaluate(0);
     int done = 0;  // steps run
     for (int s = 0; s < o_.steps && !stop_ && !reached_ && !diverged_; ++s) {
@@ -83,6 +83,42 @@ class PopulationSgd {
  private:
   std::size_t width() const { return 2 * static_cast<std::size_t>(d_) + 1; }
   bool outer() const { return o_.outer.kind != OuterOptimizer::none; }
+
+  // --fragments F > 1: each fragment has a protocol of its own, which mixes a copy
+  // of the peers' coordinates of that fragment (parts_).
+  void begin_parts() {
+    const int parts = outer() ? o_.outer.fragments : 1;
+    if (parts == 1) {
+      protocol_->begin_trial(x_, seed_);
+      return;
+    }
+    for (int f = 0; f < parts; ++f) {
+      const Fragment part = round_fragment(o_.outer, f + 1, static_cast<std::size_t>(x_.dim));
+      if (f > 0) more_.push_back(make_sequential_protocol(o_.protocol, n_));
+      parts_.emplace_back(n_, static_cast<int>(part.size));
+      copy_part(part, true);
+      (f == 0 ? *protocol_ : *more_.back()).begin_trial(parts_.back(), seed_);
+    }
+  }
+  // Between x_ and the fragment's copy, one way or the other.
+  void copy_part(const Fragment& part, bool into_copy) {
+    Population& copy = parts_[static_cast<std::size_t>(part.index)];
+    for (int i = 0; i < n_; ++i) {
+      const std::span<double> mine = x_.peer(i).subspan(part.begin, part.size), theirs = copy.peer(i);
+      if (into_copy)
+        std::copy(mine.begin(), mine.end(), theirs.begin());
+      else
+        std::copy(theirs.begin(), theirs.end(), mine.begin());
+    }
+  }
+  RoundEffect step_part(const Fragment& part, const PopulationRound& view) {
+    if (parts_.empty()) return protocol_->step(x_, view);
+    copy_part(part, true);
+    const RoundEffect effect =
+        (part.index == 0 ? *protocol_ : *more_[static_cast<std::size_t>(part.index - 1)]).step(parts_[static_cast<std::size_t>(part.index)], view);
+    copy_part(part, false);
+    return effect;
+  }
   PeerVector peer(Population& p, int i) { return {p.peer(i).data(), d_}; }
 
   // An asynchronous protocol: each interval between evaluations as events
@@ -130,10 +166,12 @@ class PopulationSgd {
     bytes_ += loaded;
     for (std::size_t i = 0; i < donors.size(); ++i)
       if (donors[i] >= 0) {
-        peer(velocity_, static_cast<int>(i)).setZero();
-        if (outer()) peer(outer_velocity_, static_cast<int>(i)).setZero();
+        const int joiner = static_cast<int>(i);
+        peer(velocity_, joiner).setZero();
+        if (!outer()) continue;
+        peer(outer_velocity_, joiner).setZero();
+        peer(anchor_, joiner) = peer(x_, joiner);  // its local steps start from the model it took
       }
-    if (outer()) anchor_.values = x_.values;  // where this round's local steps start
     failures_.alive_mask(r, alive_);
     if (loaded > 0) time_ += load_seconds(donors, x_.model_dim, links_);
     step_seconds_ = compute_.seconds(alive_);
@@ -169,10 +207,12 @@ class PopulationSgd {
       links_.start_round([this](int i) { return o_.local_steps * (compute_.work(i) - step_seconds_); });
     else
       links_.start_round(nullptr);
-    const RoundEffect effect = protocol_->step(x_, view);
+    const Fragment part = round_fragment(o_.outer, r, static_cast<std::size_t>(x_.dim));
+    const RoundEffect effect = step_part(part, view);
     if (outer())  // as SgdTrial::round: a peer down in round r takes no outer step
       for (int i = 0; i < n_; ++i)
-        if (alive_[static_cast<std::size_t>(i)]) outer_step(o_.outer, x_.peer(i), anchor_.peer(i), outer_velocity_.peer(i));
+        outer_step(o_.outer, x_.peer(i).subspan(part.begin, part.size), anchor_.peer(i).subspan(part.begin, part.size),
+                   outer_velocity_.peer(i).subspan(part.begin, part.size), alive_[static_cast<std::size_t>(i)] != 0);
     since_eval_ += effect;
     bytes_ += effect.bytes;
     detection_.end_round();
@@ -233,7 +273,9 @@ class PopulationSgd {
   const FailureModel failures_;
   const std::unique_ptr<SequentialProtocol> protocol_;
   Population x_, velocity_;
-  Population anchor_, outer_velocity_;  // --outer-optimizer: the round's start, the outer momentum
+  Population anchor_, outer_velocity_;  // --outer-optimizer: where the local steps start, the outer momentum
+  std::vector<std::unique_ptr<SequentialProtocol>> more_;  // --fragments: the protocols of fragments 1 .. F - 1
+  std::vector<Population> parts_;                           // --fragments: each fragment's copy
   Eigen::VectorXd g_;
   std::vector<std::uint8_t> alive_;
   std::vector<double> partial_;  // the measurement's per-peer rows, then their sums

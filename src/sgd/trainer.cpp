@@ -95,12 +95,14 @@ class SgdTrial {
       : o_(options), f_(*problem.local), meter_(meter), observer_(observer), watch_(watch), trial_(trial),
         record_(record), d_(f_.dim()), x_(Eigen::VectorXd::Zero(options.gradient_tracking ? 2 * d_ : d_)),
         velocity_(Eigen::VectorXd::Zero(d_)), g_(d_),
-        anchor_(outer() ? d_ : 0), outer_velocity_(Eigen::VectorXd::Zero(outer() ? d_ : 0)),
+        anchor_(Eigen::VectorXd::Zero(outer() ? d_ : 0)), outer_velocity_(Eigen::VectorXd::Zero(outer() ? d_ : 0)),
         slowdown_(trial.stragglers.factor(trial.me)) {}
 
   // Returns whether a stop request was seen; fills the record's flags and targets.
   bool run() {
-    trial_.protocol->begin_trial(model(), trial_.seed);
+    // Streaming DiLoCo: a protocol of its own for each further fragment.
+    for (int f = 1; outer() && f < o_.outer.fragments; ++f) more_.push_back(make_protocol(o_.protocol, trial_.comm));
+    for_each_part([&](Protocol& p, std::span<double> part) { p.begin_trial(part, trial_.seed); });
     double start = MPI_Wtime();
     evaluate(0, start, start);
     start = MPI_Wtime();
@@ -111,7 +113,7 @@ class SgdTrial {
       local_step(s);
       done = s + 1;
       if ((s + 1) % o_.eval_every == 0 || s + 1 == o_.steps) {
-        trial_.protocol->settle(model(), since_eval_);
+        for_each_part([&](Protocol& p, std::span<double> part) { p.settle(part, since_eval_); });
         evaluate(s + 1, start, MPI_Wtime());
         start = MPI_Wtime();
       }
@@ -130,7 +132,16 @@ class SgdTrial {
   // What the protocol averages: the model, and under --gradient-tracking its tracker too.
   std::span<double> model() { return {x_.data(), static_cast<std::size_t>(x_.size())}; }
   bool outer() const { return o_.outer.kind != OuterOptimizer::none; }
-  std::span<const double> anchor() const { return {anchor_.data(), static_cast<std::size_t>(anchor_.size())}; }
+  // The part of the model round r mixes (all of it but under --fragments), and its protocol.
+  Fragment fragment(int r) const { return round_fragment(o_.outer, r, static_cast<std::size_t>(x_.size())); }
+  Protocol& protocol(int f) { return f == 0 ? *trial_.protocol : *more_[static_cast<std::size_t>(f - 1)]; }
+  template <class Visit>
+  void for_each_part(Visit visit) {
+    for (int f = 0; f <= static_cast<int>(more_.size()); ++f) {
+      const Fragment part = fragment(f + 1);
+      visit(protocol(f), model().subspan(part.begin, part.size));
+    }
+  }
 
   // Step s (0-based): churn joiners, the gradient step of a live peer, the
   // protocol's progress and, after this peer's local steps, its round.
@@ -140,9 +151,9 @@ class SgdTrial {
     if (since_ == 0 && load_joiners(trial_.comm, trial_.failures, r_, model())) {
       velocity_.setZero();
       outer_velocity_.setZero();
-      trial_.protocol->on_join(model());
+      if (outer()) anchor_ = x_.head(d_);  // its local steps start from the model it took
+      for_each_part([&](Protocol& p, std::span<double> part) { p.on_join(part); });
     }
-    if (since_ == 0 && outer()) anchor_ = x_.head(d_);  // where this round's local steps start
     if (trial_.failures.alive(r_, trial_.me)) {
       auto x = x_.head(d_);
       f_.stochastic_gradient(x, o_.batch, trial_.seed, static_cast<std::uint64_t>(s), g_);
@@ -157,7 +168,7 @@ class SgdTrial {
       }
       charge_flops(o_.step_flops * slowdown_);  // under SMPI: the step's simulated cost on this host
     }
-    trial_.protocol->progress(model());  // asynchronous protocols: serve partners, publish x
+    for_each_part([&](Protocol& p, std::span<double> part) { p.progress(part); });  // asynchronous: serve, publish x
     if (++since_ == until_) round();
   }
 
@@ -165,10 +176,13 @@ class SgdTrial {
   void round() {
     GroupCounters counters;
     Round round{r_, trial_.seed, trial_.failures, trial_.comm, counters};
-    trial_.protocol->step(model(), round);
+    const Fragment part = fragment(r_);
+    const std::span<double> mixed = model().subspan(part.begin, part.size);
+    protocol(part.index).step(mixed, round);
     // A peer down in this round took no steps and takes no outer step.
-    if (outer() && trial_.failures.alive(r_, trial_.me))
-      outer_step(o_.outer, model(), anchor(), {outer_velocity_.data(), static_cast<std::size_t>(d_)});
+    if (outer())
+      outer_step(o_.outer, mixed, std::span<double>(anchor_.data() + part.begin, part.size),
+                 std::span<double>(outer_velocity_.data() + part.begin, part.size), trial_.failures.alive(r_, trial_.me));
     since_eval_ += counters;
     trial_.charge_detection(counters, o_.detection_timeout);
     rounds_done_ = r_;
@@ -206,7 +220,8 @@ class SgdTrial {
   TrainingTrial& record_;
   const Eigen::Index d_;
   Eigen::VectorXd x_, velocity_, g_;
-  Eigen::VectorXd anchor_, outer_velocity_;  // --outer-optimizer: the round's start, the outer momentum
+  Eigen::VectorXd anchor_, outer_velocity_;  // --outer-optimizer: where the local steps start, the outer momentum
+  std::vector<std::unique_ptr<Protocol>> more_;  // --fragments: the protocols of fragments 1 .. F - 1
   const double slowdown_;
   GroupCounters since_eval_;
   int rounds_done_ = 0;

@@ -285,13 +285,14 @@ struct SgdCase {
   double gamma = 1.0;
   bool tracking = false;  // --gradient-tracking
   const char* outer = "none";  // --outer-optimizer, DiLoCo's lr and momentum
+  int fragments = 1;           // --fragments
 };
 
 std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
   return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
             << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
             << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma
-            << (c.tracking ? "/tracking" : "") << "/outer=" << c.outer;
+            << (c.tracking ? "/tracking" : "") << "/outer=" << c.outer << "/F=" << c.fragments;
 }
 
 TrainingOptions options_for(const SgdCase& c) {
@@ -312,6 +313,7 @@ TrainingOptions options_for(const SgdCase& c) {
   o.momentum = c.momentum;
   o.gradient_tracking = c.tracking;
   o.outer.kind = kOuterOptimizerNames.parse(c.outer);
+  o.outer.fragments = c.fragments;
   o.lr.schedule = parse_lr_schedule(c.schedule);
   o.lr.lr = c.logistic ? 0.5 : quadratic_lr(n);
   o.lr.decay_steps = 8;
@@ -342,7 +344,10 @@ INSTANTIATE_TEST_SUITE_P(
                               "none", 1.0, true},
                       // DiLoCo: Nesterov's outer step after 4 local steps, with failures.
                       SgdCase{"allreduce", 4, 30, 0.2, "transient", "constant", true, 0.5, 1, "survivors", "default",
-                              "none", 1.0, false, "nesterov"}));
+                              "none", 1.0, false, "nesterov"},
+                      // Streaming DiLoCo: three fragments take turns.
+                      SgdCase{"allreduce", 2, 30, 0.1, "permanent", "inverse", false, 0.0, 1, "survivors", "default",
+                              "none", 1.0, false, "nesterov", 3}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdMoshpit, SgdForms,
@@ -363,7 +368,7 @@ INSTANTIATE_TEST_SUITE_P(
                       SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", false, 0.0, 2, "default", "ring", "none",
                               1.0, true},
                       SgdCase{"gossip", 3, 31, 0.1, "permanent", "inverse", false, 0.0, 1, "default", "exp", "none",
-                              1.0, false, "sgd"}));
+                              1.0, false, "sgd", 2}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdPushSum, SgdForms,

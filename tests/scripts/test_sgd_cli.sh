@@ -193,6 +193,10 @@ bad_case outer_lr_zero '--outer-lr' "> 0" -- --outer-optimizer sgd --local-steps
 bad_case outer_momentum_one '--outer-momentum' "[0, 1)" -- --outer-optimizer sgd --local-steps 2 \
   --outer-momentum 1 "${keep[@]}"
 bad_case outer_lr_alone '--outer-lr' "--outer-optimizer" -- --outer-lr 0.5 "${keep[@]}"
+bad_case fragments_alone '--fragments' "--outer-optimizer" -- --fragments 2 "${keep[@]}"
+bad_case fragments_zero '--fragments' "$int|[1, " -- --outer-optimizer sgd --local-steps 2 --fragments 0 "${keep[@]}"
+bad_case fragments_above_dim '--fragments' "more than the model's 3 parameters" -- --outer-optimizer sgd \
+  --local-steps 2 --dim 3 --fragments 4 "${keep[@]}"
 bad_case eval_every_zero '--eval-every' "$int|[1, " -- --eval-every 0 "${keep[@]}"
 bad_case dim_text '--dim' "'abc'|[1, " -- --dim abc "${keep[@]}"
 bad_case dim_logistic_zero '--dim' "$int|[1, " -- "${logistic[@]}" --dim 0 "${keep[@]}"

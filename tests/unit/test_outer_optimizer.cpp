@@ -77,20 +77,41 @@ Affine affine(const Objective& f, int d) {
   return g;
 }
 
-TEST(OuterOptimizer, NesterovOverAllreduceFollowsDiLoCosRecurrence) {
-  constexpr int kDim = 3, kH = 5, kRounds = 12;
+// The relative gap of a model of the pooled problem.
+double relative_gap(const Problem& problem, const Eigen::VectorXd& x) {
+  return (problem.pooled->loss(x) - problem.optimum.loss) / (problem.initial_loss - problem.optimum.loss);
+}
+
+// The trial's row after each round (one evaluation a round) against `expected`.
+TrainingTrial expect_rows(const TrainingOptions& o, const Problem& problem, const std::vector<double>& expected) {
+  const TrainingTrial got = run_training_sequential_trial(o, problem, kPeers, 0).record;
+  EXPECT_EQ(got.rows.size(), expected.size() + 1);
+  for (std::size_t r = 0; r < expected.size() && r + 1 < got.rows.size(); ++r)
+    EXPECT_NEAR(got.rows[r + 1].relative_gap, expected[r], 1e-10 * expected[0]) << "after round " << r + 1;
+  return got;
+}
+
+// Allreduce on a heterogeneous quadratic with exact gradients (the recurrences
+// below are deterministic), H local steps a round, one evaluation a round.
+TrainingOptions quadratic_allreduce(int dim, int h, int rounds, OuterOptions outer) {
   TrainingOptions o;
   o.protocol.name = "allreduce";
   o.objective.kind = ObjectiveKind::quadratic;
-  o.objective.dim = kDim;
+  o.objective.dim = dim;
   o.objective.heterogeneity = 3.0;
-  o.objective.gradient_noise = 0.0;  // exact gradients: the recurrence is deterministic
+  o.objective.gradient_noise = 0.0;
   o.lr.lr = 0.05;
-  o.local_steps = kH;
-  o.steps = kH * kRounds;
-  o.eval_every = kH;
+  o.local_steps = h;
+  o.steps = h * rounds;
+  o.eval_every = h;
   o.trials = 1;
-  o.outer = {OuterOptimizer::nesterov, 0.7, 0.9};  // DiLoCo's
+  o.outer = outer;
+  return o;
+}
+
+TEST(OuterOptimizer, NesterovOverAllreduceFollowsDiLoCosRecurrence) {
+  constexpr int kDim = 3, kH = 5, kRounds = 12;
+  TrainingOptions o = quadratic_allreduce(kDim, kH, kRounds, {OuterOptimizer::nesterov, 0.7, 0.9});  // DiLoCo's
   o = resolve(o, kPeers);
   const Problem problem = build_problem_sequential(o, kPeers);
   std::vector<Affine> f;
@@ -110,19 +131,54 @@ TEST(OuterOptimizer, NesterovOverAllreduceFollowsDiLoCosRecurrence) {
     const Eigen::VectorXd d = theta - m;
     v = o.outer.momentum * v + d;
     theta -= o.outer.lr * (d + o.outer.momentum * v);
-    expected.push_back((problem.pooled->loss(theta) - problem.optimum.loss) /
-                       (problem.initial_loss - problem.optimum.loss));
+    expected.push_back(relative_gap(problem, theta));
   }
-  const TrainingTrial got = run_training_sequential_trial(o, problem, kPeers, 0).record;
-  ASSERT_EQ(got.rows.size(), static_cast<std::size_t>(kRounds + 1));
-  for (int r = 0; r < kRounds; ++r)
-    EXPECT_NEAR(got.rows[static_cast<std::size_t>(r + 1)].relative_gap, expected[static_cast<std::size_t>(r)],
-                1e-10 * expected[0])
-        << "after round " << r + 1;
+  const TrainingTrial got = expect_rows(o, problem, expected);
   // Not vacuous: the outer step differs from plain averaging (theta = m).
   o.outer = {};
   const TrainingTrial plain = run_training_sequential_trial(o, problem, kPeers, 0).record;
+  ASSERT_GT(got.rows.size(), 3u);
   EXPECT_GT(std::abs(plain.rows[3].relative_gap - got.rows[3].relative_gap), 1e-3 * expected[0]);
+}
+
+
+// Streaming DiLoCo: with F = 2 fragments, round r mixes and steps only fragment
+// (r - 1) mod 2; the other fragment goes on with its local steps. Simulated here
+// peer by peer from the affine gradients.
+TEST(OuterOptimizer, TwoFragmentsTakeTurnsAsStreamingDiLoCo) {
+  constexpr int kDim = 3, kH = 4, kRounds = 10;
+  TrainingOptions o = quadratic_allreduce(kDim, kH, kRounds, {OuterOptimizer::nesterov, 0.7, 0.9, 2});
+  o = resolve(o, kPeers);
+  const Problem problem = build_problem_sequential(o, kPeers);
+  std::vector<Affine> f;
+  for (const auto& peer : problem.peers) f.push_back(affine(*peer, kDim));
+
+  // Fragment 0 is coordinate 0, fragment 1 coordinates 1 and 2 ([f d / F, (f + 1) d / F)).
+  const int begin[2] = {0, 1}, size[2] = {1, 2};
+  std::vector<Eigen::VectorXd> x(kPeers, Eigen::VectorXd::Zero(kDim)), anchor = x, v = x;
+  std::vector<double> expected;
+  for (int r = 0; r < kRounds; ++r) {
+    for (int i = 0; i < kPeers; ++i)
+      for (int s = 0; s < kH; ++s) x[i] -= o.lr.lr * (f[i].a * x[i] - f[i].c);
+    const int b = begin[r % 2], n = size[r % 2];
+    Eigen::VectorXd m = Eigen::VectorXd::Zero(n);
+    for (int i = 0; i < kPeers; ++i) m += x[i].segment(b, n) / kPeers;
+    Eigen::VectorXd mean = Eigen::VectorXd::Zero(kDim);
+    for (int i = 0; i < kPeers; ++i) {
+      const Eigen::VectorXd d = anchor[i].segment(b, n) - m;
+      v[i].segment(b, n) = o.outer.momentum * v[i].segment(b, n) + d;
+      x[i].segment(b, n) = anchor[i].segment(b, n) - o.outer.lr * (d + o.outer.momentum * v[i].segment(b, n));
+      anchor[i].segment(b, n) = x[i].segment(b, n);
+      mean += x[i] / kPeers;
+    }
+    expected.push_back(relative_gap(problem, mean));
+  }
+  const TrainingTrial got = expect_rows(o, problem, expected);
+  ASSERT_EQ(got.rows.size(), static_cast<std::size_t>(kRounds + 1));
+  EXPECT_GT(got.rows.back().consensus, 0.0);  // the fragment not mixed last differs across peers
+  // Each round sends one fragment: the rounds of fragment 1 twice the bytes of fragment 0's.
+  const std::uint64_t first = got.rows[1].bytes_sent, second = got.rows[2].bytes_sent - first;
+  EXPECT_EQ(second, 2 * first);
 }
 
 }  // namespace outer_test
