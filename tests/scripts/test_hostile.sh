@@ -276,6 +276,7 @@ if want flags || want flagsample; then
     int_flag --batch 1 16777216 16777217
     int_flag --lr-decay-steps 1 2147483647 2147483648 --lr-schedule inverse
     int_flag --eval-every 1 2147483647 2147483648
+    int_flag --fragments 1 16777216 16777217 --outer-optimizer sgd --local-steps 2
     int_flag --trials 1 1073741824 1073741825
     int_flag --seed 0 18446744073709551615 18446744073709551616
     real_flag --condition '>= 1' 0.5 --preset conditioned
@@ -287,6 +288,8 @@ if want flags || want flagsample; then
     real_flag --lr '> 0' -1
     real_flag --lr-decay-factor '(0, 1]' 0 --lr-schedule step
     real_flag --momentum '[0, 1)' 1
+    real_flag --outer-lr '> 0' 0 --outer-optimizer sgd --local-steps 2
+    real_flag --outer-momentum '[0, 1)' 1 --outer-optimizer nesterov --local-steps 2
     real_flag --target '> 0' 0
     real_flag --fail-rate '[0, 1]' 1.01
     word_flag --objective 'quadratic|logistic'
@@ -294,6 +297,7 @@ if want flags || want flagsample; then
     word_flag --split 'random|label-sorted' --objective logistic --data "$conf/good.svm"
     word_flag --local-steps-dist 'fixed|geometric' --protocol swarm
     word_flag --lr-schedule 'constant|inverse|step'
+    word_flag --outer-optimizer 'none|sgd|nesterov'
     word_flag --protocol 'allreduce|moshpit|gossip'
     hcase data.empty --data '' -- --objective logistic --data '' "${keep[@]}"
     hcase test_data.empty --test-data '' -- --objective logistic --data "$conf/good.svm" --test-data '' "${keep[@]}"
