@@ -2,7 +2,10 @@
 # The main job, from a fresh Debian 12 machine: installs the dependencies, builds
 # both engines' averaging_bench, averages on 1024 simulated peers with every
 # protocol family (the list below), and prints one comparison line per protocol,
-# then each protocol's paired differences against allreduce (avbench compare).
+# then each protocol's paired differences against allreduce (avbench compare); then
+# trains with local SGD on the same number of peers, one line per training method
+# (all-reduce every step, Moshpit SGD, DiLoCo, Streaming DiLoCo, D-PSGD, gradient
+# tracking, AD-PSGD).
 # Every protocol gets the same seeds, failures (rate 0.001 per peer and round),
 # targets (variance 1e-4 and 1e-9) and cap (60 rounds, enough for the graph
 # protocols to reach 1e-9); each trial stops once the variance is below 1e-9. So
@@ -24,7 +27,7 @@
 #   scripts/demo.sh            (from any folder; as root, or with sudo for apt-get)
 #
 # Writes results/demo-<protocol>.h5 (and the run's own output, .log) for each
-# protocol, results/demo.h5, a copy of the allreduce trace (the reference every
+# protocol, results/demo-sgd-<method>.h5 for each training method, results/demo.h5, a copy of the allreduce trace (the reference every
 # other protocol is compared with), and
 # results/demo.png, the variance against rounds per protocol (geometric mean over the
 # trials, ±1 standard error band; a trial that stopped holds its last value; drawn
@@ -65,7 +68,7 @@ if [ "${AVB_DEMO_SETUP:-1}" != 0 ]; then
   cmake --preset smpi >/dev/null
   cmake --build build-smpi -j"$(nproc)" --target averaging_bench >/dev/null
   cmake --preset default >/dev/null
-  cmake --build build -j"$(nproc)" --target averaging_bench >/dev/null
+  cmake --build build -j"$(nproc)" --target averaging_bench sgd_bench >/dev/null
 fi
 
 mkdir -p "$out"
@@ -132,5 +135,38 @@ ax.set_title(f"{n} simulated peers, failure rate {df['fail-rate'].iat[0]:g}: var
 fig.tight_layout()
 fig.savefig(sys.argv[1], dpi=110)
 EOF
+# The training half: local SGD on the same peers' label-skewed logistic regression
+# shards, one line per method (docs/sgd.md), 10 trials each with the same seeds.
+# name | its flags (each method's H, or none: one step per round)
+methods=(
+  "allreduce|--protocol allreduce --local-steps 1"
+  "moshpit-local|--protocol moshpit --local-steps 10"
+  "diloco|--protocol allreduce --local-steps 10 --outer-optimizer nesterov"
+  "streaming-diloco|--protocol allreduce --local-steps 5 --outer-optimizer nesterov --fragments 2"
+  "d-psgd|--protocol gossip --topology exp --local-steps 1"
+  "tracking|--protocol gossip --topology exp --gradient-tracking"
+  "ad-psgd|--protocol swarm --mode blocking --local-steps 1"
+)
+train_args=(--objective logistic --label-skew 0.8 --steps 300 --lr 0.2 --batch 8 --eval-every 10 --target 1e-1
+  --target 1e-2 --fail-rate 0.001 --seed 0 --trials 10)
+echo
+echo "== demo: training (logistic regression, label-skewed shards, $peers peers, sequential engine)"
+trained=()
+for m in "${methods[@]}"; do
+  name=${m%%|*}
+  read -r -a flags <<<"${m#*|}"
+  trace=$out/demo-sgd-$name.h5
+  if ! "$bin/sgd_bench" --engine sequential --peers "$peers" "${flags[@]}" "${train_args[@]}" --out "$trace" \
+    --overwrite --quiet >"$out/demo-sgd-$name.log" 2>&1; then
+    tail -n 5 "$out/demo-sgd-$name.log" >&2
+    echo "demo.sh: error: the $name training run failed (its output: $out/demo-sgd-$name.log)" >&2
+    exit 1
+  fi
+  trained+=("$trace")
+done
+# Unpaired: a peer's failures are drawn per averaging round, and the methods' rounds
+# come after different numbers of steps.
+scripts/avbench compare --unpaired "${trained[@]}"
+
 echo
 echo "demo: done; total wall time $((SECONDS - started)) s; traces and demo.png in $out/ (read them with python/avbench, see docs/analysis.md)"

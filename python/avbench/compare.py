@@ -56,17 +56,31 @@ def mean_se(values) -> tuple[float, float]:
     return float(v.mean()), float(se)
 
 
-def targets_of(summary) -> list[str]:
-    """Target suffixes ("1e-4", "1e-9"), loosest first."""
-    names = [k[len("rounds_to_"):] for k in summary if k.startswith("rounds_to_")]
+def targets_of(summary, counter: str = "rounds") -> list[str]:
+    """Target suffixes ("1e-4", "1e-9"), loosest first; `counter`: rounds (averaging) or steps (sgd)."""
+    prefix = f"{counter}_to_"
+    names = [k[len(prefix):] for k in summary if k.startswith(prefix)]
     return sorted(names, key=float, reverse=True)
 
 
 def label_of(config) -> str:
-    """The protocol, with its graph when it takes one ("gossip (exp)")."""
-    protocol = str(config.attrs.get("protocol", "?"))
-    topology = config.attrs.get("topology")
-    return f"{protocol} ({topology})" if topology is not None else protocol
+    """The protocol, with its graph when it takes one ("gossip (exp)"), then what a
+    training run does around it: ", H=10" (--local-steps), "+ tracking"
+    (--gradient-tracking), "+ nesterov" (--outer-optimizer, "x4" with --fragments 4)."""
+    a = config.attrs
+    protocol = str(a.get("protocol", "?"))
+    topology = a.get("topology")
+    label = f"{protocol} ({topology})" if topology is not None else protocol
+    steps = int(a.get("local-steps", 1))
+    if steps > 1:
+        label += f", H={steps}"
+    if str(a.get("gradient-tracking", "false")) == "true":
+        label += " + tracking"
+    outer = str(a.get("outer-optimizer", "none"))
+    if outer != "none":
+        fragments = int(a.get("fragments", 1))
+        label += f" + {outer}" + (f" x{fragments}" if fragments > 1 else "")
+    return label
 
 
 def row(path: str) -> dict:
@@ -74,20 +88,22 @@ def row(path: str) -> dict:
         s = f["summary"]
         done = s["complete"][()] == 1
         peers = int(f.attrs["n_peers"])
+        counter = "steps" if str(f.attrs.get("run_kind", "averaging")) == "sgd" else "rounds"
         r = {
+            "counter": counter,
             "protocol": str(f["config"].attrs.get("protocol", "?")),
             "label": label_of(f["config"]),
             "engine": str(f.attrs["engine"]),
             "peers": peers,
             "trials": int(done.sum()),
-            "cap": int(f["config"].attrs.get("rounds", -1)),
+            "cap": int(f["config"].attrs.get(counter, -1)),
             "complete": int(f.attrs["complete"]),
             "targets": {},
             "bytes": mean_se(s["bytes_sent"][()][done] / peers),
             "time": mean_se(s["time"][()][done]),
         }
-        for t in targets_of(s):
-            rounds = s[f"rounds_to_{t}"][()][done]
+        for t in targets_of(s, counter):
+            rounds = s[f"{counter}_to_{t}"][()][done]
             reached = s[f"reached_{t}"][()][done]
             r["targets"][t] = (*mean_se(rounds), int((reached != 0).sum()))
         return r
@@ -103,7 +119,7 @@ def rounds_cell(r: dict, t: str) -> str:
         return "-"
     m, se, reached = r["targets"][t]
     if reached == 0 and r["trials"] > 0:
-        return f"none by round {r['cap']}"
+        return f"none by {r['counter'][:-1]} {r['cap']}"
     return plus_minus(m, se, 2) + ("*" if reached < r["trials"] else " ")
 
 
@@ -115,8 +131,10 @@ def print_table(rows: list[dict]) -> None:
     time_kind = "simulated" if engines == ["smpi"] else "time"
     width = max([len("protocol")] + [len(r["label"]) for r in rows])
     header = f"{'protocol':<{width}} {'engine':<10} {'peers':>6} {'trials':>6}"
+    counters = {r["counter"] for r in rows}
+    counted = f"{counters.pop()} to " if len(counters) == 1 else "to "
     for t in targets:
-        header += f" {'rounds to ' + t:>20}"
+        header += f" {counted + t:>20}"
     header += f" {'bytes/peer':>12} {time_kind + ' s/trial':>20}"
     print(header)
     for r in rows:
@@ -130,11 +148,11 @@ def print_table(rows: list[dict]) -> None:
             line += "  (run cut short)"
         print(line)
     if any(0 < reached < r["trials"] for r in rows for (_, _, reached) in r["targets"].values()):
-        print("* some trials never reached the target; they count as the rounds they ran (the cap)")
+        print("* some trials never reached the target; they count as the rounds (steps) they ran (the cap)")
     if engines != ["smpi"]:
         for e in engines:
             print(f"time on {e}: {TIME_OF_ENGINE.get(e, 'as the engine measures it')}")
-    for p in dict.fromkeys(r["protocol"] for r in rows):
+    for p in dict.fromkeys(r["protocol"] for r in rows if r["counter"] == "rounds"):
         if p in ROUND_NOTES:
             print(ROUND_NOTES[p])
 

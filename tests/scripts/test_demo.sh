@@ -42,6 +42,22 @@ families = {"allreduce": "sequential", "random-groups": "sequential", "moshpit":
             "pushsum": "sequential", "pairwise": "sequential", "swarm": "sequential"}
 num = r"([0-9]+\.[0-9]+) ± ([0-9]+\.[0-9]+|–)"  # one trial has no standard error: "–"
 problems = []
+out_text, _, training_text = out_text.partition("\n== demo: training")
+# The training half: one line per method, 10 trials each, steps to both targets,
+# each from its trace.
+methods = {"allreduce": "allreduce ", "moshpit-local": "moshpit, H=10 ", "diloco": "allreduce, H=10 + nesterov ",
+           "streaming-diloco": "allreduce, H=5 + nesterov x2 ", "d-psgd": "gossip (exp) ",
+           "tracking": "gossip (exp) + tracking ", "ad-psgd": "swarm (complete) "}
+for name, label in methods.items():
+    found = [l for l in training_text.splitlines() if re.match(re.escape(label.strip()) + r"\s+sequential\s", l)]
+    m = re.search(rf"\ssequential\s+16\s+10\s+{num}\s+{num}\s+([0-9]+\.[0-9])\s+{num}\s*$", found[0]) if found else None
+    if len(found) != 1 or not m:
+        problems.append(f"training: {name}: want one line '{label}... sequential 16 10 steps steps bytes time', got {found}")
+        continue
+    with h5py.File(f"{folder}/demo-sgd-{name}.h5", "r") as f:
+        steps = f["summary"]["steps_to_1e-1"][()].astype(float)
+        if f.attrs["run_kind"] != "sgd" or abs(float(m.group(1)) - steps.mean()) > 0.006:
+            problems.append(f"training: {name}: steps to 1e-1 printed {m.group(1)}, trace gives {steps.mean()}")
 table_text, _, paired_text = out_text.partition("\npaired differences against allreduce")
 lines = table_text.splitlines()
 # The paired section: per family but the baseline, 2 targets x 3 metrics, each a
@@ -90,7 +106,7 @@ if open(f"{folder}/demo.h5", "rb").read() != open(f"{folder}/demo-allreduce.h5",
 if open(f"{folder}/demo.png", "rb").read(8) != b"\x89PNG\r\n\x1a\n":
     problems.append("demo.png is not a PNG")
 print("\n".join(problems) if problems else f"{len(families)} families in the table, each with its trace's numbers, "
-      f"and {len(paired)} paired lines")
+      f"{len(paired)} paired lines, and {len(methods)} training methods")
 sys.exit(1 if problems else 0)
 PY
 ) && ok "$report" || bad_with_report "the demo's table:" "$report"
