@@ -132,7 +132,8 @@ def print_table(rows: list[dict]) -> None:
     width = max([len("protocol")] + [len(r["label"]) for r in rows])
     header = f"{'protocol':<{width}} {'engine':<10} {'peers':>6} {'trials':>6}"
     counters = {r["counter"] for r in rows}
-    counted = f"{counters.pop()} to " if len(counters) == 1 else "to "
+    unit = counters.pop() if len(counters) == 1 else "rounds (steps)"
+    counted = "to " if unit == "rounds (steps)" else f"{unit} to "
     for t in targets:
         header += f" {counted + t:>20}"
     header += f" {'bytes/peer':>12} {time_kind + ' s/trial':>20}"
@@ -148,7 +149,7 @@ def print_table(rows: list[dict]) -> None:
             line += "  (run cut short)"
         print(line)
     if any(0 < reached < r["trials"] for r in rows for (_, _, reached) in r["targets"].values()):
-        print("* some trials never reached the target; they count as the rounds (steps) they ran (the cap)")
+        print(f"* some trials never reached the target; they count as the {unit} they ran (the cap)")
     if engines != ["smpi"]:
         for e in engines:
             print(f"time on {e}: {TIME_OF_ENGINE.get(e, 'as the engine measures it')}")

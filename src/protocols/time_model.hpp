@@ -127,6 +127,7 @@ class Hosts {
   Hosts(const PlatformModel& platform, int n_peers, bool speeds = true, const std::function<bool()>& stopped = {});
   const PlatformModel& platform() const { return platform_; }
   bool uniform_speed() const { return speeds_.empty(); }
+  bool uniform_bandwidth() const { return bandwidths_.empty(); }
   double speed(int i) const { return speeds_.empty() ? platform_.host_speed : speeds_[static_cast<std::size_t>(i)]; }
   double bandwidth(int i) const {
     return bandwidths_.empty() ? platform_.bandwidth : bandwidths_[static_cast<std::size_t>(i)];

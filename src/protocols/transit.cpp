@@ -19,6 +19,7 @@ Transit::Transit(const Hosts& hosts, int n_peers)
       place_{own_ends_.data(), sizeof(LinkEnds)},
       backbone_(static_cast<std::size_t>(std::max(1, hosts.platform().regions)), 0) {
   if (platform_.listed_regions) backbone_.assign(platform_.listed_regions->regions.size(), 0);
+  alike_ = hosts.uniform_bandwidth();
   if (backbone_.size() == 1) {
     const double latency = platform_.route_latency(0, 0);
     one_ = OneRegion{platform_.backbone_in(0), latency, kTcpWindow / (2 * latency)};
