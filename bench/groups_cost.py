@@ -39,8 +39,9 @@ def run_once(args, config, out):
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         sys.exit(f"groups_cost.py: {' '.join(cmd)} failed (exit {done.returncode}): {done.stderr.strip()[-400:]}")
-    with h5py.File(out, "r") as f:
-        times = np.diff(f["trials"]["0"]["time"][...])
+    with h5py.File(out, "r") as f:  # the one trial's rows: row 0 of /trials' 2-D columns (schema v9)
+        trials = f["trials"]
+        times = np.diff(trials["time"][0, :trials["rows"][0]])
     return float(np.median(times))
 
 

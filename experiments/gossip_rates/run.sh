@@ -82,7 +82,7 @@ timed() {  # step graph engine trials rounds -- command...: run it, log its wall
 sequential() {  # graph rounds out
   build/apps/averaging_bench --engine sequential --peers "$n" --protocol gossip --topology "$1" --rounds "$2" \
     --trials "$trials" --seed "$seed" --quiet --out "$3.h5" >/dev/null
-  "$python" "$here/thin_curves.py" "$3.h5" >"$3.tmp"
+  PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" "$python" "$here/thin_curves.py" "$3.h5" >"$3.tmp"
   rm -f "$3.h5"
   mv "$3.tmp" "$3"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Thin a sequential-engine trace's variance curves to what the table and the plot need.
 
-    thin_curves.py TRACE.h5 [--ratio 1e-6] [--dense 2000] [--points 400] > out.csv
+    PYTHONPATH=python /usr/bin/python3 experiments/gossip_rates/thin_curves.py TRACE.h5 \
+        [--ratio 1e-6] [--dense 2000] [--points 400] > out.csv
 
 TRACE.h5 is averaging_bench --engine sequential's trace, every round of every
 trial (300,000 rounds of the ring). This prints, per trial, columns
@@ -11,6 +12,7 @@ trial,round,variance for
   - the first round whose variance / initial variance is below --ratio, and the
     round before it (so the crossing is exact in the thinned file),
   - the trial's last round.
+Any schema version (avbench.trials reads v9's table and older traces' trial groups).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import math
 import sys
 
 import h5py
+
+from avbench.trials import all_trial_columns, all_trial_info
 
 
 def thin(rounds, variance, ratio, dense, points):
@@ -53,9 +57,9 @@ def main() -> int:
     out = sys.stdout
     out.write("trial,round,variance\n")
     with h5py.File(a.trace, "r") as f:
-        for k in sorted(f["trials"], key=int):
-            rounds = f["trials"][k]["round"][()].tolist()
-            variance = f["trials"][k]["variance"][()].tolist()
+        trials = zip((info["trial"] for info in all_trial_info(f)), all_trial_columns(f, ["round", "variance"]))
+        for k, cols in sorted(trials, key=lambda t: t[0]):
+            rounds, variance = cols["round"].tolist(), cols["variance"].tolist()
             for i in thin(rounds, variance, a.ratio, a.dense, a.points):
                 out.write(f"{k},{rounds[i]},{variance[i]!r}\n")
     return 0

@@ -5,11 +5,14 @@
 
 Writes, in a temporary folder, sgd traces holding only what summarize.py reads (root
 n_peers, run_kind, engine; config protocol, topology, on-failure, objective,
-fail-rate; /summary; /trials/<k>/ step and time; the other columns zeros, as
+fail-rate; /summary; each trial's step and time; the other columns zeros, as
 avbench's readers want every column: selftest.finish_trials), with values chosen so
 that the expected table is known, plus an averaging trace and a damaged file that must be
 skipped and a walltime.tsv; then runs summarize.py and checks results.csv, table.md
-and the exit status, including on an empty and on a missing folder.
+and the exit status, including on an empty and on a missing folder. Every check runs
+twice: on traces of schema v2, a group /trials/<k> per trial (as traces stored before
+v9 are), and on the same traces rewritten in v9's layout, one table over (trial,
+step) (avbench.layouts.to_v9), as sgd_bench writes them now.
 """
 
 from __future__ import annotations
@@ -23,10 +26,25 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from avbench.layouts import to_v9
 from avbench.selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary
 
 T = Checks(Path(__file__).resolve().parent / "summarize.py")
-check = T.check
+LAYOUTS = ("v2", "v9")  # of the traces write_traces leaves: main runs every check on each
+layout = LAYOUTS[0]
+
+
+def check(ok: bool, what: str) -> None:
+    T.check(ok, f"{what} [{layout}]")
+
+
+def in_layout(path: Path) -> None:
+    """The v2 trace just written at `path` rewritten in v9's layout when `layout` is v9."""
+    if layout == "v9":
+        old = path.with_name(f".{path.name}.v2")  # hidden: summarize.py's glob skips it
+        path.rename(old)
+        to_v9(old, path)
+        old.unlink()
 
 
 def write_trace(path: Path, n: int, protocol: str, objective: str, p: str, trials: list[dict],
@@ -62,6 +80,8 @@ def write_trace(path: Path, n: int, protocol: str, objective: str, p: str, trial
             cols["complete"].append(tr.get("complete", 1))
         finish_trials(f, "sgd")
         write_summary(f, cols)
+        f["summary/seed"] = np.arange(len(trials), dtype=np.uint64)  # v9 has the trials' seeds only here
+    in_layout(path)
 
 
 def write_traces(d: Path) -> None:
@@ -105,6 +125,9 @@ def write_traces(d: Path) -> None:
     with h5py.File(d / "averaging.h5", "w") as f:
         write_root(f, 2, "averaging", 8, {"protocol": "gossip"})
         finish_trials(f, "averaging")
+        write_summary(f, {"trial": [], "rounds": [], "complete": []})  # no trials
+        f["summary/seed"] = np.zeros(0, dtype=np.uint64)
+    in_layout(d / "averaging.h5")
     (d / "broken.h5").write_text("not hdf5")
     (d / "walltime.tsv").write_text("cell\tN\tobjective\tp\tprotocol\tsteps\ttrials\tseconds\n"
                                     "N64_quadratic_p0_allreduce\t64\tquadratic\t0\tallreduce\t100\t3\t99.0\n"
@@ -112,9 +135,23 @@ def write_traces(d: Path) -> None:
 
 
 def main() -> int:
+    global layout
+    for layout in LAYOUTS:
+        print(f"== traces of layout {layout}")
+        check_layout()
+    return T.finish()
+
+
+def check_layout() -> None:
+    """Every check, on traces of `layout`."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         write_traces(d)
+        with h5py.File(d / "N64_quadratic_p0_gossip-ring.h5", "r") as f:
+            t = f["trials"]
+            got = list(t["rows"][()]) if layout == "v9" else [len(t[k]["step"]) for k in t]
+            check(int(f.attrs["schema_version"]) == int(layout[1:]) and ("rows" in t) == (layout == "v9")
+                  and got == [11, 11, 4], f"gossip-ring trace in layout {layout}, trials of 11, 11, 4 rows: {got}")
         res = T.run("--results", str(d), "--csv", str(d / "out.csv"), "--md", str(d / "out.md"))
         print(res.stdout)
         check(res.returncode == 0, f"exit 0 (got {res.returncode}: {res.stderr.strip()})")
@@ -125,7 +162,6 @@ def main() -> int:
         check(md == res.stdout, "table.md is what was printed")
         check_markdown(md)
         T.check_folders("| N | problem |", "no sgd traces", d)
-    return T.finish()
 
 
 def check_csv(rows: list[dict]) -> None:

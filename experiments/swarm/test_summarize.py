@@ -5,13 +5,16 @@
 
 Writes, in a temporary folder, averaging and sgd traces holding only what summarize.py
 reads (root n_peers, run_kind, engine; config protocol, quantizer, dim; /summary;
-/trials/<k>/ round or step, variance or relative_gap, bytes_sent, time,
+each trial's round or step, variance or relative_gap, bytes_sent, time,
 decode_failures; the other columns zeros, as avbench's readers want every column:
 selftest.finish_trials), with values chosen so that the expected table is known, plus
 files that must be skipped (a name summarize.py cannot parse, a trace under the
 wrong kind's name, a file that is not HDF5) and a walltime.tsv; then runs
 summarize.py and checks results.csv, table.md, the figures and the exit status,
-including on an empty and on a missing folder.
+including on an empty and on a missing folder. Every check runs twice: on traces of
+schema v3, a group /trials/<k> per trial (as traces stored before v9 are), and on the
+same traces rewritten in v9's layout, one table over (trial, round|step)
+(avbench.layouts.to_v9), as the programs write them now.
 """
 
 from __future__ import annotations
@@ -25,10 +28,16 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from avbench.layouts import to_v9
 from avbench.selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary
 
 T = Checks(Path(__file__).resolve().parent / "summarize.py", timeout=120)
-check = T.check
+LAYOUTS = ("v3", "v9")  # of the traces write_traces leaves: main runs every check on each
+layout = LAYOUTS[0]
+
+
+def check(ok: bool, what: str) -> None:
+    T.check(ok, f"{what} [{layout}]")
 
 
 def write_trace(path: Path, kind: str, n: int, d: int, protocol: str, quantizer: str | None,
@@ -66,6 +75,12 @@ def write_trace(path: Path, kind: str, n: int, d: int, protocol: str, quantizer:
             cols["complete"].append(tr.get("complete", 1))
         finish_trials(f, kind)
         write_summary(f, cols)
+        f["summary/seed"] = np.arange(len(trials), dtype=np.uint64)  # v9 has the trials' seeds only here
+    if layout == "v9":
+        old = path.with_name(f".{path.name}.v3")  # hidden: summarize.py's glob skips it
+        path.rename(old)
+        to_v9(old, path)
+        old.unlink()
 
 
 def write_traces(d: Path) -> None:
@@ -114,9 +129,23 @@ def write_traces(d: Path) -> None:
 
 
 def main() -> int:
+    global layout
+    for layout in LAYOUTS:
+        print(f"== traces of layout {layout}")
+        check_layout()
+    return T.finish()
+
+
+def check_layout() -> None:
+    """Every check, on traces of `layout`."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         write_traces(d)
+        with h5py.File(d / "avg_moshpit_s0.5.h5", "r") as f:
+            t = f["trials"]
+            got = list(t["rows"][()]) if layout == "v9" else [len(t[k]["round"]) for k in t]
+            check(int(f.attrs["schema_version"]) == int(layout[1:]) and ("rows" in t) == (layout == "v9")
+                  and got == [5, 2], f"moshpit trace in layout {layout}, trials of 5 and 2 rows: {got}")
         res = T.run("--results", str(d), "--csv", str(d / "out.csv"), "--md", str(d / "out.md"),
                   "--figures", str(d / "figs"))
         print(res.stdout)
@@ -132,7 +161,6 @@ def main() -> int:
             p = d / "figs" / fig
             check(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"--figures wrote {fig} as a PNG")
         T.check_folders("| cell | quantizer |", "no traces", d)
-    return T.finish()
 
 
 def check_csv(rows: list[dict]) -> None:

@@ -19,6 +19,7 @@ import importlib
 
 _WHERE = {
     "files": ("TraceError", "trace_state"),
+    "trials": ("all_trial_columns", "all_trial_info", "trial_columns", "trial_count", "trial_info", "trial_targets"),
     "traces": ("KNOWN_SCHEMA_VERSIONS", "load_summary", "load_sweep", "load_trace", "per_trial", "read_summary",
                "read_walltimes", "trace_paths", "value_at"),
     "figures": ("aggregate", "plot_metric", "standard_figures"),

@@ -74,6 +74,8 @@ def read_trace(path: str, row: sweep_table.Row) -> tuple[dict, list[str]]:
     import h5py  # here, so that `--help` works without h5py
     import numpy as np
 
+    from avbench.schema import SUMMARY_SCALES
+
     where = f"row {row.index} ({row.name})"
     if not os.path.exists(path):
         leftovers = glob.glob(os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp.*"))
@@ -104,7 +106,8 @@ def read_trace(path: str, row: sweep_table.Row) -> tuple[dict, list[str]]:
                 problems.append(f"{where}: {path} has no /summary")
                 return fields, problems
             summary = f["summary"]
-            columns = {name: summary[name][()] for name in summary}
+            # v9's /summary/targets lists the targets, one entry each: not a column over trials
+            columns = {name: summary[name][()] for name in summary if name not in SUMMARY_SCALES}
             trials = len(columns.get("trial", []))
             fields["trials"] = trials
             if trials == 0:

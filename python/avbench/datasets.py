@@ -16,7 +16,8 @@ above prefixed by `config_` as there; booleans are stored as 0 or 1, so that
 `ds.to_netcdf(...)` can write the dataset.
 
 Built from what load_trace read, not from the file's dimension scales, so traces
-of every known schema version load this way.
+of every known schema version load this way, the same for the same run: v9's table
+(/trials over (trial, round|step)) gives the values v8's trial groups gave.
 """
 
 from __future__ import annotations
@@ -26,9 +27,14 @@ import numpy as np
 ROW_DIMENSION = {"averaging": "round", "sgd": "step"}
 
 
-def _rows(trials, dim: str, coord: np.ndarray) -> dict:
-    """Every per-row column but `dim` as a (trial, dim) array, padded with NaN."""
-    positions = [np.searchsorted(coord, values) for values in trials.parts[dim]]
+def grid(trials) -> tuple[np.ndarray, dict]:
+    """(coordinate, {column: (trial, row) array}) of v1..v8 trials (traces._Trials, one
+    array per trial and column): the coordinate every value of the row dimension
+    that any trial reached, sorted; every per-row column but that one padded with NaN."""
+    dim = ROW_DIMENSION[trials.kind]
+    values = trials.parts[dim]
+    coord = np.unique(np.concatenate(values)) if values else np.zeros(0, dtype=np.int32)
+    positions = [np.searchsorted(coord, v) for v in values]
     # Unpadded only when every trial fills every cell: load_trace refuses a repeated
     # round or step, but an np.empty cell left unwritten would be garbage that looks
     # like data (6.9e-310 reads as converged), so do not rely on it here.
@@ -41,10 +47,10 @@ def _rows(trials, dim: str, coord: np.ndarray) -> dict:
         dtype = np.float64 if padded or not parts else np.result_type(*parts)
         a = np.full((len(parts), len(coord)), np.nan, dtype=np.float64) if padded else \
             np.empty((len(parts), len(coord)), dtype=dtype)
-        for i, (p, values) in enumerate(zip(positions, parts)):
-            a[i, p] = values
+        for i, (p, v) in enumerate(zip(positions, parts)):
+            a[i, p] = v
         out[col] = a
-    return out
+    return coord, out
 
 
 def _netcdf_value(v):
@@ -53,13 +59,13 @@ def _netcdf_value(v):
 
 
 def to_dataset(trials, ident: dict, config: dict):
-    """The xarray.Dataset of one trace from load_trace's _Trials (module docstring)."""
+    """The xarray.Dataset of one trace from what load_trace gathered (module docstring):
+    traces._Trials (v1..v8) or trial_table.Table (v9), whose grid() gives the
+    coordinate of the row dimension and the per-row columns over (trial, row)."""
     import xarray as xr
 
     dim = ROW_DIMENSION[trials.kind]
-    values = trials.parts[dim]
-    coord = np.unique(np.concatenate(values)) if values else np.zeros(0, dtype=np.int32)
-    rows = _rows(trials, dim, coord)
+    coord, rows = trials.grid()
     if "bytes_sent" in rows:
         rows["bytes_per_peer"] = rows["bytes_sent"].astype(np.float64) / ident["peers"]
     per_trial = {

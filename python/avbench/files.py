@@ -67,9 +67,26 @@ def identity(path: str, f: h5py.File) -> dict:
     return ident
 
 
-def check_summary(path: str, f: h5py.File, trials: int) -> None:
-    """/summary's columns: 1-D datasets of one row per trial written (metadata only)."""
+def trial_count(path: str, f: h5py.File, version: int) -> int:
+    """How many trials the trace holds, from metadata: /trials's groups (v1..v8), or
+    the length of /trials/trial (v9), or TraceError when that is not a 1-D dataset."""
+    if not schema.is_table(version):
+        return len(f["trials"])
+    ds = f["trials"].get("trial")
+    why = "missing" if ds is None else "not a dataset" if not isinstance(ds, h5py.Dataset) else \
+        schema.dataset_problem(ds, schema.TABLE_VECTORS["trial"])
+    if why is not None:
+        raise TraceError(path, "/trials/trial", why)
+    return ds.shape[0]
+
+
+def check_summary(path: str, f: h5py.File, trials: int, version: int | None = None) -> None:
+    """/summary's columns: 1-D datasets of one row per trial written (metadata only);
+    in v9 (`version`), but for its dimension scale `targets`, one entry per target."""
+    scales = schema.SUMMARY_SCALES if version is not None and schema.is_table(version) else {}
     for name in f["summary"]:
+        if name in scales:
+            continue
         where = f"/summary/{name}"
         try:
             ds = h5py.h5d.open(f["summary"].id, name.encode())

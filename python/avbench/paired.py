@@ -35,6 +35,7 @@ import h5py
 import numpy as np
 
 from avbench.compare import label_of
+from avbench.trials import all_trial_columns
 
 # Settings that change a trial's noise without showing in its alive counts, with
 # the value a trace that does not record one ran with.
@@ -72,12 +73,10 @@ def read(path: str) -> Trace:
         summary = f["summary"]
         prefix = "rounds_to_" if kind == "averaging" else "steps_to_"
         suffixes = sorted((k[len(prefix):] for k in summary if k.startswith(prefix)), key=float, reverse=True)
-        trials = {}
-        for name, seed, complete in zip(summary["trial"][()], summary["seed"][()], summary["complete"][()]):
-            if complete != 1:
-                continue
-            g = f["trials"][str(name)]
-            trials[int(seed)] = {c: g[c][()] for c in (counter, metric, "alive", "bytes_sent", "time")}
+        # Row k of /summary is the k-th trial written, in either layout of /trials.
+        rows = all_trial_columns(f, (counter, metric, "alive", "bytes_sent", "time"))
+        trials = {int(seed): cols for seed, complete, cols in zip(summary["seed"][()], summary["complete"][()], rows)
+                  if complete == 1}
         return Trace(path, label_of(config), kind, str(f.attrs["engine"]), int(f.attrs["n_peers"]), noise,
                      counter, [(s, float(s)) for s in suffixes], trials)
 

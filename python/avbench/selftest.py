@@ -84,7 +84,9 @@ def finish_trials(f: h5py.File, kind: str) -> None:
     version, zeros where the test wrote none, of the trial's length (its round or
     step column's) and type; targets, seed, and diverged (sgd, v5 on) when absent;
     the root complete = 0 when a trial is cut short; /trials, /summary, and /optimum
-    for sgd. The columns the test wrote are kept as they are."""
+    for sgd. The columns the test wrote are kept as they are. For the group-per-trial
+    layout of v1..v8 only (write_root's `schema` below schema.TABLE_SINCE);
+    avbench.layouts.to_v9 rewrites such a trace as v9."""
     version = int(f.attrs["schema_version"])
     spec = schema.columns_of(schema.ROW_SPECS[kind], version)
     index = next(iter(spec))

@@ -11,7 +11,7 @@ without going back to the file:
   engine           "openmpi", "mpich", "smpi" or "sequential"
   peers            n_peers, the number of peers N
   trace_complete   the root `complete` (False: the run was stopped early)
-  trial            the trial's index (its group name under /trials)
+  trial            the trial's index (its group name under /trials; v9: /trials/trial)
   seed             the trial's seed (uint64)
   complete         the trial's own `complete` (False: cut short; keep it out of
                    averages, which figures.plot_metric does by default)
@@ -20,8 +20,9 @@ without going back to the file:
                    there (keep it out of averages too); False for averaging
                    traces and earlier files
   <per-row columns>  round, variance, error, ... or step, round, loss, gap, ...
-                   exactly as stored; `decode_failures`, added in schema v3, is 0
-                   for v1/v2 files (nothing could fail to decode before quantizers),
+                   exactly as stored (v9: the trial's cells of the 2-D columns,
+                   the scale for `round` or `step`); `decode_failures`, added in
+                   schema v3, is 0 for v1/v2 files (nothing could fail to decode),
                    `detection_time`, added in v4, is 0.0 for earlier files (no
                    detection timeout existed), and the averaging `late`, added in
                    v8, is 0 for earlier files (no waiting policy existed)
@@ -42,8 +43,9 @@ every structural fault scripts/avbench check refuses, by the same rules
 column of every trial present, 1-D, of its exact type and of the trial's length,
 round (averaging) 0, 1, 2, ... or step (sgd) from 0 and increasing with round never
 decreasing, the complete flags (only the last trial cut short, none in a complete
-run), /summary one row per trial. Besides, a column read is checked against what
-the format promises of its values (finite where it says so).
+run), /summary one row per trial; in v9 (trial_table.py) the table's shapes,
+trial indices and rows, and /summary agreeing with /trials. Besides, a column read
+is checked against what the format promises of its values (finite where it says so).
 """
 
 from __future__ import annotations
@@ -72,22 +74,12 @@ ADDED_DTYPE = {"decode_failures": np.int32, "detection_time": np.float64}
 # What identifies a row, before the per-row columns.
 ID_COLUMNS = ("trace", "run_kind", "schema_version", "engine", "peers", "trace_complete", "trial", "seed",
               "complete", "diverged")
-TARGET_PREFIXES = ("rounds_to_", "steps_to_", "reached_")
-# What the format promises of each per-row column's values (docs/trace-format.md):
-# "int" an integer type; "finite" a float type, every value finite; "model" a
-# float type, finite in row 0 and never -inf (a diverging training run overflows
-# to +inf or NaN later); "accuracy" a float type, NaN (nothing measured) or finite.
-COLUMN_KIND = {
-    "round": "int", "step": "int", "alive": "int", "groups": "int", "failed_groups": "int",
-    "decode_failures": "int", "bytes_sent": "int", "late": "int",
-    "variance": "finite", "error": "finite", "mean_drift": "finite", "time": "finite", "detection_time": "finite",
-    "loss": "model", "gap": "model", "relative_gap": "model", "distance": "model", "consensus": "model",
-    "accuracy": "accuracy",
-}
+TARGET_PREFIXES = schema.TARGET_PREFIXES
+COLUMN_KIND = schema.VALUE_PROMISES  # what the format promises of each per-row column's values
 TRIAL_NAME = schema.TRIAL_NAME  # a trial's index in decimal, as the writer names it (fullmatch)
 
 from .files import (PathLike, TraceError, _attr, _flag, check_summary,  # noqa: F401, E402
-                    identity, open_trace)  # (TraceError: public here too)
+                    identity, open_trace, trial_count)  # (TraceError: public here too)
 
 
 def parse_value(text: str):
@@ -117,14 +109,12 @@ def read_config(f: h5py.File) -> dict:
 def _read_column(path: str, ds: h5py.Dataset, where: str, col: str) -> np.ndarray:
     """One per-row column (its type already checked), checked against what the format
     promises of its values."""
-    kind = COLUMN_KIND[col]
     v = ds[()]
-    bad = {"finite": ~np.isfinite(v), "accuracy": np.isinf(v),
-           "model": np.isneginf(v) | (np.arange(len(v)) == 0) & ~np.isfinite(v)}.get(kind)
-    if bad is not None and bad.any():
-        i = int(np.argmax(bad))
-        raise TraceError(path, where, f"row {i} is {v[i]}, where the format promises a finite value"
-                         + (" (a diverged model may be +inf or NaN after row 0)" if kind == "model" else ""))
+    bad = schema.promise_violation(col, v)
+    if bad is not None:
+        i = bad[0]
+        diverged = " (a diverged model may be +inf or NaN after row 0)" if COLUMN_KIND[col] == "model" else ""
+        raise TraceError(path, where, f"row {i} is {v[i]}, where the format promises a finite value{diverged}")
     return v
 
 
@@ -145,6 +135,10 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None, as_xarray: 
     promise (NaN where it says finite). `columns` limits what is read, not what is
     checked: the other columns' presence, type and length are checked from their
     metadata, their values are not read.
+
+    Both layouts of /trials give the same frame for the same run: v1..v8's group per
+    trial, and v9's one table over (trial, row), whose 2-D columns are each read
+    once (trial_table.py), the trials' seeds, flags and targets coming from /summary.
     """
     path = os.fspath(path)
     f = open_trace(path)
@@ -152,18 +146,31 @@ def load_trace(path: PathLike, columns: Iterable[str] | None = None, as_xarray: 
         ident = identity(path, f)
         kind = ident["run_kind"]
         wanted = None if columns is None else set(columns) | {"round", "step"}
-        trials = _Trials(path, ident["schema_version"], kind,
-                         tuple(c for c in ROW_COLUMNS[kind] if wanted is None or c in wanted))
+        names = tuple(c for c in ROW_COLUMNS[kind] if wanted is None or c in wanted)
+        trials = _table(path, f, ident, names) if schema.is_table(ident["schema_version"]) else \
+            _groups(path, f, ident, names)
         config = read_config(f)
-        for name, g in f["trials"].items():
-            trials.add(name, g)
-        for where, why in schema.completeness_problems(int(ident["trace_complete"]), trials.flags()):
-            raise TraceError(path, where, why)
-        check_summary(path, f, len(trials.ids))
     if as_xarray:
         from .datasets import to_dataset
         return to_dataset(trials, ident, config)
-    return trials.frame(ident, config)
+    return _frame(trials, ident, config)
+
+
+def _table(path: str, f: h5py.File, ident: dict, names: tuple[str, ...]):
+    """The trials of a v9 trace (its one table), checked."""
+    from .trial_table import read_table
+    return read_table(path, f, ident, names)
+
+
+def _groups(path: str, f: h5py.File, ident: dict, names: tuple[str, ...]) -> "_Trials":
+    """The trials of a v1..v8 trace (a group per trial), checked."""
+    trials = _Trials(path, ident["schema_version"], ident["run_kind"], names)
+    for name, g in f["trials"].items():
+        trials.add(name, g)
+    for where, why in schema.completeness_problems(int(ident["trace_complete"]), trials.flags()):
+        raise TraceError(path, where, why)
+    check_summary(path, f, len(trials.ids))
+    return trials
 
 
 class _Trials:
@@ -240,25 +247,36 @@ class _Trials:
             if len(v) == i:
                 v.append(-1)
 
-    def frame(self, ident: dict, config: dict) -> pd.DataFrame:
-        """The tidy frame: identity, trial attributes, per-row columns, targets, config."""
-        lengths = self.lengths
-        data: dict = {k: np.repeat(np.asarray([v], dtype=object if isinstance(v, str) else None), sum(lengths))
-                      for k, v in ident.items()}
-        data["trial"] = np.repeat(np.asarray(self.ids, dtype=np.int64), lengths)
-        data["seed"] = np.repeat(np.asarray(self.seeds, dtype=np.uint64), lengths)
-        data["complete"] = np.repeat(np.asarray(self.completes, dtype=bool), lengths)
-        data["diverged"] = np.repeat(np.asarray(self.divergeds, dtype=bool), lengths)
-        for col in self.columns:
-            data[col] = np.concatenate(self.parts[col]) if self.parts[col] else np.zeros(0, dtype=np.float64)
-        df = pd.DataFrame(data)
-        if "bytes_sent" in df:
-            df["bytes_per_peer"] = df["bytes_sent"].astype(float) / ident["peers"]
-        for k, v in self.targets.items():
-            df[k] = np.repeat(np.asarray(v, dtype=np.int64), lengths)
-        for k, v in config.items():
-            df[k if k not in df.columns else f"config_{k}"] = v
-        return df
+    def flat(self, col: str) -> np.ndarray:
+        """Column `col` over every row of every trial, trial after trial."""
+        return np.concatenate(self.parts[col]) if self.parts[col] else np.zeros(0, dtype=np.float64)
+
+    def grid(self) -> tuple[np.ndarray, dict]:
+        """The row coordinate and the per-row columns over (trial, row) (datasets.grid)."""
+        from .datasets import grid
+        return grid(self)
+
+
+def _frame(trials, ident: dict, config: dict) -> pd.DataFrame:
+    """The tidy frame of what load_trace gathered (_Trials, or trial_table.Table for
+    v9): identity, trial attributes, per-row columns, targets, config."""
+    lengths = trials.lengths
+    data: dict = {k: np.repeat(np.asarray([v], dtype=object if isinstance(v, str) else None), sum(lengths))
+                  for k, v in ident.items()}
+    data["trial"] = np.repeat(np.asarray(trials.ids, dtype=np.int64), lengths)
+    data["seed"] = np.repeat(np.asarray(trials.seeds, dtype=np.uint64), lengths)
+    data["complete"] = np.repeat(np.asarray(trials.completes, dtype=bool), lengths)
+    data["diverged"] = np.repeat(np.asarray(trials.divergeds, dtype=bool), lengths)
+    for col in trials.columns:
+        data[col] = trials.flat(col)
+    df = pd.DataFrame(data)
+    if "bytes_sent" in df:
+        df["bytes_per_peer"] = df["bytes_sent"].astype(float) / ident["peers"]
+    for k, v in trials.targets.items():
+        df[k] = np.repeat(np.asarray(v, dtype=np.int64), lengths)
+    for k, v in config.items():
+        df[k if k not in df.columns else f"config_{k}"] = v
+    return df
 
 
 def trace_paths(source, pattern: str = "*.h5") -> list[str]:
@@ -337,10 +355,11 @@ def read_summary(path: PathLike) -> pd.DataFrame:
     f = open_trace(path)
     with f:
         ident = identity(path, f)
-        del ident["schema_version"]
+        version = ident.pop("schema_version")
         s = f["summary"]
-        check_summary(path, f, len(f["trials"]))
-        df = pd.DataFrame({name: s[name][()] for name in s})
+        check_summary(path, f, trial_count(path, f, version), version)
+        scales = schema.SUMMARY_SCALES if schema.is_table(version) else {}  # v9's targets: not a row per trial
+        df = pd.DataFrame({name: s[name][()] for name in s if name not in scales})
         config = read_config(f)
     if "complete" in df:
         df["complete"] = df["complete"].astype(int) == 1

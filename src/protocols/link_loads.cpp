@@ -154,9 +154,15 @@ void LinkLoads::butterfly(std::span<const int> members, std::span<const double> 
     too_many_ = true;
     messages_.clear();
   }
-  for (std::size_t i = 0; i < m && !too_many_; ++i)
+  if (!too_many_) {
+    // Only members with a part receive (a short vector leaves most parts empty).
+    receivers_.clear();
     for (std::size_t k = 0; k < m; ++k)
-      if (i != k && parts[k] > 0) messages_.push_back({members[i], members[k], parts[k], 1.0});
+      if (parts[k] > 0) receivers_.push_back(k);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t k : receivers_)
+        if (i != k) messages_.push_back({members[i], members[k], parts[k], 1.0});
+  }
   double largest = 0.0;
   for (std::size_t k = 0; k < m; ++k) {
     load_host(members[k], total - parts[k], static_cast<double>(m - 1) * parts[k]);

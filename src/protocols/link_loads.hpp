@@ -145,6 +145,7 @@ class LinkLoads {
   std::unordered_map<std::int64_t, double> wan_map_;  // otherwise
   std::vector<std::pair<int, double>> by_region_;  // (region, part) of a butterfly's members
   std::vector<double> parts_;
+  std::vector<std::size_t> receivers_;  // a butterfly's members with a part
   struct Share {  // a butterfly's members in one region, and the bytes of the parts they reduce
     int region;
     double members, bytes;

@@ -61,9 +61,9 @@ double wall_seconds(const ProtocolResources& r, const RunShape& s, const Platfor
                            graph.build_work * 60e-9 + s.workload_trial_seconds;
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int parallel = std::max(1, std::min({s.threads, s.trials, cores}));
-  // A trial's group of datasets in the trace costs about 2 ms (HDF5's
-  // creation of each dataset), its rows little beside.
-  const double traced = s.traced ? s.trials * (2e-3 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
+  // The trace appends trials to one table in batches: a trial costs its rows'
+  // bytes, copied and written, and a few microseconds of its summary row.
+  const double traced = s.traced ? s.trials * (5e-6 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
   // A round simulated flow by flow: about 1 us per message times the square root
   // of how many move at once (fitted to rings of 64 and 128 peers and Moshpit's
   // butterflies of 16 at model size, within a factor of 2).
@@ -114,6 +114,12 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
     e.memory.push_back({"lognormal hosts", "--platform", hosts});  // drawn once for the run
   for (const MemoryPart& part : s.workload) e.memory.push_back(part);
   e.memory.push_back({"trial records", "--rounds", records});
+  // The trace's batch (trace/trial_tables.hpp: up to 65,536 rows and the trial
+  // that passes them), and the block each column is written from.
+  if (s.traced)
+    e.memory.push_back({"trace batch", "--rounds",
+                        std::min(static_cast<double>(s.trials) * (s.rounds + 1), 65536.0 + s.rounds + 1) *
+                            (sizeof(RoundRow) + 8)});
   for (const MemoryPart& part : e.memory) e.memory_bytes += part.bytes;
 
   e.round_bytes = r.round_bytes + (s.churn ? n * 8 * model : 0.0);

@@ -40,7 +40,7 @@ struct RunShape {
   int threads = 1;           // sequential: trials run at once
   int peers_here = 1;        // MPI: ranks on this machine (SMPI: all of them)
   bool shared_padding = false;  // SMPI: --model-dim's padding is one shared mapping (core/padding.hpp)
-  bool traced = false;       // --out: each trial adds a group of datasets to the trace
+  bool traced = false;       // --out: each trial adds its rows to the trace
   // The computation a round charges its slowest peer (a straggler's slow-down
   // included), in flops, and the flag that sets it with that flag's value.
   double compute_flops = 0;

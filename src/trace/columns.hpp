@@ -1,8 +1,10 @@
 // The column tables of a trace (trace.cpp's, internal): each table declares
 // every dataset of one group once, in the order the file stores it, with the
-// row field it holds. docs/trace-format.md describes the same columns.
+// field it holds. docs/trace-format.md and python/avbench/schema.py describe the
+// same columns (a test checks that they agree).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -46,140 +48,127 @@ struct TrainingSummaryRow : SummaryHead {
   std::int32_t diverged = 0;
 };
 
-// Collects one field of every row into a column: the file stores columns, which
-// is what a reader (numpy, pandas) wants, while the caller hands over rows.
-template <class Row, class F>
-auto column(const std::vector<Row>& rows, F field) {
-  std::vector<std::decay_t<decltype(field(std::declval<const Row&>()))>> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(field(r));
-  return out;
-}
-
-// The name after "rounds_to_" / "reached_", e.g. "1e-9".
-inline std::string target_suffix(double target) {
-  return target_attribute_name(target).substr(std::string_view("rounds_to_").size());
-}
-
-// One dataset of a table of rows: its name and the field it holds. Each table
+// One dataset of a table over trials: its name, its type, and how a batch of
+// items (trials for /trials, summary rows for /summary) is appended to it, the
+// batch's first item going to position `first` on the trial axis. Each table
 // below declares every column once, in the order the file stores them.
-template <class Row>
+template <class Item>
 struct Column {
   const char* name;
-  h5::Dataset (*write)(const h5::Node& group, const char* name, const std::vector<Row>& rows);
+  h5::Type type;
+  void (*append)(const h5::Dataset& ds, std::span<const Item> batch, hsize_t first);
 };
 
-template <class Row, auto Field>
-h5::Dataset write_field(const h5::Node& group, const char* name, const std::vector<Row>& rows) {
-  return group.write_dataset(name, column(rows, [](const Row& r) { return r.*Field; }));
+template <class Item, auto Field>
+using FieldType = std::remove_cvref_t<decltype(std::declval<const Item&>().*Field)>;
+
+// A 1-D column over trials: one value per item.
+template <class Item, auto Field>
+void append_field(const h5::Dataset& ds, std::span<const Item> batch, hsize_t first) {
+  std::vector<FieldType<Item, Field>> values;
+  values.reserve(batch.size());
+  for (const Item& item : batch) values.push_back(item.*Field);
+  ds.write_block<FieldType<Item, Field>>({first}, {values.size()}, values);
 }
 
-// Writes `columns`, each with `scale` attached as its dimension.
-template <class Row>
-void write_attached(const h5::Node& group, const h5::Dataset& scale,
-                    std::type_identity_t<std::span<const Column<Row>>> columns, const std::vector<Row>& rows) {
-  for (const Column<Row>& c : columns) c.write(group, c.name, rows).attach(scale);
+template <class Item, auto Field>
+constexpr Column<Item> field(const char* name) {
+  return {name, h5::type_of<FieldType<Item, Field>>(), append_field<Item, Field>};
 }
 
-// Writes a table whose first column is its dimension (round, step, trial): a
-// scale of that name, attached to every other column, so that a netCDF reader
-// (xarray) indexes the rows by its values.
-template <class Row>
-void write_columns(const h5::Node& group, std::type_identity_t<std::span<const Column<Row>>> columns,
-                   const std::vector<Row>& rows) {
-  const h5::Dataset scale = columns.front().write(group, columns.front().name, rows);
-  scale.make_scale(columns.front().name);
-  write_attached<Row>(group, scale, columns.subspan(1), rows);
+// A 2-D column over (trial, row): each trial's rows, then the fill value up to the
+// batch's longest trial.
+template <class Trial, auto Field>
+void append_rows(const h5::Dataset& ds, std::span<const Trial> batch, hsize_t first) {
+  using Row = typename decltype(Trial::rows)::value_type;
+  using T = FieldType<Row, Field>;
+  std::size_t width = 0;
+  for (const Trial& t : batch) width = std::max(width, t.rows.size());
+  std::vector<T> block(batch.size() * width, h5::fill_value<T>());
+  for (std::size_t k = 0; k < batch.size(); ++k)
+    for (std::size_t r = 0; r < batch[k].rows.size(); ++r) block[k * width + r] = batch[k].rows[r].*Field;
+  ds.write_block<T>({first, 0}, {batch.size(), width}, block);
+}
+
+template <class Trial, auto Field>
+constexpr Column<Trial> row_field(const char* name) {
+  using Row = typename decltype(Trial::rows)::value_type;
+  return {name, h5::type_of<FieldType<Row, Field>>(), append_rows<Trial, Field>};
 }
 
 // One table: `first`, then `rest`.
-template <class Row, std::size_t A, std::size_t B>
-constexpr std::array<Column<Row>, A + B> join(const Column<Row> (&first)[A], const Column<Row> (&rest)[B]) {
-  std::array<Column<Row>, A + B> out{};
+template <class Item, std::size_t A, std::size_t B>
+constexpr std::array<Column<Item>, A + B> join(const Column<Item> (&first)[A], const Column<Item> (&rest)[B]) {
+  std::array<Column<Item>, A + B> out{};
   for (std::size_t k = 0; k < A; ++k) out[k] = first[k];
   for (std::size_t k = 0; k < B; ++k) out[A + k] = rest[k];
   return out;
 }
 
-// The columns every kind of trial ends with: the peers and groups of the round,
-// what did not decode, traffic and time.
-template <class Row>
-inline constexpr Column<Row> kActivityColumns[] = {
-    {"alive", write_field<Row, &Row::alive>},
-    {"groups", write_field<Row, &Row::groups>},
-    {"failed_groups", write_field<Row, &Row::failed_groups>},
-    {"decode_failures", write_field<Row, &Row::decode_failures>},
-    {"bytes_sent", write_field<Row, &Row::bytes_sent>},
-    {"time", write_field<Row, &Row::time>},
-    {"detection_time", write_field<Row, &Row::detection_time>},
+// The row columns every kind of trial ends with: the peers and groups of the
+// round, what did not decode, traffic and time.
+template <class Trial, class Row>
+inline constexpr Column<Trial> kActivityColumns[] = {
+    row_field<Trial, &Row::alive>("alive"),
+    row_field<Trial, &Row::groups>("groups"),
+    row_field<Trial, &Row::failed_groups>("failed_groups"),
+    row_field<Trial, &Row::decode_failures>("decode_failures"),
+    row_field<Trial, &Row::bytes_sent>("bytes_sent"),
+    row_field<Trial, &Row::time>("time"),
+    row_field<Trial, &Row::detection_time>("detection_time"),
 };
 
-// /trials/<k> of an averaging run.
-inline constexpr auto kRoundColumns = join<RoundRow>(
+// /trials of an averaging run, over (trial, round), after its scales (the row's
+// `round` is its index: the scale `round`).
+inline constexpr auto kRoundColumns = join<TrialRecord>(
     {
-        {"round", write_field<RoundRow, &RoundRow::round>},
-        {"variance", write_field<RoundRow, &RoundRow::variance>},
-        {"error", write_field<RoundRow, &RoundRow::error>},
-        {"mean_drift", write_field<RoundRow, &RoundRow::mean_drift>},
-        {"late", write_field<RoundRow, &RoundRow::late>},
+        row_field<TrialRecord, &RoundRow::variance>("variance"),
+        row_field<TrialRecord, &RoundRow::error>("error"),
+        row_field<TrialRecord, &RoundRow::mean_drift>("mean_drift"),
+        row_field<TrialRecord, &RoundRow::late>("late"),
     },
-    kActivityColumns<RoundRow>);
+    kActivityColumns<TrialRecord, RoundRow>);
 
-// /trials/<k> of a training run.
-inline constexpr auto kTrainingColumns = join<TrainingRow>(
+// /trials of a training run, over (trial, step), after its scales.
+inline constexpr auto kTrainingColumns = join<TrainingTrial>(
     {
-        {"step", write_field<TrainingRow, &TrainingRow::step>},
-        {"round", write_field<TrainingRow, &TrainingRow::round>},
-        {"loss", write_field<TrainingRow, &TrainingRow::loss>},
-        {"gap", write_field<TrainingRow, &TrainingRow::gap>},
-        {"relative_gap", write_field<TrainingRow, &TrainingRow::relative_gap>},
-        {"distance", write_field<TrainingRow, &TrainingRow::distance>},
-        {"consensus", write_field<TrainingRow, &TrainingRow::consensus>},
-        {"accuracy", write_field<TrainingRow, &TrainingRow::accuracy>},
+        row_field<TrainingTrial, &TrainingRow::round>("round"),
+        row_field<TrainingTrial, &TrainingRow::loss>("loss"),
+        row_field<TrainingTrial, &TrainingRow::gap>("gap"),
+        row_field<TrainingTrial, &TrainingRow::relative_gap>("relative_gap"),
+        row_field<TrainingTrial, &TrainingRow::distance>("distance"),
+        row_field<TrainingTrial, &TrainingRow::consensus>("consensus"),
+        row_field<TrainingTrial, &TrainingRow::accuracy>("accuracy"),
     },
-    kActivityColumns<TrainingRow>);
+    kActivityColumns<TrainingTrial, TrainingRow>);
 
 // /summary of an averaging run, after trial, seed and the per-target columns.
 inline constexpr Column<SummaryRow> kSummaryColumns[] = {
-    {"final_variance", write_field<SummaryRow, &SummaryRow::final_variance>},
-    {"final_error", write_field<SummaryRow, &SummaryRow::final_error>},
-    {"bytes_sent", write_field<SummaryRow, &SummaryRow::bytes_sent>},
-    {"time", write_field<SummaryRow, &SummaryRow::time>},
-    {"rounds", write_field<SummaryRow, &SummaryRow::rounds>},
-    {"complete", write_field<SummaryRow, &SummaryRow::complete>},
+    field<SummaryRow, &SummaryRow::final_variance>("final_variance"),
+    field<SummaryRow, &SummaryRow::final_error>("final_error"),
+    field<SummaryRow, &SummaryRow::bytes_sent>("bytes_sent"),
+    field<SummaryRow, &SummaryRow::time>("time"),
+    field<SummaryRow, &SummaryRow::rounds>("rounds"),
+    field<SummaryRow, &SummaryRow::complete>("complete"),
 };
 
 // /summary of a training run, after trial, seed and the per-target columns.
 inline constexpr Column<TrainingSummaryRow> kTrainingSummaryColumns[] = {
-    {"final_gap", write_field<TrainingSummaryRow, &TrainingSummaryRow::final_gap>},
-    {"final_relative_gap", write_field<TrainingSummaryRow, &TrainingSummaryRow::final_relative_gap>},
-    {"final_consensus", write_field<TrainingSummaryRow, &TrainingSummaryRow::final_consensus>},
-    {"final_accuracy", write_field<TrainingSummaryRow, &TrainingSummaryRow::final_accuracy>},
-    {"bytes_sent", write_field<TrainingSummaryRow, &TrainingSummaryRow::bytes_sent>},
-    {"time", write_field<TrainingSummaryRow, &TrainingSummaryRow::time>},
-    {"steps", write_field<TrainingSummaryRow, &TrainingSummaryRow::steps>},
-    {"rounds", write_field<TrainingSummaryRow, &TrainingSummaryRow::rounds>},
-    {"complete", write_field<TrainingSummaryRow, &TrainingSummaryRow::complete>},
-    {"diverged", write_field<TrainingSummaryRow, &TrainingSummaryRow::diverged>},
+    field<TrainingSummaryRow, &TrainingSummaryRow::final_gap>("final_gap"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::final_relative_gap>("final_relative_gap"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::final_consensus>("final_consensus"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::final_accuracy>("final_accuracy"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::bytes_sent>("bytes_sent"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::time>("time"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::steps>("steps"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::rounds>("rounds"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::complete>("complete"),
+    field<TrainingSummaryRow, &TrainingSummaryRow::diverged>("diverged"),
 };
 
-// /summary: trial (the dimension scale of the others) and seed,
-// "<to_prefix><target>" and "reached_<target>" per target, then the table's columns.
-template <class Row, std::size_t N>
-void write_summary(const h5::File& file, const std::vector<Row>& rows, const std::vector<double>& targets,
-                   const std::string& to_prefix, const Column<Row> (&columns)[N]) {
-  h5::Node summary = file.create_group("summary");  // closed before the file
-  const h5::Dataset trial = write_field<Row, &Row::trial>(summary, "trial", rows);
-  trial.make_scale("trial");
-  write_field<Row, &Row::seed>(summary, "seed", rows).attach(trial);
-  for (std::size_t k = 0; k < targets.size(); ++k)
-    summary.write_dataset(to_prefix + target_suffix(targets[k]), column(rows, [k](const Row& r) { return r.to_target[k]; }))
-        .attach(trial);
-  for (std::size_t k = 0; k < targets.size(); ++k)
-    summary.write_dataset("reached_" + target_suffix(targets[k]), column(rows, [k](const Row& r) { return r.reached[k]; }))
-        .attach(trial);
-  write_attached<Row>(summary, trial, columns, rows);
+// The name after "rounds_to_" / "reached_", e.g. "1e-9".
+inline std::string target_suffix(double target) {
+  return target_attribute_name(target).substr(std::string_view("rounds_to_").size());
 }
-
 
 }  // namespace avb::trace_columns

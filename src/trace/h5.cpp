@@ -96,6 +96,11 @@ Handle untimed_plist(hid_t cls) {
 
 }  // namespace
 
+namespace detail {
+std::string reason() { return hdf5_reason(); }
+Handle untimed(hid_t plist_class) { return untimed_plist(plist_class); }
+}  // namespace detail
+
 void silence_errors() noexcept {
   // No HDF5 clean-up at exit: after a write failed (a full file system) the file
   // cannot be closed, its id stays open, and HDF5 1.10's exit handler then
@@ -117,8 +122,8 @@ void Dataset::make_scale(std::string_view dimension) const {
   if (H5DSset_scale(handle_.get(), name.c_str()) < 0) fail("cannot make a dimension scale of");
 }
 
-void Dataset::attach(const Dataset& scale) const {
-  if (H5DSattach_scale(handle_.get(), scale.handle_.get(), 0) < 0) {
+void Dataset::attach(const Dataset& scale, unsigned axis) const {
+  if (H5DSattach_scale(handle_.get(), scale.handle_.get(), axis) < 0) {
     fail("cannot attach scale '" + scale.path_ + "' to");
   }
 }

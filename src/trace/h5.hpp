@@ -17,8 +17,12 @@
 
 #include <hdf5.h>
 
+#include <type_traits>
+
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,6 +77,25 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
+// The element types of the trace's datasets, and what fills a cell of a growing
+// dataset that nothing was written to (a trial's cells past its last row): NaN for
+// reals, the largest unsigned and -1 for signed integers, none a value a column holds.
+enum class Type { int32, uint64, float64 };
+template <class T>
+constexpr Type type_of();
+template <>
+constexpr Type type_of<std::int32_t>() { return Type::int32; }
+template <>
+constexpr Type type_of<std::uint64_t>() { return Type::uint64; }
+template <>
+constexpr Type type_of<double>() { return Type::float64; }
+template <class T>
+constexpr T fill_value() {
+  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
+  else if constexpr (std::is_signed_v<T>) return T{-1};
+  else return std::numeric_limits<T>::max();
+}
+
 // An open 1-D dataset, for its dimension scales (the HDF5 high-level H5DS API,
 // linked as hdf5_hl). A scale names the dimension of the datasets it is attached to, and
 // its values index that dimension: netCDF-4 readers (xarray with h5netcdf) see
@@ -81,8 +104,17 @@ class Dataset {
  public:
   // Makes this dataset the dimension scale `dimension` (H5DSset_scale).
   void make_scale(std::string_view dimension) const;
-  // Attaches `scale` to this dataset's only axis (H5DSattach_scale).
-  void attach(const Dataset& scale) const;
+  // Attaches `scale` to this dataset's axis `axis` (H5DSattach_scale).
+  void attach(const Dataset& scale, unsigned axis = 0) const;
+
+  // A growing dataset (Node::create_growing): writes `values`, row-major, into the
+  // block of `count` cells that starts at `offset` (one entry per axis), first
+  // growing the dataset to hold it.
+  template <class T>
+  void write_block(std::initializer_list<hsize_t> offset, std::initializer_list<hsize_t> count,
+                   std::span<const T> values) const {
+    write_block_raw(offset, count, type_of<T>(), values.data());
+  }
 
   hid_t id() const noexcept { return handle_.get(); }
 
@@ -91,6 +123,8 @@ class Dataset {
   Dataset(Handle handle, std::string file, std::string path)
       : handle_(std::move(handle)), file_(std::move(file)), path_(std::move(path)) {}
   [[noreturn]] void fail(std::string_view operation) const;
+  void write_block_raw(std::initializer_list<hsize_t> offset, std::initializer_list<hsize_t> count, Type type,
+                       const void* values) const;
 
   Handle handle_;
   std::string file_;
@@ -129,6 +163,13 @@ class Node {
   Dataset write_dataset(std::string_view name, std::span<const std::int32_t> values) const;
   Dataset write_dataset(std::string_view name, std::span<const std::uint64_t> values) const;
   Dataset write_dataset(std::string_view name, std::span<const double> values) const;
+
+  // An empty dataset of `chunk.size()` axes (1 or 2) that grows as blocks are
+  // written to it (Dataset::write_block), stored in chunks of that shape. Cells
+  // never written read as fill_value<T>; with `fill_attribute` the dataset also
+  // says so in its attribute _FillValue, which netCDF readers (xarray) mask.
+  Dataset create_growing(std::string_view name, Type type, std::initializer_list<hsize_t> chunk,
+                         bool fill_attribute) const;
 
   hid_t id() const noexcept { return handle_.get(); }
   const std::string& object_path() const noexcept { return path_; }

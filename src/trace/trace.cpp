@@ -5,9 +5,9 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <initializer_list>
 #include <ctime>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <type_traits>
 
@@ -15,6 +15,7 @@
 #include "trace/columns.hpp"
 #include "trace/destination.hpp"
 #include "trace/h5.hpp"
+#include "trace/trial_tables.hpp"
 
 namespace avb {
 namespace {
@@ -27,28 +28,6 @@ std::string utc_now() {
   char text[32];
   const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return std::string(text, n);
-}
-
-// A trial's group: its seed and flags (0/1), then per target the rounds or steps
-// to reach it (`to_prefix` + suffix) and whether it was reached, then the targets.
-using Flag = std::pair<const char*, bool>;  // a 0/1 attribute of a trial's group
-
-template <class Trial>
-h5::Node trial_group(h5::Node& trials, const Trial& trial, std::initializer_list<Flag> flags,
-                     const std::string& to_prefix, const std::vector<std::string>& suffixes) {
-  h5::Node group = trials.create_group(std::to_string(trial.index));
-  group.set_uint64("seed", trial.seed);
-  for (const auto& [name, value] : flags) group.set_int32(name, value ? 1 : 0);
-  std::vector<double> targets;
-  for (std::size_t k = 0; k < trial.targets.size(); ++k) {
-    group.set_int32(to_prefix + suffixes[k], trial.targets[k].rounds);
-    targets.push_back(trial.targets[k].target);
-  }
-  for (std::size_t k = 0; k < trial.targets.size(); ++k)
-    group.set_int32("reached_" + suffixes[k], trial.targets[k].reached ? 1 : 0);
-  // Its own dimension: a coordinate variable, as a netCDF reader sees it.
-  group.write_dataset("targets", targets).make_scale("targets");
-  return group;
 }
 
 // The /summary fields both run kinds share, from the trial and its last row.
@@ -98,7 +77,6 @@ struct TraceWriter::Impl {
   Impl(h5::File f, bool ow) : file(std::move(f)), overwrite(ow) {}
 
   h5::File file;
-  std::optional<h5::Node> trials;  // the open /trials group; reset before closing
   bool overwrite = false;
   std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();  // run_seconds counts from here
   std::chrono::steady_clock::time_point flushed = opened;
@@ -108,8 +86,9 @@ struct TraceWriter::Impl {
   // temporary file then holds the only copy of the results and must survive.
   bool keep_temporary = false;
   std::optional<std::vector<double>> targets;  // fixed by the first trial written
-  std::vector<SummaryRow> summary;
-  std::vector<TrainingSummaryRow> training_summary;
+  // The run kind's tables (the other stays empty); reset before closing.
+  std::optional<TrialTables<TrialRecord, SummaryRow>> rounds;
+  std::optional<TrialTables<TrainingTrial, TrainingSummaryRow>> evaluations;
   bool optimum_written = false;
   // "averaging" or "sgd", from RunInfo; trials of the other kind are refused.
   std::string kind;
@@ -139,23 +118,40 @@ struct TraceWriter::Impl {
     return suffixes;
   }
 
-  // Writes /trials/<k> (after the caller's checks) and returns the summary fields
-  // both run kinds share.
-  template <class Summary, class Trial, class Columns>
-  Summary write_group(const Trial& trial, const std::string& where, std::initializer_list<Flag> flags,
-                      const std::string& to_prefix, const Columns& columns) {
-    const std::vector<std::string> suffixes = target_suffixes(trial.targets, where);
-    h5::Node group = trial_group(*trials, trial, flags, to_prefix, suffixes);
-    write_columns(group, columns, trial.rows);
-    // A flush bounds what a hard kill (no chance to call finish) can lose from the
-    // temporary file. At most one a second: on the sequential engine a trial can
-    // take less time than the flush itself.
+  // Buffers a trial (after the caller's checks) and appends the buffer to the
+  // file when it is full or a second has passed since the last batch: the flush
+  // that follows bounds what a hard kill (no chance to call finish) can lose
+  // from the temporary file.
+  template <class Tables, class Trial, class Summary>
+  void add(Tables& tables, const Trial& trial, Summary summary, const std::string& where) {
+    (void)target_suffixes(trial.targets, where);
+    if (trial.index < contiguous || ahead.contains(trial.index))
+      throw TraceError(where + ": trial " + std::to_string(trial.index) + " was already written");
+    tables.add(trial, std::move(summary), *targets, where);
+    claim_index(trial.index);
     const auto now = std::chrono::steady_clock::now();
-    if (now - flushed >= std::chrono::seconds(1)) {
+    if (tables.full() || now - flushed >= std::chrono::seconds(1)) {
+      tables.write();
       file.flush();
       flushed = now;
     }
-    return summary_of<Summary>(trial);
+  }
+
+  // Trial indices written so far: all below `contiguous`, and those in `ahead`
+  // (empty while trials come in order, as they do from every runner).
+  std::int32_t contiguous = 0;
+  std::set<std::int32_t> ahead;
+
+  void claim_index(std::int32_t index) {
+    if (index != contiguous) {
+      ahead.insert(index);
+      return;
+    }
+    ++contiguous;
+    while (!ahead.empty() && *ahead.begin() == contiguous) {
+      ahead.erase(ahead.begin());
+      ++contiguous;
+    }
   }
 
   void require_open(const std::filesystem::path& tmp, std::string_view operation) const {
@@ -190,7 +186,16 @@ TraceWriter::TraceWriter(std::filesystem::path path, bool overwrite, const RunIn
     file.set_string("run_kind", info.run_kind);
     impl->kind = info.run_kind;
     file.set_int32("complete", 0);  // until finish() says otherwise
-    impl->trials = file.create_group("trials");
+    file.create_group("trials");
+    if (info.run_kind == "sgd") {
+      impl->evaluations.emplace(impl->file, TableSpec<TrainingTrial, TrainingSummaryRow>{
+                                                "step", "steps_to_", kTrainingColumns, kTrainingSummaryColumns,
+                                                [](const TrainingRow& r) { return r.step; }});
+    } else {
+      impl->rounds.emplace(impl->file, TableSpec<TrialRecord, SummaryRow>{"round", "rounds_to_", kRoundColumns,
+                                                                          kSummaryColumns,
+                                                                          [](const RoundRow& r) { return r.round; }});
+    }
   } catch (...) {
     // No destructor runs for a half-constructed object: clean up here.
     impl.reset();  // closes the file, ignoring errors
@@ -240,11 +245,14 @@ void TraceWriter::write_trial(const TrialRecord& trial) {
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
 
   impl_->require_kind("averaging", where);
-  auto s = impl_->write_group<SummaryRow>(trial, where, {{"complete", trial.complete}}, "rounds_to_", kRoundColumns);
+  for (std::size_t r = 0; r < trial.rows.size(); ++r)
+    if (trial.rows[r].round != static_cast<std::int32_t>(r))
+      throw TraceError(where + ": row " + std::to_string(r) + " is round " + std::to_string(trial.rows[r].round));
+  auto s = summary_of<SummaryRow>(trial);
   const RoundRow& last = trial.rows.back();
   s.final_variance = last.variance;
   s.final_error = last.error;
-  impl_->summary.push_back(std::move(s));
+  impl_->add(*impl_->rounds, trial, std::move(s), where);
 }
 
 void TraceWriter::write_optimum(const OptimumRecord& optimum) {
@@ -276,8 +284,7 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   if (!impl_->optimum_written) throw TraceError(where + ": /optimum must be written first");
   if (trial.index < 0) throw TraceError(where + ": negative trial index");
   if (trial.rows.empty()) throw TraceError(where + ": no rows (row 0, the initial state, is required)");
-  auto s = impl_->write_group<TrainingSummaryRow>(
-      trial, where, {{"complete", trial.complete}, {"diverged", trial.diverged}}, "steps_to_", kTrainingColumns);
+  auto s = summary_of<TrainingSummaryRow>(trial);
   const TrainingRow& last = trial.rows.back();
   s.final_gap = last.gap;
   s.final_relative_gap = last.relative_gap;
@@ -285,7 +292,7 @@ void TraceWriter::write_trial(const TrainingTrial& trial) {
   s.final_accuracy = last.accuracy;
   s.steps = last.step;
   s.diverged = trial.diverged ? 1 : 0;
-  impl_->training_summary.push_back(std::move(s));
+  impl_->add(*impl_->evaluations, trial, std::move(s), where);
 }
 
 void TraceWriter::finish(bool complete) {
@@ -294,20 +301,20 @@ void TraceWriter::finish(bool complete) {
   // The schema promises /config; a run stopped before writing it still gets one.
   if (!im.config_written) write_config({}, "");
 
-  const std::vector<double> targets = im.targets.value_or(std::vector<double>{});
   if (im.kind == "sgd") {
     // A run stopped before its first trial still records what it was training.
     if (!im.optimum_written) im.file.create_group("optimum");
-    write_summary(im.file, im.training_summary, targets, "steps_to_", kTrainingSummaryColumns);
+    im.evaluations->write();
   } else {
-    write_summary(im.file, im.summary, targets, "rounds_to_", kSummaryColumns);
+    im.rounds->write();
   }
 
   im.file.set_double("run_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - im.opened).count());
   im.file.update_int32("complete", complete ? 1 : 0);
   im.file.flush();
   // Only a file closed without error may take the final name.
-  im.trials.reset();
+  im.rounds.reset();
+  im.evaluations.reset();
   im.file.close();
 
   // From here on the temporary file is a finished trace: on failure keep it and

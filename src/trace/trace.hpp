@@ -24,8 +24,10 @@ namespace avb {
 // v5 the training layout's `diverged` (a trial attribute and a /summary column);
 // v6 the root attributes time_model and run_seconds, and the engine "sequential";
 // v7 dimension scales (round or step, targets, trial, coordinate) and /optimum/coordinate;
-// v8 the averaging layout's `late` column.
-inline constexpr int kTraceSchemaVersion = 8;
+// v8 the averaging layout's `late` column;
+// v9 every trial's rows in one set of 2-D datasets over (trial, round or step),
+// /summary written as the trials are, with `targets`; no group per trial.
+inline constexpr int kTraceSchemaVersion = 9;
 
 // One row per round; row 0 is the initial state. Counters are cumulative over the
 // trial (bytes_sent, time) so that a column can be plotted against directly.
@@ -134,16 +136,17 @@ class TraceWriter {
   void write_config(const std::vector<std::pair<std::string, std::string>>& options,
                     const std::string& config_text);
 
-  // /trials/<index>/ with one dataset per column and the target attributes.
+  // Appends a trial to /trials (its rows) and /summary (its totals and targets).
+  // Trials are buffered and written in batches, at least once a second.
   void write_trial(const TrialRecord& trial);
 
-  // A training run: /optimum once, then /trials/<index>/ with TrainingRow columns.
+  // A training run: /optimum once, then its trials as above.
   // A file holds trials of one kind only.
   void write_optimum(const OptimumRecord& optimum);
   void write_trial(const TrainingTrial& trial);
 
-  // Writes /summary from the trials written so far, sets `complete`, closes the
-  // file and renames it to the final path.
+  // Writes the trials still buffered, sets `complete`, closes the file and
+  // renames it to the final path.
   void finish(bool complete);
 
   const std::filesystem::path& path() const { return path_; }

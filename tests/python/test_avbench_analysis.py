@@ -5,7 +5,7 @@
 
 Builds small synthetic traces with h5py in a temporary folder, in the layout of
 docs/trace-format.md (schema v1, v3 and v4 averaging and sgd, a trace stopped
-early, one with no trial), and checks the DataFrames load_trace/load_sweep make
+early, one with no trial: synthetic_traces.py), and checks the DataFrames load_trace/load_sweep make
 (shape, columns, types, values) and that the figures are drawn and written; and
 damaged traces (NaN where the format promises finite values, string or float
 columns where numbers or integers belong, a type other than the format's, trial
@@ -13,9 +13,12 @@ groups like "01" or "-1", missing attributes, a repeated or skipped round or ste
 ragged columns, complete flags that contradict each other, a file that is not
 HDF5), which load_trace must refuse with a TraceError naming the file and the
 dataset, and read_summary and trace_state too for an unknown schema version. Given the Open
-MPI build of averaging_bench (ctest passes it), it also runs it on 2 real ranks and
-loads the real trace, so the synthetic layout cannot drift from the writer's
-unnoticed. Run with Debian's /usr/bin/python3.
+MPI build of averaging_bench (ctest passes it), it also runs it on 2 real ranks (and
+sgd_bench beside it on the sequential engine) and loads the real traces, of today's
+schema (v9, one table over (trial, row)), so the synthetic layout cannot drift from
+the writer's unnoticed; each rewritten in v8's layout (avbench.layouts.to_v8) must
+read the same. test_avbench_layouts.py tests the v9 layout itself.
+Run with Debian's /usr/bin/python3.
 """
 
 from __future__ import annotations
@@ -36,98 +39,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import avbench  # noqa: E402
-from avbench import figures, traces  # noqa: E402
+from avbench import figures, schema, traces  # noqa: E402
+from avbench.trials import trial_columns, trial_count, trial_info  # noqa: E402
+from synthetic_traces import (assert_same_run, other_layout, replace_dataset, str_attr,  # noqa: E402
+                              write_averaging, write_sgd)  # (beside this file)
 
 BENCH = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("AVB_AVERAGING_BENCH", "")
 MPIEXEC = sys.argv[2] if len(sys.argv) > 2 else shutil.which("mpiexec") or "mpiexec"
+SGD_BENCH = str(Path(BENCH).with_name("sgd_bench")) if BENCH else ""  # built beside it
 del sys.argv[1:]  # unittest parses the rest
-
-STR = h5py.string_dtype("utf-8")
-
-
-def str_attr(obj, name, value):
-    obj.attrs.create(name, value, dtype=STR)
-
-
-def write_averaging(path, *, version=3, protocol="moshpit", peers=8, trials=3, rounds=4, complete=1,
-                    last_trial_complete=1, rate=0.5, extra_config=None, seed0=100):
-    """An averaging trace: variance of trial k in round r is (rate ** r) * (k + 1)."""
-    with h5py.File(path, "w") as f:
-        f.attrs.create("schema_version", version, dtype="int32")
-        for k, v in (("avbench_version", "0.1.0"), ("git_sha", "abc"), ("created_utc", "2026-11-30T12:00:00Z"),
-                     ("command_line", "averaging_bench"), ("engine", "smpi"), ("mpi_library", "SMPI")):
-            str_attr(f, k, v)
-        f.attrs.create("n_peers", peers, dtype="int32")
-        if version >= 2:
-            str_attr(f, "run_kind", "averaging")
-        f.attrs.create("complete", complete, dtype="int32")
-        cfg = f.create_group("config")
-        config = {"protocol": protocol, "fail-rate": "0.01", "dim": "1", "rounds": str(rounds),
-                  "trials": str(trials), "seed": "7", "grid": "32x32", "stop-at-target": "false",
-                  "target": "0.0001,1e-09", **(extra_config or {})}
-        for k, v in config.items():
-            str_attr(cfg, k, v)
-        str_attr(cfg, "text", "\n".join(f"{k} = {v}" for k, v in config.items()))
-        tr = f.create_group("trials", track_order=True)
-        for k in range(trials):
-            g = tr.create_group(str(k))
-            g.attrs.create("seed", np.uint64(seed0 + k), dtype="uint64")
-            g.attrs.create("complete", last_trial_complete if k == trials - 1 else 1, dtype="int32")
-            g.attrs.create("rounds_to_1e-4", rounds, dtype="int32")
-            g.attrs.create("reached_1e-4", 0, dtype="int32")
-            r = np.arange(rounds + 1, dtype=np.int32)
-            var = rate ** r * (k + 1.0)
-            g.create_dataset("targets", data=np.array([1e-4]))
-            cols = {"round": r, "variance": var, "error": var, "mean_drift": np.zeros(rounds + 1),
-                    "alive": np.full(rounds + 1, peers, np.int32), "groups": np.full(rounds + 1, 2, np.int32),
-                    "failed_groups": np.zeros(rounds + 1, np.int32)}
-            if version >= 3:
-                cols["decode_failures"] = np.zeros(rounds + 1, np.int32)
-            cols["bytes_sent"] = (r * 16 * peers).astype(np.uint64)
-            cols["time"] = r * 0.5 * (k + 1)
-            if version >= 4:
-                cols["detection_time"] = np.zeros(rounds + 1)
-            for name, data in cols.items():
-                g.create_dataset(name, data=data)
-        f.create_group("summary")
-
-
-def write_sgd(path, *, peers=4, trials=2, steps=6, every=2, protocol="gossip", version=3):
-    with h5py.File(path, "w") as f:
-        f.attrs.create("schema_version", version, dtype="int32")
-        for k, v in (("avbench_version", "0.1.0"), ("git_sha", "abc"), ("created_utc", "2026-11-30T12:00:00Z"),
-                     ("command_line", "sgd_bench"), ("engine", "openmpi"), ("mpi_library", "Open MPI"),
-                     ("run_kind", "sgd")):
-            str_attr(f, k, v)
-        f.attrs.create("n_peers", peers, dtype="int32")
-        f.attrs.create("complete", 1, dtype="int32")
-        cfg = f.create_group("config")
-        for k, v in {"protocol": protocol, "objective": "quadratic", "lr": "0.1", "local-steps": "2"}.items():
-            str_attr(cfg, k, v)
-        str_attr(cfg, "text", "")
-        f.create_group("optimum")
-        tr = f.create_group("trials", track_order=True)
-        step = np.arange(0, steps + 1, every, dtype=np.int32)
-        for k in range(trials):
-            g = tr.create_group(str(k))
-            g.attrs.create("seed", np.uint64(k), dtype="uint64")
-            g.attrs.create("complete", 1, dtype="int32")
-            g.attrs.create("steps_to_1e-2", steps, dtype="int32")
-            g.attrs.create("reached_1e-2", 0, dtype="int32")
-            g.create_dataset("targets", data=np.array([1e-2]))
-            n = len(step)
-            rel = 0.5 ** step
-            cols = {"step": step, "round": step // 2, "loss": rel + 1, "gap": rel, "relative_gap": rel,
-                    "distance": rel, "consensus": rel, "accuracy": np.full(n, np.nan),
-                    "alive": np.full(n, peers, np.int32), "groups": np.zeros(n, np.int32),
-                    "failed_groups": np.zeros(n, np.int32), "decode_failures": np.zeros(n, np.int32),
-                    "bytes_sent": (step * 100).astype(np.uint64), "time": step * 0.1}
-            if version >= 4:
-                cols["detection_time"] = np.zeros(n)
-            for name, data in cols.items():
-                g.create_dataset(name, data=data)
-        f.create_group("summary")
-
 
 class Loading(unittest.TestCase):
     def setUp(self):
@@ -174,10 +94,10 @@ class Loading(unittest.TestCase):
         self.assertTrue((df["decode_failures"] == 0).all())
 
     def test_unknown_version_refused(self):
-        p = self.dir / "v9.h5"
+        p = self.dir / "v10.h5"
         write_averaging(p, version=3)
         with h5py.File(p, "a") as f:
-            f.attrs["schema_version"] = np.int32(9)
+            f.attrs["schema_version"] = np.int32(10)
         with self.assertRaises(ValueError):
             avbench.load_trace(p)
 
@@ -237,12 +157,6 @@ class Loading(unittest.TestCase):
         df = avbench.load_trace(p, columns=["variance"])
         self.assertIn("round", df.columns)
         self.assertNotIn("error", df.columns)
-
-
-def replace_dataset(path, name, data):
-    with h5py.File(path, "a") as f:
-        del f[name]
-        f[name] = data
 
 
 class Damaged(unittest.TestCase):
@@ -379,7 +293,7 @@ class Damaged(unittest.TestCase):
 
     def test_summary_and_state_check_the_version(self):
         """read_summary and trace_state refuse what load_trace refuses at the root."""
-        for value, words in ((np.int32(9), "is 9"), (np.int64(7), "type int64"), (None, "missing")):
+        for value, words in ((np.int32(10), "is 10"), (np.int64(7), "type int64"), (None, "missing")):
             with self.subTest(value=value):
                 write_averaging(self.avg, version=4)
                 with h5py.File(self.avg, "a") as f:
@@ -393,8 +307,7 @@ class Damaged(unittest.TestCase):
                                      (str(self.avg), "/ attribute schema_version"), read.__name__)
                     self.assertIn(words, str(cm.exception))
         write_averaging(self.avg, version=4, trials=2)
-        with h5py.File(self.avg, "a") as f:
-            f["summary/rounds"] = np.array([4, 4, 4], np.int32)
+        replace_dataset(self.avg, "summary/rounds", np.array([4, 4, 4], np.int32))
         with self.assertRaises(avbench.TraceError) as cm:
             avbench.read_summary(self.avg)
         self.assertEqual(cm.exception.where, "/summary/rounds")
@@ -511,29 +424,57 @@ class Figures(unittest.TestCase):
 
 @unittest.skipUnless(BENCH and os.access(BENCH, os.X_OK), "no averaging_bench given")
 class RealTrace(unittest.TestCase):
-    """The writer's own trace: what the synthetic ones imitate."""
+    """The writer's own traces (schema.SCHEMA_VERSION, v9's table): what the synthetic
+    ones imitate; and the same run rewritten in v8's layout (avbench.layouts.to_v8),
+    which must read the same."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
 
     def test_real_trace(self):
-        with tempfile.TemporaryDirectory(prefix="avb-analysis-") as d:
-            out = Path(d) / "real.h5"
-            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-            subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", BENCH, "--protocol", "gossip", "--trials", "3",
-                            "--rounds", "4", "--dim", "4", "--fail-rate", "0.1", "--out", str(out), "--quiet"],
-                           check=True, env=env, timeout=120, capture_output=True)
-            df = avbench.load_trace(out)
-            self.assertEqual(df.shape[0], 3 * 5)
-            self.assertEqual(set(df["run_kind"]), {"averaging"})
-            self.assertEqual(set(df["peers"]), {2})
-            self.assertEqual(set(df["engine"]), {"openmpi"})
-            self.assertEqual(df["protocol"].iat[0], "gossip")
-            self.assertEqual(df["dim"].iat[0], 4)
-            self.assertEqual(df["fail-rate"].iat[0], 0.1)
-            self.assertIn("config_seed", df.columns)
-            with h5py.File(out) as f:
-                np.testing.assert_array_equal(df[df["trial"] == 1]["variance"], f["trials/1/variance"][()])
-                self.assertEqual(int(df[df["trial"] == 2]["seed"].iat[0]), int(f["trials/2"].attrs["seed"]))
-            paths = avbench.standard_figures(df, Path(d) / "figs")
-            self.assertTrue(all(p.stat().st_size > 1000 for p in paths))
+        out = self.dir / "real.h5"
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", BENCH, "--protocol", "gossip", "--trials", "3",
+                        "--rounds", "4", "--dim", "4", "--fail-rate", "0.1", "--out", str(out), "--quiet"],
+                       check=True, env=env, timeout=120, capture_output=True)
+        df = avbench.load_trace(out)
+        self.assertEqual(df.shape[0], 3 * 5)
+        self.assertEqual(set(df["schema_version"]), {schema.SCHEMA_VERSION})
+        self.assertEqual(set(df["run_kind"]), {"averaging"})
+        self.assertEqual(set(df["peers"]), {2})
+        self.assertEqual(set(df["engine"]), {"openmpi"})
+        self.assertEqual(df["protocol"].iat[0], "gossip")
+        self.assertEqual(df["dim"].iat[0], 4)
+        self.assertEqual(df["fail-rate"].iat[0], 0.1)
+        self.assertIn("config_seed", df.columns)
+        with h5py.File(out) as f:
+            self.assertEqual(trial_count(f), 3)
+            np.testing.assert_array_equal(df[df["trial"] == 1]["variance"], trial_columns(f, 1)["variance"])
+            self.assertEqual(int(df[df["trial"] == 2]["seed"].iat[0]), trial_info(f, 2)["seed"])
+        self.assertEqual(other_layout(out, self.dir / "v8.h5"), 8)
+        assert_same_run(out, self.dir / "v8.h5")
+        paths = avbench.standard_figures(df, self.dir / "figs")
+        self.assertTrue(all(p.stat().st_size > 1000 for p in paths))
+
+    @unittest.skipUnless(os.access(SGD_BENCH, os.X_OK), "no sgd_bench beside averaging_bench")
+    def test_real_sgd_trace_stopped_at_target(self):
+        """Trials of unequal length (--stop-at-target): v9 pads them, and reads as v8."""
+        out = self.dir / "sgd.h5"
+        subprocess.run([SGD_BENCH, "--engine", "sequential", "--peers", "8", "--protocol", "gossip", "--objective",
+                        "logistic", "--steps", "400", "--eval-every", "5", "--trials", "4", "--fail-rate", "0.1",
+                        "--target", "0.2", "--stop-at-target", "--out", str(out), "--quiet"],
+                       check=True, timeout=120, capture_output=True)
+        with h5py.File(out) as f:
+            self.assertEqual(int(f.attrs["schema_version"]), schema.SCHEMA_VERSION)
+            rows = [len(trial_columns(f, k)["step"]) for k in range(trial_count(f))]
+        self.assertEqual(len(avbench.load_trace(out)), sum(rows))
+        self.assertGreater(len(set(rows)), 1, "the trials should stop at different steps")
+        self.assertEqual(other_layout(out, self.dir / "v8.h5"), 8)
+        assert_same_run(out, self.dir / "v8.h5")
+        assert_same_run(out, self.dir / "v8.h5", columns=["relative_gap"])
 
 
 if __name__ == "__main__":

@@ -254,10 +254,13 @@ no_temp_files() {
   [ -z "$leftover" ] || bad "temporary file left behind: $leftover"
 }
 
-# h5_eval FILE EXPR: prints the Python expression EXPR of the open h5py.File f.
+# h5_eval FILE EXPR: prints the Python expression EXPR of the open h5py.File f; EXPR
+# may use the trial accessors of avbench.trials (trial_count, trial_columns,
+# trial_info, all_trial_columns, all_trial_info, trial_targets).
 h5_eval() {
   timeout 60 "$AVB_PYTHON" -c '
 import sys, h5py
+from avbench.trials import all_trial_columns, all_trial_info, trial_columns, trial_count, trial_info, trial_targets
 with h5py.File(sys.argv[1], "r") as f:
     print(eval(sys.argv[2]))
 ' "$1" "$2"

@@ -18,10 +18,17 @@ import argparse
 import sys
 
 import h5py
+from avbench.trials import all_trial_columns, all_trial_info
 
 from bitwise import same
 
 VALUES = ["round", "alive", "groups", "failed_groups", "variance", "error", "mean_drift"]
+
+
+def trials(f):
+    """{trial index: its columns checked here}, in writing order (avbench.trials)."""
+    columns = all_trial_columns(f, [*VALUES, "bytes_sent", "time"])
+    return {info["trial"]: c for info, c in zip(all_trial_info(f), columns, strict=True)}
 
 
 def check_trial(name, model, direct, same_dim, time_within, rows, problems):
@@ -51,12 +58,13 @@ def main():
         model_dim = m["config"].attrs.get("model-dim")
         if model_dim is None or model_dim != d["config"].attrs["dim"]:
             problems.append(f"/config model-dim is {model_dim}, the direct run's dim {d['config'].attrs['dim']}")
-        names = sorted(m["trials"])
-        if names != sorted(d["trials"]) or names != sorted(s["trials"]):
+        tm, td, ts = trials(m), trials(d), trials(s)
+        names = sorted(tm)
+        if names != sorted(td) or names != sorted(ts):
             problems.append("the traces hold different trials")
         else:
             for name in names:
-                ratios.append(check_trial(name, m["trials"][name], d["trials"][name], s["trials"][name],
+                ratios.append(check_trial(name, tm[name], td[name], ts[name],
                                           a.time_within, 2 if a.timing_dependent else None, problems))
     if problems:
         print("\n".join(problems))

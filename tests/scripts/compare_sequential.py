@@ -21,6 +21,7 @@ import sys
 
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns, all_trial_info, trial_targets
 
 from bitwise import same
 
@@ -51,27 +52,37 @@ def within(x, y, bound):
     return np.max(np.abs(x[finite] - y[finite]), initial=0.0) <= bound
 
 
+def trials(f):
+    """{trial index: (its row columns plus the run's `targets`, its trial_info)} in
+    writing order (avbench.trials: v9's /trials table and /summary, or v8's groups)."""
+    targets = trial_targets(f)
+    return {info["trial"]: ({**columns, "targets": targets}, info)
+            for info, columns in zip(all_trial_info(f), all_trial_columns(f), strict=True)}
+
+
 def compare_trial(kind, name, a, b, tolerance, time_within, problems, ratios):
+    """Trial `name` of each trace, a and b (each as `trials` gives it)."""
+    (a, a_info), (b, b_info) = a, b
     counters, attributes, metrics = KINDS[kind]
     for column in counters + ["targets"]:
-        if not same(a[column][()], b[column][()]):
-            problems.append(f"/trials/{name}/{column}: {a[column][()][:6]} vs {b[column][()][:6]}")
-    for attribute in a.attrs:
-        if attribute.startswith(attributes) and not same(a.attrs[attribute], b.attrs[attribute]):
-            problems.append(f"/trials/{name} {attribute}: {a.attrs[attribute]} vs {b.attrs[attribute]}")
+        if not same(a[column], b[column]):
+            problems.append(f"trial {name} {column}: {a[column][:6]} vs {b[column][:6]}")
+    for attribute in a_info:
+        if attribute.startswith(attributes) and not same(a_info[attribute], b_info[attribute]):
+            problems.append(f"trial {name} {attribute}: {a_info[attribute]} vs {b_info[attribute]}")
     for column in metrics:
-        x, y = a[column][()], b[column][()]
+        x, y = a[column], b[column]
         if tolerance is None:
             if not same(x, y):
-                problems.append(f"/trials/{name}/{column} differs in its bits")
+                problems.append(f"trial {name} {column} differs in its bits")
         elif not within(x, y, tolerance * metric_scale(kind, b, column)):
-            problems.append(f"/trials/{name}/{column} differs by more than {tolerance} x "
+            problems.append(f"trial {name} {column} differs by more than {tolerance} x "
                             f"{metric_scale(kind, b, column):.3g}")
     if time_within is not None:
         ratio = float(a["time"][-1]) / float(b["time"][-1])
         ratios.append(ratio)
         if abs(ratio - 1) > time_within:
-            problems.append(f"/trials/{name} time: estimate {a['time'][-1]:.4g} s vs {b['time'][-1]:.4g} s "
+            problems.append(f"trial {name} time: estimate {a['time'][-1]:.4g} s vs {b['time'][-1]:.4g} s "
                             f"(ratio {ratio:.3f}, allowed 1 +- {time_within})")
 
 
@@ -91,13 +102,13 @@ def main():
             problems.append(f"run_kind {s.attrs.get('run_kind')!r} vs {kind!r}")
         if int(s.attrs["n_peers"]) != int(o.attrs["n_peers"]):
             problems.append(f"n_peers {s.attrs['n_peers']} vs {o.attrs['n_peers']}")
-        if list(s["trials"]) != list(o["trials"]):
-            problems.append(f"trials {list(s['trials'])} vs {list(o['trials'])}")
-        for name in s["trials"]:
-            if name in o["trials"]:
-                compare_trial(kind, name, s["trials"][name], o["trials"][name], a.tolerance, a.time_within, problems,
-                              ratios)
-                rows += len(s["trials"][name]["round"])
+        ts, to = trials(s), trials(o)
+        if list(ts) != list(to):
+            problems.append(f"trials {list(ts)} vs {list(to)}")
+        for name in ts:
+            if name in to:
+                compare_trial(kind, name, ts[name], to[name], a.tolerance, a.time_within, problems, ratios)
+                rows += len(ts[name][0]["round"])
     if problems:
         print("\n".join(problems[:8]))
         sys.exit(1)

@@ -17,15 +17,16 @@ import sys
 
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns, all_trial_info
 
 
 def samples(path, target):
     """Per complete trial: (rounds to target, seconds to target), of trials that reached it."""
     counts, seconds, unit = [], [], "round"
     with h5py.File(path, "r") as f:
-        unit = "step" if f.attrs.get("run_kind") == "training" else "round"
-        for name in sorted(f["trials"], key=int):
-            trial = f["trials"][name]
+        unit = "step" if f.attrs.get("run_kind") == "sgd" else "round"
+        indices = [info["trial"] for info in all_trial_info(f)]
+        for _, trial in sorted(zip(indices, all_trial_columns(f), strict=True), key=lambda p: p[0]):
             metric = trial["relative_gap"][()] if "relative_gap" in trial else trial["variance"][()]
             below = np.nonzero(metric < target)[0]
             if len(below) == 0:

@@ -10,7 +10,14 @@ import math
 import os
 import sys
 
+import h5py
 import numpy as np
+
+from avbench.trials import trial_columns, trial_info, trial_targets
+
+# The value of a 2-D /trials column's cells past a trial's rows (schema v9): its
+# HDF5 fill value and its attribute _FillValue, by dtype.
+FILL = {"float64": math.nan, "int32": -1, "uint64": 2**64 - 1}
 
 
 def same(got, want) -> bool:
@@ -25,7 +32,7 @@ def sample_root(command_line, engine, mpi_library, n_peers, run_kind):
     tests/unit/test_trace.cpp's sample_info describes the run; both samples are
     written by the same version at the same commit, and cut short."""
     return {
-        "schema_version": (np.int32, 8),
+        "schema_version": (np.int32, 9),
         "avbench_version": (str, "0.1.0-sample"),
         "git_sha": (str, "0123456789ab"),
         "command_line": (str, command_line),
@@ -86,20 +93,22 @@ def check_attrs(obj, expected, problems):
                             f"expected {want!r} ({typ.__name__})")
 
 
-def check_columns(group, expected, problems):
-    """GROUP's members are exactly EXPECTED ({name: (dtype, values)}), in that order."""
+def check_columns(group, expected, problems, label=None):
+    """GROUP's members (an h5py group, or a dict of arrays named LABEL) are exactly
+    EXPECTED ({name: (dtype, values)}), in that order."""
+    label = group.name if label is None else label
     if list(group) != list(expected):
-        problems.append(f"{group.name}: members {list(group)} (in this order), expected {list(expected)}")
+        problems.append(f"{label}: members {list(group)} (in this order), expected {list(expected)}")
     for name, (dtype, want) in expected.items():
         if name not in group:
-            problems.append(f"{group.name}/{name}: missing")
+            problems.append(f"{label}/{name}: missing")
             continue
-        got = group[name][()]
+        got = np.asarray(group[name][()])
         want = np.array(want, dtype=dtype)
         equal = got.dtype == want.dtype and got.shape == want.shape and \
             np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
         if not equal:
-            problems.append(f"{group.name}/{name}: {got!r}, expected {want!r}")
+            problems.append(f"{label}/{name}: {got!r}, expected {want!r}")
 
 
 def check_root(f, root, members, problems):
@@ -135,15 +144,66 @@ def check_config(f, config, problems):
             problems.append(f"/config attribute {name}: {got!r}, expected {want!r}")
 
 
+def check_scale(ds, name, problems):
+    """DS is a dimension scale named NAME."""
+    if not h5py.h5ds.is_scale(ds.id) or ds.attrs.get("NAME") != name.encode():
+        problems.append(f"{ds.name}: not the dimension scale {name!r} (NAME {ds.attrs.get('NAME')!r})")
+
+
 def check_trials(f, trials, targets, problems):
-    """/trials holds exactly TRIALS ({k: {"attrs": ..., "columns": ...}}), each
-    trial's targets column TARGETS."""
-    if list(f["trials"]) != list(trials):
-        problems.append(f"/trials: members {list(f['trials'])}, expected {list(trials)}")
-    for k, spec in trials.items():
-        g = f["trials"][k]
-        check_attrs(g, spec["attrs"], problems)
-        check_columns(g, {"targets": ("float64", targets), **spec["columns"]}, problems)
+    """/trials is the table (schema v9) of exactly TRIALS ({k: {"attrs": ..., "columns":
+    ...}}, in writing order, whose columns start with the row scale, round or step):
+    the scales trial and round/step, rows, then each 2-D column over (trial, row)
+    whose cells past a trial's rows hold the column's fill value, which is also its
+    attribute _FillValue. Each trial's attributes of v8 are its /summary row (as
+    trial_info reads them), its columns of v8 what trial_columns reads, and the
+    run's targets (/summary/targets) TARGETS."""
+    specs = list(trials.values())
+    scale = next(iter(specs[0]["columns"]))
+    scales = [spec["columns"][scale][1] for spec in specs]
+    longest = max(scales, key=len)
+    if any(list(s) != list(longest[:len(s)]) for s in scales):
+        problems.append(f"the expected {scale} columns {scales} are not prefixes of the longest")
+    rows = [len(s) for s in scales]
+    width = max(rows)
+    table = {"trial": ("int32", [int(k) for k in trials]), scale: ("int32", longest), "rows": ("int32", rows)}
+    for name, (dtype, _) in specs[0]["columns"].items():
+        if name != scale:
+            table[name] = (dtype, [list(spec["columns"][name][1]) + [FILL[dtype]] * (width - n)
+                                   for spec, n in zip(specs, rows, strict=True)])
+    t = f["trials"]
+    check_columns(t, table, problems)
+    for name in ("trial", scale):
+        if name in t:
+            check_scale(t[name], name, problems)
+    for name, (dtype, _) in table.items():
+        if name in ("trial", scale, "rows") or name not in t:
+            continue
+        ds = t[name]
+        if sorted(ds.attrs) != ["DIMENSION_LIST", "_FillValue"]:
+            problems.append(f"{ds.name}: attributes {list(ds.attrs)}, expected DIMENSION_LIST and _FillValue")
+        fill = ds.attrs.get("_FillValue")
+        for what, got in (("attribute _FillValue", fill), ("HDF5 fill value", ds.fillvalue)):
+            if type(got) is not np.dtype(dtype).type or not same(got, FILL[dtype]):
+                problems.append(f"{ds.name} {what}: {got!r} ({type(got).__name__}), expected {FILL[dtype]!r} ({dtype})")
+        dims = [[s.name for s in d.values()] for d in ds.dims]
+        if dims != [["/trials/trial"], [f"/trials/{scale}"]]:
+            problems.append(f"{ds.name}: dimension scales {dims}, expected /trials/trial and /trials/{scale}")
+    # The trials' facts through the accessor, as v8's groups held them.
+    for position, (k, spec) in enumerate(trials.items()):
+        info = trial_info(f, position)
+        attrs = {name: want for name, (_, want) in spec["attrs"].items()}
+        want = {"trial": int(k), "seed": attrs["seed"], "complete": attrs["complete"],
+                "diverged": attrs.get("diverged", 0),
+                **{n: v for n, v in attrs.items() if n not in ("seed", "complete", "diverged")}}
+        if list(info.items()) != list(want.items()) or any(type(v) is not int for v in info.values()):
+            problems.append(f"trial_info(f, {position}): {info}, expected {want} (Python ints)")
+        check_columns(trial_columns(f, position), spec["columns"], problems, label=f"trial_columns(f, {position})")
+    if "targets" in f["summary"]:
+        check_scale(f["summary"]["targets"], "targets", problems)
+    got = trial_targets(f)
+    if got.dtype != np.float64 or got.tolist() != list(targets):
+        problems.append(f"trial_targets: {got!r}, expected {targets}")
 
 
 def verdict(problems, prefix, success) -> int:

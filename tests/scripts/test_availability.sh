@@ -77,6 +77,7 @@ if report=$("$AVB_PYTHON" - diurnal.csv diurnal.h5 <<'PY' 2>&1
 import sys
 import h5py
 import numpy as np
+from avbench.trials import trial_columns
 csv, trace = sys.argv[1], sys.argv[2]
 rounds, peers = 72, 48
 down = np.zeros((rounds + 1, peers), dtype=bool)
@@ -88,9 +89,10 @@ for line in open(csv):
     down[int(d):end, int(p)] = True
 expected = peers - down.sum(axis=1)
 with h5py.File(trace, "r") as f:
-    for k in ("0", "1"):
-        alive = f[f"trials/{k}/alive"][()]
-        rnd = f[f"trials/{k}/round"][()]
+    for k in (0, 1):
+        t = trial_columns(f, k, ["alive", "round"])
+        alive = t["alive"]
+        rnd = t["round"]
         if not np.array_equal(alive, expected[rnd]):
             sys.exit(f"trial {k}: alive {alive.tolist()} but the file says {expected[rnd].tolist()}")
 print(f"alive follows the file in both trials ({expected.min()} to {expected.max()} peers up; the day shows)")

@@ -178,7 +178,7 @@ bad_case detection_timeout_text '--detection-timeout' "'soon'|>= 0" -- --detecti
 # goes back up (new peers join), and /config records the join rate.
 if run_traced churn churn.h5 8 --protocol moshpit --failure churn --fail-rate 0.3 --join-rate 0.5 \
   --detection-timeout 0.1 --stragglers 0.5 --compute-flops 1e6 --dim 3 --seed 9; then
-  got=$(h5_eval "$work/churn.h5" '(f["config"].attrs["failure"], f["config"].attrs["join-rate"], any((g["alive"][1:] > g["alive"][:-1]).any() for g in f["trials"].values()))')
+  got=$(h5_eval "$work/churn.h5" '(f["config"].attrs["failure"], f["config"].attrs["join-rate"], any((g["alive"][1:] > g["alive"][:-1]).any() for g in all_trial_columns(f, ["alive"])))')
   if [ "$got" = "('churn', '0.5', True)" ]; then
     ok "churn: /config records it and peers rejoin"
   else
@@ -214,7 +214,7 @@ run_app quantized_lattice --protocol gossip --topology complete --quantizer latt
 if [ "$RC" -eq 0 ]; then
   check_trace "$work/lattice.h5" --peers 2 --trials 2 --complete 1 --rounds 6
   got=$(h5_eval "$work/lattice.h5" \
-    'f["config"].attrs["quantizer"], f["config"].attrs["lattice-q"], sum(int(g["decode_failures"][()].sum()) > 0 for g in f["trials"].values())')
+    'f["config"].attrs["quantizer"], f["config"].attrs["lattice-q"], sum(int(g["decode_failures"].sum()) > 0 for g in all_trial_columns(f, ["decode_failures"]))')
   if [ "$got" = "('lattice', '4', 2)" ]; then
     ok "gossip --quantizer lattice --lattice-q 4: /config records it, both trials count decode failures"
   else

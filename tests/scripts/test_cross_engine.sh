@@ -76,6 +76,7 @@ import sys
 import h5py
 import numpy as np
 
+from avbench.trials import all_trial_columns, all_trial_info, trial_targets
 from bitwise import same
 
 COLUMNS = ["round", "variance", "error", "mean_drift", "late", "alive", "groups", "failed_groups",
@@ -85,24 +86,28 @@ problems = []
 with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
     if m.attrs["engine"] != "openmpi" or s.attrs["engine"] != "smpi":
         problems.append(f"engines are {m.attrs['engine']!r} and {s.attrs['engine']!r}, expected openmpi and smpi")
-    if list(m["trials"]) != list(s["trials"]):
-        problems.append(f"trials {list(m['trials'])} vs {list(s['trials'])}")
+    for name in ("trial", "rows", "round"):
+        if not same(m["trials"][name][()], s["trials"][name][()]):
+            problems.append(f"/trials/{name}: {m['trials'][name][()]} vs {s['trials'][name][()]}")
+    if not same(trial_targets(m), trial_targets(s)):
+        problems.append(f"targets {trial_targets(m)} vs {trial_targets(s)}")
+    columns_m, columns_s = all_trial_columns(m, COLUMNS), all_trial_columns(s, COLUMNS)
+    info_m, info_s = all_trial_info(m), all_trial_info(s)
     failed_rounds = failed_groups = 0
-    for k in m["trials"]:
-        a, b = m["trials"][k], s["trials"][k]
-        for name in COLUMNS + ["targets"]:
-            if not same(a[name][()], b[name][()]):
-                x, y = a[name][()], b[name][()]
+    for k, (a, b, ia, ib) in enumerate(zip(columns_m, columns_s, info_m, info_s)):
+        for name in COLUMNS:
+            if name not in a or name not in b or not same(a[name], b[name]):
+                x, y = a.get(name, np.zeros(0)), b.get(name, np.zeros(0))
                 n = min(len(x), len(y))
                 diff = [i for i in range(n) if not same(x[i:i + 1], y[i:i + 1])]
                 where = f"first at row {diff[0]}: {x[diff[0]]!r} vs {y[diff[0]]!r}" if diff else f"lengths {len(x)} vs {len(y)}"
-                problems.append(f"/trials/{k}/{name} differs ({where})")
-        for name in sorted(set(a.attrs) | set(b.attrs)):
-            if name not in a.attrs or name not in b.attrs or not same(a.attrs[name], b.attrs[name]):
-                problems.append(f"/trials/{k} attribute {name}: {a.attrs.get(name)!r} vs {b.attrs.get(name)!r}")
-        alive = a["alive"][()]
+                problems.append(f"trial {k} {name} differs ({where})")
+        for name in sorted(set(ia) | set(ib)):
+            if ia.get(name) != ib.get(name):
+                problems.append(f"trial {k} {name}: {ia.get(name)!r} vs {ib.get(name)!r}")
+        alive = a["alive"]
         failed_rounds += int((alive[1:] < m.attrs["n_peers"]).sum())
-        failed_groups += int(a["failed_groups"][()].sum())
+        failed_groups += int(a["failed_groups"].sum())
     for name in sorted(set(m["summary"]) | set(s["summary"])):
         if name == "time":
             continue
@@ -112,11 +117,11 @@ with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
             problems.append(f"/summary/{name}: {m['summary'][name][()]} vs {s['summary'][name][()]}")
     if failed_rounds == 0:
         problems.append("no peer ever failed: failures were not exercised")
-    v = m["trials"]["0"]["variance"][()]
+    v = columns_m[0]["variance"]
     if not (v[0] > 0 and v[-1] < v[0]):
         problems.append(f"variance did not fall (first {v[0]!r}, last {v[-1]!r}): nothing was averaged")
-    rows = sum(len(m["trials"][k]["round"]) for k in m["trials"])
-    moving = sum(int((m["trials"][k]["variance"][()] > 0).sum()) for k in m["trials"])
+    rows = sum(len(c["round"]) for c in columns_m)
+    moving = sum(int((c["variance"] > 0).sum()) for c in columns_m)
 
 for p in problems:
     print(p)

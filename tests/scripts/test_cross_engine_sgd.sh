@@ -57,6 +57,7 @@ import sys
 import h5py
 import numpy as np
 
+from avbench.trials import all_trial_columns, all_trial_info, trial_targets
 from bitwise import same
 
 problems = []
@@ -70,21 +71,29 @@ with h5py.File(sys.argv[1], "r") as m, h5py.File(sys.argv[2], "r") as s:
     if not same(m["optimum/x"][()], s["optimum/x"][()]):
         problems.append("/optimum/x differs")
     rows = 0
-    for k in m["trials"]:
-        a, b = m["trials"][k], s["trials"][k]
-        for name in a:
-            if name != "time" and not same(a[name][()], b[name][()]):
-                problems.append(f"/trials/{k}/{name} differs: {a[name][()]} vs {b[name][()]}")
-        for name in set(a.attrs) | set(b.attrs):
-            if not same(a.attrs.get(name), b.attrs.get(name)):
-                problems.append(f"/trials/{k} attribute {name} differs")
+    for name in ("trial", "rows", "step"):
+        if not same(m["trials"][name][()], s["trials"][name][()]):
+            problems.append(f"/trials/{name} differs: {m['trials'][name][()]} vs {s['trials'][name][()]}")
+    if not same(trial_targets(m), trial_targets(s)):
+        problems.append(f"targets differ: {trial_targets(m)} vs {trial_targets(s)}")
+    columns_m, columns_s = all_trial_columns(m), all_trial_columns(s)
+    info_m, info_s = all_trial_info(m), all_trial_info(s)
+    if len(columns_m) != len(columns_s):
+        problems.append(f"{len(columns_m)} trials vs {len(columns_s)}")
+    for k, (a, b, ia, ib) in enumerate(zip(columns_m, columns_s, info_m, info_s)):
+        for name in set(a) | set(b):
+            if name != "time" and not same(a.get(name), b.get(name)):
+                problems.append(f"trial {k} {name} differs: {a.get(name)} vs {b.get(name)}")
+        for name in set(ia) | set(ib):
+            if ia.get(name) != ib.get(name):
+                problems.append(f"trial {k} {name} differs: {ia.get(name)} vs {ib.get(name)}")
         rows += len(a["step"])
     for name in m["summary"]:
         if name != "time" and not same(m["summary"][name][()], s["summary"][name][()]):
             problems.append(f"/summary/{name} differs")
-    gaps = m["trials/0/relative_gap"][()]
+    gaps = columns_m[0]["relative_gap"]
     if sys.argv[1].endswith("-diverging.h5"):
-        marks = [int(m[f"trials/{k}"].attrs["diverged"]) for k in "01"]
+        marks = [info_m[k]["diverged"] for k in (0, 1)]
         if marks != [1, 0] or not (gaps[-1] > 1e6 and np.isfinite(gaps).all()):
             problems.append(f"diverged {marks}, expected [1, 0], trial 0 stopped at a finite relative gap "
                             f"above 1e6 ({gaps})")

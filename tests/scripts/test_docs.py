@@ -40,8 +40,8 @@ Which text is run (README.md and docs/*.md of REPO):
    version docs/trace-format.md states ("describes **schema version N**", once),
    the last row of its Versions table, avbench.KNOWN_SCHEMA_VERSIONS' newest and
    avbench check's SCHEMA_VERSION.
-8. The rows' columns: the writer's tables (src/trace/columns.hpp), the readers'
-   and checker's (python/avbench/schema.py: TRIAL_COLUMNS, TRAINING_COLUMNS) and
+8. The rows' columns: the writer's tables (src/trace/columns.hpp, after the
+   scale its TableSpec in trace.cpp names), the readers' and checker's (python/avbench/schema.py: TRIAL_COLUMNS, TRAINING_COLUMNS) and
    docs/trace-format.md's two row tables ("| dataset | type | unit | meaning |",
    averaging then training) name the same columns in the same order, and the
    docs the schema's types.
@@ -242,7 +242,7 @@ def column_problems(args) -> list[str]:
 
     def table(name):
         body = src.split(f"{name}", 1)[1].split(";", 1)[0]
-        names = re.findall(r'\{"(\w+)", write_field<', body)
+        names = re.findall(r'row_field<[^>]*>\("(\w+)"\)', body)
         return names + (table("kActivityColumns") if "kActivityColumns" in body else [])
 
     doc = (args.source / "docs/trace-format.md").read_text()
@@ -250,7 +250,10 @@ def column_problems(args) -> list[str]:
     problems = []
     for kind, cpp, py, doc_rows in (("averaging", "kRoundColumns", schema.TRIAL_COLUMNS, doc_tables[0:1]),
                                     ("sgd", "kTrainingColumns", schema.TRAINING_COLUMNS, doc_tables[1:2])):
-        written = table(f"{cpp} =")
+        # The row's index (round, step) is the table's scale, named in trace.cpp's TableSpec.
+        index = next(iter(py))
+        spec = re.search(rf'"{index}", "{index}s_to_"', (args.source / "src/trace/trace.cpp").read_text())
+        written = ([index] if spec else []) + table(f"{cpp} =")
         if written != list(py):
             problems.append(f"src/trace/columns.hpp {cpp} {written} != python/avbench/schema.py's {list(py)}")
         if not doc_rows:

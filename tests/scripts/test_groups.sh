@@ -24,23 +24,26 @@ compare() {  # compare VIEW OTHER TOLERANCE: every round's columns; 0 = bit for 
 import sys
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns
 view, other, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
 problems = []
 with h5py.File(view, "r") as a, h5py.File(other, "r") as b:
-    for k in a["trials"]:
-        ta, tb = a["trials"][k], b["trials"][k]
+    ca, cb = all_trial_columns(a), all_trial_columns(b)
+    if len(ca) != len(cb):
+        problems.append(f"{len(ca)} trials vs {len(cb)}")
+    for k, (ta, tb) in enumerate(zip(ca, cb)):
         for col in ("groups", "failed_groups", "alive", "bytes_sent"):
-            if not np.array_equal(ta[col][...], tb[col][...]):
-                problems.append(f"trial {k} {col}: {ta[col][...]} vs {tb[col][...]}")
+            if not np.array_equal(ta[col], tb[col]):
+                problems.append(f"trial {k} {col}: {ta[col]} vs {tb[col]}")
         for col in ("variance", "error", "mean_drift"):
-            x, y = ta[col][...], tb[col][...]
+            x, y = ta[col], tb[col]
             if tol == 0:
                 same = np.array_equal(x.view(np.uint64), y.view(np.uint64))
             else:
                 same = bool(np.all(np.abs(x - y) <= tol * np.maximum(1.0, np.abs(x))))
             if not same:
                 problems.append(f"trial {k} {col}: max difference {np.max(np.abs(x - y)):.3e}")
-        if int(ta["groups"][...].sum()) == 0:
+        if int(ta["groups"].sum()) == 0:
             problems.append(f"trial {k}: no group averaged")
     config = dict(b["config"].attrs)
 for p in problems:

@@ -42,10 +42,11 @@ summary() {
   timeout 60 "$AVB_PYTHON" - "$1" "${2:--1}" <<'PY'
 import sys
 import h5py
+from avbench.trials import all_trial_columns, all_trial_info
 row = int(sys.argv[2])
 with h5py.File(sys.argv[1], "r") as f:
-    for name in sorted(f["trials"], key=int):
-        t = f["trials"][name]
+    columns = all_trial_columns(f, ["variance", "decode_failures", "bytes_sent"])
+    for _, t in sorted(zip((i["trial"] for i in all_trial_info(f)), columns), key=lambda p: p[0]):
         r = row if row >= 0 else len(t["variance"]) - 1
         failures = t["decode_failures"][: r + 1]
         print(f"{t['variance'][r]:.3e} {int(failures.sum())} {int(failures[-10:].sum())} {int(t['bytes_sent'][r])}")

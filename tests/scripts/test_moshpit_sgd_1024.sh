@@ -49,14 +49,16 @@ if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/moshpit_sgd.h5" <<'PY'
 import sys
 import h5py
 import numpy as np
+from avbench.trials import trial_columns, trial_info
 with h5py.File(sys.argv[1], "r") as f:
-    t = f["trials/0"]
-    reached = int(t.attrs["reached_1e-6"])
-    steps = int(t.attrs["steps_to_1e-6"])
-    rel = t["relative_gap"][()]
-    step = t["step"][()]
-    consensus = t["consensus"][()]
-    groups = t["groups"][()]
+    info = trial_info(f, 0)
+    reached = info["reached_1e-6"]
+    steps = info["steps_to_1e-6"]
+    t = trial_columns(f, 0, ["relative_gap", "step", "consensus", "groups"])
+    rel = t["relative_gap"]
+    step = t["step"]
+    consensus = t["consensus"]
+    groups = t["groups"]
 # Reached, at the row the attribute names, and not before; 32 groups per round
 # (no failures); the peers agree to far below the gap.
 ok = reached == 1 and rel[-1] <= 1e-6 and step[-1] == steps and np.all(rel[:-1] > 1e-6)

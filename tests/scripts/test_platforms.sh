@@ -80,9 +80,8 @@ for r in 3 4; do
   check_trace "$SCRATCH/geo-$r.h5" --peers 12 --trials 2 --complete 1 --rounds 3
   report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/geo-$r.h5" <<'PY'
 import sys
-import h5py
-with h5py.File(sys.argv[1], "r") as f:
-    times = [float(f["trials"][k]["time"][-1]) for k in sorted(f["trials"])]
+from avbench.trials import all_trial_columns
+times = [float(t["time"][-1]) for t in all_trial_columns(sys.argv[1], ["time"])]
 if not all(t >= 3 * 0.04 for t in times):
     sys.exit(f"simulated time per trial {times} s: under 3 rounds x 40 ms, no WAN link crossed")
 print("simulated time per trial " + ", ".join(f"{t:.4f}" for t in times) + " s (>= 3 x 40 ms WAN)")
@@ -143,7 +142,7 @@ exchange() {  # exchange NAME SMPIRUN-OPTIONS...: prints the trial's simulated t
   timeout -k 10 120 "$AVB_SMPIRUN" -n 2 "$@" -- "$BIN" --protocol allreduce --dim 1 --rounds 1 --trials 1 \
     --out "$SCRATCH/$name.h5" --quiet >"$SCRATCH/$name.log" 2>&1 </dev/null ||
     { sed 's/^/    /' "$SCRATCH/$name.log" >&2; die "$name: the run failed"; }
-  timeout 60 "$AVB_PYTHON" -c 'import h5py, sys; print(h5py.File(sys.argv[1])["trials/0/time"][-1])' "$SCRATCH/$name.h5"
+  timeout 60 "$AVB_PYTHON" -c 'import sys; from avbench.trials import trial_columns; print(trial_columns(sys.argv[1], 0, ["time"])["time"][-1])' "$SCRATCH/$name.h5"
 }
 near() {  # near NAME GOT WANT TOLERANCE
   if "$AVB_PYTHON" -c 'import sys; g, w, t = map(float, sys.argv[1:]); sys.exit(abs(g - w) > t * w)' "$2" "$3" "$4"; then
@@ -181,8 +180,12 @@ done
 report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/stragglers-0.h5" "$SCRATCH/stragglers-0.25.h5" <<'PY'
 import sys
 import h5py
+from avbench.trials import all_trial_columns
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-extra = [float(b["trials"][k]["time"][-1] - a["trials"][k]["time"][-1]) for k in sorted(a["trials"])]
+ta, tb = all_trial_columns(a, ["time"]), all_trial_columns(b, ["time"])
+if len(ta) != len(tb):
+    sys.exit(f"{len(ta)} trials vs {len(tb)}")
+extra = [float(y["time"][-1] - x["time"][-1]) for x, y in zip(ta, tb)]
 slow = [abs(e - 0.09) < 1e-9 for e in extra]
 if not all(s or abs(e) < 1e-9 for s, e in zip(slow, extra)) or not any(slow):
     sys.exit(f"extra simulated time per trial {extra} (expected 0 or 0.09 s, some 0.09)")
@@ -203,19 +206,22 @@ report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/detect-0.h5" "$SCRATCH/detect-0.05
 import sys
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 charged = 0
-for k in sorted(a["trials"]):
-    ta, tb = a["trials"][k], b["trials"][k]
+columns_a, columns_b = all_trial_columns(a), all_trial_columns(b)
+if len(columns_a) != len(columns_b):
+    sys.exit(f"{len(columns_a)} trials vs {len(columns_b)}")
+for k, (ta, tb) in enumerate(zip(columns_a, columns_b)):
     alive = tb["alive"][1:]
     waits = (alive < 8) & (alive > 0)
-    extra = np.diff(tb["time"][()]) - np.diff(ta["time"][()])
+    extra = np.diff(tb["time"]) - np.diff(ta["time"])
     if not np.allclose(extra, 0.05 * waits, rtol=0, atol=1e-9):
         sys.exit(f"trial {k}: extra time per round {extra}, expected 0.05 where a peer failed {waits}")
-    d = tb["detection_time"][()]
+    d = tb["detection_time"]
     if not (d[-1] <= 0.05 * waits.sum() + 1e-12 and abs(d[-1] / 0.05 - round(d[-1] / 0.05)) < 1e-9):
         sys.exit(f"trial {k}: detection_time {d} against {waits.sum()} rounds with failures")
-    if a["trials"][k]["detection_time"][-1] != 0:
+    if ta["detection_time"][-1] != 0:
         sys.exit("detection_time is not 0 without a timeout")
     charged += int(waits.sum())
 if charged == 0:
@@ -234,13 +240,18 @@ done
 report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/eager-default.h5" "$SCRATCH/eager-65536.h5" "$AVB_REPO/tests/scripts" <<'PY'
 import sys
 import h5py
+from avbench.trials import all_trial_columns, trial_targets
 from bitwise import same
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 ratios = []
-for k in sorted(a["trials"]):
-    ta, tb = a["trials"][k], b["trials"][k]
+columns_a, columns_b = all_trial_columns(a), all_trial_columns(b)
+if len(columns_a) != len(columns_b):
+    sys.exit(f"{len(columns_a)} trials vs {len(columns_b)} with --eager-limit 65536")
+if not same(trial_targets(a), trial_targets(b)):
+    sys.exit("the targets differ with --eager-limit 65536")
+for k, (ta, tb) in enumerate(zip(columns_a, columns_b)):
     for column in ta:
-        if column != "time" and not same(ta[column][()], tb[column][()]):
+        if column != "time" and not same(ta[column], tb.get(column)):
             sys.exit(f"trial {k}: column {column} differs with --eager-limit 65536")
     ratios.append(float(ta["time"][-1] / tb["time"][-1]))
 if not all(abs(r - 1.0) < 0.02 for r in ratios):
@@ -271,8 +282,9 @@ if run_named named-flags -n 16 -- "$BIN" --platform cloud --speed-seed 3 &&
   if report=$("$AVB_PYTHON" - "$SCRATCH/named-flags.h5" "$SCRATCH/named-kind.h5" <<'PY' 2>&1
 import sys
 import h5py
+from avbench.trials import trial_columns
 with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
-    ta, tb = a["trials/0/time"][()], b["trials/0/time"][()]
+    ta, tb = trial_columns(a, 0, ["time"])["time"], trial_columns(b, 0, ["time"])["time"]
     assert (ta == tb).all(), f"times differ: {ta} vs {tb}"
     config = a["config"].attrs
     assert config["platform"] == "cloud" and config["speed-seed"] == "3", dict(config)

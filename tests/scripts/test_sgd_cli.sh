@@ -299,7 +299,7 @@ good_run swarm_geometric "--complete 1 --trials 2 --steps 30 --eval-every 10" --
   --quantizer lattice --local-steps 3 --local-steps-dist geometric --step-flops 1e6 --steps 30 --eval-every 10 --trials 2
 # Every target reached: a complete trial may stop before --steps.
 good_run quad_stop "$(sgd 2 200 1 10)" -- --lr 0.5 --target 1e-2 --target 1e-4 --stop-at-target --steps 200 --trials 2
-attr_is quad_stop 'int(f["trials/0/step"][-1]) < 200' True
+attr_is quad_stop 'int(trial_columns(f, 0, ["step"])["step"][-1]) < 200' True
 good_run quad_zero_steps "$(sgd 1 0 1 10)" -- --steps 0
 good_run logistic_synthetic "$(sgd 2 40 2 10)" -- --objective logistic --dim 5 --samples-per-peer 30 \
   --separation 2 --label-skew 0.5 --protocol random-groups --group-size 2 --local-steps 2 --steps 40 --trials 2 \
@@ -361,7 +361,7 @@ diverged_case() {
     show_logs
   fi
   check_trace "$work/$tag.h5" --kind sgd --peers 2 --trials 2 --complete 1 --steps 200
-  attr_is "$tag" '[int(f[f"trials/{k}"].attrs["diverged"]) for k in "01"], list(f["summary/diverged"][()]), int(f["trials/0/step"][-1]) < 200' \
+  attr_is "$tag" '[trial_info(f, k)["diverged"] for k in (0, 1)], list(f["summary/diverged"][()]), int(trial_columns(f, 0, ["step"])["step"][-1]) < 200' \
     '([1, 1], [1, 1], True)'
   if grep -q 'nan' "$OUT" || ! grep -q 'diverged at step' "$OUT"; then
     bad "$tag: the table shows nan, or no 'diverged at step' row"
@@ -389,7 +389,7 @@ diverged_case diverged '--lr: 1e+03 is above 2(1 + momentum)/L = 1.6' 'the model
 # pooled curvature 1.25 of 2 peers grows the gap 2.25-fold a step).
 diverged_case diverged_gap '--lr: 2 is above 2(1 + momentum)/L = 1.6' \
   "its relative gap reached 1.11e+07, above this problem's limit 3.94e+06, by step 20" -- --lr 2 --steps 200 --trials 2
-attr_is diverged_gap 'bool(f["trials/0/relative_gap"][-1] > 3.94e6 >= f["trials/0/relative_gap"][-2]), int(f["trials/0/step"][-1])' '(True, 20)'
+attr_is diverged_gap '(lambda t: (bool(t["relative_gap"][-1] > 3.94e6 >= t["relative_gap"][-2]), int(t["step"][-1])))(trial_columns(f, 0))' '(True, 20)'
 if grep -q '^# a trial diverges when its model is not finite or its relative gap exceeds 3.94e+06 ' "$OUT"; then
   ok "diverged_gap: the header states the limit"
 else
@@ -399,7 +399,7 @@ fi
 warn_case unstable_lr '--lr: 1.7 is above 2(1 + momentum)/L = 1.6, where L = 1.25 is the pooled quadratic'"'"'s curvature (allreduce every step): expect the run to diverge' \
   -- --lr 1.7 --steps 5
 good_run not_diverged "$(sgd 1 20 1 10)" -- --steps 20
-attr_is not_diverged 'int(f["trials/0"].attrs["diverged"]), int(f.attrs["schema_version"])' '(0, 8)'
+attr_is not_diverged 'trial_info(f, 0)["diverged"], int(f.attrs["schema_version"])' '(0, 9)'
 # One trial: its mean, but no standard error ('–' in every cell, not 0, which
 # reads as certainty); a quadratic measures no accuracy: '–' for its mean, not nan.
 mean=$(grep -E '^# +mean ' "$logs/not_diverged.out" | sed 's/^# *mean *//' || true)

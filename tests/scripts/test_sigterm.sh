@@ -176,14 +176,15 @@ stop_run() {
   local rows
   if rows=$(timeout 60 "$AVB_PYTHON" -c '
 import sys, h5py
+from avbench.trials import all_trial_columns, trial_info
 column = sys.argv[2]
 with h5py.File(sys.argv[1], "r") as f:
     assert f.attrs["complete"] == 0, "complete is %r" % f.attrs["complete"]
-    trials = f["trials"]
-    rows = sum(len(trials[k][column]) - 1 for k in trials)
-    last = trials[list(trials)[-1]]
+    trials = all_trial_columns(f, [column])
+    rows = sum(len(t[column]) - 1 for t in trials)
+    last = trials[-1]
     assert rows >= 1, "no row after the initial state"
-    assert last.attrs["complete"] == 0, "the last trial is not marked cut short"
+    assert trial_info(f, len(trials) - 1)["complete"] == 0, "the last trial is not marked cut short"
     print(f"{len(trials)} trial(s), {rows} row(s) after the initial state, last {column} {last[column][-1]}")
 ' "$out" "$ROW" 2>&1); then
     ok "$what: h5py reads it: complete = 0, $rows, last trial cut short"

@@ -401,7 +401,7 @@ for i, (cells, rec) in enumerate(zip(rows, got)):
         s = f["summary"]
         if rec["trials"] != str(len(s["trial"])):
             problems.append(f"{cells['name']}: trials {rec['trials']}")
-        metrics = [c for c in s if c not in ("trial", "seed", "complete", "diverged")]
+        metrics = [c for c in s if c not in ("trial", "seed", "complete", "diverged", "targets")]
         for c in metrics:
             v = s[c][()].astype(np.float64)
             if c == "bytes_sent":  # the CSV's bytes are per peer, as the programs print them

@@ -36,11 +36,12 @@ check() {  # check NAME ALLOWED_ROUNDS(comma-separated)
 import sys
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns
 path, allowed = sys.argv[1], [int(a) for a in sys.argv[2].split(",")]
 with h5py.File(path, "r") as f:
     rounds = f["summary/rounds_to_1e-9"][()]
     reached = f["summary/reached_1e-9"][()]
-    drift = max(float(np.max(g["mean_drift"][()] / g["variance"][0])) for g in f["trials"].values())
+    drift = max(float(np.max(c["mean_drift"] / c["variance"][0])) for c in all_trial_columns(f, ["variance", "mean_drift"]))
 bad = [int(r) for r, ok in zip(rounds, reached) if not ok or int(r) not in allowed]
 print(f"rounds to 1e-9 per trial {rounds.tolist()}, largest mean_drift/initial variance {drift:.1e}")
 sys.exit(1 if bad or drift > 1e-24 else 0)

@@ -40,9 +40,8 @@ for protocol in gossip pushsum; do
   [ "$rc" -eq 0 ] || { bad "$protocol one-peer-exp: exit code $rc"; continue; }
   if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/exact-$protocol.h5" <<'PY'
 import sys
-import h5py
-with h5py.File(sys.argv[1], "r") as f:
-    v = [g["variance"][()] for g in f["trials"].values()]
+from avbench.trials import all_trial_columns
+v = [c["variance"] for c in all_trial_columns(sys.argv[1], ["variance"])]
 print("variance after rounds 9 and 10:", [(f"{x[9]:.2g}", f"{x[10]:.2g}") for x in v])
 sys.exit(0 if all(x[10] < 1e-25 and x[9] > 1e-6 for x in v) else 1)
 PY

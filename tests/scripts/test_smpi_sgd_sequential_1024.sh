@@ -87,15 +87,20 @@ for config in "${configs[@]}"; do
   if report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/$tag.h5" "$SCRATCH/$tag.seq.h5" 2>&1 <<'PY'
 import math, sys
 import h5py
+from avbench.trials import all_trial_columns, all_trial_info
+
+
+def trials_of(f):
+    """[(trial index, {column: rows}), ...] of the open trace f, in writing order."""
+    return [(info["trial"], columns) for info, columns in zip(all_trial_info(f), all_trial_columns(f))]
 
 
 def rows_of(path):
     """Every trial's rows of a training trace, as dicts with the trial's number."""
     rows = []
     with h5py.File(path, "r") as f:
-        for k, g in f["trials"].items():
-            columns = {name: g[name][()] for name in g if g[name].ndim == 1 and len(g[name]) == len(g["step"])}
-            rows += [dict({name: v[i] for name, v in columns.items()}, trial=int(k)) for i in range(len(g["step"]))]
+        for k, columns in trials_of(f):
+            rows += [dict({name: v[i] for name, v in columns.items()}, trial=int(k)) for i in range(len(columns["step"]))]
     return rows
 
 
@@ -103,14 +108,14 @@ rows = rows_of(sys.argv[2])
 problems = []
 worst, worst_column = 0.0, "-"  # the largest difference of a float column, relative to its scale
 with h5py.File(sys.argv[1], "r") as f:
-    trials = f["trials"]
-    if sorted(int(k) for k in trials) != sorted({int(r["trial"]) for r in rows}):
-        problems.append(f"trials {sorted(trials)} vs sequential {sorted({r['trial'] for r in rows})}")
+    trials = trials_of(f)
+    if sorted(int(k) for k, _ in trials) != sorted({int(r["trial"]) for r in rows}):
+        problems.append(f"trials {sorted(k for k, _ in trials)} vs sequential {sorted({r['trial'] for r in rows})}")
     # A logistic gap is loss - f* as computed (a quadratic's is a quadratic form in
     # x_bar - x*): known to the rounding of the loss, not to its own.
     logistic = f["optimum"].attrs["method"] == "newton"
     test_samples = 4096  # synthetic logistic: the held-out set (docs/trace-format.md)
-    for k, g in trials.items():
+    for k, g in trials:
         want = [r for r in rows if int(r["trial"]) == int(k)]
         if len(want) != len(g["step"]):
             problems.append(f"trial {k}: {len(g['step'])} rows, sequential {len(want)}")

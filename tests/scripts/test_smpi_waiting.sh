@@ -41,12 +41,13 @@ if report=$("$AVB_PYTHON" - "$SCRATCH" <<'PY' 2>&1
 import sys
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns
 
 def time_to(path, target=1e-4):
     times, rounds = [], []
     with h5py.File(path, "r") as f:
-        for g in f["trials"].values():
-            v, t = g["variance"][()], g["time"][()]
+        for g in all_trial_columns(f, ["variance", "time"]):
+            v, t = g["variance"], g["time"]
             hit = np.flatnonzero(v < target)
             if hit.size == 0:
                 sys.exit(f"{path}: a trial never reached {target}")
@@ -64,7 +65,7 @@ for engine in ("smpi", "seq"):
     if not r_q > r_all:
         problems.append(f"{engine}: the quorum took no more rounds than waiting for all: were any peers cut?")
     # Groups of 8 under a quorum of 0.75 go on after 6 arrivals: 2 of 8 peers are late in each full group.
-    late = {p: [int(g["late"][1:].sum()) for g in h5py.File(f"{sys.argv[1]}/{engine}-{p}.h5", "r")["trials"].values()]
+    late = {p: [int(g["late"][1:].sum()) for g in all_trial_columns(f"{sys.argv[1]}/{engine}-{p}.h5", ["late"])]
             for p in ("all", "quorum")}
     if any(late["all"]) or any(n != 16 * 30 for n in late["quorum"]):
         problems.append(f"{engine}: late peers per trial {late}, expected none under all and 16 a round under quorum")

@@ -79,7 +79,7 @@ def typed(text: str):
 def expected_rows(trace: str) -> tuple[list[dict], dict]:
     """The trace's trials as summary rows (None: empty cell), and its identity."""
     with h5py.File(trace, "r") as f:
-        s = {k: f["summary"][k][()] for k in f["summary"]}
+        s = {k: f["summary"][k][()] for k in f["summary"] if k != "targets"}
         peers = int(f.attrs["n_peers"])
         sgd = f.attrs["run_kind"] == "sgd"
         identity = {"engine": f.attrs["engine"], "peers": peers}
@@ -285,7 +285,8 @@ def aggregate(work: str) -> None:
     bad = []
     for _, rec in df.iterrows():
         with h5py.File(os.path.join(out, rec["name"] + ".h5"), "r") as f:
-            s = {k: [float(x) for x in f["summary"][k][()]] for k in f["summary"]}
+            # one value per trial; `targets` (v9) is the run's list, not a statistic
+            s = {k: [float(x) for x in f["summary"][k][()]] for k in f["summary"] if k != "targets"}
             peers = int(f.attrs["n_peers"])
         s["bytes_per_peer"] = [b / peers for b in s.pop("bytes_sent")]
         for k, v in s.items():

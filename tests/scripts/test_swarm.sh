@@ -45,13 +45,13 @@ contraction() {  # contraction TRACE PEERS LOW HIGH: (1 - c)/(1 - c_theory) in [
 import sys
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns
 
 path, n, low, high = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 trials = []
 with h5py.File(path, "r") as f:
-    for name in f["trials"]:
-        t = f["trials"][name]
-        v, k = t["variance"][:], t["groups"][:] - t["failed_groups"][:]
+    for t in all_trial_columns(f, ["variance", "groups", "failed_groups"]):
+        v, k = t["variance"], t["groups"] - t["failed_groups"]
         trials.append([(v[r] / v[r - 1], k[r]) for r in range(1, len(v))])
 
 def estimate(rows):
@@ -89,7 +89,7 @@ fi
 if wanted sgd; then
   run sgd256 256 "$SGD" --protocol swarm --objective quadratic --dim 1 --steps 400 --local-steps 2 \
     --lr 0.00390625 --lr-schedule inverse --lr-decay-steps 6 --eval-every 50 --seed 3
-  gap=$(timeout 60 "$AVB_PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1])['trials/0/relative_gap'][-1])" \
+  gap=$(timeout 60 "$AVB_PYTHON" -c "import sys; from avbench.trials import trial_columns; print(trial_columns(sys.argv[1], 0, ['relative_gap'])['relative_gap'][-1])" \
     "$SCRATCH/sgd256.h5")
   "$AVB_PYTHON" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 1e-5 else 1)" "$gap" ||
     die "swarm SGD on 256 peers: relative gap $gap after 400 steps (expected < 1e-5)"
@@ -106,10 +106,12 @@ if wanted hosts; then
   run hetero2 64 "$SGD" "${hetero[@]}"
   report=$(timeout 60 "$AVB_PYTHON" - "$SCRATCH/hetero1.h5" "$SCRATCH/hetero2.h5" "$AVB_TESTS_DIR" <<'PY'
 import sys
-import h5py
+from avbench.trials import trial_columns, trial_targets
 from bitwise import same
-a, b = h5py.File(sys.argv[1], "r")["trials/0"], h5py.File(sys.argv[2], "r")["trials/0"]
-different = [k for k in a if not same(a[k][()], b[k][()])]
+a, b = trial_columns(sys.argv[1], 0), trial_columns(sys.argv[2], 0)
+different = [k for k in a if not same(a[k], b.get(k))]
+if not same(trial_targets(sys.argv[1]), trial_targets(sys.argv[2])):
+    different.append("targets")
 if different:
     sys.exit(f"two runs differ in {different}")
 gap, time = a["relative_gap"][-1], a["time"][-1]

@@ -17,6 +17,7 @@ import sys
 
 import h5py
 import numpy as np
+from avbench.trials import all_trial_columns
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 from sample_readback import (check_attrs, check_columns, check_config, check_root, check_trials,  # noqa: E402
@@ -102,6 +103,7 @@ SUMMARY = {
     "steps": ("int32", [8, 4]),
     "rounds": ("int32", [2, 1]),
     **from_trials(TRIALS, ["complete", "diverged"]),
+    "targets": ("float64", TARGETS),
 }
 
 
@@ -112,15 +114,14 @@ def check_pandas(f, problems):
         import pandas as pd
     except ImportError:
         return
-    summary = pd.DataFrame({name: ds[()] for name, ds in f["summary"].items()})
+    summary = pd.DataFrame({name: ds[()] for name, ds in f["summary"].items() if name != "targets"})
     rows = pd.concat(
-        [pd.DataFrame({name: ds[()] for name, ds in g.items() if name != "targets"})
-           .assign(trial=int(k))
-         for k, g in f["trials"].items()],
+        [pd.DataFrame(columns).assign(trial=int(k))
+         for k, columns in zip(f["trials"]["trial"][()], all_trial_columns(f), strict=True)],
         ignore_index=True)
     done = summary[summary["complete"] == 1]
     curves = rows.pivot(index="step", columns="trial", values="relative_gap")
-    if list(summary.columns) != list(SUMMARY) or done["steps_to_1e-3"].tolist() != [8]:
+    if list(summary.columns) != [c for c in SUMMARY if c != "targets"] or done["steps_to_1e-3"].tolist() != [8]:
         problems.append(f"pandas summary: unexpected frame\n{summary}")
     if len(rows) != 8 or curves.shape != (5, 2) or curves.loc[4, 1] != 0.25 or \
             not math.isnan(curves.loc[6, 1]) or not rows["accuracy"].isna().all():

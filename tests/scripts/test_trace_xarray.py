@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Traces as xarray sees them (schema v7's dimension scales, docs/trace-format.md).
+"""Traces as xarray sees them (schema v7's dimension scales, v9's table of trials,
+docs/trace-format.md).
 
     test_trace_xarray.py AVERAGING_BENCH SGD_BENCH
 
@@ -8,13 +9,16 @@ rows (--stop-at-target under failures). For each:
 
 - check_trace accepts it; with one scale missing, or one column detached from its
   scale, it is refused;
-- xarray.open_dataset(engine="h5netcdf") of every trial group, /summary and
-  /optimum gives the named dimensions (round or step, targets, trial, coordinate),
-  no phony_dim_*, and values and types equal to h5py's;
+- xarray.open_dataset(engine="h5netcdf") of /trials (every trial as one Dataset
+  over (trial, round) or (trial, step)), /summary and /optimum gives the named
+  dimensions (round or step, targets, trial, coordinate), no phony_dim_*, and,
+  undecoded, values and types equal to h5py's; decoded, /trials' cells past a
+  trial's rows (its _FillValue) are NaN and the others h5py's values;
 - avbench.load_trace(as_xarray=True) equals the pandas loader's values, padded by
-  NaN exactly as xarray pads the pandas rows itself;
-- the same trace rewritten as schema v6 (no scales) passes check_trace as v6 and
-  loads as_xarray to the same values;
+  NaN exactly as xarray pads the pandas rows itself, and agrees with the
+  open_dataset view of /trials where both have values;
+- the same trace rewritten as schema v6 (a group per trial, no scales) passes
+  check_trace as v6 and loads as_xarray to the same values;
 - the readers are as strict as the checker: with a round (step) repeated, an unknown
   schema version or a truncated column, check_trace refuses the copy, and
   load_trace in both forms raises a TraceError naming the file and the dataset
@@ -35,6 +39,7 @@ import xarray as xr
 sys.dont_write_bytecode = True
 import avbench  # noqa: E402
 from avbench.check import check_file  # noqa: E402
+from avbench.layouts import to_v8  # noqa: E402
 
 SCALE_ATTRS = ("CLASS", "NAME", "REFERENCE_LIST", "DIMENSION_LIST")
 problems = []
@@ -54,27 +59,59 @@ def run(args, path):
     subprocess.run([*args, "--engine", "sequential", "--threads", "1", "--out", path], check=True,
                    stdout=subprocess.DEVNULL)
     with h5py.File(path, "r") as f:
-        lengths = {len(g["round"]) for g in f["trials"].values()}
+        lengths = set(f["trials"]["rows"][()].tolist())
     expect(len(lengths) > 1, f"{path}: trials all have {lengths} rows; the test needs unequal ones")
 
 
 def check_group(path, group, dims):
-    """open_dataset of `group` has exactly `dims` ({variable: its dims}) and h5py's values."""
-    with xr.open_dataset(path, engine="h5netcdf", group=group) as ds, h5py.File(path, "r") as f:
+    """open_dataset of `group`, undecoded (mask_and_scale=False), has exactly `dims`
+    ({variable: its dims}) and h5py's values and types."""
+    with xr.open_dataset(path, engine="h5netcdf", group=group, mask_and_scale=False) as ds, \
+            h5py.File(path, "r") as f:
         got = {name: ds[name].dims for name in ds.variables}
         expect(got == dims, f"{path}:{group}: dims {got}, expected {dims}")
         for name in ds.variables:
             expect(same(ds[name].values, f[group][name][()]), f"{path}:{group}/{name}: differs from h5py's")
 
 
+def check_masked_trials(path, dim):
+    """open_dataset of /trials as xarray decodes it by default: the 2-D columns' cells
+    past each trial's rows (their _FillValue) NaN, the trial's own cells h5py's values;
+    the 1-D variables (trial, the scale, rows) h5py's values and types."""
+    with xr.open_dataset(path, engine="h5netcdf", group="trials") as ds, h5py.File(path, "r") as f:
+        t = f["trials"]
+        rows = t["rows"][()]
+        expect(list(ds.dims) == ["trial", dim] and dict(ds.sizes) == {"trial": len(rows), dim: max(rows)},
+               f"{path}:trials: dims {dict(ds.sizes)}, expected trial {len(rows)}, {dim} {max(rows)}")
+        inside = np.arange(max(rows))[None, :] < rows[:, None]  # a trial's own cells
+        expect(not inside.all(), f"{path}:trials: no cell past a trial's rows to test")
+        for name in ds.variables:
+            raw = t[name][()]
+            got = ds[name].values
+            if raw.ndim == 1:
+                expect(same(got, raw), f"{path}:trials/{name}: differs from h5py's")
+                continue
+            fill = t[name].attrs.get("_FillValue")
+            expect(fill is not None and same(np.asarray(t[name].fillvalue), np.asarray(fill)),
+                   f"{path}:trials/{name}: _FillValue {fill!r}, HDF5 fill value {t[name].fillvalue!r}")
+            expect(np.array_equal(raw[~inside], np.full((~inside).sum(), fill, raw.dtype), equal_nan=True),
+                   f"{path}:trials/{name}: cells past a trial's rows are not its _FillValue {fill!r}")
+            expect(got.dtype.kind == "f" and got.shape == raw.shape and np.isnan(got[~inside]).all(),
+                   f"{path}:trials/{name}: cells past a trial's rows not masked as NaN ({got.dtype})")
+            expect(np.array_equal(got[inside], raw[inside].astype(got.dtype), equal_nan=True),
+                   f"{path}:trials/{name}: a trial's cells differ from h5py's")
+
+
 def check_netcdf_view(path, dim):
     with h5py.File(path, "r") as f:
-        trials, summary = list(f["trials"]), list(f["summary"])
+        trials, summary = f["trials"], list(f["summary"])
         kind = f.attrs["run_kind"]
-        columns = [c for c in f["trials"][trials[0]] if c != "targets"]
-    for k in trials:
-        check_group(path, f"trials/{k}", {"targets": ("targets",), **{c: (dim,) for c in columns}})
-    check_group(path, "summary", {c: ("trial",) for c in summary})
+        columns = [c for c in trials if trials[c].ndim == 2]
+        expect(list(trials) == ["trial", dim, "rows", *columns], f"{path}: /trials holds {list(trials)}")
+    check_group(path, "trials", {"trial": ("trial",), dim: (dim,), "rows": ("trial",),
+                                 **{c: ("trial", dim) for c in columns}})
+    check_masked_trials(path, dim)
+    check_group(path, "summary", {c: ("targets",) if c == "targets" else ("trial",) for c in summary})
     if kind == "sgd":
         check_group(path, "optimum", {"coordinate": ("coordinate",), "x": ("coordinate",)})
 
@@ -97,12 +134,35 @@ def check_loader(path, dim):
         want = df[k].iat[0]
         expect(v == want, f"{path}: attribute {k} = {v!r}, the rows say {want!r}")
     expect(any(np.isnan(ds[rows[0]].values).ravel()), f"{path}: no padding to test")
+    check_loader_view(path, dim, ds)
     return ds
 
 
+def check_loader_view(path, dim, ds):
+    """load_trace(as_xarray=True) (`ds`) against open_dataset of /trials: the same
+    trials and rows, and the same values where both have one."""
+    with xr.open_dataset(path, engine="h5netcdf", group="trials") as view:
+        for axis in ("trial", dim):
+            expect(np.array_equal(ds[axis].values, view[axis].values), f"{path}: {axis} differs from the view's")
+        shared = [c for c in view.data_vars if view[c].dims == ("trial", dim) and c in ds.data_vars]
+        expect(len(shared) >= 10, f"{path}: only {shared} in both")
+        for c in shared:
+            a, b = ds[c].values, view[c].values
+            both = ~np.isnan(a) & ~np.isnan(b)
+            expect(a.shape == b.shape and np.array_equal(a[both], b[both].astype(a.dtype)),
+                   f"{path}: {c} differs from open_dataset's where both have values")
+        total = int(view["rows"].sum())
+        for c in ("time", "bytes_sent"):  # never NaN in a trial's rows
+            counts = int((~np.isnan(ds[c].values)).sum()), int((~np.isnan(view[c].values)).sum())
+            expect(counts == (total, total), f"{path}: {c} has {counts} values, expected {total} (the rows)")
+
+
 def downgrade(path, old):
-    """`path` rewritten as a schema v6 trace: no scales, no /optimum/coordinate, no late column."""
-    with h5py.File(path, "r") as src, h5py.File(old, "w", track_order=True) as dst:
+    """`path` rewritten as a schema v6 trace: v8's group per trial (layouts.to_v8), then
+    no scales, no /optimum/coordinate, no late column."""
+    v8 = old + ".v8.h5"
+    to_v8(path, v8)
+    with h5py.File(v8, "r") as src, h5py.File(old, "w", track_order=True) as dst:
         def copy(name, obj):
             if isinstance(obj, h5py.Group):
                 g = dst.create_group(name, track_order=True)
@@ -117,6 +177,7 @@ def downgrade(path, old):
             dst.attrs.create(k, v, dtype=src.attrs.get_id(k).dtype)
         src.visititems(copy)
         dst.attrs["schema_version"] = np.int32(6)
+    os.remove(v8)
 
 
 def damaged(path, tmp, damage):
@@ -129,8 +190,8 @@ def damaged(path, tmp, damage):
 
 def check_trace_file(path, dim, tmp):
     expect(check_file(path) == [], f"{path}: {check_file(path)}")
-    found = damaged(path, tmp, lambda f: f[f"trials/1/{dim}"].attrs.__delitem__("CLASS"))
-    expect(any(f"/trials/1/{dim}: not a dimension scale" in p for p in found), f"missing scale: {found}")
+    found = damaged(path, tmp, lambda f: f[f"trials/{dim}"].attrs.__delitem__("CLASS"))
+    expect(any(f"/trials/{dim}: not a dimension scale" in p for p in found), f"missing scale: {found}")
     found = damaged(path, tmp, lambda f: f["summary/time"].dims[0].detach_scale(f["summary/trial"]))
     expect(any("/summary/time: its axis has 0 scales" in p for p in found), f"detached column: {found}")
     old = os.path.join(tmp, "v6.h5")
@@ -139,17 +200,23 @@ def check_trace_file(path, dim, tmp):
     return old
 
 
-def truncate(name, rows):
-    """Damage: dataset NAME cut to its first ROWS rows, still attached to its scale."""
+def truncate(name, rows, axis=1):
+    """Damage: the 2-D dataset NAME cut to its first ROWS rows (axis 1) or trials
+    (axis 0), still attached to its scales, its fill value kept."""
     def damage(f):
         old = f[name]
-        data, scales = old[:rows], list(old.dims[0].values())
-        for scale in scales:
-            old.dims[0].detach_scale(scale)
+        data = old[:, :rows] if axis == 1 else old[:rows]
+        scales = [list(d.values()) for d in old.dims]
+        fill = old.attrs["_FillValue"]
+        for d, attached in zip(old.dims, scales):
+            for scale in attached:
+                d.detach_scale(scale)
         del f[name]
-        new = f.create_dataset(name, data=data)
-        for scale in scales:
-            new.dims[0].attach_scale(scale)
+        new = f.create_dataset(name, data=data, maxshape=(None, None), chunks=True, fillvalue=fill)
+        new.attrs["_FillValue"] = fill
+        for d, attached in zip(new.dims, scales):
+            for scale in attached:
+                d.attach_scale(scale)
     return damage
 
 
@@ -167,10 +234,11 @@ def check_readers_refuse(path, dim, tmp):
     damaged, as a TraceError whose message starts with the file and the dataset."""
     version_at = "/ attribute schema_version"
     cases = [  # (what, damage, where the readers must say the fault is, the readers that read it)
-        (f"{dim} repeated", repeat_row(f"trials/1/{dim}", 2), f"/trials/1/{dim}", ("pandas", "xarray")),
+        (f"{dim} repeated", repeat_row(f"trials/{dim}", 2), f"/trials/{dim}", ("pandas", "xarray")),
         ("unknown schema version", lambda f: f.attrs.modify("schema_version", np.int32(99)), version_at,
          ("pandas", "xarray", "read_summary", "trace_state")),
-        ("truncated column", truncate("trials/0/time", 2), "/trials/0/time", ("pandas", "xarray")),
+        ("truncated column", truncate("trials/time", 2), "/trials/time", ("pandas", "xarray")),
+        ("column of too few trials", truncate("trials/time", 2, axis=0), "/trials/time", ("pandas", "xarray")),
     ]
     readers = {"pandas": avbench.load_trace, "xarray": lambda p: avbench.load_trace(p, as_xarray=True),
                "read_summary": avbench.read_summary, "trace_state": avbench.trace_state}

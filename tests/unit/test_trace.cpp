@@ -141,9 +141,11 @@ TrainingTrial small_training_trial(std::int32_t index) {
   return t;
 }
 
-// Reads a whole 1-D dataset as T, checking that it is stored as T (class, size, sign).
+// Reads a whole dataset of `axes` axes as T (row-major), checking that it is stored
+// as T (class, size, sign); `width` (if given) gets its last axis's length.
 template <class T>
-std::vector<T> read_column(const avb::h5::Node& node, const std::string& name) {
+std::vector<T> read_column(const avb::h5::Node& node, const std::string& name, int axes = 1,
+                           hsize_t* width = nullptr) {
   const hid_t ds = H5Dopen2(node.id(), name.c_str(), H5P_DEFAULT);
   if (ds < 0) {
     ADD_FAILURE() << "no dataset " << name << " in " << node.object_path();
@@ -151,7 +153,10 @@ std::vector<T> read_column(const avb::h5::Node& node, const std::string& name) {
   }
   const hid_t type = H5Dget_type(ds);
   const hid_t space = H5Dget_space(ds);
-  EXPECT_EQ(H5Sget_simple_extent_ndims(space), 1) << name;
+  EXPECT_EQ(H5Sget_simple_extent_ndims(space), axes) << name;
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space, dims, nullptr);
+  if (width != nullptr) *width = dims[axes - 1];
   EXPECT_EQ(H5Tget_size(type), sizeof(T)) << name;
   hid_t mem = H5T_NATIVE_DOUBLE;
   if constexpr (std::is_floating_point_v<T>) {
@@ -169,6 +174,25 @@ std::vector<T> read_column(const avb::h5::Node& node, const std::string& name) {
   H5Tclose(type);
   H5Dclose(ds);
   return out;
+}
+
+// Trial `t`'s rows of the 2-D column `name` of /trials (schema v9): the first
+// rows[t] cells of its row; checks that the cells after them hold the fill value.
+template <class T>
+std::vector<T> trial_column(const avb::h5::Node& trials, const std::string& name, std::size_t t) {
+  hsize_t width = 0;
+  const std::vector<T> all = read_column<T>(trials, name, 2, &width);
+  const auto rows = static_cast<std::size_t>(read_column<std::int32_t>(trials, "rows").at(t));
+  const auto begin = all.begin() + static_cast<std::ptrdiff_t>(t * width);
+  for (std::size_t r = rows; r < width; ++r) {
+    const T cell = begin[static_cast<std::ptrdiff_t>(r)];
+    if constexpr (std::is_floating_point_v<T>) {
+      EXPECT_TRUE(std::isnan(cell)) << name << " trial " << t << " row " << r;
+    } else {
+      EXPECT_EQ(cell, avb::h5::fill_value<T>()) << name << " trial " << t << " row " << r;
+    }
+  }
+  return {begin, begin + static_cast<std::ptrdiff_t>(rows)};
 }
 
 double read_double_attribute(const avb::h5::Node& node, const std::string& name) {
@@ -436,11 +460,17 @@ TEST_F(TraceTest, FinishRenamesAndRecordsCompletion) {
     const auto config = file.open_group("config");
     EXPECT_EQ(config.get_string("protocol"), "moshpit");
     EXPECT_EQ(config.get_string("text"), "peers = 4\nprotocol = moshpit\n");
-    const auto trial = file.open_group("trials").open_group("1");
-    EXPECT_EQ(trial.get_int32("rounds_to_1e-9"), 2);
-    EXPECT_EQ(trial.get_int32("reached_1e-9"), 0);
-    EXPECT_EQ(trial.get_int32("rounds_to_5e-1"), 1);
-    EXPECT_EQ(trial.get_int32("reached_5e-1"), 1);
+    const auto summary = file.open_group("summary");
+    EXPECT_EQ(read_column<std::int32_t>(summary, "rounds_to_1e-9"), (std::vector<std::int32_t>{2, 2}));
+    EXPECT_EQ(read_column<std::int32_t>(summary, "reached_1e-9"), (std::vector<std::int32_t>{0, 0}));
+    EXPECT_EQ(read_column<std::int32_t>(summary, "rounds_to_5e-1"), (std::vector<std::int32_t>{1, 1}));
+    EXPECT_EQ(read_column<std::int32_t>(summary, "reached_5e-1"), (std::vector<std::int32_t>{1, 1}));
+    EXPECT_EQ(read_column<double>(summary, "targets"), (std::vector<double>{1e-9, 0.5}));
+    const auto trials = file.open_group("trials");
+    EXPECT_EQ(read_column<std::int32_t>(trials, "trial"), (std::vector<std::int32_t>{0, 1}));
+    EXPECT_EQ(read_column<std::int32_t>(trials, "round"), (std::vector<std::int32_t>{0, 1, 2}));
+    EXPECT_EQ(trial_column<double>(trials, "variance", 1), (std::vector<double>{1.0, 1.0 / 16, 1.0 / 256}));
+    EXPECT_EQ(trial_column<std::uint64_t>(trials, "bytes_sent", 1), (std::vector<std::uint64_t>{0, 64, 128}));
   }
 }
 
@@ -575,7 +605,7 @@ TEST_F(TraceTest, TrainingTrialBeforeOptimumIsRefused) {
   EXPECT_NO_THROW(w.write_trial(small_training_trial(0)));
   w.finish(true);
   const auto trials = avb::h5::File::open_read_only(path).open_group("trials");
-  EXPECT_EQ(members(trials), std::vector<std::string>{"0"});
+  EXPECT_EQ(read_column<std::int32_t>(trials, "trial"), std::vector<std::int32_t>{0});
 }
 
 TEST_F(TraceTest, TrialKindsDoNotMix) {
@@ -595,7 +625,7 @@ TEST_F(TraceTest, TrialKindsDoNotMix) {
     w.finish(true);
     const auto file = avb::h5::File::open_read_only(path);
     EXPECT_FALSE(has_link(file, "optimum"));
-    EXPECT_EQ(members(file.open_group("trials")), std::vector<std::string>{"0"});
+    EXPECT_EQ(read_column<std::int32_t>(file.open_group("trials"), "trial"), std::vector<std::int32_t>{0});
     EXPECT_TRUE(has_link(file.open_group("summary"), "final_variance"));
     EXPECT_FALSE(has_link(file.open_group("summary"), "final_gap"));
   }
@@ -614,15 +644,16 @@ TEST_F(TraceTest, TrialKindsDoNotMix) {
     w.write_trial(small_training_trial(0));
     w.finish(true);
     const auto file = avb::h5::File::open_read_only(path);
-    EXPECT_EQ(members(file.open_group("trials")), std::vector<std::string>{"0"});
+    EXPECT_EQ(read_column<std::int32_t>(file.open_group("trials"), "trial"), std::vector<std::int32_t>{0});
     EXPECT_TRUE(has_link(file.open_group("summary"), "final_gap"));
     EXPECT_FALSE(has_link(file.open_group("summary"), "final_variance"));
   }
 }
 
 // `scale` of `group` is the dimension scale of that name and the one scale of
-// each dataset in `attached` (docs/trace-format.md, schema v7).
-void expect_scale(const avb::h5::Node& group, const std::string& scale, const std::vector<std::string>& attached) {
+// axis `axis` of each dataset in `attached` (docs/trace-format.md).
+void expect_scale(const avb::h5::Node& group, const std::string& scale, const std::vector<std::string>& attached,
+                  unsigned axis = 0) {
   SCOPED_TRACE(group.object_path() + "/" + scale);
   avb::h5::Handle s(H5Dopen2(group.id(), scale.c_str(), H5P_DEFAULT), H5Dclose);
   ASSERT_TRUE(s.valid());
@@ -633,9 +664,17 @@ void expect_scale(const avb::h5::Node& group, const std::string& scale, const st
   for (const std::string& column : attached) {
     avb::h5::Handle d(H5Dopen2(group.id(), column.c_str(), H5P_DEFAULT), H5Dclose);
     ASSERT_TRUE(d.valid()) << column;
-    EXPECT_GT(H5DSis_attached(d.get(), s.get(), 0), 0) << column;
-    EXPECT_EQ(H5DSget_num_scales(d.get(), 0), 1) << column;
+    EXPECT_GT(H5DSis_attached(d.get(), s.get(), axis), 0) << column;
+    EXPECT_EQ(H5DSget_num_scales(d.get(), axis), 1) << column;
   }
+}
+
+// The 2-D columns of /trials (schema v9): every member but the scales and `rows`.
+std::vector<std::string> table_columns(const avb::h5::Node& trials, const std::string& index) {
+  std::vector<std::string> columns = members(trials);
+  for (const char* name : {"trial", "rows"}) std::erase(columns, std::string(name));
+  std::erase(columns, index);
+  return columns;
 }
 
 TEST_F(TraceTest, ColumnsCarryDimensionScales) {
@@ -646,16 +685,17 @@ TEST_F(TraceTest, ColumnsCarryDimensionScales) {
     w.finish(true);
   }
   const auto a = avb::h5::File::open_read_only(avg);
-  const auto trial = a.open_group("trials").open_group("0");
-  std::vector<std::string> columns = members(trial);
-  std::erase(columns, std::string("round"));
-  std::erase(columns, std::string("targets"));
+  const auto trials = a.open_group("trials");
+  std::vector<std::string> columns = table_columns(trials, "round");
   EXPECT_EQ(columns.size(), 11u);  // variance ... detection_time, late among them
-  expect_scale(trial, "round", columns);
-  expect_scale(trial, "targets", {});
+  expect_scale(trials, "round", columns, 1);
+  columns.push_back("rows");
+  expect_scale(trials, "trial", columns, 0);
   std::vector<std::string> summary = members(a.open_group("summary"));
   std::erase(summary, std::string("trial"));
+  std::erase(summary, std::string("targets"));
   expect_scale(a.open_group("summary"), "trial", summary);
+  expect_scale(a.open_group("summary"), "targets", {});
 
   const fs::path sgd = dir_ / "sgd.h5";
   {
@@ -665,13 +705,58 @@ TEST_F(TraceTest, ColumnsCarryDimensionScales) {
     w.finish(true);
   }
   const auto s = avb::h5::File::open_read_only(sgd);
-  const auto training = s.open_group("trials").open_group("0");
-  columns = members(training);
-  std::erase(columns, std::string("step"));
-  std::erase(columns, std::string("targets"));
+  const auto training = s.open_group("trials");
+  columns = table_columns(training, "step");
   EXPECT_EQ(columns.size(), 14u);
-  expect_scale(training, "step", columns);
+  expect_scale(training, "step", columns, 1);
+  expect_scale(training, "trial", columns, 0);
   expect_scale(s.open_group("optimum"), "coordinate", {"x"});
+}
+
+// Cells past a trial's rows hold the fill value, which each 2-D column states in
+// its _FillValue attribute (the netCDF convention: xarray masks them).
+TEST_F(TraceTest, ShorterTrialsArePaddedWithTheFillValue) {
+  const fs::path path = dir_ / "run.h5";
+  {
+    TraceWriter w(path, false, run_info());
+    TrialRecord cut = small_trial(0);
+    cut.rows.pop_back();
+    cut.complete = false;
+    w.write_trial(small_trial(1));
+    w.write_trial(cut);
+    w.finish(false);
+  }
+  const auto trials = avb::h5::File::open_read_only(path).open_group("trials");
+  EXPECT_EQ(read_column<std::int32_t>(trials, "trial"), (std::vector<std::int32_t>{1, 0}));
+  EXPECT_EQ(read_column<std::int32_t>(trials, "rows"), (std::vector<std::int32_t>{3, 2}));
+  EXPECT_EQ(trial_column<double>(trials, "variance", 1), (std::vector<double>{1.0, 1.0 / 16}));
+  EXPECT_EQ(trial_column<std::int32_t>(trials, "alive", 1), (std::vector<std::int32_t>{4, 4}));
+  EXPECT_EQ(trial_column<std::uint64_t>(trials, "bytes_sent", 1), (std::vector<std::uint64_t>{0, 64}));
+  for (const char* column : {"variance", "alive", "bytes_sent"}) {
+    avb::h5::Handle d(H5Dopen2(trials.id(), column, H5P_DEFAULT), H5Dclose);
+    EXPECT_GT(H5Aexists(d.get(), "_FillValue"), 0) << column;
+  }
+}
+
+// An averaging trial's row k is round k, and a training run's trials evaluate at
+// the same steps: the row axis is one scale for all of them.
+TEST_F(TraceTest, RowsOffTheSharedAxisAreRefused) {
+  TraceWriter w(dir_ / "run.h5", false, run_info());
+  TrialRecord skipped = small_trial(0);
+  skipped.rows[2].round = 3;
+  EXPECT_THROW(w.write_trial(skipped), TraceError);
+  TraceWriter t(dir_ / "sgd.h5", false, training_info());
+  t.write_optimum(small_optimum());
+  t.write_trial(small_training_trial(0));
+  TrainingTrial other = small_training_trial(1);
+  other.rows[1].step = 3;
+  try {
+    t.write_trial(other);
+    ADD_FAILURE() << "expected TraceError";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 is step 3, where the trials before had 2"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(TraceTest, OptimumIsWrittenAsGiven) {
@@ -706,37 +791,40 @@ TEST_F(TraceTest, TrainingTrialColumnsAndAttributes) {
   const TrainingTrial t = small_training_trial(3);
   w.write_trial(t);
   w.finish(true);
-  const auto g = avb::h5::File::open_read_only(path).open_group("trials").open_group("3");
-  EXPECT_EQ(members(g), (std::vector<std::string>{"targets", "step", "round", "loss", "gap", "relative_gap",
+  const auto file = avb::h5::File::open_read_only(path);
+  const auto g = file.open_group("trials");
+  EXPECT_EQ(members(g), (std::vector<std::string>{"trial", "step", "rows", "round", "loss", "gap", "relative_gap",
                                                   "distance", "consensus", "accuracy", "alive", "groups",
                                                   "failed_groups", "decode_failures", "bytes_sent", "time",
                                                   "detection_time"}));
-  EXPECT_EQ(g.get_int32("complete"), 1);
-  EXPECT_EQ(g.get_int32("diverged"), 0);  // schema v5
-  EXPECT_EQ(g.get_int32("steps_to_2.5e-1"), 4);
-  EXPECT_EQ(g.get_int32("reached_2.5e-1"), 1);
-  EXPECT_EQ(g.get_int32("steps_to_1e-3"), 4);
-  EXPECT_EQ(g.get_int32("reached_1e-3"), 0);
-  EXPECT_FALSE(g.has_attribute("rounds_to_1e-3"));  // averaging's name, not training's
-  EXPECT_EQ(attribute_count(g), 7);
-  EXPECT_EQ(read_column<double>(g, "targets"), (std::vector<double>{0.25, 1e-3}));
+  EXPECT_EQ(attribute_count(g), 0);
+  const auto s = file.open_group("summary");
+  EXPECT_EQ(read_column<std::int32_t>(s, "complete"), std::vector<std::int32_t>{1});
+  EXPECT_EQ(read_column<std::int32_t>(s, "diverged"), std::vector<std::int32_t>{0});  // schema v5
+  EXPECT_EQ(read_column<std::int32_t>(s, "steps_to_2.5e-1"), std::vector<std::int32_t>{4});
+  EXPECT_EQ(read_column<std::int32_t>(s, "reached_2.5e-1"), std::vector<std::int32_t>{1});
+  EXPECT_EQ(read_column<std::int32_t>(s, "steps_to_1e-3"), std::vector<std::int32_t>{4});
+  EXPECT_EQ(read_column<std::int32_t>(s, "reached_1e-3"), std::vector<std::int32_t>{0});
+  EXPECT_FALSE(has_link(s, "rounds_to_1e-3"));  // averaging's name, not training's
+  EXPECT_EQ(read_column<double>(s, "targets"), (std::vector<double>{0.25, 1e-3}));
+  EXPECT_EQ(read_column<std::int32_t>(g, "trial"), std::vector<std::int32_t>{3});
   EXPECT_EQ(read_column<std::int32_t>(g, "step"), (std::vector<std::int32_t>{0, 2, 4}));
-  EXPECT_EQ(read_column<std::int32_t>(g, "round"), (std::vector<std::int32_t>{0, 0, 1}));
-  EXPECT_EQ(read_column<double>(g, "loss"), (std::vector<double>{2.25, 1.25, 0.5}));
-  EXPECT_EQ(read_column<double>(g, "gap"), (std::vector<double>{2.0, 1.0, 0.25}));
-  EXPECT_EQ(read_column<double>(g, "relative_gap"), (std::vector<double>{1.0, 0.5, 0.125}));
-  EXPECT_EQ(read_column<double>(g, "distance"), (std::vector<double>{1.25, 0.625, 0.15625}));
-  EXPECT_EQ(read_column<double>(g, "consensus"), (std::vector<double>{0.0, 0.0625, 0.125}));
-  const auto accuracy = read_column<double>(g, "accuracy");
+  EXPECT_EQ(trial_column<std::int32_t>(g, "round", 0), (std::vector<std::int32_t>{0, 0, 1}));
+  EXPECT_EQ(trial_column<double>(g, "loss", 0), (std::vector<double>{2.25, 1.25, 0.5}));
+  EXPECT_EQ(trial_column<double>(g, "gap", 0), (std::vector<double>{2.0, 1.0, 0.25}));
+  EXPECT_EQ(trial_column<double>(g, "relative_gap", 0), (std::vector<double>{1.0, 0.5, 0.125}));
+  EXPECT_EQ(trial_column<double>(g, "distance", 0), (std::vector<double>{1.25, 0.625, 0.15625}));
+  EXPECT_EQ(trial_column<double>(g, "consensus", 0), (std::vector<double>{0.0, 0.0625, 0.125}));
+  const auto accuracy = trial_column<double>(g, "accuracy", 0);
   ASSERT_EQ(accuracy.size(), 3u);
   for (double a : accuracy) EXPECT_TRUE(std::isnan(a)) << a;  // NaN survives the round trip
-  EXPECT_EQ(read_column<std::int32_t>(g, "alive"), (std::vector<std::int32_t>{4, 4, 4}));
-  EXPECT_EQ(read_column<std::int32_t>(g, "groups"), (std::vector<std::int32_t>{0, 0, 2}));
-  EXPECT_EQ(read_column<std::int32_t>(g, "failed_groups"), (std::vector<std::int32_t>{0, 0, 0}));
-  EXPECT_EQ(read_column<std::int32_t>(g, "decode_failures"), (std::vector<std::int32_t>{0, 0, 3}));
-  EXPECT_EQ(read_column<std::uint64_t>(g, "bytes_sent"), (std::vector<std::uint64_t>{0, 0, 128}));
-  EXPECT_EQ(read_column<double>(g, "time"), (std::vector<double>{0.0, 0.25, 0.5}));
-  EXPECT_EQ(read_column<double>(g, "detection_time"), (std::vector<double>{0.0, 0.5, 0.5}));
+  EXPECT_EQ(trial_column<std::int32_t>(g, "alive", 0), (std::vector<std::int32_t>{4, 4, 4}));
+  EXPECT_EQ(trial_column<std::int32_t>(g, "groups", 0), (std::vector<std::int32_t>{0, 0, 2}));
+  EXPECT_EQ(trial_column<std::int32_t>(g, "failed_groups", 0), (std::vector<std::int32_t>{0, 0, 0}));
+  EXPECT_EQ(trial_column<std::int32_t>(g, "decode_failures", 0), (std::vector<std::int32_t>{0, 0, 3}));
+  EXPECT_EQ(trial_column<std::uint64_t>(g, "bytes_sent", 0), (std::vector<std::uint64_t>{0, 0, 128}));
+  EXPECT_EQ(trial_column<double>(g, "time", 0), (std::vector<double>{0.0, 0.25, 0.5}));
+  EXPECT_EQ(trial_column<double>(g, "detection_time", 0), (std::vector<double>{0.0, 0.5, 0.5}));
 }
 
 TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
@@ -759,7 +847,7 @@ TEST_F(TraceTest, TrainingSummaryRepeatsEachTrial) {
                                                   "reached_2.5e-1", "reached_1e-3", "final_gap",
                                                   "final_relative_gap", "final_consensus", "final_accuracy",
                                                   "bytes_sent", "time", "steps", "rounds", "complete",
-                                                  "diverged"}));
+                                                  "diverged", "targets"}));
   EXPECT_EQ(attribute_count(s), 0);
   EXPECT_EQ(read_column<std::int32_t>(s, "trial"), (std::vector<std::int32_t>{0, 1}));
   EXPECT_EQ(read_column<std::uint64_t>(s, "seed"), (std::vector<std::uint64_t>{2000, 2001}));
@@ -794,7 +882,10 @@ TEST_F(TraceTest, TrainingRunStoppedBeforeAnyTrial) {
     EXPECT_EQ(file.get_int32("complete"), 0);
     EXPECT_EQ(file.get_string("run_kind"), "sgd");
     EXPECT_EQ(file.open_group("config").get_string("text"), "");
-    EXPECT_TRUE(members(file.open_group("trials")).empty());
+    const auto trials = file.open_group("trials");
+    EXPECT_TRUE(read_column<std::int32_t>(trials, "trial").empty());
+    EXPECT_TRUE(read_column<std::int32_t>(trials, "step").empty());
+    EXPECT_EQ(table_columns(trials, "step").size(), 14u);
     const auto optimum = file.open_group("optimum");
     if (with_optimum) {
       EXPECT_EQ(read_column<double>(optimum, "x"), small_optimum().x);
@@ -806,11 +897,11 @@ TEST_F(TraceTest, TrainingRunStoppedBeforeAnyTrial) {
     const auto s = file.open_group("summary");
     EXPECT_EQ(members(s), (std::vector<std::string>{"trial", "seed", "final_gap", "final_relative_gap",
                                                     "final_consensus", "final_accuracy", "bytes_sent", "time",
-                                                    "steps", "rounds", "complete", "diverged"}));
+                                                    "steps", "rounds", "complete", "diverged", "targets"}));
     for (const auto& name : members(s)) {
       if (name == "seed" || name == "bytes_sent") {
         EXPECT_TRUE(read_column<std::uint64_t>(s, name).empty()) << name;
-      } else if (name.starts_with("final_") || name == "time") {
+      } else if (name.starts_with("final_") || name == "time" || name == "targets") {
         EXPECT_TRUE(read_column<double>(s, name).empty()) << name;
       } else {
         EXPECT_TRUE(read_column<std::int32_t>(s, name).empty()) << name;
