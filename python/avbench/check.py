@@ -138,7 +138,7 @@ OPTIMUM_ATTRS = {
     "method": "str",
     "test_set": "str",
 }
-OPTIMUM_METHODS = ("ldlt", "newton")
+OPTIMUM_METHODS = ("ldlt", "newton", "lbfgs")
 
 # "Equal up to rounding" for quantities computed two ways (the gap as f(x̄) - f*
 # and as 1/2 (x̄-x*)ᵀH(x̄-x*), the initial state against /optimum): relative to
@@ -688,7 +688,7 @@ def _check_optimum(c: _Checker, f, version=SCHEMA_VERSION):
             if test_set is not None and test_set != "":
                 c.problem("/optimum attribute test_set", f"is {test_set!r}, but method ldlt (a quadratic) has none")
         elif test_set == "":
-            c.problem("/optimum attribute test_set", "empty, but method newton (logistic) measures accuracy on one")
+            c.problem("/optimum attribute test_set", f"empty, but method {method} measures accuracy on one")
     if not ok:
         return True, None
     loss, initial = values["loss"], values["initial_loss"]
