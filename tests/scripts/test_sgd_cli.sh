@@ -317,11 +317,14 @@ attr_is libsvm_sorted 'f["config"].attrs["split"], f["config"].attrs["target"]' 
 fashion=/usr/share/datasets/fashion-mnist
 good_run softmax_fashion "$(sgd 2 30 1 10)" -- --objective softmax --data "$fashion/train-images-idx3-ubyte.gz" \
   --data-limit 200 --test-data "$fashion/t10k-images-idx3-ubyte.gz" --split label-sorted --l2 0.01 --steps 30 \
-  --lr 0.2 --batch 4 --trials 2
+  --lr 0.1 --batch 16 --trials 2
 attr_is softmax_fashion 'f["optimum"].attrs["method"], f["optimum"].attrs["test_set"], f["optimum/x"].shape' \
   "('lbfgs', 'file', (7850,))"
 attr_is softmax_fashion '[f["config"].attrs[k] for k in ("objective", "data-limit", "l2", "split")]' \
   "['softmax', '200', '0.01', 'label-sorted']"
+# It learns: the relative gap falls by half, the accuracy rises above chance (0.1).
+attr_is softmax_fashion '[bool(f[f"trials/{k}/relative_gap"][-1] < 0.5 and f[f"trials/{k}/accuracy"][-1] > 0.3)
+  for k in (0, 1)]' "[True, True]"
 no_temp_files
 
 # ---- good --config -------------------------------------------------------------------
