@@ -13,6 +13,7 @@
 #include "common/app_support.hpp"
 #include "common/programs.hpp"
 #include "common/combinations.hpp"
+#include "common/flag_values.hpp"
 #include "common/listings.hpp"
 #include "common/protocol_flags.hpp"
 #include "common/training_flags.hpp"
@@ -67,7 +68,7 @@ avb::OptimumRecord optimum_record(const avb::TrainingOptions& options, const avb
   optimum.gradient_norm = setup.optimum.gradient_norm;
   optimum.iterations = setup.optimum.iterations;
   optimum.converged = setup.optimum.converged;
-  optimum.method = options.objective.kind == avb::ObjectiveKind::quadratic ? "ldlt" : "newton";
+  optimum.method = avb::optimum_method(options.objective.kind);
   optimum.test_set = setup.test_set_kind;
   return optimum;
 }
@@ -80,11 +81,14 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
                             ? std::ceil(static_cast<double>(options.steps) / options.local_steps)
                             : options.steps;
   // The protocol's vectors: the model, and under --gradient-tracking its tracker too.
-  const auto dim = static_cast<std::size_t>(std::max(1, options.objective.dim)) * (options.gradient_tracking ? 2 : 1);
+  const bool sequential = cli.engine.engine == avb::app::Engine::sequential;
+  const int peers_here = sequential ? 1 : avb::app::peers_on_this_machine(peers, 0);  // as run_shape's
+  const avb::ProblemCost problem = avb::problem_cost(options, peers, sequential, peers_here);
+  const std::size_t model = problem.model_dim > 0 ? problem.model_dim
+                                                  : static_cast<std::size_t>(std::max(1, options.objective.dim));
+  const std::size_t dim = model * (options.gradient_tracking ? 2 : 1);
   avb::RunShape shape =
       avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
-  const bool sequential = cli.engine.engine == avb::app::Engine::sequential;
-  const avb::ProblemCost problem = avb::problem_cost(options, peers, sequential, shape.peers_here);
   shape.workload.insert(shape.workload.end(), problem.memory.begin(), problem.memory.end());
   shape.workload_vectors = problem.trial_vectors;
   shape.setup_seconds = problem.setup_seconds;

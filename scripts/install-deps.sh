@@ -29,6 +29,8 @@ packages=(
   slurm-wlm munge libpmix-dev
   # The wall-clock study's time-to-accuracy part trains on Fashion-MNIST (7 against 9).
   dataset-fashion-mnist
+  # sgd_bench --objective softmax reads those gzipped IDX files through zlib.
+  zlib1g-dev
 )
 
 missing=()

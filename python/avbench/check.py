@@ -130,13 +130,13 @@ def _check_optimum(c: Checker, f, version: int):
               for n in ("loss", "initial_loss", "gradient_norm")),
             ("gradient_norm", norm is not None and norm < 0, f"negative ({norm})"),
             ("iterations", iterations is not None and iterations < 0, f"negative ({iterations})"),
-            ("method", method not in (None, "ldlt", "newton"), f"{method!r} is not one of ldlt, newton"),
+            ("method", method not in (None, "ldlt", "newton", "lbfgs"), f"{method!r} is not one of ldlt, newton, lbfgs"),
             ("iterations", method == "ldlt" and iterations not in (0, None),
              f"is {iterations}, but method ldlt (a direct solve) has 0"),
             ("test_set", method == "ldlt" and test_set not in ("", None),
              f"is {test_set!r}, but method ldlt (a quadratic) has none"),
-            ("test_set", method == "newton" and test_set == "",
-             "empty, but method newton (logistic) measures accuracy on one")]:
+            ("test_set", method in ("newton", "lbfgs") and test_set == "",
+             f"empty, but method {method} measures accuracy on one")]:
         if bad:
             c.problem(f"/optimum attribute {name}", why)
     loss, initial = v["loss"], v["initial_loss"]

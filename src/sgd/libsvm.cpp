@@ -163,6 +163,15 @@ Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const st
   return to_dense(rows, dim, where);
 }
 
+Dataset keep_first(Dataset data, long long limit) {
+  if (limit > 0 && limit < data.samples()) {
+    const auto m = static_cast<Eigen::Index>(limit);
+    data.features.conservativeResize(m, Eigen::NoChange);
+    data.labels.conservativeResize(m);
+  }
+  return data;
+}
+
 double accuracy(const Dataset& data, const Eigen::Ref<const Eigen::VectorXd>& x) {
   if (data.samples() == 0) return 0.0;
   const Eigen::VectorXd margins = data.features * x;

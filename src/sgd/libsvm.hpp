@@ -33,6 +33,9 @@ Dataset read_libsvm(const std::string& path, int dim = 0, const std::string& fla
 // The same from a stream; `path` only names it in errors (the fuzzer feeds bytes).
 Dataset read_libsvm(std::istream& in, const std::string& path, int dim = 0, const std::string& flag = "--data");
 
+// The first `limit` samples of `data` (all of them for limit <= 0): --data-limit.
+Dataset keep_first(Dataset data, long long limit);
+
 // Most samples x features a data set may hold (2^27 doubles, 1 GiB): far above
 // a9a (4e6) or w8a (1.5e7), far below what one test machine can hold per peer.
 inline constexpr long long max_dense_values = 1LL << 27;

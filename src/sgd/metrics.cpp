@@ -63,7 +63,9 @@ TrainingRow TrainingMetrics::row(std::span<const double> sums, double squares, i
   row.loss = problem_.pooled->loss(mean);
   row.gap = gap(mean, offset);
   row.relative_gap = initial_gap_ > 0 ? row.gap / initial_gap_ : 0.0;
-  row.accuracy = problem_.test ? accuracy(*problem_.test, mean) : std::numeric_limits<double>::quiet_NaN();
+  row.accuracy = problem_.test          ? accuracy(*problem_.test, mean)
+                 : problem_.test_images ? softmax_accuracy(*problem_.test_images, mean)
+                                        : std::numeric_limits<double>::quiet_NaN();
   return row;
 }
 

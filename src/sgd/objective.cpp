@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "sgd/softmax.hpp"
 
 namespace avb {
 
@@ -66,11 +67,11 @@ Eigen::VectorXd quadratic_target(const ObjectiveOptions& options, int peer, std:
 // ---- logistic data ----------------------------------------------------------------
 
 // Row order that the shards cut into contiguous blocks (see shard_rows).
-std::vector<int> split_order(const Dataset& data, DataSplit split, std::uint64_t seed) {
-  std::vector<int> order(static_cast<std::size_t>(data.samples()));
+std::vector<int> split_order(const Eigen::VectorXd& labels, DataSplit split, std::uint64_t seed) {
+  std::vector<int> order(static_cast<std::size_t>(labels.size()));
   std::iota(order.begin(), order.end(), 0);
   if (split == DataSplit::sorted) {
-    std::stable_sort(order.begin(), order.end(), [&](int r, int s) { return data.labels[r] < data.labels[s]; });
+    std::stable_sort(order.begin(), order.end(), [&](int r, int s) { return labels[r] < labels[s]; });
   } else {
     const Stream stream(seed, StreamId::data);
     for (std::size_t p = order.size(); p > 1; --p) {
@@ -87,9 +88,9 @@ std::pair<std::size_t, std::size_t> block_of(std::size_t m, int peer, int n_peer
   return {i * m / n, (i + 1) * m / n};
 }
 
-void check_splittable(const Dataset& data, int n_peers, const std::string& path) {
-  if (data.samples() < n_peers)
-    throw ConfigError("--data " + path + ": " + std::to_string(data.samples()) + " samples cannot be split across " +
+void check_splittable(Eigen::Index samples, int n_peers, const std::string& path) {
+  if (samples < n_peers)
+    throw ConfigError("--data " + path + ": " + std::to_string(samples) + " samples cannot be split across " +
                       std::to_string(n_peers) + " peers");
 }
 
@@ -124,11 +125,11 @@ WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int 
   }
 
   Dataset read;
-  if (given == nullptr) read = read_libsvm(options.data_path, options.data_dim);
+  if (given == nullptr) read = keep_first(read_libsvm(options.data_path, options.data_dim), options.data_limit);
   const Dataset& data = given != nullptr ? *given : read;
-  check_splittable(data, n_peers, options.data_path);
+  check_splittable(data.samples(), n_peers, options.data_path);
   out.l2 = 1.0 / data.samples();
-  const std::vector<int> order = split_order(data, options.split, seed);
+  const std::vector<int> order = split_order(data.labels, options.split, seed);
   const auto m = order.size();
   std::vector<int> rows;
   std::vector<double> weights;
@@ -297,6 +298,12 @@ std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int p
                                           const Dataset* data) {
   if (options.kind == ObjectiveKind::quadratic)
     return std::make_unique<QuadraticObjective>(options, peer, n_peers, seed);
+  if (options.kind == ObjectiveKind::softmax) {
+    check_peer(peer, n_peers);
+    ImageSet images = read_training_images(options);
+    if (peer == pooled) return softmax_pooled(options, std::move(images), n_peers, seed);
+    return softmax_peer(options, images, peer, n_peers, seed);
+  }
   return std::make_unique<LogisticObjective>(options, peer, n_peers, seed, data);
 }
 
@@ -336,15 +343,33 @@ Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, 
 
 std::vector<int> shard_rows(const Dataset& data, DataSplit split, int peer, int n_peers, std::uint64_t seed,
                             const std::string& path_for_errors) {
+  return shard_rows(data.labels, split, peer, n_peers, seed, path_for_errors);
+}
+
+std::vector<int> shard_rows(const Eigen::VectorXd& labels, DataSplit split, int peer, int n_peers,
+                            std::uint64_t seed, const std::string& path_for_errors) {
   check_peer(peer, n_peers);
   if (peer == pooled) throw std::invalid_argument("shard_rows: a shard belongs to one peer");
-  check_splittable(data, n_peers, path_for_errors);
-  const std::vector<int> order = split_order(data, split, seed);
+  check_splittable(labels.size(), n_peers, path_for_errors);
+  const std::vector<int> order = split_order(labels, split, seed);
   const auto [first, last] = block_of(order.size(), peer, n_peers);
   std::vector<int> rows(order.begin() + static_cast<std::ptrdiff_t>(first),
                         order.begin() + static_cast<std::ptrdiff_t>(last));
   if (split == DataSplit::random) std::sort(rows.begin(), rows.end());
   return rows;
+}
+
+std::vector<int> row_owners(const Eigen::VectorXd& labels, DataSplit split, int n_peers, std::uint64_t seed,
+                            const std::string& path_for_errors) {
+  check_peer(pooled, n_peers);
+  check_splittable(labels.size(), n_peers, path_for_errors);
+  const std::vector<int> order = split_order(labels, split, seed);
+  std::vector<int> owners(order.size());
+  for (int i = 0; i < n_peers; ++i) {
+    const auto [first, last] = block_of(order.size(), i, n_peers);
+    for (std::size_t r = first; r < last; ++r) owners[static_cast<std::size_t>(order[r])] = i;
+  }
+  return owners;
 }
 
 Dataset select_rows(const Dataset& data, const std::vector<int>& rows) {

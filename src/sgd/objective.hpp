@@ -24,9 +24,11 @@
 
 namespace avb {
 
-enum class ObjectiveKind { quadratic, logistic };
-inline constexpr EnumNames<ObjectiveKind, 2> kObjectiveKindNames{
-    "--objective", {{{ObjectiveKind::quadratic, "quadratic"}, {ObjectiveKind::logistic, "logistic"}}}};
+// softmax: multinomial logistic regression on IDX images (sgd/softmax.hpp).
+enum class ObjectiveKind { quadratic, logistic, softmax };
+inline constexpr EnumNames<ObjectiveKind, 3> kObjectiveKindNames{
+    "--objective",
+    {{{ObjectiveKind::quadratic, "quadratic"}, {ObjectiveKind::logistic, "logistic"}, {ObjectiveKind::softmax, "softmax"}}}};
 
 // Quadratic f_i(x) = 1/2 ||A_i x - b_i||^2 with b_i ~ N(0, (zeta^2 / i^2) I), i 1-based.
 enum class QuadraticPreset {
@@ -62,9 +64,14 @@ struct ObjectiveOptions {
   double gradient_noise = 0.0;
 
   // logistic: f_i = (1/m_i) sum log(1 + exp(-y a^T x)) + (lambda/2)||x||^2, lambda = 1/m
-  std::string data_path;                // --data: a LIBSVM file; empty for synthetic data
+  // (softmax: --data, --split, --data-limit and --l2 only)
+  std::string data_path;                // --data: a LIBSVM file (softmax: IDX images); empty for synthetic data
   int data_dim = 0;                     // --data-dim: 0 = the largest index in the file
-  DataSplit split = DataSplit::random;  // --split (LIBSVM)
+  DataSplit split = DataSplit::random;  // --split (LIBSVM, IDX)
+  long long data_limit = 0;             // --data-limit: train on the first M samples of --data; 0 = all
+  // --l2 (softmax): lambda of (lambda/2)||x||^2; 0 = 1/m, m the training samples
+  // (the logistic's lambda, and scikit-learn's C = 1).
+  double l2 = 0.0;
   // Synthetic: unit-covariance Gaussian classes at +-separation * e, e one random
   // unit direction for all peers.
   int samples_per_peer = 100;  // --samples-per-peer
@@ -198,6 +205,12 @@ Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, 
 // (returned ascending) or of the rows stably sorted by label, -1 first. Every peer
 // computes the whole permutation: O(m), and no one has to send it.
 std::vector<int> shard_rows(const Dataset& data, DataSplit split, int peer, int n_peers, std::uint64_t seed,
+                            const std::string& path_for_errors = "");
+// The same by the rows' labels alone (any data set: LIBSVM's -1/+1, IDX classes).
+std::vector<int> shard_rows(const Eigen::VectorXd& labels, DataSplit split, int peer, int n_peers,
+                            std::uint64_t seed, const std::string& path_for_errors = "");
+// Every row's peer under that split (one permutation for all peers).
+std::vector<int> row_owners(const Eigen::VectorXd& labels, DataSplit split, int n_peers, std::uint64_t seed,
                             const std::string& path_for_errors = "");
 
 Dataset select_rows(const Dataset& data, const std::vector<int>& rows);

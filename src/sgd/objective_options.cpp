@@ -28,6 +28,19 @@ ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
       throw ConfigError(std::string(flag) + ": " + shortest_text(v) + " is not a number >= 0");
   };
   const bool synthetic = o.kind == ObjectiveKind::logistic && o.data_path.empty();
+  if (o.data_limit < 0)
+    throw ConfigError("--data-limit: " + std::to_string(o.data_limit) + " is not an integer >= 0 (0: every sample)");
+  if (o.data_limit > 0 && o.data_limit < n_peers)
+    throw ConfigError("--data-limit: " + std::to_string(o.data_limit) + " samples cannot be split across " +
+                      std::to_string(n_peers) + " peers");
+  if (o.kind == ObjectiveKind::softmax) {
+    if (o.data_path.empty())
+      throw ConfigError("--objective softmax: needs --data (an IDX images file such as Fashion-MNIST's "
+                        "train-images-idx3-ubyte.gz)");
+    if (!(o.l2 >= 0.0 && std::isfinite(o.l2)))
+      throw ConfigError("--l2: " + shortest_text(o.l2) + " is not a number >= 0 (0: 1/m, m the training samples)");
+    return options;
+  }
   if ((o.kind == ObjectiveKind::quadratic || synthetic) && o.dim < 1)
     throw ConfigError("--dim: " + std::to_string(o.dim) + " is not an integer >= 1");
   if (o.kind == ObjectiveKind::quadratic) {
@@ -69,8 +82,11 @@ std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions
     out.emplace_back("label-skew", shortest_text(o.label_skew));
   } else {
     out.emplace_back("data", o.data_path);
-    out.emplace_back("data-dim", std::to_string(o.data_dim));
+    if (o.kind == ObjectiveKind::logistic) out.emplace_back("data-dim", std::to_string(o.data_dim));
     out.emplace_back("split", std::string(to_string(o.split)));
+    if (o.kind == ObjectiveKind::softmax || o.data_limit > 0)
+      out.emplace_back("data-limit", std::to_string(o.data_limit));
+    if (o.kind == ObjectiveKind::softmax) out.emplace_back("l2", shortest_text(o.l2));
   }
   return out;
 }

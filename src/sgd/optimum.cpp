@@ -123,7 +123,18 @@ Optimum find_optimum(const Objective& objective, double tolerance, const std::at
     return quadratic_optimum(*quadratic, tolerance);
   if (const auto* logistic = dynamic_cast<const LogisticObjective*>(&objective))
     return logistic_optimum(*logistic, tolerance, kMaxNewtonIterations, stop);
-  throw std::invalid_argument("find_optimum: neither a quadratic nor a logistic objective");
+  if (const auto* softmax = dynamic_cast<const SoftmaxObjective*>(&objective))
+    return softmax_optimum(*softmax, tolerance, kMaxLbfgsIterations, stop);
+  throw std::invalid_argument("find_optimum: not a quadratic, logistic or softmax objective");
+}
+
+const char* optimum_method(ObjectiveKind kind) {
+  switch (kind) {
+    case ObjectiveKind::quadratic: return "ldlt";
+    case ObjectiveKind::logistic: return "newton";
+    case ObjectiveKind::softmax: return "lbfgs";
+  }
+  return "";
 }
 
 }  // namespace avb

@@ -1,6 +1,8 @@
 // The minimiser x* and minimum f* of the pooled objective, for the f(x_bar) - f*
-// and ||x_bar - x*||^2 columns of an SGD trace. Both problems are strongly convex,
-// so a second-order method reaches x* to rounding level in seconds (w8a: ~3 s).
+// and ||x_bar - x*||^2 columns of an SGD trace. Every problem is strongly convex:
+// a second-order method reaches x* to rounding level in seconds (w8a: ~3 s), and
+// L-BFGS the softmax's, whose d = 7,850 parameters are too many for Newton's
+// dense Hessian.
 #pragma once
 
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <Eigen/Dense>
 
 #include "sgd/objective.hpp"
+#include "sgd/softmax.hpp"
 
 namespace avb {
 
@@ -18,7 +21,7 @@ struct Optimum {
   // The size of the terms summed into that gradient (see gradient_scale): the
   // stopping rules are relative to it, so that they hold at any scale of data.
   double gradient_scale = 0.0;
-  int iterations = 0;          // Newton iterations; 0 for the direct quadratic solve
+  int iterations = 0;          // Newton or L-BFGS iterations; 0 for the direct quadratic solve
   // False when the gradient stayed above tolerance x gradient_scale (Newton ran out
   // of iterations or its line search stalled; the direct solve lost too much to
   // rounding) or is not finite: the caller decides whether that f* will do.
@@ -34,6 +37,9 @@ inline constexpr double kOptimumTolerance = 1e-10;
 // kOptimumTolerance times it is zero to the precision of its own arithmetic.
 double gradient_scale(const QuadraticObjective& objective, const Eigen::VectorXd& x);
 double gradient_scale(const LogisticObjective& objective, const Eigen::VectorXd& x);
+// The softmax's: sum_s v_s |(a_s, 1)| + l2 |x| (each class's terms are
+// v_s (p_c - y_c)(a_s, 1), with |p_c - y_c| <= 1).
+double gradient_scale(const SoftmaxObjective& objective, const Eigen::VectorXd& x);
 
 // The pooled normal equations, solved coordinate by coordinate (what LDLT does
 // with a diagonal matrix); `tolerance` (relative) only sets `converged`.
@@ -47,7 +53,21 @@ inline constexpr int kMaxNewtonIterations = 100;
 Optimum logistic_optimum(const LogisticObjective& objective, double tolerance = kOptimumTolerance,
                          int max_iterations = kMaxNewtonIterations, const std::atomic<bool>* stop = nullptr);
 
-// Either of the above by the objective's type (std::invalid_argument otherwise).
+inline constexpr int kMaxLbfgsIterations = 20000;
+inline constexpr int kLbfgsHistory = 20;  // (s, y) pairs kept
+
+// L-BFGS from x = 0 (the two-loop recursion over the last kLbfgsHistory pairs,
+// Armijo backtracking from the unit step) until ||grad f|| <= tolerance x
+// gradient_scale; one pass over the data per trial point. `stop` is polled
+// every iteration.
+Optimum softmax_optimum(const SoftmaxObjective& objective, double tolerance = kOptimumTolerance,
+                        int max_iterations = kMaxLbfgsIterations, const std::atomic<bool>* stop = nullptr);
+
+// The solver find_optimum uses for a kind, as /optimum's `method` names it:
+// "ldlt" (quadratic), "newton" (logistic), "lbfgs" (softmax).
+const char* optimum_method(ObjectiveKind kind);
+
+// Any of the above by the objective's type (std::invalid_argument otherwise).
 Optimum find_optimum(const Objective& objective, double tolerance = kOptimumTolerance,
                      const std::atomic<bool>* stop = nullptr);
 

@@ -10,13 +10,13 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "sgd/libsvm.hpp"
+#include "sgd/softmax.hpp"
 
 namespace avb {
 
 namespace {
 
 constexpr int kShardTag = 7301;
-constexpr int kTestSamples = 4096;
 
 // Runs `work` on rank 0 and turns a ConfigError there into the same ConfigError
 // on every rank, so that all ranks leave together and only rank 0 need speak.
@@ -63,6 +63,7 @@ void check_optimum(const ObjectiveOptions& o, const Optimum& optimum, double ini
                : "--zeta: " + format_number(o.heterogeneity);
   } else {
     flag = o.data_path.empty() ? "--separation: " + format_number(o.separation) : "--data: " + o.data_path;
+    if (o.kind == ObjectiveKind::softmax && o.l2 > 0) flag = "--l2: " + format_number(o.l2);
   }
   std::ostringstream s;
   s << flag << ": the pooled problem's optimum cannot be computed in double precision (";
@@ -74,7 +75,7 @@ void check_optimum(const ObjectiveOptions& o, const Optimum& optimum, double ini
     if (o.kind == ObjectiveKind::quadratic)
       s << "the direct solve of the diagonal normal equations";
     else
-      s << optimum.iterations << " Newton iterations";
+      s << optimum.iterations << (o.kind == ObjectiveKind::softmax ? " L-BFGS iterations" : " Newton iterations");
   }
   s << "); use a smaller value";
   throw ConfigError(s.str());
@@ -138,7 +139,7 @@ namespace {
 // samples. Without --test-data, accuracy is measured on the training set.
 Dataset read_data(const TrainingOptions& options, int n, Problem& p) {
   const ObjectiveOptions& o = options.objective;
-  Dataset data = read_libsvm(o.data_path, o.data_dim);
+  Dataset data = keep_first(read_libsvm(o.data_path, o.data_dim), o.data_limit);
   shard_rows(data, o.split, 0, n, options.seed, o.data_path);  // enough samples for every peer?
   if (!options.test_data.empty()) {
     p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
@@ -153,6 +154,53 @@ Dataset read_data(const TrainingOptions& options, int n, Problem& p) {
 void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p) {
   p.pooled = make_objective(options.objective, pooled, n, options.seed, &data);
   if (!p.test) p.test = std::move(data);
+}
+
+// --data's images (and --test-data's), as read_data.
+ImageSet read_images(const TrainingOptions& options, int n, Problem& p) {
+  const ObjectiveOptions& o = options.objective;
+  ImageSet data = read_training_images(o);
+  shard_rows(data.label_values(), o.split, 0, n, options.seed, o.data_path);  // enough samples for every peer?
+  if (!options.test_data.empty()) {
+    p.test_images = read_test_images(options.test_data, data);
+    p.test_set_kind = "file";
+  } else {
+    p.test_set_kind = "train";
+  }
+  return data;
+}
+
+void pool_images(const TrainingOptions& options, int n, ImageSet&& data, Problem& p) {
+  if (!p.test_images) p.test_images = data;
+  p.pooled = softmax_pooled(options.objective, std::move(data), n, options.seed);
+}
+
+// deal_file for IDX images: the shards travel as bytes (labels, then pixels).
+void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p) {
+  const ObjectiveOptions& o = options.objective;
+  ImageSet data;
+  on_root_or_throw_everywhere(world, rank, [&] { data = read_images(options, n, p); });
+  std::int64_t shape[3] = {data.dim(), data.samples(), data.classes};
+  check_mpi(MPI_Bcast(shape, 3, MPI_INT64_T, 0, world), "MPI_Bcast");
+  if (rank != 0) {
+    MPI_Status status;
+    check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
+    int count = 0;
+    check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+    std::vector<std::uint8_t> packed(static_cast<std::size_t>(count));
+    check_mpi(MPI_Recv(packed.data(), count, MPI_BYTE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
+    ImageSet shard = unpack_images(packed, static_cast<int>(shape[0]), static_cast<int>(shape[2]));
+    const Eigen::Index m = shard.samples();
+    p.local = std::make_unique<SoftmaxObjective>(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / m),
+                                                 softmax_l2(o, shape[1]), static_cast<std::uint64_t>(rank));
+    return;
+  }
+  for (int peer = 1; peer < n; ++peer) {
+    const std::vector<std::uint8_t> packed = pack_images(softmax_peer(o, data, peer, n, options.seed)->samples());
+    check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_BYTE, peer, kShardTag, world), "MPI_Send");
+  }
+  p.local = softmax_peer(o, data, 0, n, options.seed);
+  pool_images(options, n, std::move(data), p);
 }
 
 // Rank 0 reads the --data file and deals the shards; the others wait for theirs.
@@ -185,7 +233,7 @@ void generate_test_set(const ObjectiveOptions& o, std::uint64_t seed, int n, Pro
     // A peer no one has (peer N of N + 1): same classes, fresh samples, balanced.
     ObjectiveOptions held_out = o;
     held_out.label_skew = 0.0;
-    held_out.samples_per_peer = kTestSamples;
+    held_out.samples_per_peer = kHeldOutSamples;
     p.test = synthetic_shard(held_out, n, n + 1, seed);
     p.test_set_kind = "synthetic-held-out";
   }
@@ -217,7 +265,9 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
   require_resolved(options, n, "build_problem");
   const ObjectiveOptions& o = options.objective;
   Problem p;
-  if (o.kind == ObjectiveKind::logistic && !o.data_path.empty())
+  if (o.kind == ObjectiveKind::softmax)
+    deal_images(options, world, rank, n, p);
+  else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty())
     deal_file(options, world, rank, n, p);
   else
     generate(o, options.seed, rank, n, p);
@@ -271,7 +321,14 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   const ObjectiveOptions& o = options.objective;
   Problem p;
   p.peers.reserve(static_cast<std::size_t>(n));
-  if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
+  if (o.kind == ObjectiveKind::softmax) {
+    ImageSet data = read_images(options, n, p);
+    for (int i = 0; i < n; ++i) {
+      if ((i & 255) == 0) check_stop(stop);
+      p.peers.push_back(softmax_peer(o, data, i, n, options.seed));
+    }
+    pool_images(options, n, std::move(data), p);
+  } else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
     Dataset data = read_data(options, n, p);
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);
@@ -289,58 +346,6 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   check_fragments(options.outer, p.pooled->dim());
   find_reference(o, p, stop);
   return p;
-}
-
-ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here) {
-  const ObjectiveOptions& o = options.objective;
-  const double n = n_peers, d = o.dim, word = sizeof(double);
-  // Calibrated on the peak memory and wall time of sequential runs here: an f_i
-  // object with its matrices and allocation headers; a keyed normal draw
-  // (core/rng.hpp); a logistic sample's exp and log1p in a pass over the data,
-  // of which Newton makes about six an iteration.
-  constexpr double kObjectBytes = 400, kObjectSeconds = 2e-6;
-  constexpr double kDrawSeconds = 30e-9, kNoiseSeconds = 8e-9, kSampleSeconds = 40e-9;
-  constexpr double kTypicalNewtonIterations = 8;
-  const double held = sequential ? n : std::max(1, peers_here);  // f_i on this machine
-  ProblemCost c;
-  // The flag behind a product of sizes: its largest factor's (--peers only where
-  // one process holds every peer).
-  auto largest = [&](double m) {
-    if (sequential && n >= m && n >= d) return std::string("--peers");
-    return std::string(m > d ? "--samples-per-peer" : "--dim");
-  };
-  double evaluation = n * d * 4e-9;  // the mean model and the consensus distance
-  if (o.kind == ObjectiveKind::quadratic) {
-    c.memory.push_back({"f_i of the peers", largest(0), held * (2 * d * word + kObjectBytes)});
-    c.memory.push_back({"pooled problem", largest(0), 2 * d * n * word});
-    c.setup_seconds = n * (2 * d * kDrawSeconds + kObjectSeconds) + 4 * n * d * 1e-9;
-    evaluation += n * d * 4e-9;
-  } else if (o.data_path.empty()) {
-    const double m = o.samples_per_peer, sample = (d + 2) * word, all = n * m;
-    c.memory.push_back({"f_i's samples", largest(m), held * (m * sample + kObjectBytes)});
-    // Rank 0 (and the sequential engine): the pooled copy, the held-out set, and
-    // Newton's Hessian, its factor and the per-sample coefficients.
-    c.memory.push_back({"pooled samples", largest(m), all * sample + kTestSamples * sample});
-    c.memory.push_back({"Newton's Hessian", "--dim", 3 * d * d * word + 2 * all * word});
-    const double newton = all * (6 * kSampleSeconds + 6 * d * 1e-9 + d * d * 0.15e-9) + d * d * d * 0.15e-9;
-    c.setup_seconds = (all + kTestSamples) * d * kDrawSeconds + n * (d * kDrawSeconds + kObjectSeconds) +
-                      all * d * 1e-9 + kTypicalNewtonIterations * newton;
-    evaluation += all * (1.5 * kSampleSeconds + 4 * d * 1e-9) + kTestSamples * (kSampleSeconds + 2 * d * 1e-9);
-  }
-  if (!sequential) {
-    c.setup_seconds = 0;
-    return c;
-  }
-  c.trial_vectors = 3;  // momentum, the measurement's second row (x and x - x*), allocation slack
-  if (options.outer.kind != OuterOptimizer::none) c.trial_vectors += 2;  // the anchors, the outer momentum
-  if (options.outer.fragments > 1) c.trial_vectors += 1;                  // the fragments' copies
-  const double steps = std::max(0, options.steps);
-  const double step = o.kind == ObjectiveKind::quadratic
-                          ? 100e-9 + d * (8e-9 + (o.gradient_noise > 0 ? kNoiseSeconds : 0.0))
-                          : 100e-9 + options.batch * (60e-9 + 4e-9 * d) + 4e-9 * d;
-  const double evaluations = std::floor(steps / std::max(1, options.eval_every)) + 2;
-  c.trial_seconds = steps * n * step + evaluations * evaluation;
-  return c;
 }
 
 }  // namespace avb

@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include "sgd/idx.hpp"
 #include "sgd/objective.hpp"
 #include "sgd/optimum.hpp"
 #include "run/estimate.hpp"
@@ -25,6 +26,7 @@ struct Problem {
   // Rank 0 (and the sequential engine) only:
   std::unique_ptr<Objective> pooled;  // f = (1/N) sum_i f_i
   std::optional<Dataset> test;        // logistic: held-out samples (see test_set_kind)
+  std::optional<ImageSet> test_images;  // softmax: --test-data's images, or a copy of --data's
   std::string test_set_kind;          // "synthetic-held-out", "file" or "train"
   // Every rank:
   Optimum optimum;                    // x* on every rank; loss, gradient_norm... rank 0
@@ -47,16 +49,24 @@ Problem build_problem_sequential(const TrainingOptions& options, int n_peers, co
 
 // What building and training on the problem costs, known before it is built
 // (run/estimate.hpp adds it to the run's estimate).
+// The held-out set of synthetic logistic data: fresh balanced samples.
+inline constexpr int kHeldOutSamples = 4096;
+
 struct ProblemCost {
   std::vector<MemoryPart> memory;  // on this machine, held for the whole run
   double trial_vectors = 0;        // sequential engine: vectors per peer of each trial in flight
   double setup_seconds = 0;        // sequential engine: the data, every f_i and the optimum
   double trial_seconds = 0;        // sequential engine: one trial's local steps and evaluations
+  // The model's dimension where the options do not give it (softmax: K (d + 1)
+  // from the IDX files' headers); 0 elsewhere (--dim).
+  std::size_t model_dim = 0;
 };
 
 // `peers_here`: the ranks on this machine (MPI engines; rank 0, which holds the
 // pooled problem, is assumed among them). A --data file's size is known only once
 // it is read: its part is left out (build_problem refuses what does not fit).
+// IDX files (softmax) announce their sizes in their headers: those are read here,
+// and a bad file throws the ConfigError that building the problem would.
 ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here);
 
 // The peer's shard as make_objective builds it from the whole data set, for the

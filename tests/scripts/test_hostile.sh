@@ -39,6 +39,11 @@ started=$(now)
 # Data files for sgd_bench (a small valid LIBSVM file: 8 samples, 3 features).
 printf '+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.5\n-1 3:0.25\n+1 1:0.75\n-1 2:0.5 3:1\n+1 1:1 3:0.5\n-1 2:0.75\n' \
   >"$conf/good.svm"
+# A small valid IDX pair for --objective softmax: 4 images of 2 x 2 pixels, labels 0 1 0 1.
+idx_header() { printf "\x00\x00\x08\x$(printf %02x "$1")\x00\x00\x00\x$(printf %02x "$2")"; }
+{ idx_header 3 4; printf '\x00\x00\x00\x02\x00\x00\x00\x02'; printf '\x10%.0s' $(seq 16); } \
+  >"$conf/good-images-idx3-ubyte"
+{ idx_header 1 4; printf '\x00\x01\x00\x01'; } >"$conf/good-labels-idx1-ubyte"
 
 # hcase: bad_case, but under SMPI a case with an empty argument or one with a
 # blank is skipped (and counted): SimGrid's smpirun drops empty arguments and
@@ -299,6 +304,13 @@ if want flags || want flagsample; then
     word_flag --lr-schedule 'constant|inverse|step'
     word_flag --outer-optimizer 'none|sgd|nesterov'
     word_flag --protocol 'allreduce|moshpit|gossip'
+    int_flag --data-limit 0 2147483647 2147483648 --objective logistic --data "$conf/good.svm"
+    real_flag --l2 '>= 0' -1 --objective softmax --data "$conf/good-images-idx3-ubyte"
+    hcase objective.softmax-data --objective 'needs --data' -- --objective softmax "${keep[@]}"
+    hcase data-limit.peers --data-limit 'cannot be split across 2 peers' -- --objective softmax \
+      --data "$conf/good-images-idx3-ubyte" --data-limit 1 "${keep[@]}"
+    hcase l2.logistic --l2 'applies only to --objective softmax' -- --objective logistic --l2 1 "${keep[@]}"
+    hcase data-limit.synthetic --data-limit 'applies only to' -- --objective logistic --data-limit 5 "${keep[@]}"
     hcase data.empty --data '' -- --objective logistic --data '' "${keep[@]}"
     hcase test_data.empty --test-data '' -- --objective logistic --data "$conf/good.svm" --test-data '' "${keep[@]}"
   fi
@@ -443,6 +455,33 @@ if want files || want filesample; then
     done
     hcase test_data.garbage --test-data garbage.svm -- "${logistic[@]}" --data "$conf/good.svm" \
       --test-data "$conf/garbage.svm" "${keep[@]}"
+    # IDX images (--objective softmax): each in a folder of its own, beside its labels file.
+    idx_case() {  # idx_case NAME NEEDLES IMAGES_WRITER LABELS_WRITER
+      mkdir -p "$conf/$1"
+      $3 >"$conf/$1/x-images-idx3-ubyte"
+      $4 >"$conf/$1/x-labels-idx1-ubyte"
+      hcase "data.idx-$1" --data "$2" -- --objective softmax --data "$conf/$1/x-images-idx3-ubyte" "${keep[@]}"
+    }
+    good_images() { cat "$conf/good-images-idx3-ubyte"; }
+    good_labels() { cat "$conf/good-labels-idx1-ubyte"; }
+    short_images() { head -c 25 "$conf/good-images-idx3-ubyte"; }
+    three_labels() { idx_header 1 3; printf '\x00\x01\x00'; }
+    one_class() { idx_header 1 4; printf '\x03\x03\x03\x03'; }
+    idx_case magic 'not an IDX images file (magic 0x' garbage good_labels
+    idx_case truncated 'truncated' short_images good_labels
+    idx_case count 'holds 3 labels for 4 images' good_images three_labels
+    idx_case labels-magic 'not an IDX labels file' good_images good_images
+    idx_case one-class 'every label is 3' good_images one_class
+    idx_case no-labels 'its labels file|ends inside its header' good_images true
+    corrupt_gzip() { printf '\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not deflate data at all'; }
+    idx_case gzip 'cannot read the file (' corrupt_gzip good_labels
+    hcase data.idx-name --data 'images-idx3' -- --objective softmax --data "$conf/good.svm" "${keep[@]}"
+    mkdir -p "$conf/wide"
+    { idx_header 3 4; printf '\x00\x00\x00\x01\x00\x00\x00\x02'; printf '\x10%.0s' $(seq 8); } \
+      >"$conf/wide/t-images-idx3-ubyte"
+    good_labels >"$conf/wide/t-labels-idx1-ubyte"
+    hcase test_data.idx-size --test-data 'images of 2 pixels' -- --objective softmax \
+      --data "$conf/good-images-idx3-ubyte" --test-data "$conf/wide/t-images-idx3-ubyte" "${keep[@]}"
   fi
   IN_FILES=0
 fi

@@ -114,7 +114,7 @@ attr_is() {
 # ---- --help ------------------------------------------------------------------------
 check_help --config --protocol --fail-rate --failure --join-rate --stragglers --straggler-slowdown --detection-timeout --on-failure --collective --grid --placement --key-update \
   --group-size --min-group-size --topology --weights --alive-weights --objective --dim --preset --condition --zeta \
-  --sigma --data --data-dim --split --test-data --samples-per-peer --separation --label-skew --steps --local-steps \
+  --sigma --data --data-limit --l2 --data-dim --split --test-data --samples-per-peer --separation --label-skew --steps --local-steps \
   --local-steps-dist --step-flops --batch --lr --lr-schedule --lr-decay-steps --lr-decay-factor --momentum --eval-every --trials --seed --target \
   --stop-at-target --out --overwrite --quiet
 
@@ -312,6 +312,19 @@ good_run libsvm_sorted "$(sgd 2 45 3 6)" -- "${file[@]}" --split label-sorted --
   --target 0.5 --target 1e-2 --seed 7
 attr_is libsvm_sorted 'f["optimum/x"].shape, f["optimum"].attrs["test_set"]' "((6,), 'file')"
 attr_is libsvm_sorted 'f["config"].attrs["split"], f["config"].attrs["target"]' "('label-sorted', '0.5,0.01')"
+# Multinomial logistic regression on the first 200 Fashion-MNIST images (installed by
+# scripts/install-deps.sh), accuracy on its t10k images: L-BFGS's optimum, 10 x 785 values.
+fashion=/usr/share/datasets/fashion-mnist
+good_run softmax_fashion "$(sgd 2 30 1 10)" -- --objective softmax --data "$fashion/train-images-idx3-ubyte.gz" \
+  --data-limit 200 --test-data "$fashion/t10k-images-idx3-ubyte.gz" --split label-sorted --l2 0.01 --steps 30 \
+  --lr 0.1 --batch 16 --trials 2
+attr_is softmax_fashion 'f["optimum"].attrs["method"], f["optimum"].attrs["test_set"], f["optimum/x"].shape' \
+  "('lbfgs', 'file', (7850,))"
+attr_is softmax_fashion '[f["config"].attrs[k] for k in ("objective", "data-limit", "l2", "split")]' \
+  "['softmax', '200', '0.01', 'label-sorted']"
+# It learns: the relative gap falls by half, the accuracy rises above chance (0.1).
+attr_is softmax_fashion '[bool(c["relative_gap"][-1] < 0.5 and c["accuracy"][-1] > 0.3)
+  for c in all_trial_columns(f)]' "[True, True]"
 no_temp_files
 
 # ---- good --config -------------------------------------------------------------------

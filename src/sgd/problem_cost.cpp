@@ -1,0 +1,119 @@
+// problem_cost (sgd/problem.hpp): the memory and time of a training run's problem.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sgd/idx.hpp"
+#include "sgd/optimum.hpp"
+#include "sgd/problem.hpp"
+
+namespace avb {
+
+namespace {
+
+// Calibrated on the peak memory and wall time of sequential runs here: an f_i
+// object with its matrices and allocation headers; a keyed normal draw
+// (core/rng.hpp); a logistic sample's exp and log1p in a pass over the data,
+// of which Newton makes about six an iteration.
+constexpr double kObjectBytes = 400, kObjectSeconds = 2e-6;
+constexpr double kDrawSeconds = 30e-9, kNoiseSeconds = 8e-9, kSampleSeconds = 40e-9;
+constexpr double kTypicalNewtonIterations = 8;
+// The softmax: seconds per multiply-add of its matrix products (a pass over the
+// data is two, of m x d x K each), and the L-BFGS iterations of a typical optimum.
+constexpr double kProductSeconds = 0.5e-9;
+constexpr double kTypicalLbfgsIterations = 1000;
+constexpr double kWord = sizeof(double);
+
+struct CostInputs {
+  double n = 1, held = 1, d = 1;  // peers, f_i on this machine, --dim
+  bool sequential = false;
+};
+
+// The flag behind a product of sizes: its largest factor's (--peers only where
+// one process holds every peer).
+std::string largest_flag(const CostInputs& in, double m) {
+  if (in.sequential && in.n >= m && in.n >= in.d) return "--peers";
+  return m > in.d ? "--samples-per-peer" : "--dim";
+}
+
+// Returns the seconds of one evaluation (the mean model's measures).
+double quadratic_cost(const CostInputs& in, ProblemCost& c) {
+  const double n = in.n, d = in.d;
+  c.memory.push_back({"f_i of the peers", largest_flag(in, 0), in.held * (2 * d * kWord + kObjectBytes)});
+  c.memory.push_back({"pooled problem", largest_flag(in, 0), 2 * d * n * kWord});
+  c.setup_seconds = n * (2 * d * kDrawSeconds + kObjectSeconds) + 4 * n * d * 1e-9;
+  return n * d * 4e-9;
+}
+
+double synthetic_logistic_cost(const ObjectiveOptions& o, const CostInputs& in, ProblemCost& c) {
+  const double n = in.n, d = in.d, m = o.samples_per_peer, sample = (d + 2) * kWord, all = n * m;
+  c.memory.push_back({"f_i's samples", largest_flag(in, m), in.held * (m * sample + kObjectBytes)});
+  // Rank 0 (and the sequential engine): the pooled copy, the held-out set, and
+  // Newton's Hessian, its factor and the per-sample coefficients.
+  c.memory.push_back({"pooled samples", largest_flag(in, m), all * sample + kHeldOutSamples * sample});
+  c.memory.push_back({"Newton's Hessian", "--dim", 3 * d * d * kWord + 2 * all * kWord});
+  const double newton = all * (6 * kSampleSeconds + 6 * d * 1e-9 + d * d * 0.15e-9) + d * d * d * 0.15e-9;
+  c.setup_seconds = (all + kHeldOutSamples) * d * kDrawSeconds + n * (d * kDrawSeconds + kObjectSeconds) +
+                    all * d * 1e-9 + kTypicalNewtonIterations * newton;
+  return all * (1.5 * kSampleSeconds + 4 * d * 1e-9) + kHeldOutSamples * (kSampleSeconds + 2 * d * 1e-9);
+}
+
+// The IDX files' sizes are in their headers: read here (a bad file is refused
+// now, as it would be when the problem is built).
+double softmax_cost(const TrainingOptions& options, const CostInputs& in, ProblemCost& c) {
+  const ObjectiveOptions& o = options.objective;
+  const IdxShape shape = read_idx_shape(o.data_path);
+  const double m = o.data_limit > 0 ? std::min<double>(o.data_limit, shape.samples) : shape.samples;
+  const double d = shape.dim, k = shape.classes, model = k * (d + 1);
+  const double test = options.test_data.empty() ? m : read_idx_shape(options.test_data, "--test-data").samples;
+  c.model_dim = static_cast<std::size_t>(model);
+  const double image = d + 1;  // pixel bytes and the label
+  // The shards: 1/N of the images per f_i; rank 0 (and the sequential engine)
+  // also holds them all (the pooled f) and the test set.
+  c.memory.push_back({"f_i's images", "--data-limit", in.held * (m / in.n * image + kObjectBytes)});
+  c.memory.push_back({"pooled and test images", "--data-limit", (m + test) * image + m * kWord});
+  // L-BFGS's pairs and a block of rows as doubles with its products.
+  c.memory.push_back({"L-BFGS history", "--data", (2 * kLbfgsHistory + 6) * model * kWord +
+                                                      2048 * (d + 2 * k) * kWord + d * k * kWord});
+  const double pass = m * d * k * 2 * kProductSeconds + m * (d + 8 * k) * 1e-9;
+  c.setup_seconds = (m + test) * image * 5e-9 + kTypicalLbfgsIterations * pass;
+  return pass / 2 + test * d * k * kProductSeconds;
+}
+
+}  // namespace
+
+ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here) {
+  const ObjectiveOptions& o = options.objective;
+  CostInputs in;
+  in.n = n_peers;
+  in.d = o.dim;
+  in.sequential = sequential;
+  in.held = sequential ? in.n : std::max(1, peers_here);  // f_i on this machine
+  ProblemCost c;
+  double evaluation = in.n * in.d * 4e-9;  // the mean model and the consensus distance
+  if (o.kind == ObjectiveKind::quadratic)
+    evaluation += quadratic_cost(in, c);
+  else if (o.kind == ObjectiveKind::softmax)
+    evaluation = in.n * static_cast<double>(c.model_dim) * 4e-9 + softmax_cost(options, in, c);
+  else if (o.data_path.empty())
+    evaluation += synthetic_logistic_cost(o, in, c);
+  if (!sequential) {
+    c.setup_seconds = 0;
+    return c;
+  }
+  c.trial_vectors = 3;  // momentum, the measurement's second row (x and x - x*), allocation slack
+  if (options.outer.kind != OuterOptimizer::none) c.trial_vectors += 2;  // the anchors, the outer momentum
+  if (options.outer.fragments > 1) c.trial_vectors += 1;                  // the fragments' copies
+  const double steps = std::max(0, options.steps), d = in.d;
+  double step = 100e-9 + options.batch * (60e-9 + 4e-9 * d) + 4e-9 * d;  // logistic
+  if (o.kind == ObjectiveKind::quadratic)
+    step = 100e-9 + d * (8e-9 + (o.gradient_noise > 0 ? kNoiseSeconds : 0.0));
+  else if (o.kind == ObjectiveKind::softmax)
+    step = 2e-6 + options.batch * static_cast<double>(c.model_dim) * 2 * kProductSeconds +
+           static_cast<double>(c.model_dim) * 8e-9;
+  const double evaluations = std::floor(steps / std::max(1, options.eval_every)) + 2;
+  c.trial_seconds = steps * in.n * step + evaluations * evaluation;
+  return c;
+}
+
+}  // namespace avb
