@@ -25,16 +25,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from avbench.layouts import to_v9
-from avbench.selftest import Checks, finish_trials, write_root
+from avbench.selftest import Layouts, finish_trials, write_root
 
-T = Checks(Path(__file__).resolve().parent / "make_table.py")
-LAYOUTS = ("v4", "v9")  # of the traces write_trace leaves: main runs every check on each
-layout = LAYOUTS[0]
-
-
-def check(ok: bool, what: str) -> None:
-    T.check(ok, f"{what} [{layout}]")
+# Every check runs on the traces write_trace leaves (v4) and on them rewritten as v9.
+T = Layouts(Path(__file__).resolve().parent / "make_table.py", ("v4", "v9"))
+check = T.check
 
 
 def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None, variances=None):
@@ -56,11 +51,7 @@ def write_trace(path: Path, n: int, protocol: str, p: str, r9, r4, complete=None
             f[f"trials/{k}/round"] = np.arange(len(v), dtype=np.int32)
             f[f"trials/{k}"].attrs["complete"] = np.int32(complete[k])
         finish_trials(f, "averaging")
-    if layout == "v9":
-        old = path.with_name(f".{path.name}.v4")  # hidden: make_table.py's glob skips it
-        path.rename(old)
-        to_v9(old, path)
-        old.unlink()
+    T.place(path)
 
 
 def from_ratios(ratios) -> list[float]:
@@ -97,15 +88,16 @@ def table_of(d: Path, what: str) -> tuple[str, dict]:
 
 
 def main() -> int:
-    global layout
-    for layout in LAYOUTS:
-        print(f"== traces of layout {layout}")
-        with tempfile.TemporaryDirectory() as tmp:
-            check_default_protocols(Path(tmp))
-        with tempfile.TemporaryDirectory() as tmp:
-            check_graph_columns(Path(tmp))
-            check_all_six(Path(tmp))
-    return T.finish()
+    return T.each(check_layout)
+
+
+def check_layout() -> None:
+    """Every check, on traces of the layout at hand (T.layout)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        check_default_protocols(Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp:
+        check_graph_columns(Path(tmp))
+        check_all_six(Path(tmp))
 
 
 def check_default_protocols(d: Path) -> None:
@@ -124,11 +116,7 @@ def check_default_protocols(d: Path) -> None:
                 variances={0: from_ratios(ratios0), 1: from_ratios(ratios1),
                            10: from_ratios([0.9] * 5)})
     with h5py.File(d / "c.h5", "r") as f:
-        t = f["trials"]
-        got = list(t["rows"][()]) if layout == "v9" else [len(t[k]["round"]) for k in t]
-        check(int(f.attrs["schema_version"]) == int(layout[1:]) and ("rows" in t) == (layout == "v9")
-              and got == [7, 4] + [1] * 8 + [6],
-              f"random-groups trace in layout {layout}, trials of 7, 4, 1 ... 1, 6 rows: {got}")
+        T.check_rows(f, "round", [7, 4] + [1] * 8 + [6], "random-groups")
     # Moshpit: far from the published 8.8; and an N = 1024 cell (nothing published).
     write_trace(d / "d.h5", 512, "moshpit", "0.01", [30] * 10, [12] * 10)
     write_trace(d / "e.h5", 1024, "moshpit", "0", [2] * 10, [1] * 10)

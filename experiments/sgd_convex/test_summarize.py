@@ -26,25 +26,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from avbench.layouts import to_v9
-from avbench.selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary
+from avbench.selftest import Layouts, add_targets, finish_trials, table_row, write_root, write_summary
 
-T = Checks(Path(__file__).resolve().parent / "summarize.py")
-LAYOUTS = ("v2", "v9")  # of the traces write_traces leaves: main runs every check on each
-layout = LAYOUTS[0]
-
-
-def check(ok: bool, what: str) -> None:
-    T.check(ok, f"{what} [{layout}]")
-
-
-def in_layout(path: Path) -> None:
-    """The v2 trace just written at `path` rewritten in v9's layout when `layout` is v9."""
-    if layout == "v9":
-        old = path.with_name(f".{path.name}.v2")  # hidden: summarize.py's glob skips it
-        path.rename(old)
-        to_v9(old, path)
-        old.unlink()
+# Every check runs on the traces write_traces leaves (v2) and on them rewritten as v9.
+T = Layouts(Path(__file__).resolve().parent / "summarize.py", ("v2", "v9"))
+check, in_layout = T.check, T.place
 
 
 def write_trace(path: Path, n: int, protocol: str, objective: str, p: str, trials: list[dict],
@@ -135,23 +121,16 @@ def write_traces(d: Path) -> None:
 
 
 def main() -> int:
-    global layout
-    for layout in LAYOUTS:
-        print(f"== traces of layout {layout}")
-        check_layout()
-    return T.finish()
+    return T.each(check_layout)
 
 
 def check_layout() -> None:
-    """Every check, on traces of `layout`."""
+    """Every check, on traces of the layout at hand (T.layout)."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         write_traces(d)
         with h5py.File(d / "N64_quadratic_p0_gossip-ring.h5", "r") as f:
-            t = f["trials"]
-            got = list(t["rows"][()]) if layout == "v9" else [len(t[k]["step"]) for k in t]
-            check(int(f.attrs["schema_version"]) == int(layout[1:]) and ("rows" in t) == (layout == "v9")
-                  and got == [11, 11, 4], f"gossip-ring trace in layout {layout}, trials of 11, 11, 4 rows: {got}")
+            T.check_rows(f, "step", [11, 11, 4], "gossip-ring")
         res = T.run("--results", str(d), "--csv", str(d / "out.csv"), "--md", str(d / "out.md"))
         print(res.stdout)
         check(res.returncode == 0, f"exit 0 (got {res.returncode}: {res.stderr.strip()})")

@@ -28,16 +28,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from avbench.layouts import to_v9
-from avbench.selftest import Checks, add_targets, finish_trials, table_row, write_root, write_summary
+from avbench.selftest import Layouts, add_targets, finish_trials, table_row, write_root, write_summary
 
-T = Checks(Path(__file__).resolve().parent / "summarize.py", timeout=120)
-LAYOUTS = ("v3", "v9")  # of the traces write_traces leaves: main runs every check on each
-layout = LAYOUTS[0]
-
-
-def check(ok: bool, what: str) -> None:
-    T.check(ok, f"{what} [{layout}]")
+# Every check runs on the traces write_traces leaves (v3) and on them rewritten as v9.
+T = Layouts(Path(__file__).resolve().parent / "summarize.py", ("v3", "v9"), timeout=120)
+check = T.check
 
 
 def write_trace(path: Path, kind: str, n: int, d: int, protocol: str, quantizer: str | None,
@@ -76,11 +71,7 @@ def write_trace(path: Path, kind: str, n: int, d: int, protocol: str, quantizer:
         finish_trials(f, kind)
         write_summary(f, cols)
         f["summary/seed"] = np.arange(len(trials), dtype=np.uint64)  # v9 has the trials' seeds only here
-    if layout == "v9":
-        old = path.with_name(f".{path.name}.v3")  # hidden: summarize.py's glob skips it
-        path.rename(old)
-        to_v9(old, path)
-        old.unlink()
+    T.place(path)
 
 
 def write_traces(d: Path) -> None:
@@ -129,23 +120,16 @@ def write_traces(d: Path) -> None:
 
 
 def main() -> int:
-    global layout
-    for layout in LAYOUTS:
-        print(f"== traces of layout {layout}")
-        check_layout()
-    return T.finish()
+    return T.each(check_layout)
 
 
 def check_layout() -> None:
-    """Every check, on traces of `layout`."""
+    """Every check, on traces of the layout at hand (T.layout)."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         write_traces(d)
         with h5py.File(d / "avg_moshpit_s0.5.h5", "r") as f:
-            t = f["trials"]
-            got = list(t["rows"][()]) if layout == "v9" else [len(t[k]["round"]) for k in t]
-            check(int(f.attrs["schema_version"]) == int(layout[1:]) and ("rows" in t) == (layout == "v9")
-                  and got == [5, 2], f"moshpit trace in layout {layout}, trials of 5 and 2 rows: {got}")
+            T.check_rows(f, "round", [5, 2], "moshpit")
         res = T.run("--results", str(d), "--csv", str(d / "out.csv"), "--md", str(d / "out.md"),
                   "--figures", str(d / "figs"))
         print(res.stdout)

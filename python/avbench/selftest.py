@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 
 from avbench import schema  # the column types, by schema version
+from avbench.layouts import to_v9
 
 
 class Checks:
@@ -54,6 +55,44 @@ class Checks:
             self.check(res.returncode == 1 and no_traces in res.stderr, f"empty folder: exit 1 ({res.returncode})")
             res = self.run("--results", str(Path(tmp) / "missing"))
             self.check(res.returncode == 2, f"missing folder: exit 2 ({res.returncode})")
+
+
+class Layouts(Checks):
+    """Checks run once on traces of each layout in `layouts`: the first, the one the
+    self-test writes (a group per trial), then v9's, the same traces rewritten
+    (avbench.layouts.to_v9) as the programs write them now. Each check's line names
+    the layout at hand, `layout`."""
+
+    def __init__(self, script: Path, layouts: tuple[str, str], timeout: float = 60):
+        super().__init__(script, timeout)
+        self.layouts, self.layout = layouts, layouts[0]
+
+    def check(self, ok: bool, what: str) -> None:
+        super().check(ok, f"{what} [{self.layout}]")
+
+    def place(self, path: Path) -> None:
+        """The trace just written at `path`, rewritten in v9's layout when that is the one at hand."""
+        if self.layout == "v9":
+            old = path.with_name(f".{path.name}.{self.layouts[0]}")  # hidden: the scripts' globs skip it
+            path.rename(old)
+            to_v9(old, path)
+            old.unlink()
+
+    def check_rows(self, f: h5py.File, index: str, expected: list[int], what: str) -> None:
+        """That `f` is in the layout at hand and its trials have `expected` rows (`index`:
+        the row column, round or step, which gives a trial's length before v9)."""
+        t = f["trials"]
+        v9 = self.layout == "v9"
+        got = list(t["rows"][()]) if v9 else [len(t[k][index]) for k in t]
+        self.check(int(f.attrs["schema_version"]) == int(self.layout[1:]) and ("rows" in t) == v9 and got == expected,
+                   f"{what} trace in layout {self.layout}, trials of {expected} rows: {got}")
+
+    def each(self, check_layout) -> int:
+        """Runs check_layout() once per layout; the self-test's exit status."""
+        for self.layout in self.layouts:
+            print(f"== traces of layout {self.layout}")
+            check_layout()
+        return self.finish()
 
 
 def table_row(md: str, *first: str) -> list[str]:
