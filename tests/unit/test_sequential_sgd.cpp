@@ -187,6 +187,7 @@ TEST(SequentialSgdSoftmax, TrainsOnLabelSortedShardsWithFailuresOnAnyThreadCount
   o.lr.lr = 0.2;
   o.batch = 4;
   o.trials = 3;
+  o.eval_every = o.steps;  // each evaluation classifies the 10,000 t10k images
   o = resolve(o, kPeers);
   const Problem problem = build_problem_sequential(o, kPeers);
   EXPECT_EQ(problem.test_set_kind, "file");
