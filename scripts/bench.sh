@@ -22,6 +22,10 @@
 #      within 120 s and 8 GB, logistic SGD 1024 peers x 1000 steps within 10 s (each
 #      target over the measurement, goal >= 1), and with build-smpi/ the demo's swarm
 #      cell, one SMPI trial over 20 sequential ones (goal >= 100)
+#   6  the MLP on Fashion-MNIST (bench/mlp_targets.py): build/bench/mlp_bench's step
+#      of batch 32 against Eigen's products of its shapes (products / step, goal
+#      >= 1/3), and 1024 peers x 100 local steps on the sequential engine within
+#      120 s (goal >= 1)
 # --smoke: tiny sizes and short runs (seconds), to check that everything runs and
 # prints well-formed ratios (ctest bench_smoke); pass/miss is then meaningless.
 # Item 1's "measured" column gives the quartiles of the per-iteration paired ratios
@@ -59,7 +63,7 @@ if [ $have_mpi = 0 ] && [ $have_smpi = 0 ]; then
   exit 1
 fi
 if [ $do_build = 1 ]; then
-  [ $have_mpi = 0 ] || cmake --build "$build" --target allreduce_bench kernels_bench -j2 >&2
+  [ $have_mpi = 0 ] || cmake --build "$build" --target allreduce_bench kernels_bench mlp_bench sgd_bench -j2 >&2
   [ $have_smpi = 0 ] || cmake --build "$build_smpi" --target smpi_allreduce_bound -j2 >&2
 fi
 
@@ -94,6 +98,9 @@ if [ $have_mpi = 1 ]; then
   /usr/bin/python3 "$root/bench/swarm_targets.py" --build "$build" --out "$out/swarm" \
     $([ $have_smpi = 0 ] || echo --smpi-build "$build_smpi") $([ $smoke = 0 ] || echo --smoke) >"$out/swarm.txt" 2>&1 ||
     { echo "bench.sh: swarm_targets.py failed:" >&2; tail -5 "$out/swarm.txt" >&2; failed=1; }
+  echo "bench.sh: the MLP's targets" >&2
+  /usr/bin/python3 "$root/bench/mlp_targets.py" --build "$build" --out "$out/mlp" $([ $smoke = 0 ] || echo --smoke) \
+    >"$out/mlp.txt" 2>&1 || { echo "bench.sh: mlp_targets.py failed:" >&2; tail -5 "$out/mlp.txt" >&2; failed=1; }
 fi
 if [ $have_smpi = 1 ]; then
   for np in $smpi_nps; do
@@ -146,12 +153,19 @@ for line in open(path):
         rows.append((f"4 {kv['method']} numpy / sequential", f"n={kv['n']}", f"{kv['trials']}x{kv['rounds']}",
                      value, 5.0 if kv["method"] == "moshpit" else None,
                      f"numpy {float(kv['numpy_s']):.4g} s vs sequential {float(kv['ours_s']):.4g} s ({float(kv['traced_s']):.4g} s with a trace)"))
+    elif kind == "mlp":
+        if kv["name"] == "step":
+            rows.append((f"6 mlp step: its GEMMs / the step", "1 core", f"B={kv['batch']}", value, 1 / 3,
+                         f"step {float(kv['step_us']):.4g} us vs GEMMs {float(kv['gemm_us']):.4g} us"))
+        else:
+            rows.append((f"6 mlp {kv['steps']} steps (120 s / measured)", f"n={kv['n']}", "", value, 1.0,
+                         f"{float(kv['seconds']):.4g} s"))
     elif kind == "swarm":
         goal = 100.0 if kv["target"] == "demo" else 1.0
         unit = "GB peak" if kv["target"] == "scale-memory" else "s"
         rows.append((f"5 swarm {kv['target']} (target / measured)", f"n={kv['n']}", "", value, goal,
                      f"{float(kv['seconds']):.4g} {unit}" + (f" vs SMPI {float(kv['smpi']):.4g} s" if "smpi" in kv else "")))
-expected = ({"allreduce", "kernel", "quantizer", "sequential", "swarm"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
+expected = ({"allreduce", "kernel", "quantizer", "sequential", "swarm", "mlp"} if have_mpi else set()) | ({"smpi"} if have_smpi else set())
 for k in sorted(expected - kinds):
     bad += 1
     print(f"bench.sh: no '{k}' results", file=sys.stderr)

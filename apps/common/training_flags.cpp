@@ -16,8 +16,8 @@ void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
   ObjectiveOptions& f = cli.options.objective;
   add.group("Problem");
   add.word("--objective", f.kind, kObjectiveKindNames,
-           "quadratic, logistic (L2-regularised logistic regression) or softmax (multinomial logistic regression "
-           "on IDX images, --data)");
+           "quadratic, logistic (L2-regularised logistic regression), softmax (multinomial logistic regression "
+           "on IDX images, --data) or mlp (a perceptron with one hidden layer of --hidden ReLU units on them)");
   add.integer("--dim", f.dim, 1, 1 << 24, "quadratic, synthetic logistic: model dimension, an integer >= 1");
   add.word("--preset", f.preset, kQuadraticPresetNames,
            "quadratic: epfl (A_i = (i/sqrt N) I, b_i ~ N(0, zeta^2/i^2 I)) or conditioned (one diagonal A for all, "
@@ -29,11 +29,14 @@ void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
            "quadratic: gradient noise N(0, sigma^2/(d B) I) per step, >= 0");
   add.text("--data", f.data_path, "FILE",
            "logistic: LIBSVM file (such as a9a or w8a); without it, synthetic Gaussian classes. softmax: IDX images "
-           "file, gzipped or not (labels: the name with labels-idx1 for images-idx3)");
+           "file, gzipped or not (labels: the name with labels-idx1 for images-idx3), as for mlp");
   add.integer("--data-limit", f.data_limit, 0, kMaxInt,
               "--data: train on the first M samples of the file, an integer >= 0 (0: all)");
   add.real("--l2", f.l2, "a number >= 0",
-           "softmax: L2 weight lambda of (lambda/2)||x||^2, >= 0; 0 (default): 1/m, m the training samples");
+           "softmax, mlp: L2 weight lambda of (lambda/2)||x||^2 (the MLP's: of its weights theta), >= 0; 0 "
+           "(default): 1/m, m the training samples");
+  add.integer("--hidden", f.hidden, 1, kMaxHidden,
+              "mlp: units of the hidden layer, an integer in [1, 65536]");
   add.integer("--data-dim", f.data_dim, 0, 1 << 24,
               "logistic with --data: feature count, 0 = the largest index in the file");
   add.word("--split", f.split, kDataSplitNames,
@@ -88,25 +91,26 @@ void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
 // they do not apply, unless left at their default.
 void refuse_foreign_problem_flags(const TrainingCli& cli, const TrainingOptions& o) {
   const bool quadratic = o.objective.kind == ObjectiveKind::quadratic;
-  const bool softmax = o.objective.kind == ObjectiveKind::softmax;
+  const bool images = classifies_images(o.objective.kind);
   const bool file = !quadratic && !o.objective.data_path.empty();
-  const bool synthetic = !quadratic && !file && !softmax;
+  const bool synthetic = !quadratic && !file && !images;
   struct Rule {
     const char* flag;
     bool applies;
     const char* where;
   };
   const Rule rules[] = {
-      {"--dim", !file && !softmax, "--objective quadratic or synthetic logistic (a --data file has its own)"},
+      {"--dim", !file && !images, "--objective quadratic or synthetic logistic (a --data file has its own)"},
       {"--preset", quadratic, "--objective quadratic"},
       {"--condition", quadratic && o.objective.preset == QuadraticPreset::conditioned, "--preset conditioned"},
       {"--zeta", quadratic, "--objective quadratic"},
       {"--sigma", quadratic, "--objective quadratic"},
       {"--data", !quadratic, "--objective logistic"},
-      {"--data-dim", file && !softmax, "--objective logistic with --data"},
-      {"--split", file, "--objective logistic or softmax with --data"},
-      {"--data-limit", file, "--objective logistic or softmax with --data"},
-      {"--l2", softmax, "--objective softmax"},
+      {"--data-dim", file && !images, "--objective logistic with --data"},
+      {"--split", file, "--objective logistic, softmax or mlp with --data"},
+      {"--data-limit", file, "--objective logistic, softmax or mlp with --data"},
+      {"--l2", images, "--objective softmax or mlp"},
+      {"--hidden", o.objective.kind == ObjectiveKind::mlp, "--objective mlp"},
       {"--samples-per-peer", synthetic, "synthetic logistic data (no --data)"},
       {"--separation", synthetic, "synthetic logistic data (no --data)"},
       {"--label-skew", synthetic, "synthetic logistic data (no --data)"},

@@ -26,6 +26,9 @@ SCHEMA_VERSION = schema.SCHEMA_VERSION
 ROOT_ATTRS = {"schema_version": "int32", "avbench_version": "str", "git_sha": "str", "created_utc": "str",
               "command_line": "str", "engine": "str", "mpi_library": "str", "n_peers": "int32", "run_kind": "str",
               "complete": "flag", "time_model": "str", "run_seconds": "float64"}
+# /optimum's `method`: a quadratic's direct solve, a logistic's Newton, a softmax's
+# L-BFGS, or none (the MLP: no x* is computed, f* = 0 bounds the loss).
+OPTIMUM_METHODS = ("ldlt", "newton", "lbfgs", "none")
 OPTIMUM_ATTRS = {"loss": "float64", "initial_loss": "float64", "gradient_norm": "float64", "iterations": "int32",
                  "converged": "flag", "method": "str", "test_set": "str"}
 OPTIONS = {"peers": "expected n_peers", "trials": "expected number of trials",
@@ -130,12 +133,13 @@ def _check_optimum(c: Checker, f, version: int):
               for n in ("loss", "initial_loss", "gradient_norm")),
             ("gradient_norm", norm is not None and norm < 0, f"negative ({norm})"),
             ("iterations", iterations is not None and iterations < 0, f"negative ({iterations})"),
-            ("method", method not in (None, "ldlt", "newton", "lbfgs"), f"{method!r} is not one of ldlt, newton, lbfgs"),
+            ("method", method not in (None, *OPTIMUM_METHODS), f"{method!r} is not one of {', '.join(OPTIMUM_METHODS)}"),
+            ("loss", method == "none" and v["loss"] != 0, f"is {v['loss']}, but method none (no x*) has the bound 0"),
             ("iterations", method == "ldlt" and iterations not in (0, None),
              f"is {iterations}, but method ldlt (a direct solve) has 0"),
             ("test_set", method == "ldlt" and test_set not in ("", None),
              f"is {test_set!r}, but method ldlt (a quadratic) has none"),
-            ("test_set", method in ("newton", "lbfgs") and test_set == "",
+            ("test_set", method in ("newton", "lbfgs", "none") and test_set == "",
              f"empty, but method {method} measures accuracy on one")]:
         if bad:
             c.problem(f"/optimum attribute {name}", why)

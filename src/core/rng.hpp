@@ -34,6 +34,7 @@ enum class StreamId : std::uint64_t {
   availability = 18,  // scripts/avbench availability's diurnal traces (drawn in Python only; reserved here)
   work_jitter = 19,    // each peer's lognormal work factor per round (--straggler-sigma)
   epidemic = 20,       // the peers each peer sends to in a round (--topology epidemic:S)
+  model_init = 21,     // the MLP's initial weights (--objective mlp)
   test = 1000,         // reserved for tests
 };
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "sgd/image_objective.hpp"
+
 namespace avb {
 
 namespace {
@@ -64,7 +66,8 @@ TrainingRow TrainingMetrics::row(std::span<const double> sums, double squares, i
   row.gap = gap(mean, offset);
   row.relative_gap = initial_gap_ > 0 ? row.gap / initial_gap_ : 0.0;
   row.accuracy = problem_.test          ? accuracy(*problem_.test, mean)
-                 : problem_.test_images ? softmax_accuracy(*problem_.test_images, mean)
+                 : problem_.test_images
+                     ? dynamic_cast<const ImageObjective&>(*problem_.pooled).accuracy(*problem_.test_images, mean)
                                         : std::numeric_limits<double>::quiet_NaN();
   return row;
 }

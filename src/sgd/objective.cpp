@@ -298,11 +298,12 @@ std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int p
                                           const Dataset* data) {
   if (options.kind == ObjectiveKind::quadratic)
     return std::make_unique<QuadraticObjective>(options, peer, n_peers, seed);
-  if (options.kind == ObjectiveKind::softmax) {
+  if (classifies_images(options.kind)) {
     check_peer(peer, n_peers);
     ImageSet images = read_training_images(options);
-    if (peer == pooled) return softmax_pooled(options, std::move(images), n_peers, seed);
-    return softmax_peer(options, images, peer, n_peers, seed);
+    const ImageModel model(options, images.dim(), images.classes, seed);
+    if (peer == pooled) return image_pooled(model, options, std::move(images), n_peers, seed);
+    return image_peer(model, options, images, peer, n_peers, seed);
   }
   return std::make_unique<LogisticObjective>(options, peer, n_peers, seed, data);
 }

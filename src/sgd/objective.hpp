@@ -24,11 +24,20 @@
 
 namespace avb {
 
-// softmax: multinomial logistic regression on IDX images (sgd/softmax.hpp).
-enum class ObjectiveKind { quadratic, logistic, softmax };
-inline constexpr EnumNames<ObjectiveKind, 3> kObjectiveKindNames{
+// softmax: multinomial logistic regression on IDX images (sgd/softmax.hpp);
+// mlp: a one-hidden-layer perceptron on them (sgd/mlp.hpp).
+enum class ObjectiveKind { quadratic, logistic, softmax, mlp };
+inline constexpr EnumNames<ObjectiveKind, 4> kObjectiveKindNames{
     "--objective",
-    {{{ObjectiveKind::quadratic, "quadratic"}, {ObjectiveKind::logistic, "logistic"}, {ObjectiveKind::softmax, "softmax"}}}};
+    {{{ObjectiveKind::quadratic, "quadratic"},
+      {ObjectiveKind::logistic, "logistic"},
+      {ObjectiveKind::softmax, "softmax"},
+      {ObjectiveKind::mlp, "mlp"}}}};
+
+// The objectives that classify IDX images (--data is an images file).
+constexpr bool classifies_images(ObjectiveKind kind) {
+  return kind == ObjectiveKind::softmax || kind == ObjectiveKind::mlp;
+}
 
 // Quadratic f_i(x) = 1/2 ||A_i x - b_i||^2 with b_i ~ N(0, (zeta^2 / i^2) I), i 1-based.
 enum class QuadraticPreset {
@@ -64,7 +73,7 @@ struct ObjectiveOptions {
   double gradient_noise = 0.0;
 
   // logistic: f_i = (1/m_i) sum log(1 + exp(-y a^T x)) + (lambda/2)||x||^2, lambda = 1/m
-  // (softmax: --data, --split, --data-limit and --l2 only)
+  // (softmax and mlp: --data, --split, --data-limit and --l2 only; mlp: --hidden)
   std::string data_path;                // --data: a LIBSVM file (softmax: IDX images); empty for synthetic data
   int data_dim = 0;                     // --data-dim: 0 = the largest index in the file
   DataSplit split = DataSplit::random;  // --split (LIBSVM, IDX)
@@ -72,6 +81,7 @@ struct ObjectiveOptions {
   // --l2 (softmax): lambda of (lambda/2)||x||^2; 0 = 1/m, m the training samples
   // (the logistic's lambda, and scikit-learn's C = 1).
   double l2 = 0.0;
+  int hidden = 128;  // --hidden (mlp): the hidden layer's units
   // Synthetic: unit-covariance Gaussian classes at +-separation * e, e one random
   // unit direction for all peers.
   int samples_per_peer = 100;  // --samples-per-peer
@@ -84,6 +94,7 @@ struct ObjectiveOptions {
 // Range checks (ConfigError naming the flag). A LIBSVM file's size is checked
 // only when it is read.
 ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers);
+inline constexpr int kMaxHidden = 1 << 16;  // --hidden's largest value
 // The options of the chosen kind, as (key, value) pairs for traces.
 std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions& options);
 

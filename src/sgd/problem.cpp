@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "sgd/libsvm.hpp"
+#include "sgd/image_objective.hpp"
 #include "sgd/softmax.hpp"
 
 namespace avb {
@@ -63,7 +64,7 @@ void check_optimum(const ObjectiveOptions& o, const Optimum& optimum, double ini
                : "--zeta: " + format_number(o.heterogeneity);
   } else {
     flag = o.data_path.empty() ? "--separation: " + format_number(o.separation) : "--data: " + o.data_path;
-    if (o.kind == ObjectiveKind::softmax && o.l2 > 0) flag = "--l2: " + format_number(o.l2);
+    if (classifies_images(o.kind) && o.l2 > 0) flag = "--l2: " + format_number(o.l2);
   }
   std::ostringstream s;
   s << flag << ": the pooled problem's optimum cannot be computed in double precision (";
@@ -170,9 +171,9 @@ ImageSet read_images(const TrainingOptions& options, int n, Problem& p) {
   return data;
 }
 
-void pool_images(const TrainingOptions& options, int n, ImageSet&& data, Problem& p) {
+void pool_images(const TrainingOptions& options, const ImageModel& model, int n, ImageSet&& data, Problem& p) {
   if (!p.test_images) p.test_images = data;
-  p.pooled = softmax_pooled(options.objective, std::move(data), n, options.seed);
+  p.pooled = image_pooled(model, options.objective, std::move(data), n, options.seed);
 }
 
 // deal_file for IDX images: the shards travel as bytes (labels, then pixels).
@@ -182,6 +183,7 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
   on_root_or_throw_everywhere(world, rank, [&] { data = read_images(options, n, p); });
   std::int64_t shape[3] = {data.dim(), data.samples(), data.classes};
   check_mpi(MPI_Bcast(shape, 3, MPI_INT64_T, 0, world), "MPI_Bcast");
+  const ImageModel model(o, static_cast<int>(shape[0]), static_cast<int>(shape[2]), options.seed);
   if (rank != 0) {
     MPI_Status status;
     check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
@@ -191,16 +193,16 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
     check_mpi(MPI_Recv(packed.data(), count, MPI_BYTE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
     ImageSet shard = unpack_images(packed, static_cast<int>(shape[0]), static_cast<int>(shape[2]));
     const Eigen::Index m = shard.samples();
-    p.local = std::make_unique<SoftmaxObjective>(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / m),
-                                                 softmax_l2(o, shape[1]), static_cast<std::uint64_t>(rank));
+    p.local = model.make(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
+                         softmax_l2(o, shape[1]), static_cast<std::uint64_t>(rank));
     return;
   }
   for (int peer = 1; peer < n; ++peer) {
-    const std::vector<std::uint8_t> packed = pack_images(softmax_peer(o, data, peer, n, options.seed)->samples());
+    const std::vector<std::uint8_t> packed = pack_images(peer_images(o, data, peer, n, options.seed));
     check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_BYTE, peer, kShardTag, world), "MPI_Send");
   }
-  p.local = softmax_peer(o, data, 0, n, options.seed);
-  pool_images(options, n, std::move(data), p);
+  p.local = image_peer(model, o, data, 0, n, options.seed);
+  pool_images(options, model, n, std::move(data), p);
 }
 
 // Rank 0 reads the --data file and deals the shards; the others wait for theirs.
@@ -265,7 +267,7 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
   require_resolved(options, n, "build_problem");
   const ObjectiveOptions& o = options.objective;
   Problem p;
-  if (o.kind == ObjectiveKind::softmax)
+  if (classifies_images(o.kind))
     deal_images(options, world, rank, n, p);
   else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty())
     deal_file(options, world, rank, n, p);
@@ -321,13 +323,14 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   const ObjectiveOptions& o = options.objective;
   Problem p;
   p.peers.reserve(static_cast<std::size_t>(n));
-  if (o.kind == ObjectiveKind::softmax) {
+  if (classifies_images(o.kind)) {
     ImageSet data = read_images(options, n, p);
+    const ImageModel model(o, data.dim(), data.classes, options.seed);
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);
-      p.peers.push_back(softmax_peer(o, data, i, n, options.seed));
+      p.peers.push_back(image_peer(model, o, data, i, n, options.seed));
     }
-    pool_images(options, n, std::move(data), p);
+    pool_images(options, model, n, std::move(data), p);
   } else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
     Dataset data = read_data(options, n, p);
     for (int i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sgd/idx.hpp"
+#include "sgd/image_objective.hpp"
 #include "sgd/optimum.hpp"
 #include "sgd/problem.hpp"
 
@@ -20,7 +21,9 @@ constexpr double kDrawSeconds = 30e-9, kNoiseSeconds = 8e-9, kSampleSeconds = 40
 constexpr double kTypicalNewtonIterations = 8;
 // The softmax: seconds per multiply-add of its matrix products (a pass over the
 // data is two, of m x d x K each), and the L-BFGS iterations of a typical optimum.
-constexpr double kProductSeconds = 0.5e-9;
+// The MLP's products, h = 128 columns wide rather than K = 10, run near the
+// core's peak (bench/mlp_bench.cpp).
+constexpr double kProductSeconds = 0.5e-9, kWideProductSeconds = 0.13e-9;
 constexpr double kTypicalLbfgsIterations = 1000;
 constexpr double kWord = sizeof(double);
 
@@ -58,26 +61,55 @@ double synthetic_logistic_cost(const ObjectiveOptions& o, const CostInputs& in, 
   return all * (1.5 * kSampleSeconds + 4 * d * 1e-9) + kHeldOutSamples * (kSampleSeconds + 2 * d * 1e-9);
 }
 
+// The multiply-adds of one image through the model (its forward pass), and of
+// one image of a stochastic gradient (the forward pass and backpropagation:
+// the MLP's gradient in W1 and in W2 and its hidden layer; the softmax's in W).
+// Both in seconds; and the seconds per parameter of a step's vector work (the
+// update, the L2 term, the MLP's theta_0 + x), calibrated for each.
+struct ImageProducts {
+  double forward = 0, gradient = 0, per_parameter = 0;
+};
+ImageProducts image_products(const ObjectiveOptions& o, double d, double k) {
+  if (o.kind == ObjectiveKind::mlp) {
+    const double h = o.hidden;
+    return {(d * h + h * k) * kWideProductSeconds, (2 * d * h + 3 * h * k) * kWideProductSeconds, 2e-9};
+  }
+  return {d * k * kProductSeconds, 2 * d * k * kProductSeconds, 8e-9};
+}
+
 // The IDX files' sizes are in their headers: read here (a bad file is refused
-// now, as it would be when the problem is built).
-double softmax_cost(const TrainingOptions& options, const CostInputs& in, ProblemCost& c) {
+// now, as it would be when the problem is built). Sets the step's seconds.
+double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemCost& c, double& step) {
   const ObjectiveOptions& o = options.objective;
   const IdxShape shape = read_idx_shape(o.data_path);
   const double m = o.data_limit > 0 ? std::min<double>(o.data_limit, shape.samples) : shape.samples;
-  const double d = shape.dim, k = shape.classes, model = k * (d + 1);
+  const double d = shape.dim, k = shape.classes;
+  const double model = static_cast<double>(image_model_dim(o, shape.dim, shape.classes));
   const double test = options.test_data.empty() ? m : read_idx_shape(options.test_data, "--test-data").samples;
   c.model_dim = static_cast<std::size_t>(model);
+  const ImageProducts products = image_products(o, d, k);
   const double image = d + 1;  // pixel bytes and the label
   // The shards: 1/N of the images per f_i; rank 0 (and the sequential engine)
   // also holds them all (the pooled f) and the test set.
   c.memory.push_back({"f_i's images", "--data-limit", in.held * (m / in.n * image + kObjectBytes)});
   c.memory.push_back({"pooled and test images", "--data-limit", (m + test) * image + m * kWord});
-  // L-BFGS's pairs and a block of rows as doubles with its products.
-  c.memory.push_back({"L-BFGS history", "--data", (2 * kLbfgsHistory + 6) * model * kWord +
-                                                      2048 * (d + 2 * k) * kWord + d * k * kWord});
-  const double pass = m * d * k * 2 * kProductSeconds + m * (d + 8 * k) * 1e-9;
-  c.setup_seconds = (m + test) * image * 5e-9 + kTypicalLbfgsIterations * pass;
-  return pass / 2 + test * d * k * kProductSeconds;
+  // A block of rows as doubles with its products and gradient.
+  const double block = 2048 * (d + 3 * k + 2 * o.hidden) * kWord + model * kWord;
+  const double pass = m * products.gradient + m * (d + 8 * k) * 1e-9;
+  c.setup_seconds = (m + test) * image * 5e-9;
+  step = 2e-6 + options.batch * products.gradient + model * products.per_parameter;
+  if (o.kind == ObjectiveKind::mlp) {
+    // theta_0, once per process (sequential) or per rank here; the sums of the
+    // evaluation need no solver.
+    const double copies = in.sequential ? 1 : in.held;
+    c.memory.push_back({"MLP's initial weights", "--hidden", copies * model * kWord + block});
+    c.setup_seconds += copies * model * kDrawSeconds;
+  } else {
+    // L-BFGS's pairs.
+    c.memory.push_back({"L-BFGS history", "--data", (2 * kLbfgsHistory + 6) * model * kWord + block});
+    c.setup_seconds += kTypicalLbfgsIterations * pass;
+  }
+  return (m + test) * products.forward + m * (d + 8 * k) * 1e-9;
 }
 
 }  // namespace
@@ -91,12 +123,15 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
   in.held = sequential ? in.n : std::max(1, peers_here);  // f_i on this machine
   ProblemCost c;
   double evaluation = in.n * in.d * 4e-9;  // the mean model and the consensus distance
-  if (o.kind == ObjectiveKind::quadratic)
+  double image_step = 0;
+  if (o.kind == ObjectiveKind::quadratic) {
     evaluation += quadratic_cost(in, c);
-  else if (o.kind == ObjectiveKind::softmax)
-    evaluation = in.n * static_cast<double>(c.model_dim) * 4e-9 + softmax_cost(options, in, c);
-  else if (o.data_path.empty())
+  } else if (classifies_images(o.kind)) {
+    evaluation = image_cost(options, in, c, image_step);
+    evaluation += in.n * static_cast<double>(c.model_dim) * 4e-9;
+  } else if (o.data_path.empty()) {
     evaluation += synthetic_logistic_cost(o, in, c);
+  }
   if (!sequential) {
     c.setup_seconds = 0;
     return c;
@@ -108,9 +143,8 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
   double step = 100e-9 + options.batch * (60e-9 + 4e-9 * d) + 4e-9 * d;  // logistic
   if (o.kind == ObjectiveKind::quadratic)
     step = 100e-9 + d * (8e-9 + (o.gradient_noise > 0 ? kNoiseSeconds : 0.0));
-  else if (o.kind == ObjectiveKind::softmax)
-    step = 2e-6 + options.batch * static_cast<double>(c.model_dim) * 2 * kProductSeconds +
-           static_cast<double>(c.model_dim) * 8e-9;
+  else if (classifies_images(o.kind))
+    step = image_step;
   const double evaluations = std::floor(steps / std::max(1, options.eval_every)) + 2;
   c.trial_seconds = steps * in.n * step + evaluations * evaluation;
   return c;

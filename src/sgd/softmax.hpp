@@ -18,19 +18,16 @@
 #include <cstdint>
 #include <memory>
 
-#include "sgd/idx.hpp"
-#include "sgd/objective.hpp"
+#include "sgd/image_objective.hpp"
 
 namespace avb {
 
-class SoftmaxObjective final : public Objective {
+class SoftmaxObjective final : public ImageObjective {
  public:
-  // Throws std::invalid_argument unless samples, labels and weights have the same
-  // non-zero count and every label is below samples.classes.
+  // Throws as ImageObjective's constructor.
   SoftmaxObjective(ImageSet samples, Eigen::VectorXd weights, double l2, std::uint64_t counter_peer);
 
   int dim() const override { return classes() * (samples_.dim() + 1); }
-  int classes() const { return samples_.classes; }
   double loss(const ConstVector& x) const override;
   void gradient(const ConstVector& x, Vector g) const override;
   // Both in one pass over the data (what L-BFGS asks for).
@@ -40,17 +37,11 @@ class SoftmaxObjective final : public Objective {
   void stochastic_gradient(const ConstVector& x, int batch, std::uint64_t seed, std::uint64_t step,
                            Vector g) const override;
 
-  const ImageSet& samples() const { return samples_; }
-  const Eigen::VectorXd& weights() const { return weights_; }
-  double l2() const { return l2_; }
+  double accuracy(const ImageSet& test, const ConstVector& x) const override { return softmax_accuracy(test, x); }
 
  private:
   // The loss and, when g is not null, the gradient.
   double evaluate(const ConstVector& x, Eigen::VectorXd* g) const;
-
-  ImageSet samples_;
-  Eigen::VectorXd weights_;
-  double l2_;
 };
 
 // lambda: --l2, or 1/m for the m training samples when it is 0 (the default).

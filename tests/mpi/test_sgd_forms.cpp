@@ -492,21 +492,25 @@ TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheSequentialEngine) {
 
 // ---- Fashion-MNIST's IDX files, read and dealt by rank 0 --------------------------------
 
-// --objective softmax on the first 240 training images (scripts/install-deps.sh
-// installs the data set), accuracy on the t10k images: each rank's shard comes
-// from rank 0 as bytes, and every row and model has the sequential engine's bits.
-TEST(SgdSoftmax, ShardsDealtByRankZeroMatchTheSequentialEngine) {
+// --objective softmax and mlp on the first max(48, N) training images
+// (scripts/install-deps.sh installs the data set), accuracy on the t10k images:
+// each rank's shard comes from rank 0 as bytes (and each rank draws the MLP's
+// theta_0 itself), and every row and model has the sequential engine's bits.
+TEST(SgdImages, ShardsDealtByRankZeroMatchTheSequentialEngine) {
   const std::string dir = "/usr/share/datasets/fashion-mnist/";
   struct Variant {
     DataSplit split;
     const char* protocol;
     int local_steps;
     double rate;
+    ObjectiveKind kind = ObjectiveKind::softmax;
   };
   for (const Variant& v : {Variant{DataSplit::random, "gossip", 2, 0.1}, Variant{DataSplit::sorted, "moshpit", 1, 0.2},
-                           Variant{DataSplit::random, "allreduce", 1, 0.0}}) {
+                           Variant{DataSplit::random, "allreduce", 1, 0.0},
+                           Variant{DataSplit::sorted, "random-groups", 2, 0.1, ObjectiveKind::mlp}}) {
     TrainingOptions o;
-    o.objective.kind = ObjectiveKind::softmax;
+    o.objective.kind = v.kind;
+    o.objective.hidden = 6;  // mlp: small, for the sanitizers
     o.objective.data_path = dir + "train-images-idx3-ubyte.gz";
     o.objective.data_limit = std::max(48, world_size());  // small: L-BFGS's GEMMs (sanitizers)
     o.objective.split = v.split;
@@ -524,13 +528,13 @@ TEST(SgdSoftmax, ShardsDealtByRankZeroMatchTheSequentialEngine) {
     o.eval_every = test_file ? o.steps : 7;
     o.trials = 2;
     o.seed = 41;
-    SCOPED_TRACE(std::string(to_string(v.split)) + " " + v.protocol);
+    SCOPED_TRACE(std::string(to_string(v.kind)) + " " + std::string(to_string(v.split)) + " " + v.protocol);
     const Trained run = train(o);
     expect_matches_sequential_engine(o, run);
     if (world_rank() != 0) continue;
     EXPECT_EQ(run.test_set_kind, test_file ? "file" : "train");
-    EXPECT_EQ(run.models.front().size(), 7850u);
-    // Whether it learns is SequentialSgdSoftmax's and sgd_cli's question: at one
+    EXPECT_EQ(run.models.front().size(), v.kind == ObjectiveKind::mlp ? 6u * 785 + 10 * 7 : 7850u);
+    // Whether it learns is SequentialSgdImages' and sgd_cli's question: at one
     // rank, 20 steps of 3 images can end above their start.
     for (const TrainingTrial& trial : run.result.trials)
       for (const TrainingRow& row : trial.rows) EXPECT_TRUE(row.accuracy >= 0.0 && row.accuracy <= 1.0);

@@ -38,7 +38,7 @@ has_line '--topology \{ring,[^ ]*file:PATH\}' "--topology lists its forms"
 if tr -s ' \n' ' ' <"$OUT" | grep -Eq -- '--topology [^]]*\[--protocol [a-z, -]*swarm'; then
   ok "--help: --topology names swarm"; else bad "--help: --topology does not name swarm"; fi
 if [ "$APP" = sgd_bench ]; then
-  has_line '--objective \{quadratic,logistic,softmax\}' "--objective lists its names"
+  has_line '--objective \{quadratic,logistic,softmax,mlp\}' "--objective lists its names"
   has_line '--lr FLOAT' "--lr is a FLOAT"
   has_line '--lr-schedule \{constant,inverse,step\}' "--lr-schedule lists its names"
   has_line '--steps INT' "--steps is an INT"

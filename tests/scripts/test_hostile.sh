@@ -306,6 +306,10 @@ if want flags || want flagsample; then
     word_flag --protocol 'allreduce|moshpit|gossip'
     int_flag --data-limit 0 2147483647 2147483648 --objective logistic --data "$conf/good.svm"
     real_flag --l2 '>= 0' -1 --objective softmax --data "$conf/good-images-idx3-ubyte"
+    int_flag --hidden 1 65536 65537 --objective mlp --data "$conf/good-images-idx3-ubyte"
+    hcase hidden.softmax --hidden 'applies only to --objective mlp' -- --objective softmax \
+      --data "$conf/good-images-idx3-ubyte" --hidden 8 "${keep[@]}"
+    hcase objective.mlp-data --objective 'needs --data' -- --objective mlp "${keep[@]}"
     hcase objective.softmax-data --objective 'needs --data' -- --objective softmax "${keep[@]}"
     hcase data-limit.peers --data-limit 'cannot be split across 2 peers' -- --objective softmax \
       --data "$conf/good-images-idx3-ubyte" --data-limit 1 "${keep[@]}"

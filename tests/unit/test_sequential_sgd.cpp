@@ -176,8 +176,8 @@ TEST(SequentialSgdRun, ResultsDoNotDependOnTheThreadCount) {
 // --objective softmax on 320 Fashion-MNIST images over 16 peers, label-sorted
 // (each peer sees one or two classes), with failures: the row invariants hold,
 // the threads do not change a bit, and the model learns (accuracy on the t10k
-// images above chance). Its rows equal the MPI engines': tests/mpi, SgdSoftmax.
-TEST(SequentialSgdSoftmax, TrainsOnLabelSortedShardsWithFailuresOnAnyThreadCount) {
+// images above chance). Its rows equal the MPI engines': tests/mpi, SgdImages.
+TEST(SequentialSgdImages, SoftmaxTrainsOnLabelSortedShardsWithFailuresOnAnyThreadCount) {
   TrainingOptions o = options_for(Case{"gossip", false, 2, 0.1});
   o.objective.kind = ObjectiveKind::softmax;
   o.objective.data_path = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
@@ -203,6 +203,38 @@ TEST(SequentialSgdSoftmax, TrainsOnLabelSortedShardsWithFailuresOnAnyThreadCount
     EXPECT_GT(one.trials[k].rows.back().accuracy, 0.2);
   }
   EXPECT_EQ(one.model.size(), 7850u);
+}
+
+// --objective mlp (784-32-10) on 2,000 images over 16 peers, iid, all-reduce with
+// failures: the loss falls, the threads do not change a bit, and the t10k test
+// accuracy ends well above the softmax's chance level.
+TEST(SequentialSgdImages, MlpLearnsOnAnyThreadCount) {
+  TrainingOptions o = options_for(Case{"allreduce", false, 2, 0.1});
+  o.objective.kind = ObjectiveKind::mlp;
+  o.objective.hidden = 32;
+  o.objective.data_path = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
+  o.objective.data_limit = 2000;
+  o.test_data = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+  o.steps = 150;
+  o.lr.lr = 0.2;
+  o.batch = 8;
+  o.trials = 2;
+  o.eval_every = o.steps;
+  o = resolve(o, kPeers);
+  const Problem problem = build_problem_sequential(o, kPeers);
+  EXPECT_EQ(problem.optimum.loss, 0.0);  // the lower bound: relative_gap is f(x) / f(x_0)
+  TrainingObserver ignore;
+  const TrainingResult one = run_training_sequential(o, problem, kPeers, ignore, 1);
+  const TrainingResult two = run_training_sequential(o, problem, kPeers, ignore, 2);
+  ASSERT_EQ(one.trials.size(), 2u);
+  expect_same_rows(one, two);
+  for (const TrainingTrial& trial : one.trials) {
+    expect_row_invariants(trial);
+    EXPECT_NEAR(trial.rows.front().relative_gap, 1.0, 1e-15);
+    EXPECT_LT(trial.rows.back().relative_gap, 0.5);
+    EXPECT_GT(trial.rows.back().accuracy, 0.65);
+  }
+  EXPECT_EQ(one.model.size(), 32u * 785 + 10 * 33);
 }
 
 // --step-flops on the sequential engine: every local step waits for the slowest

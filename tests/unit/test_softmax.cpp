@@ -4,6 +4,7 @@
 // peers', sharding, accuracy of a known model, and the L-BFGS optimum.
 #include <gtest/gtest.h>
 
+#include "image_data.hpp"
 #include "test_support.hpp"
 
 #include <zlib.h>
@@ -29,6 +30,8 @@ namespace {
 using test::config_error;
 using test::starts_with;
 using Bytes = std::vector<std::uint8_t>;
+using test::random_images;
+using test::random_point;
 
 void put_word(Bytes& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
@@ -85,30 +88,8 @@ class IdxPair {
   std::filesystem::path dir_;
 };
 
-// m images of d pixels with labels s mod k, pixels from the test stream.
-ImageSet random_images(int m, int d, int k, std::uint64_t which) {
-  const Stream stream(which, StreamId::test);
-  ImageSet data;
-  data.classes = k;
-  data.pixels.resize(m, d);
-  data.labels.resize(static_cast<std::size_t>(m));
-  for (int s = 0; s < m; ++s) {
-    data.labels[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>((s * 7 + 3) % k);
-    for (int j = 0; j < d; ++j)
-      data.pixels(s, j) = static_cast<std::uint8_t>(stream.below(256, 1, static_cast<std::uint64_t>(s),
-                                                                 static_cast<std::uint64_t>(j)));
-  }
-  return data;
-}
-
 Bytes as_bytes(const ImageSet& data) { return Bytes(data.pixels.data(), data.pixels.data() + data.pixels.size()); }
 
-Eigen::VectorXd random_point(int d, std::uint64_t which, double scale) {
-  const Stream stream(which, StreamId::test);
-  Eigen::VectorXd x(d);
-  for (int k = 0; k < d; ++k) x[k] = scale * stream.normal(which, 7, static_cast<std::uint64_t>(k));
-  return x;
-}
 
 TEST(IdxRead, ReadsGoodFilesGzippedOrNotAndKeepsTheFirstM) {
   const ImageSet want = random_images(12, 6, 4, 1);
@@ -179,15 +160,9 @@ TEST(SoftmaxObjective, GradientMatchesFiniteDifferencesAndLossIsTheMeanCrossEntr
   ASSERT_EQ(f.dim(), 3 * 6);
   EXPECT_NEAR(f.loss(Eigen::VectorXd::Zero(f.dim())), std::log(3.0), 1e-15);  // uniform over 3 classes
   const Eigen::VectorXd x = random_point(f.dim(), 4, 0.8);
-  Eigen::VectorXd g(f.dim()), numeric(f.dim());
+  Eigen::VectorXd g(f.dim());
   EXPECT_DOUBLE_EQ(f.loss_and_gradient(x, g), f.loss(x));
-  for (int k = 0; k < f.dim(); ++k) {
-    Eigen::VectorXd up = x, down = x;
-    up[k] += 1e-5;
-    down[k] -= 1e-5;
-    numeric[k] = (f.loss(up) - f.loss(down)) / 2e-5;
-  }
-  EXPECT_LT((g - numeric).norm(), 1e-8 * g.norm());
+  EXPECT_LT((g - test::numeric_gradient(f, x, 1e-5)).norm(), 1e-8 * g.norm());
   // Huge scores: no overflow (the largest score is taken out first).
   EXPECT_TRUE(std::isfinite(f.loss(x * 1e6)));
 }
@@ -198,20 +173,7 @@ TEST(SoftmaxObjective, StochasticGradientIsKeyedAndUnbiased) {
   for (int s = 0; s < 7; ++s) weights[s] = (1.0 + s % 2) / 10.0;
   const SoftmaxObjective f(data, weights, 0.1, 2);
   const Eigen::VectorXd x = random_point(f.dim(), 6, 0.5);
-  Eigen::VectorXd g(f.dim()), again(f.dim()), mean = Eigen::VectorXd::Zero(f.dim()), full(f.dim());
-  f.stochastic_gradient(x, 3, 11, 40, g);
-  f.stochastic_gradient(x, 3, 11, 40, again);
-  EXPECT_EQ(g, again);
-  f.stochastic_gradient(x, 3, 11, 41, again);
-  EXPECT_NE(g, again);
-  constexpr int steps = 20000;
-  for (int s = 0; s < steps; ++s) {
-    f.stochastic_gradient(x, 4, 12, static_cast<std::uint64_t>(s), g);
-    mean += g / steps;
-  }
-  f.gradient(x, full);
-  EXPECT_LT((mean - full).norm(), 0.02 * full.norm());
-  EXPECT_TRUE(starts_with(config_error([&] { f.stochastic_gradient(x, 0, 1, 1, g); }), "--batch: 0"));
+  test::expect_keyed_and_unbiased(f, x);
 }
 
 ObjectiveOptions softmax_options(DataSplit split) {
