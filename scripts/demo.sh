@@ -4,8 +4,8 @@
 # protocol family (the list below), and prints one comparison line per protocol,
 # then each protocol's paired differences against allreduce (avbench compare); then
 # trains with local SGD on the same number of peers, one line per training method
-# (all-reduce every step, Moshpit SGD, DiLoCo, Streaming DiLoCo, D-PSGD, gradient
-# tracking, AD-PSGD).
+# (all-reduce every step, Moshpit SGD, DiLoCo, Streaming DiLoCo, NoLoCo, D-PSGD,
+# gradient tracking, AD-PSGD).
 # Every protocol gets the same seeds, failures (rate 0.001 per peer and round),
 # targets (variance 1e-4 and 1e-9) and cap (60 rounds, enough for the graph
 # protocols to reach 1e-9); each trial stops once the variance is below 1e-9. So
@@ -143,6 +143,7 @@ methods=(
   "moshpit-local|--protocol moshpit --local-steps 10"
   "diloco|--protocol allreduce --local-steps 10 --outer-optimizer nesterov"
   "streaming-diloco|--protocol allreduce --local-steps 5 --outer-optimizer nesterov --fragments 2"
+  "noloco|--protocol pairwise --local-steps 10 --outer-optimizer sgd --outer-momentum 0.3"
   "d-psgd|--protocol gossip --topology exp --local-steps 1"
   "tracking|--protocol gossip --topology exp --gradient-tracking"
   "ad-psgd|--protocol swarm --mode blocking --local-steps 1"

@@ -46,7 +46,8 @@ out_text, _, training_text = out_text.partition("\n== demo: training")
 # The training half: one line per method, 10 trials each, steps to both targets,
 # each from its trace.
 methods = {"allreduce": "allreduce ", "moshpit-local": "moshpit, H=10 ", "diloco": "allreduce, H=10 + nesterov ",
-           "streaming-diloco": "allreduce, H=5 + nesterov x2 ", "d-psgd": "gossip (exp) ",
+           "streaming-diloco": "allreduce, H=5 + nesterov x2 ", "noloco": "pairwise (complete), H=10 + sgd ",
+           "d-psgd": "gossip (exp) ",
            "tracking": "gossip (exp) + tracking ", "ad-psgd": "swarm (complete) "}
 for name, label in methods.items():
     found = [l for l in training_text.splitlines() if re.match(re.escape(label.strip()) + r"\s+sequential\s", l)]

@@ -1,7 +1,8 @@
 // DiLoCo's outer loop (--outer-optimizer) on the sequential engine: outer SGD
 // with learning rate 1 and no momentum is local SGD bit for bit, whatever the
 // protocol and the failures; and Nesterov's outer step over an all-reduce follows
-// the recurrence of the paper, computed here from the peers' affine gradients.
+// the recurrence of the paper, computed here from the peers' affine gradients;
+// outer SGD over pairs is NoLoCo's update.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,8 @@
 
 #include <Eigen/Dense>
 
+#include "core/rng.hpp"
+#include "sgd/outer.hpp"
 #include "sgd/sequential_trainer.hpp"
 #include "test_support.hpp"
 
@@ -179,6 +182,46 @@ TEST(OuterOptimizer, TwoFragmentsTakeTurnsAsStreamingDiLoCo) {
   // Each round sends one fragment: the rounds of fragment 1 twice the bytes of fragment 0's.
   const std::uint64_t first = got.rows[1].bytes_sent, second = got.rows[2].bytes_sent - first;
   EXPECT_EQ(second, 2 * first);
+}
+
+// NoLoCo (Kolehmainen et al. 2025, arXiv 2506.10911): peers i of a random pair
+// hold anchors phi_i and local models x_i (pseudo-gradients D_j = phi_j - x_j), and
+// step  delta_i = alpha delta_i - beta mean_j D_j - gamma (phi_i - mean_j phi_j),
+// phi_i += delta_i  (the authors' code has beta = gamma = the outer lr). Outer SGD
+// after a round that mixes the pair's models is that update, with alpha = mu,
+// beta = gamma = eta and delta_i = -eta u_i: the term pulling the anchors together
+// comes from mixing models rather than pseudo-gradients.
+TEST(OuterOptimizer, SgdOverPairsIsNoLoCosUpdate) {
+  const Stream draws(5, StreamId::test);
+  constexpr int d = 6;
+  OuterOptions o;
+  o.kind = OuterOptimizer::sgd;
+  o.lr = 0.7;
+  o.momentum = 0.3;
+  auto vec = [&](std::uint64_t which) {
+    std::vector<double> v(d);
+    for (int k = 0; k < d; ++k) v[static_cast<std::size_t>(k)] = draws.normal(which, 0, static_cast<std::uint64_t>(k));
+    return v;
+  };
+  std::vector<double> anchor[2] = {vec(1), vec(2)}, x[2] = {vec(3), vec(4)}, u[2] = {vec(5), vec(6)};
+  std::vector<double> want[2] = {anchor[0], anchor[1]};
+  for (int i = 0; i < 2; ++i)
+    for (std::size_t k = 0; k < d; ++k) {
+      const double mean_d = 0.5 * ((anchor[0][k] - x[0][k]) + (anchor[1][k] - x[1][k]));
+      const double mean_phi = 0.5 * (anchor[0][k] + anchor[1][k]);
+      const double delta = o.momentum * (-o.lr * u[i][k]) - o.lr * mean_d - o.lr * (anchor[i][k] - mean_phi);
+      want[i][k] += delta;
+    }
+  std::vector<double> mixed(d);
+  for (std::size_t k = 0; k < d; ++k) mixed[k] = 0.5 * (x[0][k] + x[1][k]);  // the pair's round
+  for (int i = 0; i < 2; ++i) {
+    std::vector<double> model = mixed;
+    outer_step(o, model, anchor[i], u[i], true);
+    for (std::size_t k = 0; k < d; ++k) {
+      EXPECT_NEAR(model[k], want[i][k], 1e-14) << "peer " << i << ", coordinate " << k;
+      EXPECT_EQ(anchor[i][k], model[k]);  // the next local steps start there
+    }
+  }
 }
 
 }  // namespace outer_test
