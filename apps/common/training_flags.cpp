@@ -40,7 +40,11 @@ void define_problem_flags(TypedOptions& add, TrainingCli& cli) {
   add.integer("--data-dim", f.data_dim, 0, 1 << 24,
               "logistic with --data: feature count, 0 = the largest index in the file");
   add.word("--split", f.split, kDataSplitNames,
-           "--data: shards random or label-sorted (heterogeneous)");
+           "--data: shards random, label-sorted (heterogeneous) or dirichlet (each class dealt by shares drawn from "
+           "Dir(--dirichlet-alpha))");
+  add.real("--dirichlet-alpha", f.dirichlet_alpha, "a number > 0",
+           "--split dirichlet: the concentration alpha > 0 of each class's shares over the peers; small: few "
+           "classes a peer, large: near iid");
   add.text("--test-data", cli.options.test_data, "FILE",
            "--data: a file of the same kind for the accuracy column (default: the training set)");
   add.integer("--samples-per-peer", f.samples_per_peer, 1, 1 << 24,
@@ -110,6 +114,7 @@ void refuse_foreign_problem_flags(const TrainingCli& cli, const TrainingOptions&
       {"--split", file, "--objective logistic, softmax or mlp with --data"},
       {"--data-limit", file, "--objective logistic, softmax or mlp with --data"},
       {"--l2", images, "--objective softmax or mlp"},
+      {"--dirichlet-alpha", file && o.objective.split == DataSplit::dirichlet, "--split dirichlet with --data"},
       {"--hidden", o.objective.kind == ObjectiveKind::mlp, "--objective mlp"},
       {"--samples-per-peer", synthetic, "synthetic logistic data (no --data)"},
       {"--separation", synthetic, "synthetic logistic data (no --data)"},

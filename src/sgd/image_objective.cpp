@@ -103,12 +103,12 @@ Eigen::Index image_model_dim(const ObjectiveOptions& options, int pixels, int cl
 
 ImageSet peer_images(const ObjectiveOptions& options, const ImageSet& data, int peer, int n_peers,
                      std::uint64_t seed) {
-  return select_images(data, shard_rows(data.label_values(), options.split, peer, n_peers, seed, options.data_path));
+  return select_images(data, shard_rows(data.label_values(), options.split_spec(), peer, n_peers, seed, options.data_path));
 }
 
 Eigen::VectorXd pooled_image_weights(const ObjectiveOptions& options, const ImageSet& data, int n_peers,
                                      std::uint64_t seed) {
-  const std::vector<int> owners = row_owners(data.label_values(), options.split, n_peers, seed, options.data_path);
+  const std::vector<int> owners = row_owners(data.label_values(), options.split_spec(), n_peers, seed, options.data_path);
   std::vector<double> shard_sizes(static_cast<std::size_t>(n_peers), 0.0);
   for (int owner : owners) shard_sizes[static_cast<std::size_t>(owner)] += 1.0;
   Eigen::VectorXd weights(static_cast<Eigen::Index>(owners.size()));

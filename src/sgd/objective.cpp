@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "sgd/data_draws.hpp"
 #include "sgd/softmax.hpp"
 
 namespace avb {
@@ -19,16 +20,6 @@ void check_peer(int peer, int n_peers) {
 }
 
 namespace {
-
-// Round words of Stream(seed, StreamId::data): what a draw is for. Part of the
-// reproducibility contract (a run's data must not change between versions):
-// never renumber.
-enum DataDraw : std::uint64_t {
-  draw_target = 1,     // b_i[k]: counter (1, i, k)
-  draw_direction = 2,  // e[k] before normalisation: counter (2, 0, k)
-  draw_features = 3,   // feature k of sample j of peer i: counter (3, i, j * d + k)
-  draw_shuffle = 4,    // Fisher-Yates swap at position p: counter (4, 0, p)
-};
 
 std::uint64_t counter_peer_of(int peer, int n_peers) {
   return static_cast<std::uint64_t>(peer == pooled ? n_peers : peer);
@@ -66,34 +57,6 @@ Eigen::VectorXd quadratic_target(const ObjectiveOptions& options, int peer, std:
 
 // ---- logistic data ----------------------------------------------------------------
 
-// Row order that the shards cut into contiguous blocks (see shard_rows).
-std::vector<int> split_order(const Eigen::VectorXd& labels, DataSplit split, std::uint64_t seed) {
-  std::vector<int> order(static_cast<std::size_t>(labels.size()));
-  std::iota(order.begin(), order.end(), 0);
-  if (split == DataSplit::sorted) {
-    std::stable_sort(order.begin(), order.end(), [&](int r, int s) { return labels[r] < labels[s]; });
-  } else {
-    const Stream stream(seed, StreamId::data);
-    for (std::size_t p = order.size(); p > 1; --p) {
-      const auto j = stream.below(p, draw_shuffle, 0, p - 1);
-      std::swap(order[p - 1], order[static_cast<std::size_t>(j)]);
-    }
-  }
-  return order;
-}
-
-// [first, last) of peer's block among m rows.
-std::pair<std::size_t, std::size_t> block_of(std::size_t m, int peer, int n_peers) {
-  const auto n = static_cast<std::size_t>(n_peers), i = static_cast<std::size_t>(peer);
-  return {i * m / n, (i + 1) * m / n};
-}
-
-void check_splittable(Eigen::Index samples, int n_peers, const std::string& path) {
-  if (samples < n_peers)
-    throw ConfigError("--data " + path + ": " + std::to_string(samples) + " samples cannot be split across " +
-                      std::to_string(n_peers) + " peers");
-}
-
 struct WeightedSamples {
   Dataset samples;
   Eigen::VectorXd weights;
@@ -127,19 +90,15 @@ WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int 
   Dataset read;
   if (given == nullptr) read = keep_first(read_libsvm(options.data_path, options.data_dim), options.data_limit);
   const Dataset& data = given != nullptr ? *given : read;
-  check_splittable(data.samples(), n_peers, options.data_path);
   out.l2 = 1.0 / data.samples();
-  const std::vector<int> order = split_order(data.labels, options.split, seed);
-  const auto m = order.size();
+  const std::vector<std::vector<int>> shards =
+      peer_rows(data.labels, options.split_spec(), n_peers, seed, options.data_path);
   std::vector<int> rows;
   std::vector<double> weights;
   for (int i = 0; i < n_peers; ++i) {
     if (peer != pooled && i != peer) continue;
-    const auto [first, last] = block_of(m, i, n_peers);
-    const double share = 1.0 / static_cast<double>(last - first) / (peer == pooled ? n_peers : 1);
-    std::vector<int> block(order.begin() + static_cast<std::ptrdiff_t>(first),
-                           order.begin() + static_cast<std::ptrdiff_t>(last));
-    if (options.split == DataSplit::random) std::sort(block.begin(), block.end());
+    const std::vector<int>& block = shards[static_cast<std::size_t>(i)];
+    const double share = 1.0 / static_cast<double>(block.size()) / (peer == pooled ? n_peers : 1);
     rows.insert(rows.end(), block.begin(), block.end());
     weights.insert(weights.end(), block.size(), share);
   }
@@ -340,37 +299,6 @@ Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, 
     }
   }
   return shard;
-}
-
-std::vector<int> shard_rows(const Dataset& data, DataSplit split, int peer, int n_peers, std::uint64_t seed,
-                            const std::string& path_for_errors) {
-  return shard_rows(data.labels, split, peer, n_peers, seed, path_for_errors);
-}
-
-std::vector<int> shard_rows(const Eigen::VectorXd& labels, DataSplit split, int peer, int n_peers,
-                            std::uint64_t seed, const std::string& path_for_errors) {
-  check_peer(peer, n_peers);
-  if (peer == pooled) throw std::invalid_argument("shard_rows: a shard belongs to one peer");
-  check_splittable(labels.size(), n_peers, path_for_errors);
-  const std::vector<int> order = split_order(labels, split, seed);
-  const auto [first, last] = block_of(order.size(), peer, n_peers);
-  std::vector<int> rows(order.begin() + static_cast<std::ptrdiff_t>(first),
-                        order.begin() + static_cast<std::ptrdiff_t>(last));
-  if (split == DataSplit::random) std::sort(rows.begin(), rows.end());
-  return rows;
-}
-
-std::vector<int> row_owners(const Eigen::VectorXd& labels, DataSplit split, int n_peers, std::uint64_t seed,
-                            const std::string& path_for_errors) {
-  check_peer(pooled, n_peers);
-  check_splittable(labels.size(), n_peers, path_for_errors);
-  const std::vector<int> order = split_order(labels, split, seed);
-  std::vector<int> owners(order.size());
-  for (int i = 0; i < n_peers; ++i) {
-    const auto [first, last] = block_of(order.size(), i, n_peers);
-    for (std::size_t r = first; r < last; ++r) owners[static_cast<std::size_t>(order[r])] = i;
-  }
-  return owners;
 }
 
 Dataset select_rows(const Dataset& data, const std::vector<int>& rows) {

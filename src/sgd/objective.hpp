@@ -47,10 +47,20 @@ enum class QuadraticPreset {
 inline constexpr EnumNames<QuadraticPreset, 2> kQuadraticPresetNames{
     "--preset", {{{QuadraticPreset::epfl, "epfl"}, {QuadraticPreset::conditioned, "conditioned"}}}};
 
-// random: i.i.d. shards; sorted by label: CHOCO-SGD's heterogeneous split.
-enum class DataSplit { random, sorted };
-inline constexpr EnumNames<DataSplit, 2> kDataSplitNames{
-    "--split", {{{DataSplit::random, "random"}, {DataSplit::sorted, "label-sorted"}}}};
+// random: i.i.d. shards; sorted by label: CHOCO-SGD's heterogeneous split;
+// dirichlet: each class dealt by shares drawn from Dir(alpha) (Hsu et al. 2019),
+// from label-sorted-like (small alpha) to i.i.d.-like (large alpha).
+enum class DataSplit { random, sorted, dirichlet };
+inline constexpr EnumNames<DataSplit, 3> kDataSplitNames{
+    "--split",
+    {{{DataSplit::random, "random"}, {DataSplit::sorted, "label-sorted"}, {DataSplit::dirichlet, "dirichlet"}}}};
+
+// A split and its parameter (--split, --dirichlet-alpha).
+struct SplitSpec {
+  DataSplit kind = DataSplit::random;
+  double alpha = 0.5;  // dirichlet: the concentration of each class's shares
+  SplitSpec(DataSplit k = DataSplit::random, double a = 0.5) : kind(k), alpha(a) {}  // NOLINT: from a DataSplit
+};
 
 ObjectiveKind parse_objective_kind(std::string_view name);      // throws ConfigError (--objective)
 QuadraticPreset parse_quadratic_preset(std::string_view name);  // throws ConfigError (--preset)
@@ -77,6 +87,8 @@ struct ObjectiveOptions {
   std::string data_path;                // --data: a LIBSVM file (softmax: IDX images); empty for synthetic data
   int data_dim = 0;                     // --data-dim: 0 = the largest index in the file
   DataSplit split = DataSplit::random;  // --split (LIBSVM, IDX)
+  double dirichlet_alpha = 0.5;         // --dirichlet-alpha (--split dirichlet)
+  SplitSpec split_spec() const { return {split, dirichlet_alpha}; }
   long long data_limit = 0;             // --data-limit: train on the first M samples of --data; 0 = all
   // --l2 (softmax): lambda of (lambda/2)||x||^2; 0 = 1/m, m the training samples
   // (the logistic's lambda, and scikit-learn's C = 1).
@@ -212,16 +224,23 @@ std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int p
 // change of rank count.
 Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed);
 
-// Block [floor(i m / N), floor((i+1) m / N)) of a keyed Fisher-Yates permutation
-// (returned ascending) or of the rows stably sorted by label, -1 first. Every peer
-// computes the whole permutation: O(m), and no one has to send it.
-std::vector<int> shard_rows(const Dataset& data, DataSplit split, int peer, int n_peers, std::uint64_t seed,
+// Every peer's rows (sgd/split.cpp). random: block [floor(i m / N), floor((i+1) m
+// / N)) of a keyed Fisher-Yates permutation, ascending; label-sorted: that block of
+// the rows stably sorted by label, -1 first; dirichlet: each class's rows in a keyed
+// order, cut by shares q ~ Dir(alpha) over the peers, ascending (a peer left empty
+// takes the last row of the largest shard). Every peer computes the whole split:
+// O(m), and no one has to send it. ConfigError ("--data PATH: ...") when there are
+// fewer rows than peers.
+std::vector<std::vector<int>> peer_rows(const Eigen::VectorXd& labels, const SplitSpec& split, int n_peers,
+                                        std::uint64_t seed, const std::string& path_for_errors = "");
+// One peer's rows of peer_rows.
+std::vector<int> shard_rows(const Dataset& data, const SplitSpec& split, int peer, int n_peers, std::uint64_t seed,
                             const std::string& path_for_errors = "");
 // The same by the rows' labels alone (any data set: LIBSVM's -1/+1, IDX classes).
-std::vector<int> shard_rows(const Eigen::VectorXd& labels, DataSplit split, int peer, int n_peers,
+std::vector<int> shard_rows(const Eigen::VectorXd& labels, const SplitSpec& split, int peer, int n_peers,
                             std::uint64_t seed, const std::string& path_for_errors = "");
-// Every row's peer under that split (one permutation for all peers).
-std::vector<int> row_owners(const Eigen::VectorXd& labels, DataSplit split, int n_peers, std::uint64_t seed,
+// Every row's peer under that split.
+std::vector<int> row_owners(const Eigen::VectorXd& labels, const SplitSpec& split, int n_peers, std::uint64_t seed,
                             const std::string& path_for_errors = "");
 
 Dataset select_rows(const Dataset& data, const std::vector<int>& rows);

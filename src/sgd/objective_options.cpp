@@ -33,6 +33,8 @@ ObjectiveOptions resolve(const ObjectiveOptions& options, int n_peers) {
   if (o.data_limit > 0 && o.data_limit < n_peers)
     throw ConfigError("--data-limit: " + std::to_string(o.data_limit) + " samples cannot be split across " +
                       std::to_string(n_peers) + " peers");
+  if (!(o.dirichlet_alpha > 0.0 && std::isfinite(o.dirichlet_alpha)))
+    throw ConfigError("--dirichlet-alpha: " + shortest_text(o.dirichlet_alpha) + " is not a number > 0");
   if (classifies_images(o.kind)) {
     if (o.data_path.empty())
       throw ConfigError("--objective " + std::string(to_string(o.kind)) +
@@ -87,6 +89,7 @@ std::vector<std::pair<std::string, std::string>> describe(const ObjectiveOptions
     out.emplace_back("data", o.data_path);
     if (o.kind == ObjectiveKind::logistic) out.emplace_back("data-dim", std::to_string(o.data_dim));
     out.emplace_back("split", std::string(to_string(o.split)));
+    if (o.split == DataSplit::dirichlet) out.emplace_back("dirichlet-alpha", shortest_text(o.dirichlet_alpha));
     if (classifies_images(o.kind) || o.data_limit > 0) out.emplace_back("data-limit", std::to_string(o.data_limit));
     if (classifies_images(o.kind)) out.emplace_back("l2", shortest_text(o.l2));
     if (o.kind == ObjectiveKind::mlp) out.emplace_back("hidden", std::to_string(o.hidden));

@@ -127,7 +127,7 @@ std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::in
 
 std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options, const Dataset& data, int peer,
                                                  int n_peers, std::uint64_t seed) {
-  Dataset shard = select_rows(data, shard_rows(data, options.split, peer, n_peers, seed, options.data_path));
+  Dataset shard = select_rows(data, shard_rows(data, options.split_spec(), peer, n_peers, seed, options.data_path));
   const Eigen::Index m = shard.samples();
   Eigen::VectorXd weights = Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m));
   return std::make_unique<LogisticObjective>(std::move(shard), std::move(weights), 1.0 / data.samples(),
@@ -141,7 +141,7 @@ namespace {
 Dataset read_data(const TrainingOptions& options, int n, Problem& p) {
   const ObjectiveOptions& o = options.objective;
   Dataset data = keep_first(read_libsvm(o.data_path, o.data_dim), o.data_limit);
-  shard_rows(data, o.split, 0, n, options.seed, o.data_path);  // enough samples for every peer?
+  shard_rows(data, o.split_spec(), 0, n, options.seed, o.data_path);  // enough samples for every peer?
   if (!options.test_data.empty()) {
     p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
     p.test_set_kind = "file";
@@ -161,7 +161,7 @@ void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p
 ImageSet read_images(const TrainingOptions& options, int n, Problem& p) {
   const ObjectiveOptions& o = options.objective;
   ImageSet data = read_training_images(o);
-  shard_rows(data.label_values(), o.split, 0, n, options.seed, o.data_path);  // enough samples for every peer?
+  shard_rows(data.label_values(), o.split_spec(), 0, n, options.seed, o.data_path);  // enough samples for every peer?
   if (!options.test_data.empty()) {
     p.test_images = read_test_images(options.test_data, data);
     p.test_set_kind = "file";

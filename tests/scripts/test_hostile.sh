@@ -299,7 +299,7 @@ if want flags || want flagsample; then
     real_flag --fail-rate '[0, 1]' 1.01
     word_flag --objective 'quadratic|logistic'
     word_flag --preset 'epfl|conditioned'
-    word_flag --split 'random|label-sorted' --objective logistic --data "$conf/good.svm"
+    word_flag --split 'random|label-sorted|dirichlet' --objective logistic --data "$conf/good.svm"
     word_flag --local-steps-dist 'fixed|geometric' --protocol swarm
     word_flag --lr-schedule 'constant|inverse|step'
     word_flag --outer-optimizer 'none|sgd|nesterov'
@@ -307,6 +307,9 @@ if want flags || want flagsample; then
     int_flag --data-limit 0 2147483647 2147483648 --objective logistic --data "$conf/good.svm"
     real_flag --l2 '>= 0' -1 --objective softmax --data "$conf/good-images-idx3-ubyte"
     int_flag --hidden 1 65536 65537 --objective mlp --data "$conf/good-images-idx3-ubyte"
+    real_flag --dirichlet-alpha '> 0' 0 --objective logistic --data "$conf/good.svm" --split dirichlet
+    hcase dirichlet-alpha.random --dirichlet-alpha 'applies only to --split dirichlet' -- --objective logistic \
+      --data "$conf/good.svm" --dirichlet-alpha 2 "${keep[@]}"
     hcase hidden.softmax --hidden 'applies only to --objective mlp' -- --objective softmax \
       --data "$conf/good-images-idx3-ubyte" --hidden 8 "${keep[@]}"
     hcase objective.mlp-data --objective 'needs --data' -- --objective mlp "${keep[@]}"

@@ -328,11 +328,12 @@ attr_is softmax_fashion '[bool(c["relative_gap"][-1] < 0.5 and c["accuracy"][-1]
 # The MLP (784-16-10) on the same images: no x* (method none, x* = 0 the start, f* = 0,
 # so relative_gap is f(x)/f(x_0)); 16 x 785 + 10 x 17 values.
 good_run mlp_fashion "$(sgd 2 30 1 10)" -- --objective mlp --hidden 16 --data "$fashion/train-images-idx3-ubyte.gz" \
-  --data-limit 200 --test-data "$fashion/t10k-images-idx3-ubyte.gz" --split label-sorted --l2 0.01 --steps 30 \
-  --lr 0.1 --batch 16 --trials 2
+  --data-limit 200 --test-data "$fashion/t10k-images-idx3-ubyte.gz" --split dirichlet --dirichlet-alpha 0.3 \
+  --l2 0.01 --steps 30 --lr 0.1 --batch 16 --trials 2
 attr_is mlp_fashion '(f["optimum"].attrs["method"], f["optimum"].attrs["loss"], float(abs(f["optimum/x"][:]).max()),
   f["optimum/x"].shape)' "('none', 0.0, 0.0, (12730,))"
-attr_is mlp_fashion '[f["config"].attrs[k] for k in ("objective", "hidden", "l2")]' "['mlp', '16', '0.01']"
+attr_is mlp_fashion '[f["config"].attrs[k] for k in ("objective", "hidden", "l2", "split", "dirichlet-alpha")]' \
+  "['mlp', '16', '0.01', 'dirichlet', '0.3']"
 attr_is mlp_fashion '[bool(c["relative_gap"][0] == 1 and c["relative_gap"][-1] < 0.7 and c["accuracy"][-1] > 0.3)
   for c in all_trial_columns(f)]' "[True, True]"
 no_temp_files

@@ -73,7 +73,7 @@ TEST(EnumNames, ErrorTextIsTheOneUsersKnow) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "--collective: 'x' is not one of {auto, ring, doubling, tree, butterfly, mpi}");
   }
-  EXPECT_EQ(kDataSplitNames.list(","), "random,label-sorted");
+  EXPECT_EQ(kDataSplitNames.list(","), "random,label-sorted,dirichlet");
   EXPECT_EQ(kCollectiveNames.name(static_cast<Collective>(99)), "?");
 }
 
