@@ -91,10 +91,9 @@ def main() -> int:
     return T.each(check_layout)
 
 
-def check_layout() -> None:
-    """Every check, on traces of the layout at hand (T.layout)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        check_default_protocols(Path(tmp))
+def check_layout(d: Path) -> None:
+    """Every check, on traces of the layout at hand (T.layout), in the empty folder d and another."""
+    check_default_protocols(d)
     with tempfile.TemporaryDirectory() as tmp:
         check_graph_columns(Path(tmp))
         check_all_six(Path(tmp))
@@ -115,8 +114,7 @@ def check_default_protocols(d: Path) -> None:
                 complete=[1] * 10 + [0],
                 variances={0: from_ratios(ratios0), 1: from_ratios(ratios1),
                            10: from_ratios([0.9] * 5)})
-    with h5py.File(d / "c.h5", "r") as f:
-        T.check_rows(f, "round", [7, 4] + [1] * 8 + [6], "random-groups")
+    T.check_rows(d / "c.h5", "round", [7, 4] + [1] * 8 + [6], "random-groups")
     # Moshpit: far from the published 8.8; and an N = 1024 cell (nothing published).
     write_trace(d / "d.h5", 512, "moshpit", "0.01", [30] * 10, [12] * 10)
     write_trace(d / "e.h5", 1024, "moshpit", "0", [2] * 10, [1] * 10)

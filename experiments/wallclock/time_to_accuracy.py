@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 import avbench
-from avbench.tables import fmt_time, markdown_lines
+from avbench.tables import fmt_time, markdown_lines, read_results
 
 HERE = Path(__file__).resolve().parent
 NAME = re.compile(r"^tta_([a-z-]+)_n(\d+)_(cluster|fat|cloud|geo|daint)(_seq)?$")
@@ -136,16 +136,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--figure", type=Path, help="where to draw the figure (PNG)")
     ap.add_argument("--gap", type=float, default=GAP, help="relative gap whose first crossing is timed")
     a = ap.parse_args(argv)
-    if not a.results.is_dir():
-        print(f"time_to_accuracy.py: error: --results {a.results} is not a folder", file=sys.stderr)
-        return 2
     if not (0 < a.gap < 1):
         print(f"time_to_accuracy.py: error: --gap {a.gap}: a relative gap in (0, 1)", file=sys.stderr)
         return 2
-    curves = load_curves(a.results)
-    if curves.empty:
-        print(f"time_to_accuracy.py: error: no tta traces in {a.results}", file=sys.stderr)
-        return 1
+    curves, status = read_results(a.results, load_curves, "tta traces", "time_to_accuracy.py")
+    if curves is None:
+        return status
     if a.figure is not None:
         plot(curves, a.figure)
     print("\n".join(markdown_lines_tta(curves, a.gap)))

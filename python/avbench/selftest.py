@@ -11,6 +11,7 @@ the trials whole as avbench's readers check them (finish_trials).
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 import tempfile
@@ -78,20 +79,33 @@ class Layouts(Checks):
             to_v9(old, path)
             old.unlink()
 
-    def check_rows(self, f: h5py.File, index: str, expected: list[int], what: str) -> None:
-        """That `f` is in the layout at hand and its trials have `expected` rows (`index`:
-        the row column, round or step, which gives a trial's length before v9)."""
-        t = f["trials"]
-        v9 = self.layout == "v9"
-        got = list(t["rows"][()]) if v9 else [len(t[k][index]) for k in t]
-        self.check(int(f.attrs["schema_version"]) == int(self.layout[1:]) and ("rows" in t) == v9 and got == expected,
-                   f"{what} trace in layout {self.layout}, trials of {expected} rows: {got}")
+    def check_rows(self, path: Path, index: str, expected: list[int], what: str) -> None:
+        """That the trace at `path` is in the layout at hand and its trials have `expected`
+        rows (`index`: the row column, round or step, which gives a trial's length before v9)."""
+        with h5py.File(path, "r") as f:
+            t, v9, version = f["trials"], self.layout == "v9", int(f.attrs["schema_version"])
+            got = list(t["rows"][()]) if v9 else [len(t[k][index]) for k in t]
+            self.check(version == int(self.layout[1:]) and ("rows" in t) == v9 and got == expected,
+                       f"{what} trace in layout {self.layout}, trials of {expected} rows: {got}")
+
+    def summarize(self, d: Path, *extra: str) -> tuple[list[dict], str, str]:
+        """Runs the script on the traces in `d`, writing out.csv and out.md there (and
+        `extra` arguments): exit 0, and the table printed is out.md's. Returns (the CSV
+        rows, the markdown, what it said on stderr: the traces it skipped)."""
+        res = self.run("--results", str(d), "--csv", str(d / "out.csv"), "--md", str(d / "out.md"), *extra)
+        print(res.stdout)
+        self.check(res.returncode == 0, f"exit 0 (got {res.returncode}: {res.stderr.strip()})")
+        md = (d / "out.md").read_text()
+        self.check(md == res.stdout, "table.md is what was printed")
+        with open(d / "out.csv") as f:
+            return list(csv.DictReader(f)), md, res.stderr
 
     def each(self, check_layout) -> int:
-        """Runs check_layout() once per layout; the self-test's exit status."""
+        """Runs check_layout(d) once per layout, d a new empty folder; the self-test's exit status."""
         for self.layout in self.layouts:
             print(f"== traces of layout {self.layout}")
-            check_layout()
+            with tempfile.TemporaryDirectory() as tmp:
+                check_layout(Path(tmp))
         return self.finish()
 
 

@@ -35,19 +35,30 @@ def table_parser(doc: str, here: Path) -> argparse.ArgumentParser:
     return ap
 
 
+def read_results(results: Path, load: Callable[[Path], pd.DataFrame], what: str,
+                 prog: str) -> tuple[pd.DataFrame | None, int]:
+    """(load(results), 0): the table of the traces in the folder `results`; or, after a
+    line on stderr, (None, the exit status): 2 when it is no folder, 1 when it holds no
+    `what` (e.g. "sgd traces"). PROG names the script in that line."""
+    if not results.is_dir():
+        print(f"{prog}: error: --results {results} is not a folder", file=sys.stderr)
+        return None, 2
+    df = load(results)
+    if df.empty:
+        print(f"{prog}: error: no {what} in {results}", file=sys.stderr)
+        return None, 1
+    return df, 0
+
+
 def write_table(a: argparse.Namespace, load_cells: Callable[[Path], pd.DataFrame],
                 markdown: Callable[[pd.DataFrame], str], what: str,
                 then: Callable[[argparse.Namespace, pd.DataFrame], None] | None = None) -> int:
     """The summarizer's run: the table of a.results, written where a.csv and a.md say,
     `then` (more outputs), the markdown printed. Exit status: 2 for a missing folder,
     1 when it holds no `what` (e.g. "sgd traces"), else 0."""
-    if not a.results.is_dir():
-        print(f"summarize.py: error: {a.results} is not a folder", file=sys.stderr)
-        return 2
-    df = load_cells(a.results)
-    if df.empty:
-        print(f"summarize.py: error: no {what} in {a.results}", file=sys.stderr)
-        return 1
+    df, status = read_results(a.results, load_cells, what, "summarize.py")
+    if df is None:
+        return status
     text = markdown(df)
     if a.csv != "-":
         df.to_csv(a.csv, index=False, float_format="%.6g")

@@ -49,12 +49,16 @@ MPIEXEC = sys.argv[2] if len(sys.argv) > 2 else shutil.which("mpiexec") or "mpie
 SGD_BENCH = str(Path(BENCH).with_name("sgd_bench")) if BENCH else ""  # built beside it
 del sys.argv[1:]  # unittest parses the rest
 
-class Loading(unittest.TestCase):
-    def setUp(self):
-        self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
+class InFolder(unittest.TestCase):
+    """A test with a temporary folder of its own, self.dir (named PREFIX...), removed after it."""
+    prefix = "avb-analysis-"
 
-    def tearDown(self):
-        shutil.rmtree(self.dir)
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix=self.prefix))
+        self.addCleanup(shutil.rmtree, self.dir)
+
+
+class Loading(InFolder):
 
     def test_averaging_v3_shape_columns_values(self):
         p = self.dir / "a.h5"
@@ -159,19 +163,17 @@ class Loading(unittest.TestCase):
         self.assertNotIn("error", df.columns)
 
 
-class Damaged(unittest.TestCase):
+class Damaged(InFolder):
     """Traces that break a promise of docs/trace-format.md: load_trace refuses each with
     one TraceError (a ValueError) whose message names the file and what is at fault."""
+    prefix = "avb-damaged-"
 
     def setUp(self):
-        self.dir = Path(tempfile.mkdtemp(prefix="avb-damaged-"))
+        super().setUp()
         self.avg = self.dir / "a.h5"
         write_averaging(self.avg, version=4, trials=3, rounds=4)
         self.sgd = self.dir / "s.h5"
         write_sgd(self.sgd, version=4, trials=2)
-
-    def tearDown(self):
-        shutil.rmtree(self.dir)
 
     def refused(self, path, where, *words):
         with self.assertRaises(avbench.TraceError) as cm:
@@ -345,9 +347,9 @@ class Damaged(unittest.TestCase):
         self.assertIn(str(self.dir / "b.h5"), str(cm.exception))
 
 
-class Figures(unittest.TestCase):
+class Figures(InFolder):
     def setUp(self):
-        self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
+        super().setUp()
         write_averaging(self.dir / "m.h5", protocol="moshpit", trials=3, rounds=4, rate=0.1)
         write_averaging(self.dir / "g.h5", protocol="gossip", trials=3, rounds=4, rate=0.5,
                         complete=0, last_trial_complete=0)
@@ -355,7 +357,6 @@ class Figures(unittest.TestCase):
 
     def tearDown(self):
         plt.close("all")
-        shutil.rmtree(self.dir)
 
     def test_aggregate_geometric_mean_and_band(self):
         sub = self.df[self.df["protocol"] == "moshpit"]
@@ -423,16 +424,10 @@ class Figures(unittest.TestCase):
 
 
 @unittest.skipUnless(BENCH and os.access(BENCH, os.X_OK), "no averaging_bench given")
-class RealTrace(unittest.TestCase):
+class RealTrace(InFolder):
     """The writer's own traces (schema.SCHEMA_VERSION, v9's table): what the synthetic
     ones imitate; and the same run rewritten in v8's layout (avbench.layouts.to_v8),
     which must read the same."""
-
-    def setUp(self):
-        self.dir = Path(tempfile.mkdtemp(prefix="avb-analysis-"))
-
-    def tearDown(self):
-        shutil.rmtree(self.dir)
 
     def test_real_trace(self):
         out = self.dir / "real.h5"

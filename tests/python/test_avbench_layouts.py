@@ -196,6 +196,13 @@ class Damaged(Folder):
                 self.assertIn(w, msg)
         self.fresh()
 
+    def cells(self, *cases):
+        """Each case (trace: "avg" or "sgd", dataset, index, value, words...): that cell
+        set to the value, refused at the dataset with the words in the message."""
+        for trace, name, index, value, *words in cases:
+            edit(getattr(self, trace), name, lambda v: v.__setitem__(index, value))
+            self.refused(getattr(self, trace), f"/{name}", *words)
+
     def test_good_ones_load(self):
         self.assertEqual(len(avbench.load_trace(self.avg)), 5 + 3 + 4)
         self.assertEqual(len(avbench.load_trace(self.sgd)), 4 + 2 + 3)
@@ -222,52 +229,33 @@ class Damaged(Folder):
         self.refused(self.avg, "/summary/seed", "2 rows for 3 trials")
 
     def test_trials_and_rows(self):
-        edit(self.avg, "trials/trial", lambda v: v.__setitem__(1, 0))
-        self.refused(self.avg, "/trials/trial", "more than once")
-        edit(self.avg, "trials/rows", lambda v: v.__setitem__(1, 0))
-        self.refused(self.avg, "/trials/rows", "entry 1 is 0")
-        edit(self.avg, "trials/rows", lambda v: v.__setitem__(1, 6))
-        self.refused(self.avg, "/trials/rows", "outside 1 .. 5")
-        edit(self.avg, "trials/rows", lambda v: v.__setitem__(0, 4))
-        self.refused(self.avg, "/trials/rows", "longest trial has 4 rows")
-        edit(self.avg, "summary/trial", lambda v: v.__setitem__(2, 7))
-        self.refused(self.avg, "/summary/trial", "row 2 is trial 7")
-        edit(self.avg, "summary/rounds", lambda v: v.__setitem__(1, 3))
-        self.refused(self.avg, "/summary/rounds", "row 1 (trial 1) is 3")
-        edit(self.sgd, "summary/steps", lambda v: v.__setitem__(2, 6))
-        self.refused(self.sgd, "/summary/steps", "step 4")
+        self.cells(("avg", "trials/trial", 1, 0, "more than once"),
+                   ("avg", "trials/rows", 1, 0, "entry 1 is 0"),
+                   ("avg", "trials/rows", 1, 6, "outside 1 .. 5"),
+                   ("avg", "trials/rows", 0, 4, "longest trial has 4 rows"),
+                   ("avg", "summary/trial", 2, 7, "row 2 is trial 7"),
+                   ("avg", "summary/rounds", 1, 3, "row 1 (trial 1) is 3"),
+                   ("sgd", "summary/steps", 2, 6, "step 4"))
 
     def test_index_rules(self):
-        edit(self.avg, "trials/round", lambda v: v.__setitem__(2, 1))
-        self.refused(self.avg, "/trials/round", "row 2", "1 -> 1")
-        edit(self.sgd, "trials/step", lambda v: v.__setitem__(0, 1))
-        self.refused(self.sgd, "/trials/step", "row 0 is step 1")
-        edit(self.sgd, "trials/step", lambda v: v.__setitem__(2, 2))
-        self.refused(self.sgd, "/trials/step", "does not increase at row 2")
-        edit(self.sgd, "trials/round", lambda v: v.__setitem__((2, 2), 0))
-        self.refused(self.sgd, "/trials/round", "trial 2: decreases at row 2")
-        edit(self.sgd, "trials/round", lambda v: v.__setitem__((1, 0), 1))
-        self.refused(self.sgd, "/trials/round", "trial 1: row 0 is round 1")
+        self.cells(("avg", "trials/round", 2, 1, "row 2", "1 -> 1"),
+                   ("sgd", "trials/step", 0, 1, "row 0 is step 1"),
+                   ("sgd", "trials/step", 2, 2, "does not increase at row 2"),
+                   ("sgd", "trials/round", (2, 2), 0, "trial 2: decreases at row 2"),
+                   ("sgd", "trials/round", (1, 0), 1, "trial 1: row 0 is round 1"))
 
     def test_flags(self):
-        edit(self.avg, "summary/complete", lambda v: v.__setitem__(0, 0))
-        self.refused(self.avg, "/summary/complete", "row 0 (trial 0)", "not the last trial written")
-        edit(self.avg, "summary/complete", lambda v: v.__setitem__(2, 0))
-        self.refused(self.avg, "/summary/complete", "0 in a run marked complete")
-        edit(self.avg, "summary/reached_1e-4", lambda v: v.__setitem__(1, 2))
-        self.refused(self.avg, "/summary/reached_1e-4", "must be 0 or 1")
+        self.cells(("avg", "summary/complete", 0, 0, "row 0 (trial 0)", "not the last trial written"),
+                   ("avg", "summary/complete", 2, 0, "0 in a run marked complete"),
+                   ("avg", "summary/reached_1e-4", 1, 2, "must be 0 or 1"))
 
     def test_values_and_padding(self):
-        edit(self.avg, "trials/variance", lambda v: v.__setitem__((2, 3), np.nan))
-        self.refused(self.avg, "/trials/variance", "trial 2, row 3", "finite")
-        edit(self.avg, "trials/variance", lambda v: v.__setitem__((2, 4), 0.5))
-        self.refused(self.avg, "/trials/variance", "past the trial's 4 rows", "fill value nan")
-        edit(self.avg, "trials/alive", lambda v: v.__setitem__((1, 4), 8))
-        self.refused(self.avg, "/trials/alive", "fill value -1")
+        self.cells(("avg", "trials/variance", (2, 3), np.nan, "trial 2, row 3", "finite"),
+                   ("avg", "trials/variance", (2, 4), 0.5, "past the trial's 4 rows", "fill value nan"),
+                   ("avg", "trials/alive", (1, 4), 8, "fill value -1"),
+                   ("sgd", "trials/loss", (1, 0), np.nan, "trial 1, row 0"))
         edit(self.sgd, "trials/loss", lambda v: v.__setitem__((0, 2), np.inf))  # a diverged model: allowed
         self.assertEqual(len(avbench.load_trace(self.sgd)), 9)
-        edit(self.sgd, "trials/loss", lambda v: v.__setitem__((1, 0), np.nan))
-        self.refused(self.sgd, "/trials/loss", "trial 1, row 0")
         # columns= reads less, but the others' metadata is still checked
         replace(self.avg, "trials/alive", np.full((3, 5), 8, np.int64))
         with self.assertRaises(avbench.TraceError) as cm:

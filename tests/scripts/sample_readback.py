@@ -73,6 +73,14 @@ def reach_attrs(head, counter, suffixes, counts, reached):
     return {**head, **{name: (np.int32, v) for name, v in zip(reach_names(counter, suffixes), values, strict=True)}}
 
 
+def expected_trial(head, counter, suffixes, reach, columns, **counters):
+    """A trial as a sample holds it: its attributes (reach_attrs, REACH its counts and
+    reached flags) and its columns, COLUMNS ({name: (type, values)}) then the counters
+    (counter_columns)."""
+    return {"attrs": reach_attrs(head, counter, suffixes, *reach),
+            "columns": {**columns, **counter_columns(**counters)}}
+
+
 def from_trials(trials, names):
     """/summary columns that repeat the trials' attributes NAMES, a row a trial."""
     attrs = [spec["attrs"] for spec in trials.values()]

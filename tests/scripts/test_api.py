@@ -22,14 +22,10 @@ import numpy as np
 
 import avbench
 from bitwise import same
+from tally import Tally
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
+T = Tally("python_api")
+check = T.check
 
 
 def equal(a, b, names):
@@ -73,8 +69,7 @@ def main():
         check(points == [("allreduce", 0.0), ("allreduce", 0.05), ("pairwise", 0.0), ("pairwise", 0.05)] and
               files == ["allreduce_0.0.h5", "allreduce_0.05.h5", "pairwise_0.0.h5", "pairwise_0.05.h5"] and
               all(d.attrs["protocol"] == p["protocol"] for p, d in runs), f"sweep(): {points}, traces {files}")
-    print(f"python_api: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

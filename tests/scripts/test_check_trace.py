@@ -88,6 +88,13 @@ def set_item(name, index, value):
     return damage
 
 
+def summary_edits(*edits):
+    """Cases that set row ROW of /summary/NAME to VALUE, which no longer repeats its
+    trial, for each (name, row, value) of EDITS: caught at /summary/NAME."""
+    return [(f"summary {name}", set_item(f"/summary/{name}", row, value), {}, f"/summary/{name}")
+            for name, row, value in edits]
+
+
 def cell(name, trial, row, value):
     """Row ROW of column NAME of the trial at position TRIAL: v9, a cell of the table
     /trials/NAME (an entry of the scale when NAME is the round or step scale); v8,
@@ -324,9 +331,7 @@ CASES = [
     ("reached disagrees with variance", info("reached_2.5e-3", 0, 0), {}, "reached=0"),
     ("cap is not the rounds run", info("rounds_to_1e-9", 1, 50), {}, "the cap"),
     ("cut trial before a complete one", info("complete", 0, 0), {}, "/summary/complete, trial 0: 0, but it is not"),
-    ("summary final_variance", set_item("/summary/final_variance", 1, 0.5), {}, "final_variance"),
-    ("summary bytes", set_item("/summary/bytes_sent", 0, 4095), {}, "/summary/bytes_sent"),
-    ("summary rounds_to", set_item("/summary/rounds_to_2.5e-3", 1, 50), {}, "rounds_to_2.5e-3"),
+    *summary_edits(("final_variance", 1, 0.5), ("bytes_sent", 0, 4095), ("rounds_to_2.5e-3", 1, 50)),
     ("summary too long", lambda f: replace_dataset(f, "/summary/time", [2.0, 0.75, 1.0]), {}, "3 rows for 2 trials"),
     ("summary lists another trial", set_item("/summary/trial", 1, 7), {}, "/summary/trial"),
     ("summary column missing", delete("/summary/rounds"), {}, "/summary/rounds: missing"),
@@ -646,13 +651,10 @@ SGD_CASES = [
     ("wrong 2-D shape", lambda f: replace_dataset(f, "/trials/loss", f["/trials/loss"][:1]), {},
      "/trials/loss: shape (1, 5), expected (2, 5)"),
     ("cut trial before a complete one", info("complete", 0, 0), {}, "not the last trial"),
-    ("summary final_gap", set_item("/summary/final_gap", 1, 0.25), {}, "/summary/final_gap"),
-    ("summary final_relative_gap", set_item("/summary/final_relative_gap", 0, 0.0), {}, "/summary/final_relative_gap"),
-    ("summary final_consensus", set_item("/summary/final_consensus", 1, 0.5), {}, "/summary/final_consensus"),
-    ("summary final_accuracy not NaN", set_item("/summary/final_accuracy", 0, 0.5), {}, "/summary/final_accuracy"),
+    # final_accuracy: 0.5 where the trial measured none (NaN)
+    *summary_edits(("final_gap", 1, 0.25), ("final_relative_gap", 0, 0.0), ("final_consensus", 1, 0.5),
+                   ("final_accuracy", 0, 0.5), ("rounds", 0, 8), ("steps_to_1e-3", 0, 6)),
     ("summary steps", set_item("/summary/steps", 1, 8), {}, "/summary/steps: row 1 (trial 1) is 8"),
-    ("summary rounds", set_item("/summary/rounds", 0, 8), {}, "/summary/rounds"),
-    ("summary steps_to", set_item("/summary/steps_to_1e-3", 0, 6), {}, "/summary/steps_to_1e-3"),
     ("summary averaging column", rename("/summary/final_gap", "/summary/final_variance"), {}, "unexpected datasets"),
     ("summary too long", lambda f: replace_dataset(f, "/summary/steps", [8, 4, 4]), {}, "3 rows for 2 trials"),
     ("extra root member", lambda f: f.create_group("extra"), {}, "extra"),

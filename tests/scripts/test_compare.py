@@ -24,16 +24,12 @@ import numpy as np
 import pandas as pd
 
 import avbench
+from tally import Tally
 
 TOOLS = Path(__file__).resolve().parents[2] / "scripts" / "avbench"
 T_975_19 = 2.093024054408263  # Student's t, 97.5% quantile, 19 degrees of freedom (tables)
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
+T = Tally("compare_paired")
+check = T.check
 
 
 def run(bench, out, protocol, *extra, peers="64", fail_rate="0.02"):
@@ -98,8 +94,7 @@ def main():
                   f"refused, {why}: exit {done.returncode}, {lines}")
         done = compare(base, refusals["failures differ"], "--unpaired")
         check(done.returncode == 0 and "paired" not in done.stdout, "--unpaired: the table alone, exit 0")
-    print(f"compare_paired: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

@@ -24,15 +24,11 @@ import xarray as xr
 import avbench
 from avbench import schema
 from bitwise import same
+from tally import Tally
 
 TOOLS = Path(__file__).resolve().parents[2] / "scripts" / "avbench"
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
+T = Tally("export_tables")
+check = T.check
 
 
 def export(*args):
@@ -108,8 +104,7 @@ def main():
             check(done.returncode == 2 and len(lines) == 1 and why in lines[0], f"refused, {why}: {lines}")
         left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("."))
         check((tmp / "x.csv").read_text() == "kept\n" and not left, f"x.csv kept, no partial file left {left}")
-    print(f"export_tables: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

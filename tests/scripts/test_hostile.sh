@@ -99,12 +99,26 @@ fi
 keep=(--out existing.h5 --overwrite)
 HUGE=99999999999999999999  # above 2^64
 
+# try_values CONVERSION FLAG ACCEPTED [CONTEXT...]: FLAG given each of the caller's
+# `values` (kind -> value, a local of int_flag or real_flag that bash's dynamic scope
+# shows here) on the CONTEXT, each refused naming ACCEPTED; SAMPLE_KEY is
+# CONVERSION.kind, the shared conversion code and the kind of value it meets.
+try_values() {
+  local conversion=$1 flag=$2 accepted=$3 v
+  shift 3
+  for v in "${!values[@]}"; do
+    SAMPLE_KEY="$conversion.$v"
+    hcase "${flag#--}.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
+  done
+  SAMPLE_KEY=""
+}
+
 # int_flag FLAG MIN MAX ABOVE [CONTEXT...]: FLAG takes an integer in [MIN, MAX];
 # ABOVE is the first value above MAX. CONTEXT makes the flag apply (its protocol).
 int_flag() {
   local flag=$1 min=$2 max=$3 above=$4
   shift 4
-  local name=${flag#--} accepted="[$min, $max]" v
+  local accepted="[$min, $max]"
   local -A values=([text]=abc [real]=1.5 [hex]=0x10 [exponent]=1e3 [empty]='' [huge]=$HUGE [neg_huge]=-$HUGE
     [above]=$above)
   # Blanks and thousands separators go through the same conversion for every
@@ -114,11 +128,7 @@ int_flag() {
   [ "$min" -gt 0 ] 2>/dev/null && values[below]=$((min - 1))
   local conversion=integer
   [ "$flag" = --seed ] && conversion=seed
-  for v in "${!values[@]}"; do
-    SAMPLE_KEY="$conversion.$v"
-    hcase "$name.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
-  done
-  SAMPLE_KEY=""
+  try_values "$conversion" "$flag" "$accepted" "$@"
 }
 
 # real_flag FLAG ACCEPTED OUT_OF_RANGE [CONTEXT...]: FLAG takes a number described
@@ -126,16 +136,11 @@ int_flag() {
 real_flag() {
   local flag=$1 accepted=$2 out=$3
   shift 3
-  local name=${flag#--} v
   local -A values=([text]=abc [empty]='' [nan]=nan [overflow]=1e400 [neg_overflow]=-1e400 [range]=$out)
   if [ "$flag" = --fail-rate ]; then values[space]=' 1' values[comma]='0,5' values[inf]=inf values[hex_nan]=0x1p2000; fi
   local conversion=real
   [ "$flag" = --target ] && conversion=reals  # a list: its own option type
-  for v in "${!values[@]}"; do
-    SAMPLE_KEY="$conversion.$v"
-    hcase "$name.$v" "$flag" "$accepted" -- "$@" "$flag" "${values[$v]}" "${keep[@]}"
-  done
-  SAMPLE_KEY=""
+  try_values "$conversion" "$flag" "$accepted" "$@"
 }
 
 # word_flag FLAG NEEDLES [CONTEXT...]: FLAG takes one of some words; an empty and an

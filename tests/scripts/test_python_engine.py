@@ -31,14 +31,10 @@ import h5py
 import avbench
 from avbench.api import engine_module
 from bitwise import same
+from tally import Tally
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
+T = Tally("python_engine")
+check = T.check
 
 
 def same_values(a, b):
@@ -131,8 +127,7 @@ def main():
         reports(tmp)
         progress_and_gil()
         interrupt(tmp)
-    print(f"python_engine: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

@@ -17,14 +17,11 @@ from pathlib import Path
 
 import nbformat
 
+from tally import Tally  # beside this file (tests/scripts, on PYTHONPATH)
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "quickstart.ipynb"
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
+T = Tally("quickstart_notebook")
+check = T.check
 
 
 def main():
@@ -51,8 +48,7 @@ def main():
         check(all(p in paired for p in ("moshpit", "gossip (exp)", "pairwise", "ci_low", "significant")),
               "the paired table: moshpit, gossip (exp) and pairwise against all-reduce, intervals, verdicts")
         check(any("image/png" in o.get("data", {}) for o in outputs), "the figure is drawn")
-    print(f"quickstart_notebook: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return T.finish()
 
 
 if __name__ == "__main__":

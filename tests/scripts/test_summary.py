@@ -35,6 +35,8 @@ import time
 import h5py
 import pandas as pd
 
+from avbench.traces import parse_value  # /config values and summary cells, typed as python/avbench types them
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 AVERAGING, SGD, MODE = sys.argv[1:4]
 FAILURES: list[str] = []
@@ -61,21 +63,6 @@ def run(cmd: list[str], cwd: str, timeout: int = 120) -> subprocess.CompletedPro
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def typed(text: str):
-    """A /config value as the summary types it (python/avbench's parse_value)."""
-    if text in ("true", "false"):
-        return text == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        v = float(text)
-        return v if math.isfinite(v) else text
-    except ValueError:
-        return text
-
-
 def expected_rows(trace: str) -> tuple[list[dict], dict]:
     """The trace's trials as summary rows (None: empty cell), and its identity."""
     with h5py.File(trace, "r") as f:
@@ -85,7 +72,7 @@ def expected_rows(trace: str) -> tuple[list[dict], dict]:
         identity = {"engine": f.attrs["engine"], "peers": peers}
         for k, v in f["config"].attrs.items():
             if k not in ("text", "engine", "peers"):
-                identity[k] = typed(v)
+                identity[k] = parse_value(v)
     prefix = "steps_to_" if sgd else "rounds_to_"
     rows = []
     for i in range(len(s["trial"])):
@@ -115,7 +102,7 @@ def expected_rows(trace: str) -> tuple[list[dict], dict]:
 def csv_rows(path: str) -> list[dict]:
     """The CSV as typed values: empty cells None, numbers as int or float."""
     with open(path, newline="", encoding="utf-8") as fh:
-        return [{k: (None if v == "" else typed(v)) for k, v in r.items()} for r in csv.DictReader(fh)]
+        return [{k: (None if v == "" else parse_value(v)) for k, v in r.items()} for r in csv.DictReader(fh)]
 
 
 def agree(rows: list[dict], want: list[dict], identity: dict, what: str, complete: int = 1) -> None:

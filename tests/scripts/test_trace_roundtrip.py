@@ -18,8 +18,8 @@ import h5py
 import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
-from sample_readback import (check_columns, check_config, check_root, check_trials, counter_columns,  # noqa: E402
-                             from_trials, reach_attrs, reach_names, run_on_file, sample_root, verdict)
+from sample_readback import (check_columns, check_config, check_root, check_trials, expected_trial,  # noqa: E402
+                             from_trials, reach_names, run_on_file, sample_root, verdict)
 
 ROOT = sample_root("averaging_bench --protocol moshpit --note 'café σ'", "smpi", "SimGrid SMPI (sample)", 8,
                    "averaging")
@@ -36,32 +36,23 @@ TARGETS = [1e-9, 2.5e-3, 0.5]
 SUFFIXES = ["1e-9", "2.5e-3", "5e-1"]
 
 TRIALS = {
-    "0": {
-        "attrs": reach_attrs({"seed": (np.uint64, 42), "complete": (np.int32, 1)},
-                             "rounds", SUFFIXES, [3, 2, 1], [1, 1, 1]),
-        "columns": {
-            "round": ("int32", [0, 1, 2, 3, 4]),
-            "variance": ("float64", [1.0, 0.25, 2.0**-10, 2.0**-40, 0.0]),
-            "error": ("float64", [1.0, 0.25, 2.0**-10, 2.0**-40, 0.0]),
-            "mean_drift": ("float64", [0.0] * 5),
-            "late": ("int32", [0] * 5),
-            **counter_columns(alive=[8, 8, 7, 8, 8], groups=[0, 4, 4, 4, 4], failed_groups=[0, 0, 1, 0, 0],
-                              bytes_sent=[0, 1024, 2048, 3072, 4096], time=[0.0, 0.5, 1.0, 1.5, 2.0]),
-        },
-    },
-    "1": {
-        "attrs": reach_attrs({"seed": (np.uint64, 43), "complete": (np.int32, 0)},
-                             "rounds", SUFFIXES, [2, 2, 1], [0, 0, 1]),
-        "columns": {
-            "round": ("int32", [0, 1, 2]),
-            "variance": ("float64", [2.0, 0.375, 0.0625]),
-            "error": ("float64", [2.0, 0.5, 0.3125]),
-            "mean_drift": ("float64", [0.0, 0.125, 0.25]),
-            "late": ("int32", [0, 0, 0]),
-            **counter_columns(alive=[8, 6, 5], groups=[0, 3, 3], failed_groups=[0, 1, 2], bytes_sent=[0, 512, 1000],
-                              time=[0.0, 0.25, 0.75]),
-        },
-    },
+    "0": expected_trial({"seed": (np.uint64, 42), "complete": (np.int32, 1)}, "rounds", SUFFIXES,
+                        ([3, 2, 1], [1, 1, 1]), {
+        "round": ("int32", [0, 1, 2, 3, 4]),
+        "variance": ("float64", [1.0, 0.25, 2.0**-10, 2.0**-40, 0.0]),
+        "error": ("float64", [1.0, 0.25, 2.0**-10, 2.0**-40, 0.0]),
+        "mean_drift": ("float64", [0.0] * 5),
+        "late": ("int32", [0] * 5),
+    }, alive=[8, 8, 7, 8, 8], groups=[0, 4, 4, 4, 4], failed_groups=[0, 0, 1, 0, 0],
+       bytes_sent=[0, 1024, 2048, 3072, 4096], time=[0.0, 0.5, 1.0, 1.5, 2.0]),
+    "1": expected_trial({"seed": (np.uint64, 43), "complete": (np.int32, 0)}, "rounds", SUFFIXES,
+                        ([2, 2, 1], [0, 0, 1]), {
+        "round": ("int32", [0, 1, 2]),
+        "variance": ("float64", [2.0, 0.375, 0.0625]),
+        "error": ("float64", [2.0, 0.5, 0.3125]),
+        "mean_drift": ("float64", [0.0, 0.125, 0.25]),
+        "late": ("int32", [0, 0, 0]),
+    }, alive=[8, 6, 5], groups=[0, 3, 3], failed_groups=[0, 1, 2], bytes_sent=[0, 512, 1000], time=[0.0, 0.25, 0.75]),
 }
 
 SUMMARY = {

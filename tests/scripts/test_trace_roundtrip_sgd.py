@@ -21,8 +21,7 @@ from avbench.trials import all_trial_columns
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree from a test run
 from sample_readback import (check_attrs, check_columns, check_config, check_root, check_trials,  # noqa: E402
-                             counter_columns, from_trials, reach_attrs, reach_names, run_on_file, sample_root,
-                             verdict)
+                             expected_trial, from_trials, reach_names, run_on_file, sample_root, verdict)
 
 NAN = float("nan")
 
@@ -57,38 +56,29 @@ SUFFIXES = ["2.5e-1", "1e-3", "1e-6"]
 
 G = 2.0**-11
 TRIALS = {
-    "0": {
-        "attrs": reach_attrs({"seed": (np.uint64, 7), "complete": (np.int32, 1), "diverged": (np.int32, 0)},
-                             "steps", SUFFIXES, [4, 8, 8], [1, 1, 0]),
-        "columns": {
-            "step": ("int32", [0, 2, 4, 6, 8]),
-            "round": ("int32", [0, 0, 1, 1, 2]),
-            "loss": ("float64", [2.25, 1.25, 0.5, 0.375, 0.25 + G]),
-            "gap": ("float64", [2.0, 1.0, 0.25, 0.125, G]),
-            "relative_gap": ("float64", [1.0, 0.5, 0.125, 0.0625, G / 2]),
-            "distance": ("float64", [1.25, 0.5, 0.125, 0.0625, 2.0**-10]),
-            "consensus": ("float64", [0.0, 0.25, 0.0625, 0.125, 2.0**-8]),
-            "accuracy": ("float64", [NAN] * 5),
-            **counter_columns(alive=[4, 4, 3, 3, 4], groups=[0, 0, 2, 0, 2], failed_groups=[0, 0, 1, 0, 0],
-                              bytes_sent=[0, 0, 256, 256, 512], time=[0.0, 0.25, 0.75, 1.0, 1.5]),
-        },
-    },
-    "1": {
-        "attrs": reach_attrs({"seed": (np.uint64, 8), "complete": (np.int32, 0), "diverged": (np.int32, 0)},
-                             "steps", SUFFIXES, [4, 4, 4], [1, 0, 0]),
-        "columns": {
-            "step": ("int32", [0, 2, 4]),
-            "round": ("int32", [0, 0, 1]),
-            "loss": ("float64", [2.25, 1.75, 0.75]),
-            "gap": ("float64", [2.0, 1.5, 0.5]),
-            "relative_gap": ("float64", [1.0, 0.75, 0.25]),
-            "distance": ("float64", [1.25, 0.75, 0.25]),
-            "consensus": ("float64", [0.0, 0.5, 0.125]),
-            "accuracy": ("float64", [NAN] * 3),
-            **counter_columns(alive=[4, 4, 2], groups=[0, 0, 1], failed_groups=[0, 0, 1], bytes_sent=[0, 0, 64],
-                              time=[0.0, 0.5, 1.25]),
-        },
-    },
+    "0": expected_trial({"seed": (np.uint64, 7), "complete": (np.int32, 1), "diverged": (np.int32, 0)},
+                        "steps", SUFFIXES, ([4, 8, 8], [1, 1, 0]), {
+        "step": ("int32", [0, 2, 4, 6, 8]),
+        "round": ("int32", [0, 0, 1, 1, 2]),
+        "loss": ("float64", [2.25, 1.25, 0.5, 0.375, 0.25 + G]),
+        "gap": ("float64", [2.0, 1.0, 0.25, 0.125, G]),
+        "relative_gap": ("float64", [1.0, 0.5, 0.125, 0.0625, G / 2]),
+        "distance": ("float64", [1.25, 0.5, 0.125, 0.0625, 2.0**-10]),
+        "consensus": ("float64", [0.0, 0.25, 0.0625, 0.125, 2.0**-8]),
+        "accuracy": ("float64", [NAN] * 5),
+    }, alive=[4, 4, 3, 3, 4], groups=[0, 0, 2, 0, 2], failed_groups=[0, 0, 1, 0, 0],
+       bytes_sent=[0, 0, 256, 256, 512], time=[0.0, 0.25, 0.75, 1.0, 1.5]),
+    "1": expected_trial({"seed": (np.uint64, 8), "complete": (np.int32, 0), "diverged": (np.int32, 0)},
+                        "steps", SUFFIXES, ([4, 4, 4], [1, 0, 0]), {
+        "step": ("int32", [0, 2, 4]),
+        "round": ("int32", [0, 0, 1]),
+        "loss": ("float64", [2.25, 1.75, 0.75]),
+        "gap": ("float64", [2.0, 1.5, 0.5]),
+        "relative_gap": ("float64", [1.0, 0.75, 0.25]),
+        "distance": ("float64", [1.25, 0.75, 0.25]),
+        "consensus": ("float64", [0.0, 0.5, 0.125]),
+        "accuracy": ("float64", [NAN] * 3),
+    }, alive=[4, 4, 2], groups=[0, 0, 1], failed_groups=[0, 0, 1], bytes_sent=[0, 0, 64], time=[0.0, 0.5, 1.25]),
 }
 
 SUMMARY = {
