@@ -81,6 +81,9 @@ void define_schedule_flags(TypedOptions& add, TrainingCli& cli) {
   add.real("--outer-lr", cli.options.outer.lr, "a number > 0", "--outer-optimizer: the outer learning rate, > 0");
   add.real("--outer-momentum", cli.options.outer.momentum, "a number in [0, 1)",
            "--outer-optimizer: the outer momentum in [0, 1)");
+  add.word("--outer-mix", cli.options.outer.mix, kOuterMixNames,
+           "--outer-optimizer: what a round mixes: models (keeps the anchors together on graphs and after failures) "
+           "or pseudo-gradients (start - x, DiLoCo's message: a --quantizer then compresses the pseudo-gradient)");
   add.integer("--fragments", cli.options.outer.fragments, 1, 1 << 24,
               "--outer-optimizer: Streaming DiLoCo's F fragments, an integer >= 1: round r mixes and steps only "
               "fragment (r - 1) mod F of F contiguous parts of the model");
@@ -124,6 +127,7 @@ void refuse_foreign_problem_flags(const TrainingCli& cli, const TrainingOptions&
       {"--outer-lr", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
       {"--outer-momentum", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
       {"--fragments", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
+      {"--outer-mix", o.outer.kind != OuterOptimizer::none, "--outer-optimizer sgd or nesterov"},
   };
   for (const Rule& r : rules)
     if (cli.changed.count(r.flag) && !r.applies)

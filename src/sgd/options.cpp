@@ -14,6 +14,7 @@ LocalStepsDist parse_local_steps_dist(std::string_view name) { return kLocalStep
 std::string_view to_string(LocalStepsDist dist) { return kLocalStepsDistNames.name(dist); }
 
 std::string_view to_string(OuterOptimizer optimizer) { return kOuterOptimizerNames.name(optimizer); }
+std::string_view to_string(OuterMix mix) { return kOuterMixNames.name(mix); }
 
 LrSchedule parse_lr_schedule(std::string_view name) { return kLrScheduleNames.parse(name); }
 
@@ -151,6 +152,7 @@ std::vector<std::pair<std::string, std::string>> describe(const TrainingOptions&
     out.emplace_back("outer-lr", format_number(o.outer.lr));
     out.emplace_back("outer-momentum", format_number(o.outer.momentum));
     out.emplace_back("fragments", std::to_string(o.outer.fragments));
+    out.emplace_back("outer-mix", std::string(to_string(o.outer.mix)));
   }
   out.emplace_back("eval-every", std::to_string(o.eval_every));
   describe_trials(o, out);

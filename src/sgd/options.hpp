@@ -53,11 +53,21 @@ inline constexpr EnumNames<OuterOptimizer, 3> kOuterOptimizerNames{
     {{{OuterOptimizer::none, "none"}, {OuterOptimizer::sgd, "sgd"}, {OuterOptimizer::nesterov, "nesterov"}}}};
 std::string_view to_string(OuterOptimizer optimizer);
 
+// What an outer round mixes: the models (the default: keeps the anchors together),
+// or the pseudo-gradients a - x that DiLoCo sends, so that a --quantizer
+// compresses the pseudo-gradient (OpenDiLoCo's and Streaming DiLoCo's low-bit
+// outer gradients) rather than the model; m = a - mix(a - x).
+enum class OuterMix { models, pseudo_gradients };
+inline constexpr EnumNames<OuterMix, 2> kOuterMixNames{
+    "--outer-mix", {{{OuterMix::models, "models"}, {OuterMix::pseudo_gradients, "pseudo-gradients"}}}};
+std::string_view to_string(OuterMix mix);
+
 struct OuterOptions {
   OuterOptimizer kind = OuterOptimizer::none;  // --outer-optimizer
   double lr = 0.7;                              // --outer-lr (DiLoCo's)
   double momentum = 0.9;                        // --outer-momentum (DiLoCo's)
   int fragments = 1;                            // --fragments (Streaming DiLoCo; sgd/outer.hpp)
+  OuterMix mix = OuterMix::models;              // --outer-mix
 };
 // Refuses more --fragments than the model's `dim` coordinates (ConfigError).
 void check_fragments(const OuterOptions& outer, long long dim);

@@ -26,6 +26,15 @@ inline Fragment round_fragment(const OuterOptions& o, int round, std::size_t d) 
   return {f, begin, end - begin};
 }
 
+// --outer-mix pseudo-gradients: turns a peer's fragment from its model x into
+// what it sends, its pseudo-gradient a - x, before the round; and the mixed
+// pseudo-gradient back into a model, a - mixed, after it (the same map both ways).
+// A peer that sat the round out gets its own x back, to rounding.
+inline void swap_pseudo_gradient(const OuterOptions& o, std::span<double> x, std::span<const double> anchor) {
+  if (o.kind == OuterOptimizer::none || o.mix != OuterMix::pseudo_gradients) return;
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = anchor[k] - x[k];
+}
+
 // After the round, on one peer's fragment: `x` holds its mixed model m there.
 // A peer that took part steps from its anchor along the pseudo-gradient
 // D = anchor - m (`velocity` is the outer momentum), written m + (D - lr u), which

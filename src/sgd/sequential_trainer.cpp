@@ -208,7 +208,14 @@ class PopulationSgd {
     else
       links_.start_round(nullptr);
     const Fragment part = round_fragment(o_.outer, r, static_cast<std::size_t>(x_.dim));
+    auto swap_all = [&] {
+      for (int i = 0; outer() && i < n_; ++i)
+        swap_pseudo_gradient(o_.outer, x_.peer(i).subspan(part.begin, part.size),
+                             anchor_.peer(i).subspan(part.begin, part.size));
+    };
+    swap_all();
     const RoundEffect effect = step_part(part, view);
+    swap_all();
     if (outer())  // as SgdTrial::round: a peer down in round r takes no outer step
       for (int i = 0; i < n_; ++i)
         outer_step(o_.outer, x_.peer(i).subspan(part.begin, part.size), anchor_.peer(i).subspan(part.begin, part.size),

@@ -178,7 +178,11 @@ class SgdTrial {
     Round round{r_, trial_.seed, trial_.failures, trial_.comm, counters};
     const Fragment part = fragment(r_);
     const std::span<double> mixed = model().subspan(part.begin, part.size);
+    const auto anchor = outer() ? std::span<const double>(anchor_.data() + part.begin, part.size)
+                                : std::span<const double>();
+    swap_pseudo_gradient(o_.outer, mixed, anchor);
     protocol(part.index).step(mixed, round);
+    swap_pseudo_gradient(o_.outer, mixed, anchor);
     // A peer down in this round took no steps and takes no outer step.
     if (outer())
       outer_step(o_.outer, mixed, std::span<double>(anchor_.data() + part.begin, part.size),

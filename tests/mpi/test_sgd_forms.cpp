@@ -286,13 +286,14 @@ struct SgdCase {
   bool tracking = false;  // --gradient-tracking
   const char* outer = "none";  // --outer-optimizer, DiLoCo's lr and momentum
   int fragments = 1;           // --fragments
+  const char* outer_mix = "models";  // --outer-mix
 };
 
 std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
   return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
             << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
             << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma
-            << (c.tracking ? "/tracking" : "") << "/outer=" << c.outer << "/F=" << c.fragments;
+            << (c.tracking ? "/tracking" : "") << "/outer=" << c.outer << "/F=" << c.fragments << "/" << c.outer_mix;
 }
 
 TrainingOptions options_for(const SgdCase& c) {
@@ -314,6 +315,7 @@ TrainingOptions options_for(const SgdCase& c) {
   o.gradient_tracking = c.tracking;
   o.outer.kind = kOuterOptimizerNames.parse(c.outer);
   o.outer.fragments = c.fragments;
+  o.outer.mix = kOuterMixNames.parse(c.outer_mix);
   o.lr.schedule = parse_lr_schedule(c.schedule);
   o.lr.lr = c.logistic ? 0.5 : quadratic_lr(n);
   o.lr.decay_steps = 8;
@@ -347,7 +349,10 @@ INSTANTIATE_TEST_SUITE_P(
                               "none", 1.0, false, "nesterov"},
                       // Streaming DiLoCo: three fragments take turns.
                       SgdCase{"allreduce", 2, 30, 0.1, "permanent", "inverse", false, 0.0, 1, "survivors", "default",
-                              "none", 1.0, false, "nesterov", 3}));
+                              "none", 1.0, false, "nesterov", 3},
+                      // 8-bit pseudo-gradients, two fragments, failures.
+                      SgdCase{"allreduce", 3, 30, 0.2, "transient", "constant", true, 0.0, 1, "survivors", "default",
+                              "uniform8", 1.0, false, "nesterov", 2, "pseudo-gradients"}));
 
 INSTANTIATE_TEST_SUITE_P(
     SgdMoshpit, SgdForms,

@@ -308,6 +308,8 @@ if want flags || want flagsample; then
     word_flag --local-steps-dist 'fixed|geometric' --protocol swarm
     word_flag --lr-schedule 'constant|inverse|step'
     word_flag --outer-optimizer 'none|sgd|nesterov'
+    word_flag --outer-mix 'models|pseudo-gradients' --outer-optimizer sgd --local-steps 2
+    hcase outer-mix.none --outer-mix 'applies only to --outer-optimizer' -- --outer-mix pseudo-gradients "${keep[@]}"
     word_flag --protocol 'allreduce|moshpit|gossip'
     int_flag --data-limit 0 2147483647 2147483648 --objective logistic --data "$conf/good.svm"
     real_flag --l2 '>= 0' -1 --objective softmax --data "$conf/good-images-idx3-ubyte"
