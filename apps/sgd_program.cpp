@@ -149,7 +149,9 @@ int avb::app::training_program(int argc, char** argv) {
     reporter.print_header(kProgram, start.info, start.described, optimum_record(options, setup),
                           avb::TrainingMetrics(setup).divergence_relative_gap());
   return avb::app::run_and_summarize(kProgram, rank, reporter, "evaluations", [&] {
-    return sequential ? avb::run_training_sequential(options, setup, peers, reporter, threads, cli.engine.link)
+    // Every core: those no trial runs on share the trials' local steps.
+    return sequential ? avb::run_training_sequential(options, setup, peers, reporter,
+                                                     avb::app::run_cores(cli.engine), cli.engine.link)
                       : avb::run_training(options, setup, MPI_COMM_WORLD, reporter);
   });
 }

@@ -229,10 +229,12 @@ int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size, d
   return flags.peers;
 }
 
-int run_threads(const EngineFlags& flags, int trials) {
+int run_cores(const EngineFlags& flags) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::clamp(flags.threads > 0 ? flags.threads : cores, 1, std::max(trials, 1));
+  return flags.threads > 0 ? flags.threads : cores;
 }
+
+int run_threads(const EngineFlags& flags, int trials) { return std::clamp(run_cores(flags), 1, std::max(trials, 1)); }
 
 void describe_engine(const EngineFlags& flags, int peers, RunStart& start) {
   if (flags.engine == Engine::sequential) {

@@ -62,7 +62,9 @@ int run_peers(EngineFlags& flags, const ChangedFlags& changed, int world_size, d
 // differ from the other engines'. Collective over MPI_COMM_WORLD; nothing elsewhere.
 void check_modelled_hosts(const EngineFlags& flags);
 
-// The threads a sequential run uses for `trials` trials.
+// The threads a sequential run may use (--threads, or one per core), and of
+// those the trials that run at once for `trials` trials.
+int run_cores(const EngineFlags& flags);
 int run_threads(const EngineFlags& flags, int trials);
 
 // The run's shape for its resource estimate (run/estimate.hpp): `o` resolved,

@@ -18,6 +18,7 @@
 #include "run/trial_pool.hpp"
 #include "run/tree_sum.hpp"
 #include "sgd/metrics.hpp"
+#include "core/blocks.hpp"
 #include "sgd/outer.hpp"
 
 namespace avb {
@@ -32,9 +33,11 @@ using PeerVector = Eigen::Map<Eigen::VectorXd>;
 // independent.
 class PopulationSgd {
  public:
+  // `step_threads`: threads a local step may use (the cores no other trial has).
   PopulationSgd(const TrainingOptions& options, const Problem& problem, int n, int trial, const std::atomic<bool>* stop,
-                const Hosts& hosts, FluidMemo* memo = nullptr, std::atomic<long long>* work = nullptr)
-      : work_(work),
+                const Hosts& hosts, FluidMemo* memo = nullptr, std::atomic<long long>* work = nullptr,
+                int step_threads = 1)
+      : work_(work), step_threads_(step_threads),
         o_(options), peers_(problem.peers), reference_(problem.optimum.x), metrics_(problem), stop_flag_(stop),
         hosts_(hosts), links_(hosts, n, stop, memo), detection_(n, options.detection_timeout),
         compute_(trial_seed(options.seed, trial), options.stragglers, n, options.step_flops, hosts),
@@ -177,25 +180,41 @@ class PopulationSgd {
     step_seconds_ = compute_.seconds(alive_);
   }
 
+  // Steps of many parameters (an MLP's) run on every thread the trial may use:
+  // peers' steps are independent, so their bits do not depend on it.
+  static constexpr double kThreadedStepWork = 1 << 24;  // peers x batch x parameters
+  int step_blocks() const {
+    const double work = static_cast<double>(n_) * o_.batch * static_cast<double>(d_);
+    return work >= kThreadedStepWork ? step_threads_ : 1;
+  }
+
   // Step s (0-based) of every peer up in its round, as SgdTrial::local_step.
   void local_step(int s) {
+    const int blocks = step_blocks();
+    while (static_cast<int>(block_g_.size()) < blocks - 1) block_g_.emplace_back(d_);
+    for_blocks(n_, blocks, [&](int first, int last, int b) {
+      local_steps(s, first, last, b == 0 ? g_ : block_g_[static_cast<std::size_t>(b - 1)]);
+    });
+    time_ += step_seconds_;
+  }
+  // Peers [first, last) of step s, with g their gradient's buffer.
+  void local_steps(int s, int first, int last, Eigen::VectorXd& g) {
     const double lr = o_.lr.at(s);
-    for (int i = 0; i < n_; ++i) {
+    for (int i = first; i < last; ++i) {
       if ((i & 255) == 0) check_stop(stop_flag_);  // as PopulationRound::poll
       if (!alive_[static_cast<std::size_t>(i)]) continue;  // down in round r: sits out the steps before it
       PeerVector x = peer(x_, i), velocity = peer(velocity_, i);
-      peers_[static_cast<std::size_t>(i)]->stochastic_gradient(x, o_.batch, seed_, static_cast<std::uint64_t>(s), g_);
+      peers_[static_cast<std::size_t>(i)]->stochastic_gradient(x, o_.batch, seed_, static_cast<std::uint64_t>(s), g);
       if (o_.gradient_tracking) {  // the tracker after the model; velocity holds the previous gradient
         PeerVector z{x_.peer(i).data() + d_, d_};
-        z += g_ - velocity;
-        velocity = g_;
+        z += g - velocity;
+        velocity = g;
         x -= lr * z;
       } else {
-        velocity = o_.momentum * velocity + g_;
+        velocity = o_.momentum * velocity + g;
         x -= lr * velocity;
       }
     }
-    time_ += step_seconds_;
   }
 
   void round(int r) {
@@ -265,6 +284,7 @@ class PopulationSgd {
   }
 
   std::atomic<long long>* work_;  // the run's steps so far, for its progress (run/trial_pool.hpp)
+  const int step_threads_;
   const TrainingOptions& o_;
   const std::vector<std::unique_ptr<Objective>>& peers_;
   const Eigen::VectorXd& reference_;  // x*
@@ -284,6 +304,7 @@ class PopulationSgd {
   std::vector<std::unique_ptr<SequentialProtocol>> more_;  // --fragments: the protocols of fragments 1 .. F - 1
   std::vector<Population> parts_;                           // --fragments: each fragment's copy
   Eigen::VectorXd g_;
+  std::vector<Eigen::VectorXd> block_g_;  // the gradient buffers of a local step's blocks 1, 2, ...
   std::vector<std::uint8_t> alive_;
   std::vector<double> partial_;  // the measurement's per-peer rows, then their sums
   TrainingTrial record_;
@@ -329,10 +350,14 @@ TrainingResult run_training_sequential(const TrainingOptions& options, const Pro
   }
   const Hosts& hosts = *drawn;
   FluidMemo memo;  // rounds simulated flow by flow, which trials repeat
+  // Cores that no trial runs on go to the local steps of the trials that do.
+  const int step_threads = std::max(1, threads / std::clamp(threads, 1, std::max(options.trials, 1)));
   result.stopped = run_trials_on_threads(options.trials, threads, observer, result.trials,
                                          [&](int k, const std::atomic<bool>* stop, std::atomic<long long>* work) {
                                            PopulationTrial t =
-                                               PopulationSgd(options, problem, n, k, stop, hosts, &memo, work).run();
+                                               PopulationSgd(options, problem, n, k, stop, hosts, &memo, work,
+                                                             step_threads)
+                                                   .run();
                                            // Peer 0's model (under --gradient-tracking, without its tracker).
                                            const std::span<const double> first =
                                                t.models.peer(0).first(static_cast<std::size_t>(problem.pooled->dim()));

@@ -37,8 +37,9 @@ PopulationTrial run_training_sequential_trial(const TrainingOptions& options, co
                                               int trial, const std::atomic<bool>* stop = nullptr,
                                               const PlatformModel& link = {});
 
-// Runs every trial on up to `threads` threads (at least 1); the results do not
-// depend on the thread count. On the calling thread, the observer receives each
+// Runs every trial on up to `threads` threads (at least 1); threads beyond the
+// trials in flight share their local steps when a step is heavy (an MLP's). The
+// results do not depend on the thread count. On the calling thread, the observer receives each
 // trial's rows and then the trial, in trial order; when it asks to stop, every
 // trial in flight ends at its next evaluation, marked incomplete, and no new
 // trial starts. `model` is peer 0's at the end of the last trial. `link`: the

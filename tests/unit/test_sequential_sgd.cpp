@@ -206,8 +206,9 @@ TEST(SequentialSgdImages, SoftmaxTrainsOnLabelSortedShardsWithFailuresOnAnyThrea
 }
 
 // --objective mlp (784-32-10) on 2,000 images over 16 peers, iid, all-reduce with
-// failures: the loss falls, the threads do not change a bit, and the t10k test
-// accuracy ends well above the softmax's chance level.
+// failures: the loss falls, the threads do not change a bit (trials on threads of
+// their own, or one trial's local steps split over two), and the t10k test
+// accuracy ends well above chance.
 TEST(SequentialSgdImages, MlpLearnsOnAnyThreadCount) {
   TrainingOptions o = options_for(Case{"allreduce", false, 2, 0.1});
   o.objective.kind = ObjectiveKind::mlp;
@@ -235,6 +236,17 @@ TEST(SequentialSgdImages, MlpLearnsOnAnyThreadCount) {
     EXPECT_GT(trial.rows.back().accuracy, 0.65);
   }
   EXPECT_EQ(one.model.size(), 32u * 785 + 10 * 33);
+  // One trial on two threads: steps this heavy (peers x batch x parameters) split
+  // their peers over both, with the same bits.
+  o.objective.hidden = 64;
+  o.trials = 1;
+  o.batch = 32;
+  o.steps = 20;
+  o.eval_every = 10;
+  o = resolve(o, kPeers);
+  const Problem heavy = build_problem_sequential(o, kPeers);
+  expect_same_rows(run_training_sequential(o, heavy, kPeers, ignore, 1),
+                   run_training_sequential(o, heavy, kPeers, ignore, 2));
 }
 
 // --step-flops on the sequential engine: every local step waits for the slowest

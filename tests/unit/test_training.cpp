@@ -6,11 +6,13 @@
 #include "test_support.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "core/blocks.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "sgd/objective.hpp"
@@ -250,6 +252,30 @@ TEST(LogisticPeer, IsTheShardMakeObjectiveBuilds) {
         EXPECT_EQ(dealt->l2(), own->l2()) << where;
         EXPECT_EQ(dealt->counter_peer(), own->counter_peer()) << where;
       }
+}
+
+// core/blocks.hpp, which splits a sequential trial's heavy local steps: every
+// index once, in contiguous blocks, and a block's exception reaches the caller
+// after every block has ended.
+TEST(ForBlocks, CoversEveryIndexOnceAndRethrowsAfterAllEnd) {
+  for (int blocks : {1, 2, 3, 7, 50}) {
+    std::vector<std::atomic<int>> seen(23);
+    std::vector<int> first_of(static_cast<std::size_t>(std::min(blocks, 23)), -1);
+    for_blocks(23, blocks, [&](int first, int last, int b) {
+      first_of[static_cast<std::size_t>(b)] = first;
+      for (int i = first; i < last; ++i) ++seen[static_cast<std::size_t>(i)];
+    });
+    for (const auto& count : seen) EXPECT_EQ(count.load(), 1) << blocks << " blocks";
+    EXPECT_TRUE(std::is_sorted(first_of.begin(), first_of.end()));
+  }
+  std::atomic<int> ended = 0;
+  EXPECT_THROW(for_blocks(10, 3,
+                          [&](int, int, int b) {
+                            ++ended;
+                            if (b == 1) throw StopRequested();
+                          }),
+               StopRequested);
+  EXPECT_EQ(ended.load(), 3);
 }
 
 }  // namespace
