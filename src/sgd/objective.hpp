@@ -28,11 +28,8 @@ namespace avb {
 // mlp: a one-hidden-layer perceptron on them (sgd/mlp.hpp).
 enum class ObjectiveKind { quadratic, logistic, softmax, mlp };
 inline constexpr EnumNames<ObjectiveKind, 4> kObjectiveKindNames{
-    "--objective",
-    {{{ObjectiveKind::quadratic, "quadratic"},
-      {ObjectiveKind::logistic, "logistic"},
-      {ObjectiveKind::softmax, "softmax"},
-      {ObjectiveKind::mlp, "mlp"}}}};
+    "--objective", {{{ObjectiveKind::quadratic, "quadratic"}, {ObjectiveKind::logistic, "logistic"},
+                     {ObjectiveKind::softmax, "softmax"}, {ObjectiveKind::mlp, "mlp"}}}};
 
 // The objectives that classify IDX images (--data is an images file).
 constexpr bool classifies_images(ObjectiveKind kind) {
@@ -52,8 +49,8 @@ inline constexpr EnumNames<QuadraticPreset, 2> kQuadraticPresetNames{
 // from label-sorted-like (small alpha) to i.i.d.-like (large alpha).
 enum class DataSplit { random, sorted, dirichlet };
 inline constexpr EnumNames<DataSplit, 3> kDataSplitNames{
-    "--split",
-    {{{DataSplit::random, "random"}, {DataSplit::sorted, "label-sorted"}, {DataSplit::dirichlet, "dirichlet"}}}};
+    "--split", {{{DataSplit::random, "random"}, {DataSplit::sorted, "label-sorted"},
+                 {DataSplit::dirichlet, "dirichlet"}}}};
 
 // A split and its parameter (--split, --dirichlet-alpha).
 struct SplitSpec {

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -128,9 +129,7 @@ ObjectiveOptions synthetic_options(int d, int samples_per_peer, double skew, dou
   ObjectiveOptions o;
   o.kind = ObjectiveKind::logistic;
   o.dim = d;
-  o.samples_per_peer = samples_per_peer;
-  o.label_skew = skew;
-  o.separation = separation;
+  std::tie(o.samples_per_peer, o.label_skew, o.separation) = std::tuple(samples_per_peer, skew, separation);
   return o;
 }
 
