@@ -16,7 +16,8 @@
 # EVAL take "default N:value ..." (sweep_common.sh's per_n).
 #   PEERS       peer counts N                              [64 1024] {8}
 #   RATES       failure rates p (verbatim in the file names)  [0.01] {0 0.01}
-#   METHODS     among allreduce moshpit sgp swarm diloco noloco   [all six]
+#   METHODS     among allreduce moshpit sgp swarm diloco noloco, and allreduce-survivors
+#               diloco-survivors (not in the default sweep)   [the six]
 #   STEPS       local SGD steps per trial                  [300 1024:80] {20}
 #   TRIALS      trials per cell                            [3 1024:1] {2}
 #   EVAL        --eval-every                               [20 1024:10] {10}
@@ -74,7 +75,10 @@ method_flags() {  # method -> its flags, as column=value
     swarm) echo "protocol=swarm local-steps=10" ;;         # SwarmSGD: random pairs, blocking
     diloco) echo "protocol=allreduce local-steps=10 outer-optimizer=nesterov" ;;   # outer lr 0.7, momentum 0.9
     noloco) echo "protocol=pairwise local-steps=10 outer-optimizer=sgd outer-momentum=0.3" ;;
-    *) die "METHODS: '$1' is not one of allreduce moshpit sgp swarm diloco noloco" ;;
+    # The alive peers all-reduce among themselves instead of cancelling the round.
+    allreduce-survivors) echo "protocol=allreduce local-steps=1 on-failure=survivors" ;;
+    diloco-survivors) echo "protocol=allreduce local-steps=10 outer-optimizer=nesterov on-failure=survivors" ;;
+    *) die "METHODS: '$1' is not one of allreduce moshpit sgp swarm diloco noloco allreduce-survivors diloco-survivors" ;;
   esac
 }
 for m in "${methods[@]}"; do method_flags "$m" >/dev/null; done

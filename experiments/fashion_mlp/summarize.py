@@ -39,8 +39,10 @@ import avbench  # python/avbench: traces -> DataFrames
 from avbench.tables import fmt_sci, fmt_time, fmt_wall, markdown_lines, trace_rows
 
 HERE = Path(__file__).resolve().parent
-METHOD_ORDER = ["allreduce", "moshpit", "sgp", "swarm", "diloco", "noloco"]
-COLORS = {m: f"C{i}" for i, m in enumerate(METHOD_ORDER)}
+METHOD_ORDER = ["allreduce", "allreduce-survivors", "moshpit", "sgp", "swarm", "diloco", "diloco-survivors",
+                "noloco"]
+COLORS = {"allreduce": "C0", "moshpit": "C1", "sgp": "C2", "swarm": "C3", "diloco": "C4", "noloco": "C5",
+          "allreduce-survivors": "C9", "diloco-survivors": "C6"}
 ACCURACY_TARGETS = ["0.7", "0.8"]
 COLUMNS = ["step", "time", "accuracy", "relative_gap", "bytes_sent"]
 
@@ -50,8 +52,12 @@ def method_label(config: dict) -> str:
     protocol = config.get("protocol", "?")
     outer = config.get("outer-optimizer", "none")
     h = int(config.get("local-steps", 1))
-    if protocol == "allreduce" and outer == "nesterov":
-        return "diloco"
+    if protocol == "allreduce":  # all-reduce cancels a round with a peer down, unless survivors
+        cut = "-survivors" if config.get("on-failure") == "survivors" else ""
+        if outer == "nesterov":
+            return "diloco" + cut
+        if h == 1:
+            return "allreduce" + cut
     if protocol == "pairwise" and outer == "sgd":
         return "noloco"
     name = {"pushsum": "sgp"}.get(protocol, protocol)
@@ -200,31 +206,38 @@ def load_curves(results: Path, table: pd.DataFrame | None = None) -> pd.DataFram
     return df
 
 
-def figure(curves: pd.DataFrame, n: int, p: float, split: str, path: Path | None) -> plt.Figure:
-    """Test accuracy of x̄ against simulated time, one curve per method (mean over
-    trials at each evaluated step, ±1 standard error band: avbench.plot_metric), for
-    one (N, p, split); saved to `path` when given."""
-    sub = curves[(curves["N"] == n) & (curves["p"] == p) & (curves["split"] == split)]
-    fig, ax = plt.subplots(figsize=(6.8, 4.4))
-    present = sorted(sub["method"].unique(), key=order_key)
-    for m in present:
-        avbench.plot_metric(sub[sub["method"] == m], x="time", y="accuracy", by="method", ax=ax,
-                            stat="mean", colors=COLORS, logx=True, lw=1.6)
+def panel(ax, sub: pd.DataFrame, x: str) -> None:
+    """Test accuracy of x̄ against `x` (time or step), one curve per method of `sub`."""
+    for m in sorted(sub["method"].unique(), key=order_key):
+        avbench.plot_metric(sub[sub["method"] == m], x=x, y="accuracy", by="method", ax=ax,
+                            stat="mean", colors=COLORS, logx=x == "time", lw=1.6)
     # Linear accuracy (0.1 to 0.9: a log axis only squeezes the top); log time, as
     # all-reduce's steps cost several times a local method's (row 0, at time 0, is left out).
     ax.set_yscale("linear")
     for a in ACCURACY_TARGETS:
         ax.axhline(float(a), color="0.6", lw=0.8, ls=":")
-    trials = sorted(sub.groupby("method")["trial"].nunique().unique())
-    ax.set(xlabel="simulated time [s] (alpha-beta model, cluster platform)", ylabel="test accuracy of x̄",
-           ylim=(0, 0.9))
-    ax.set_title(f"MLP on Fashion-MNIST, N = {n}, p = {p:g}, {split} split "
-                 f"({'/'.join(map(str, trials))} trial{'s' if trials != [1] else ''})", fontsize=10)
+    ax.set(ylabel="test accuracy of x̄", ylim=(0, 0.9), title=f"against {'simulated time' if x == 'time' else 'steps'}",
+           xlabel="simulated time [s] (alpha-beta model, cluster platform)" if x == "time" else "local SGD step")
+    # A method that sent nothing (every all-reduce cancelled) trained purely locally: say so.
+    silent = set(sub.groupby("method")["bytes_sent"].max().loc[lambda b: b == 0].index)
     handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, fontsize=8, loc="lower right")
+    ax.legend(handles, [f"{m} (sent nothing)" if m in silent else m for m in labels], fontsize=8, loc="lower right")
+
+
+def figure(curves: pd.DataFrame, n: int, p: float, split: str, path: Path | None) -> plt.Figure:
+    """Test accuracy of x̄ against simulated time (left) and steps (right), one curve
+    per method (mean over trials at each evaluated step, ±1 standard error band:
+    avbench.plot_metric), for one (N, p, split); saved to `path` when given."""
+    sub = curves[(curves["N"] == n) & (curves["p"] == p) & (curves["split"] == split)]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    panel(axes[0], sub, "time")
+    panel(axes[1], sub, "step")
+    trials = sorted(sub.groupby("method")["trial"].nunique().unique())
+    fig.suptitle(f"MLP on Fashion-MNIST, N = {n}, p = {p:g}, {split} split "
+                 f"({'/'.join(map(str, trials))} trial{'s' if trials != [1] else ''} per method)", fontsize=11)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=90)
     return fig
 
 

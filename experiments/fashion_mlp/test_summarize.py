@@ -33,6 +33,8 @@ METHODS = {  # the flags run.sh gives each method
     "noloco": {"protocol": "pairwise", "local-steps": "10", "outer-optimizer": "sgd"},
     "sgp": {"protocol": "pushsum", "local-steps": "1", "outer-optimizer": "none"},
     "moshpit-H1": {"protocol": "moshpit", "local-steps": "1", "outer-optimizer": "none"},
+    "diloco-survivors": {"protocol": "allreduce", "local-steps": "10", "outer-optimizer": "nesterov",
+                         "on-failure": "survivors"},
 }
 
 
@@ -79,6 +81,7 @@ def write_traces(d: Path) -> None:
     write_trace(d / "N64_p0_moshpit-H1.h5", 64, "moshpit-H1", "0", [dict(acc=[0.1] * 6, bytes=0)])
     write_trace(d / "N64_p0.01_sgp_dirichlet.h5", 64, "sgp", "0.01", [dict(acc=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
                                                                            bytes=64000)], split="dirichlet")
+    write_trace(d / "N1024_p0.01_diloco-survivors.h5", 1024, "diloco-survivors", "0.01", [dict(acc=[0.1] * 6, bytes=0)])
     write_trace(d / "N1024_p0.01_noloco.h5", 1024, "noloco", "0.01", [dict(acc=[0.1, 0.2, 0.3, 0.4, 0.5, 0.65],
                                                                             bytes=2048e6)])
     with h5py.File(d / "averaging.h5", "w") as f:
@@ -96,7 +99,7 @@ def check_csv(rows: list[dict]) -> None:
     order = [(r["N"], r["p"], r["split"], r["method"]) for r in rows]
     check(order == [("64", "0", "random", "moshpit-H1"), ("64", "0.01", "dirichlet", "sgp"),
                     ("64", "0.01", "random", "allreduce"), ("64", "0.01", "random", "diloco"),
-                    ("1024", "0.01", "random", "noloco")],
+                    ("1024", "0.01", "random", "diloco-survivors"), ("1024", "0.01", "random", "noloco")],
           f"rows by N, p, split, then method order; methods named from their flags: {order}")
     by = {(r["N"], r["method"]): r for r in rows}
     a = by[("64", "allreduce")]
