@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The MLP on Fashion-MNIST (784-128-10, ReLU) trained by six decentralized methods:
 # one sgd_bench run per cell N x p x method, each leaving one trace
-# $RESULTS/N<N>_p<p>_<method>.h5 (+ .log). README.md says why the parameters are what
-# they are. The cells become rows of $RESULTS/table.tsv, which scripts/avbench sweep runs
-# (experiments/sweep_common.sh: JOBS, AVB_ENGINE, SGD_BENCH, PYTHON); a complete trace
-# is skipped, a stopped one redone.
+# $RESULTS/N<N>_p<p>_<method>[_<split>].h5 (+ .log; the split named unless random).
+# README.md says why the parameters are what they are. The cells become rows of
+# $RESULTS/table.tsv, which scripts/avbench sweep runs (experiments/sweep_common.sh:
+# JOBS, AVB_ENGINE, SGD_BENCH, PYTHON); a complete trace is skipped, a stopped one redone.
 #
 #   experiments/fashion_mlp/run.sh [--results DIR] [--smoke]
 #
@@ -88,9 +88,11 @@ for m in "${methods[@]}"; do method_flags "$m" >/dev/null; done
 problem="objective=mlp hidden=$hidden data=$data/train-images-idx3-ubyte.gz"
 problem+=" test-data=$data/t10k-images-idx3-ubyte.gz data-limit=$limit split=$split"
 problem+=" lr=0.1 batch=32 step-flops=2e7"
+suffix=""  # a non-iid cell is a cell of its own, not the iid one's trace
+[ "$split" = random ] || suffix=_$split
 for n in $(printf '%s\n' "${peers[@]}" | sort -rn); do  # the long cells first
   for p in "${rates[@]}"; do for m in "${methods[@]}"; do
-    sweep_row "name=N${n}_p${p}_${m} peers=$n program=$sgd_bench" \
+    sweep_row "name=N${n}_p${p}_${m}$suffix peers=$n program=$sgd_bench" \
       "$(method_flags "$m") fail-rate=$p $problem" \
       "steps=$(per_n "$steps_spec" "$n" STEPS) eval-every=$(per_n "$eval_spec" "$n" EVAL)" \
       "trials=$(per_n "$trials_spec" "$n" TRIALS) seed=$seed quiet=true"
