@@ -52,6 +52,17 @@ sweep_init() {
   trap 'rm -f "$rows"' EXIT
 }
 
+# per_n SPEC N NAME: the value for N in "default N:value ..." (a per-N setting such as
+# STEPS="1000 1024:200"), a positive integer; dies naming NAME otherwise.
+per_n() {
+  local spec=$1 n=$2 name=$3 value="" tok
+  for tok in $spec; do case "$tok" in *:*) ;; *) value=$tok ;; esac; done  # the bare default
+  for tok in $spec; do case "$tok" in "$n":*) value=${tok#*:} ;; esac; done  # N's own, if any
+  [ -n "$value" ] || die "$name='$spec' has no value for N = $n (add a bare default or $n:VALUE)"
+  is_count "$value" || die "$name='$spec': '$value' (N = $n) is not a positive integer"
+  echo "$value"
+}
+
 sweep_row() { echo "$*" >>"$rows"; }
 
 sweep_run() {

@@ -50,16 +50,6 @@ read -r -a protocols <<<"${PROTOCOLS:-allreduce moshpit gossip-ring gossip-exp p
 steps_spec=${STEPS:-1000 1024:200} trials_spec=${TRIALS:-3 1024:1}
 dims_spec=${DIMS:-10 1024:4} eval_spec=${EVAL:-10 1024:5} seed=${SEED:-1}
 
-# per_n SPEC N NAME: the value for N in "default N:value ...".
-per_n() {
-  local spec=$1 n=$2 name=$3 value="" tok
-  for tok in $spec; do case "$tok" in *:*) ;; *) value=$tok ;; esac; done  # the bare default
-  for tok in $spec; do case "$tok" in "$n":*) value=${tok#*:} ;; esac; done  # N's own, if any
-  [ -n "$value" ] || die "$name='$spec' has no value for N = $n (add a bare default or $n:VALUE)"
-  is_count "$value" || die "$name='$spec': '$value' (N = $n) is not a positive integer"
-  echo "$value"
-}
-
 [ ${#peers[@]} -gt 0 ] && [ ${#objectives[@]} -gt 0 ] && [ ${#rates[@]} -gt 0 ] && [ ${#protocols[@]} -gt 0 ] ||
   die "PEERS, OBJECTIVES, RATES and PROTOCOLS must not be empty"
 for n in "${peers[@]}"; do
