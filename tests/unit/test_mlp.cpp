@@ -96,8 +96,8 @@ TEST(MlpShards, PeersShareTheStartAndThePooledFIsTheirMean) {
   double mean_loss = 0.0;
   for (int i = 0; i < n; ++i) mean_loss += image_peer(model, o, data, i, n, 31)->loss(x) / n;
   EXPECT_NEAR(pooled_f->loss(x), mean_loss, 1e-14);
-  const auto& a = dynamic_cast<const MlpObjective&>(*image_peer(model, o, data, 0, n, 31));
-  EXPECT_EQ(a.shape().hidden, 5);
+  const auto first = image_peer(model, o, data, 0, n, 31);
+  EXPECT_EQ(dynamic_cast<const MlpObjective&>(*first).shape().hidden, 5);
   EXPECT_EQ(pooled_f->loss(Eigen::VectorXd::Zero(model.dim())),
             dynamic_cast<const MlpObjective&>(*image_pooled(ImageModel(o, 6, 4, 31), o, data, n, 31))
                 .loss(Eigen::VectorXd::Zero(model.dim())));
