@@ -119,7 +119,13 @@ Eigen::VectorXd pooled_image_weights(const ObjectiveOptions& options, const Imag
 
 std::unique_ptr<ImageObjective> image_peer(const ImageModel& model, const ObjectiveOptions& options,
                                            const ImageSet& data, int peer, int n_peers, std::uint64_t seed) {
-  ImageSet shard = peer_images(options, data, peer, n_peers, seed);
+  return image_peer(model, options, data, shard_rows(data.label_values(), options.split_spec(), peer, n_peers, seed,
+                                                     options.data_path), peer);
+}
+
+std::unique_ptr<ImageObjective> image_peer(const ImageModel& model, const ObjectiveOptions& options,
+                                           const ImageSet& data, const std::vector<int>& rows, int peer) {
+  ImageSet shard = select_images(data, rows);
   const Eigen::Index m = shard.samples();
   return model.make(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
                     softmax_l2(options, data.samples()), static_cast<std::uint64_t>(peer));

@@ -105,6 +105,9 @@ Eigen::VectorXd pooled_image_weights(const ObjectiveOptions& options, const Imag
 // Peer `peer`'s f_i (its peer_images, weights 1/m_i).
 std::unique_ptr<ImageObjective> image_peer(const ImageModel& model, const ObjectiveOptions& options,
                                            const ImageSet& data, int peer, int n_peers, std::uint64_t seed);
+// The same from the peer's rows of peer_rows (building every peer: one split, not N).
+std::unique_ptr<ImageObjective> image_peer(const ImageModel& model, const ObjectiveOptions& options,
+                                           const ImageSet& data, const std::vector<int>& rows, int peer);
 // The pooled f over all of `data` (file order, each row weighted 1/(N m_i) by the
 // shard it falls in). Takes the data: it is the largest copy.
 std::unique_ptr<ImageObjective> image_pooled(const ImageModel& model, const ObjectiveOptions& options, ImageSet data,

@@ -127,7 +127,11 @@ std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::in
 
 std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options, const Dataset& data, int peer,
                                                  int n_peers, std::uint64_t seed) {
-  Dataset shard = select_rows(data, shard_rows(data, options.split_spec(), peer, n_peers, seed, options.data_path));
+  return logistic_peer(data, shard_rows(data, options.split_spec(), peer, n_peers, seed, options.data_path), peer);
+}
+
+std::unique_ptr<LogisticObjective> logistic_peer(const Dataset& data, const std::vector<int>& rows, int peer) {
+  Dataset shard = select_rows(data, rows);
   const Eigen::Index m = shard.samples();
   Eigen::VectorXd weights = Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m));
   return std::make_unique<LogisticObjective>(std::move(shard), std::move(weights), 1.0 / data.samples(),
@@ -136,12 +140,17 @@ std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options
 
 namespace {
 
-// Reads the --data file (and --test-data) and checks that every peer gets
-// samples. Without --test-data, accuracy is measured on the training set.
-Dataset read_data(const TrainingOptions& options, int n, Problem& p) {
+// Every peer's rows of the data set (ConfigError if some peer would get none).
+std::vector<std::vector<int>> split_rows(const TrainingOptions& options, const Eigen::VectorXd& labels, int n) {
+  return peer_rows(labels, options.objective.split_spec(), n, options.seed, options.objective.data_path);
+}
+
+// Reads the --data file (and --test-data) and splits it: `rows`, each peer's.
+// Without --test-data, accuracy is measured on the training set.
+Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows) {
   const ObjectiveOptions& o = options.objective;
   Dataset data = keep_first(read_libsvm(o.data_path, o.data_dim), o.data_limit);
-  shard_rows(data, o.split_spec(), 0, n, options.seed, o.data_path);  // enough samples for every peer?
+  rows = split_rows(options, data.labels, n);
   if (!options.test_data.empty()) {
     p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
     p.test_set_kind = "file";
@@ -158,10 +167,10 @@ void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p
 }
 
 // --data's images (and --test-data's), as read_data.
-ImageSet read_images(const TrainingOptions& options, int n, Problem& p) {
+ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows) {
   const ObjectiveOptions& o = options.objective;
   ImageSet data = read_training_images(o);
-  shard_rows(data.label_values(), o.split_spec(), 0, n, options.seed, o.data_path);  // enough samples for every peer?
+  rows = split_rows(options, data.label_values(), n);
   if (!options.test_data.empty()) {
     p.test_images = read_test_images(options.test_data, data);
     p.test_set_kind = "file";
@@ -180,7 +189,8 @@ void pool_images(const TrainingOptions& options, const ImageModel& model, int n,
 void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p) {
   const ObjectiveOptions& o = options.objective;
   ImageSet data;
-  on_root_or_throw_everywhere(world, rank, [&] { data = read_images(options, n, p); });
+  std::vector<std::vector<int>> rows;
+  on_root_or_throw_everywhere(world, rank, [&] { data = read_images(options, n, p, rows); });
   std::int64_t shape[3] = {data.dim(), data.samples(), data.classes};
   check_mpi(MPI_Bcast(shape, 3, MPI_INT64_T, 0, world), "MPI_Bcast");
   const ImageModel model(o, static_cast<int>(shape[0]), static_cast<int>(shape[2]), options.seed);
@@ -198,10 +208,10 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
     return;
   }
   for (int peer = 1; peer < n; ++peer) {
-    const std::vector<std::uint8_t> packed = pack_images(peer_images(o, data, peer, n, options.seed));
+    const std::vector<std::uint8_t> packed = pack_images(select_images(data, rows[static_cast<std::size_t>(peer)]));
     check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_BYTE, peer, kShardTag, world), "MPI_Send");
   }
-  p.local = image_peer(model, o, data, 0, n, options.seed);
+  p.local = image_peer(model, o, data, rows[0], 0);
   pool_images(options, model, n, std::move(data), p);
 }
 
@@ -209,10 +219,9 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
 // Rank 0 keeps the whole set as the pooled problem (and, without --test-data,
 // as the test set).
 void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p) {
-  const ObjectiveOptions& o = options.objective;
-  const std::uint64_t seed = options.seed;
   Dataset data;
-  on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p); });
+  std::vector<std::vector<int>> rows;
+  on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p, rows); });
   // Every rank needs the dimension and, for the l2 weight 1/m, the total count.
   std::int64_t shape[2] = {rank == 0 ? data.dim() : 0, rank == 0 ? data.samples() : 0};
   check_mpi(MPI_Bcast(shape, 2, MPI_INT64_T, 0, world), "MPI_Bcast");
@@ -221,11 +230,11 @@ void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, 
     return;
   }
   for (int peer = 1; peer < n; ++peer) {
-    const std::vector<double> packed = pack(logistic_peer(o, data, peer, n, seed)->samples());
+    const std::vector<double> packed = pack(select_rows(data, rows[static_cast<std::size_t>(peer)]));
     check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_DOUBLE, peer, kShardTag, world),
               "MPI_Send");
   }
-  p.local = logistic_peer(o, data, 0, n, seed);
+  p.local = logistic_peer(data, rows[0], 0);
   pool_data(options, n, std::move(data), p);
 }
 
@@ -324,18 +333,20 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   Problem p;
   p.peers.reserve(static_cast<std::size_t>(n));
   if (classifies_images(o.kind)) {
-    ImageSet data = read_images(options, n, p);
+    std::vector<std::vector<int>> rows;
+    ImageSet data = read_images(options, n, p, rows);
     const ImageModel model(o, data.dim(), data.classes, options.seed);
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);
-      p.peers.push_back(image_peer(model, o, data, i, n, options.seed));
+      p.peers.push_back(image_peer(model, o, data, rows[static_cast<std::size_t>(i)], i));
     }
     pool_images(options, model, n, std::move(data), p);
   } else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
-    Dataset data = read_data(options, n, p);
+    std::vector<std::vector<int>> rows;
+    Dataset data = read_data(options, n, p, rows);
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);
-      p.peers.push_back(logistic_peer(o, data, i, n, options.seed));
+      p.peers.push_back(logistic_peer(data, rows[static_cast<std::size_t>(i)], i));
     }
     pool_data(options, n, std::move(data), p);
   } else {

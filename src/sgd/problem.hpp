@@ -73,5 +73,7 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
 // rank that holds the file (exposed for tests).
 std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options, const Dataset& data, int peer,
                                                  int n_peers, std::uint64_t seed);
+// The same from the peer's rows of peer_rows (building every peer: one split, not N).
+std::unique_ptr<LogisticObjective> logistic_peer(const Dataset& data, const std::vector<int>& rows, int peer);
 
 }  // namespace avb
