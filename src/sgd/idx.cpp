@@ -183,31 +183,6 @@ ImageSet read_idx(const std::string& images_path, const std::string& flag, long 
   return out;
 }
 
-double softmax_accuracy(const ImageSet& data, const Eigen::Ref<const Eigen::VectorXd>& x) {
-  const Eigen::Index d = data.dim(), k = data.classes;
-  if (x.size() != k * (d + 1))
-    throw std::invalid_argument("softmax_accuracy: a model of " + std::to_string(x.size()) + " values for " +
-                                std::to_string(k) + " classes of " + std::to_string(d) + " pixels");
-  if (data.samples() == 0) return 0.0;
-  const Eigen::Map<const Eigen::MatrixXd> weights(x.data(), d, k);  // column c: class c's weights
-  const auto bias = x.tail(k).transpose();
-  constexpr Eigen::Index block = 2048;
-  long long correct = 0;
-  for (Eigen::Index first = 0; first < data.samples(); first += block) {
-    const Eigen::Index rows = std::min(block, data.samples() - first);
-    const Eigen::MatrixXd features = data.pixels.middleRows(first, rows).cast<double>() * kPixelScale;
-    Eigen::MatrixXd scores = features * weights;
-    scores.rowwise() += bias;
-    for (Eigen::Index s = 0; s < rows; ++s) {
-      Eigen::Index best = 0;  // the first of equal scores
-      for (Eigen::Index c = 1; c < k; ++c)
-        if (scores(s, c) > scores(s, best)) best = c;
-      correct += best == data.labels[static_cast<std::size_t>(first + s)];
-    }
-  }
-  return static_cast<double>(correct) / data.samples();
-}
-
 ImageSet select_images(const ImageSet& data, const std::vector<int>& rows) {
   ImageSet out;
   out.classes = data.classes;

@@ -57,11 +57,6 @@ IdxShape read_idx_shape(const std::string& images_path, const std::string& flag 
 // the flag and the file: "--data PATH: not an IDX images file (magic 0x...)".
 ImageSet read_idx(const std::string& images_path, const std::string& flag = "--data", long long limit = 0);
 
-// The share of images whose highest-scoring class is their label, for the model
-// x = (W row by row, then b) of a softmax over data.classes classes; ties go to
-// the lower class. std::invalid_argument unless x has classes * (dim + 1) entries.
-double softmax_accuracy(const ImageSet& data, const Eigen::Ref<const Eigen::VectorXd>& x);
-
 // The rows in `rows`' order.
 ImageSet select_images(const ImageSet& data, const std::vector<int>& rows);
 

@@ -124,4 +124,23 @@ std::unique_ptr<SoftmaxObjective> softmax_pooled(const ObjectiveOptions& options
                                             static_cast<std::uint64_t>(n_peers));
 }
 
+double softmax_accuracy(const ImageSet& data, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  const Eigen::Index d = data.dim(), k = data.classes;
+  if (x.size() != k * (d + 1))
+    throw std::invalid_argument("softmax_accuracy: a model of " + std::to_string(x.size()) + " values for " +
+                                std::to_string(k) + " classes of " + std::to_string(d) + " pixels");
+  if (data.samples() == 0) return 0.0;
+  const Eigen::Map<const Eigen::MatrixXd> weights(x.data(), d, k);  // column c: class c's weights
+  const auto bias = x.tail(k).transpose();
+  long long correct = 0;
+  for (Eigen::Index first = 0; first < data.samples(); first += kImageBlockRows) {
+    const Eigen::Index rows = std::min(kImageBlockRows, data.samples() - first);
+    const Eigen::MatrixXd features = data.pixels.middleRows(first, rows).cast<double>() * kPixelScale;
+    ClassMatrix scores = features * weights;
+    scores.rowwise() += bias;
+    correct += correct_predictions(scores, data.labels, first);
+  }
+  return static_cast<double>(correct) / data.samples();
+}
+
 }  // namespace avb

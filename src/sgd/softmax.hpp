@@ -22,6 +22,11 @@
 
 namespace avb {
 
+// The share of images whose highest-scoring class is their label, for the model
+// x = (W row by row, then b) of a softmax over data.classes classes; ties go to
+// the lower class. std::invalid_argument unless x has classes * (dim + 1) entries.
+double softmax_accuracy(const ImageSet& data, const Eigen::Ref<const Eigen::VectorXd>& x);
+
 class SoftmaxObjective final : public ImageObjective {
  public:
   // Throws as ImageObjective's constructor.
