@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "sgd/idx.hpp"
 #include "sgd/image_objective.hpp"
@@ -93,6 +94,8 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
   // also holds them all (the pooled f) and the test set.
   c.memory.push_back({"f_i's images", "--data-limit", in.held * (m / in.n * image + kObjectBytes)});
   c.memory.push_back({"pooled and test images", "--data-limit", (m + test) * image + m * kWord});
+  // The split (peer_rows): every row's index, in a list per peer.
+  c.memory.push_back({"the split's row lists", "--peers", m * sizeof(int) + in.n * sizeof(std::vector<int>)});
   // A block of rows as doubles with its products and gradient.
   const double block = 2048 * (d + 3 * k + 2 * o.hidden) * kWord + model * kWord;
   const double pass = m * products.gradient + m * (d + 8 * k) * 1e-9;
