@@ -25,8 +25,10 @@ class Host {
 void set_host(Host* host);
 Host* host();
 
-// The table's stream: the host's, else stdout.
+// The table's stream: the host's, else stdout, or stderr once stdout carries the
+// summary (--summary -).
 std::FILE* table_out();
+void table_to_stderr(bool yes);
 
 // What abort_run throws under a host: the exit code the process would have ended with.
 struct HostedExit {

@@ -30,11 +30,13 @@ extern "C" void on_stop_signal(int signo) {
   g_stop_requested.store(true, std::memory_order_relaxed);
 }
 Host* g_host = nullptr;  // see set_host()
+bool g_table_to_stderr = false;  // see table_to_stderr()
 }  // namespace
 
 void set_host(Host* host) { g_host = host; }
 Host* host() { return g_host; }
-std::FILE* table_out() { return g_host != nullptr ? g_host->table() : stdout; }
+std::FILE* table_out() { return g_host != nullptr ? g_host->table() : g_table_to_stderr ? stderr : stdout; }
+void table_to_stderr(bool yes) { g_table_to_stderr = yes; }
 
 void request_stop(int signo) { on_stop_signal(signo); }
 void clear_stop() {

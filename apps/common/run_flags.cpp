@@ -11,7 +11,7 @@ void add_run_flags(TypedOptions& add, RunOptions& o, OutputFlags& output, const 
   add.text("--out", output.out, "FILE", "HDF5 trace to write (refused if it exists, unless --overwrite)");
   add.text("--summary", output.summary, "FILE",
            "one row per trial as CSV, or JSON if FILE ends in .json, written at the end (refused if it exists, "
-           "unless --overwrite)");
+           "unless --overwrite); - writes the CSV to stdout, and the table to stderr");
   add.flag("--overwrite", output.overwrite, "replace an existing --out or --summary file when the run ends");
   add.flag("--quiet", output.quiet,
            "no progress lines on stderr and no per-trial rows (the header and the means still print)");

@@ -149,7 +149,7 @@ bool summary_is_json(const std::filesystem::path& path) {
 
 std::string summary_destination_problem(const std::string& summary, bool overwrite) {
   namespace fs = std::filesystem;
-  if (summary.empty()) return "";
+  if (summary.empty() || summary == kSummaryToStdout) return "";
   try {
     check_trace_destination(summary, overwrite);
   } catch (const DestinationError& e) {
@@ -166,6 +166,13 @@ std::string summary_destination_problem(const std::string& summary, bool overwri
 std::string write_summary_file(const std::filesystem::path& path, bool overwrite,
                                const std::function<void(std::FILE*)>& produce) {
   namespace fs = std::filesystem;
+  if (path == kSummaryToStdout) {
+    std::fflush(stdout);
+    produce(stdout);
+    return std::fflush(stdout) == 0 && std::ferror(stdout) == 0
+               ? ""
+               : std::string("--summary: cannot write to standard output: ") + std::strerror(errno);
+  }
   const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
   auto fail = [&](const std::string& why) {
     std::error_code ec;

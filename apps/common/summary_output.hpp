@@ -69,10 +69,13 @@ bool summary_is_json(const std::filesystem::path& path);
 // line naming --summary, empty when it may be written.
 std::string summary_destination_problem(const std::string& summary, bool overwrite);
 
+// --summary's name for standard output.
+inline constexpr const char* kSummaryToStdout = "-";
+
 // Writes what `produce` writes to its stream at `path`, under a hidden temporary
 // name in the same folder, then renames it into place (replacing an existing file
-// only when `overwrite`). Returns one line naming --summary when it could not;
-// nothing is left behind then.
+// only when `overwrite`); at kSummaryToStdout, to standard output. Returns one
+// line naming --summary when it could not; nothing is left behind then.
 std::string write_summary_file(const std::filesystem::path& path, bool overwrite,
                                const std::function<void(std::FILE*)>& produce);
 

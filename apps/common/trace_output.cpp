@@ -37,11 +37,13 @@ RunInfo run_info(int argc, char** argv, const std::string& run_kind, const std::
 bool open_trace(const std::string& program, const OutputFlags& output, const RunInfo& info, KeyValues& described,
                 const std::string& config_text, std::unique_ptr<TraceWriter>& trace) {
   install_stop_handlers();
+  table_to_stderr(output.summary == kSummaryToStdout);
   if (!output.out.empty()) described.emplace_back("out", output.out);
   if (!output.summary.empty()) described.emplace_back("summary", output.summary);
   int ok = 1;
   if (world_rank() == 0) {
-    std::string problem = output_clash({{"--out", output.out}, {"--summary", output.summary}}, output.inputs);
+    const std::string summary_file = output.summary == kSummaryToStdout ? "" : output.summary;
+    std::string problem = output_clash({{"--out", output.out}, {"--summary", summary_file}}, output.inputs);
     if (problem.empty()) problem = summary_destination_problem(output.summary, output.overwrite);
     if (!problem.empty()) {
       report_error(program, problem);

@@ -21,6 +21,7 @@ avbench aggregate's mean, standard error and n against an independent computatio
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -140,6 +141,14 @@ def summaries(work: str, engine: str) -> None:
             same = [{k: v for k, v in r.items() if k not in ("summary", "out")} for r in got_csv]
             other = [{k: v for k, v in r.items() if k not in ("summary", "out")} for r in got_json]
             check(same == other, f"{name}: CSV and JSON hold the same rows")
+        # --summary -: the CSV on stdout (rank 0's only), the table on stderr, no file named "-".
+        p = run(launch(engine, program, [*args, "--out", f"{name}-stdout.h5", "--summary", "-"]), work)
+        got = [{k: (None if v == "" else parse_value(v)) for k, v in r.items()}
+               for r in csv.DictReader(io.StringIO(p.stdout))] if p.returncode == 0 else []
+        want_stdout, _ = expected_rows(os.path.join(work, f"{name}-stdout.h5")) if p.returncode == 0 else ([], {})
+        agree(got, want_stdout, dict(identity, summary="-", out=f"{name}-stdout.h5"), f"{name}: --summary -")
+        check("# wall time" in p.stderr and not os.path.exists(os.path.join(work, "-")),
+              f"{name}: --summary - prints the table on stderr and writes no file named -")
         df = pd.read_csv(os.path.join(work, f"{name}.csv"))
         numeric = [c for c in want[0] if df[c].dtype.kind not in "iuf"]
         check(not numeric, f"{name}: pandas reads every per-trial column as a number (not: {numeric})")
