@@ -89,6 +89,7 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
   const std::size_t dim = model * (options.gradient_tracking ? 2 : 1);
   avb::RunShape shape =
       avb::app::run_shape(cli.engine, options, peers, threads, dim, dim, rounds, !cli.output.out.empty());
+  shape.dim_flag = problem.model_flag;
   shape.workload.insert(shape.workload.end(), problem.memory.begin(), problem.memory.end());
   shape.workload_vectors = problem.trial_vectors;
   shape.setup_seconds = problem.setup_seconds;

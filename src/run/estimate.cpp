@@ -84,7 +84,7 @@ RunEstimate estimate_run(const ProtocolOptions& protocol, const RunShape& s, con
   RunEstimate e;
   const GraphFootprint graph = protocol.topology ? graph_footprint(*protocol.topology, s.peers) : GraphFootprint{};
   const double graph_bytes = graph.lists * kListBytes + graph.entries * kEntryBytes;
-  const std::string size_flag = s.dim > 1 ? "--dim" : "--peers";
+  const std::string size_flag = s.dim > 1 && !s.dim_flag.empty() ? s.dim_flag : "--peers";
   // Trials stream: at most two per thread wait to be reported (run/trial_pool.hpp),
   // each with its rows; the reporters keep running sums only.
   const double in_flight = s.sequential ? std::min(s.trials, 2 * std::max(1, s.threads) + 1) : 1;

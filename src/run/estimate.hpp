@@ -31,6 +31,7 @@ struct RunShape {
   int peers = 1;
   std::size_t dim = 1;
   std::size_t model_dim = 1;
+  std::string dim_flag = "--dim";  // the flag that makes dim smaller (empty: none, the data's)
   double rounds = 0;         // averaging rounds per trial (sgd_bench: at most one per step)
   int trials = 1;
   bool failures = false;     // any peer can be down in a round (detection may be charged)

@@ -60,6 +60,9 @@ struct ProblemCost {
   // The model's dimension where the options do not give it (softmax: K (d + 1)
   // from the IDX files' headers); 0 elsewhere (--dim).
   std::size_t model_dim = 0;
+  // The flag that makes the model smaller: --dim, --hidden (the MLP), or none
+  // (empty: a softmax's or a --data file's dimension is the data's).
+  std::string model_flag = "--dim";
 };
 
 // `peers_here`: the ranks on this machine (MPI engines; rank 0, which holds the

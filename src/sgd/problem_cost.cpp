@@ -88,6 +88,7 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
   const double model = static_cast<double>(image_model_dim(o, shape.dim, shape.classes));
   const double test = options.test_data.empty() ? m : read_idx_shape(options.test_data, "--test-data").samples;
   c.model_dim = static_cast<std::size_t>(model);
+  c.model_flag = o.kind == ObjectiveKind::mlp ? "--hidden" : "";
   const ImageProducts products = image_products(o, d, k);
   const double image = d + 1;  // pixel bytes and the label
   // The shards: 1/N of the images per f_i; rank 0 (and the sequential engine)
@@ -134,6 +135,8 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
     evaluation += in.n * static_cast<double>(c.model_dim) * 4e-9;
   } else if (o.data_path.empty()) {
     evaluation += synthetic_logistic_cost(o, in, c);
+  } else {
+    c.model_flag = "";
   }
   if (!sequential) {
     c.setup_seconds = 0;

@@ -161,6 +161,9 @@ if [ -z "$SANITIZED" ]; then
   # limit (it was accepted, then refused by the set-up after tens of seconds).
   ( ulimit -v 2000000; PROGRAM=sgd refused "--peers: the run needs about" "${SEQ[@]}" --objective logistic \
       --peers 20000 --samples-per-peer 100 --dim 200 --steps 10
+    # The MLP's size is --hidden's (the images fix the rest; --dim does not apply).
+    PROGRAM=sgd refused "--hidden: the run needs about" "${SEQ[@]}" --objective mlp --peers 4096 --steps 10 \
+      --data /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
     exit "$AVB_FAILURES" ) || AVB_FAILURES=$((AVB_FAILURES + 1))
   for a in "--objective logistic --peers 20000 --samples-per-peer 50 --dim 20" \
            "--objective logistic --peers 1000 --samples-per-peer 500 --dim 100" \
