@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "protocols/time_model.hpp"
@@ -83,16 +84,20 @@ class Transit {
     count_regions(from, to, by);
   }
   void count_regions(int from, int to, int by);
-  // SimGrid's factors of the last message size asked for (a run sends a few sizes).
+  // SimGrid's factors of the last two message sizes asked for (a run sends a few
+  // sizes, and an exchange alternates two: its requests' and its replies').
   SmpiFactors factors(double bytes) const {
-    if (bytes != factors_of_) {
-      factors_ = smpi_factors(bytes);
-      factors_of_ = bytes;
+    if (bytes == factors_of_[0]) return factors_[0];
+    if (bytes != factors_of_[1]) {
+      factors_[1] = smpi_factors(bytes);
+      factors_of_[1] = bytes;
     }
-    return factors_;
+    std::swap(factors_of_[0], factors_of_[1]);
+    std::swap(factors_[0], factors_[1]);
+    return factors_[0];
   }
-  mutable double factors_of_ = -1;
-  mutable SmpiFactors factors_{};
+  mutable double factors_of_[2] = {-1, -1};
+  mutable SmpiFactors factors_[2] = {};
   int& wan(std::int64_t key);
 
   const Hosts& hosts_;
