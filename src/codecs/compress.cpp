@@ -293,12 +293,15 @@ DecodeResult decode_stochastic(const std::byte* p, std::span<double> out, const 
 }  // namespace
 
 void Quantizer::encode(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const {
-  // none and fp16 write every byte; the others pack bits into zeroed bytes.
+  // none and fp16 write every byte (a buffer reused at one size is not even
+  // resized: a swarm exchange encodes a few doubles at a time); the others pack
+  // bits into zeroed bytes.
   const bool whole = spec_.kind == QuantizerKind::none || spec_.kind == QuantizerKind::fp16;
-  if (whole)
-    out.resize(encoded_bytes(x.size()));
-  else
-    out.assign(encoded_bytes(x.size()), std::byte{0});
+  const std::size_t bytes = encoded_bytes(x.size());
+  if (!whole)
+    out.assign(bytes, std::byte{0});
+  else if (out.size() != bytes)
+    out.resize(bytes);
   switch (spec_.kind) {
     case QuantizerKind::none: return encode_none(x, out);
     case QuantizerKind::fp16: return encode_fp16(x, out);

@@ -151,7 +151,7 @@ void SwarmPeers::send_request(Population& x, int p, bool exact, bool with_model)
   const std::uint32_t header[2] = {static_cast<std::uint32_t>(s.t),
                                    static_cast<std::uint32_t>(s.tick * kMaxAttempts + s.attempt) |
                                        (exact ? kExactRequest : 0u)};
-  encoded_.clear();
+  if (!with_model) encoded_.clear();  // else encode() sizes it
   if (with_model) {
     if (exact)
       exact_.encode(reference(p), EncodeContext{}, encoded_);
@@ -239,7 +239,7 @@ void SwarmPeers::on_reply(Population& x, int p, int reply) {
 
 bool SwarmPeers::decode_reply(const Message& reply, std::span<const double> near) {
   const std::size_t d = near.size();
-  decoded_.resize(d);
+  fit(decoded_, d);
   const Quantizer& codec = reply.bytes[0] == kExact ? exact_ : quantizer_;
   return codec.decode(reply.bytes.view().subspan(1, codec.encoded_bytes(d)), near, decoded_).ok;
 }
@@ -252,7 +252,7 @@ void SwarmPeers::apply(Population& x, int p, std::byte status, const Message& re
     const std::span<const std::byte> request = messages_[static_cast<std::size_t>(at(p).request)].bytes.view();
     std::uint32_t header[2];
     std::memcpy(header, request.data(), kHeader);
-    own_view_.resize(sent.size());
+    fit(own_view_, sent.size());
     if (header[1] & kExactRequest)
       own_view_.assign(sent.begin(), sent.end());
     else if (!quantizer_.decode(request.subspan(kHeader), sent, own_view_).ok)

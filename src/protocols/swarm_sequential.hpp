@@ -232,6 +232,10 @@ class SwarmPeers final : public EventPeers {
     return mode_ == SwarmMode::blocking ? pre_local(p) : published(p);
   }
   static void copy(std::span<const double> from, std::span<double> to) { std::copy(from.begin(), from.end(), to.begin()); }
+  // A scratch vector at size d (most calls find it there: no call to resize).
+  static void fit(std::vector<double>& v, std::size_t d) {
+    if (v.size() != d) v.resize(d);
+  }
   void offer(std::span<const double> model, int p) {
     copy(model, pre_local(p));
     copy(model, published(p));

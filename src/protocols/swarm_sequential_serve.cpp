@@ -80,21 +80,20 @@ void SwarmPeers::answer(Population& x, int q, int request) {
   EncodeContext context = request_context(context_->seed, header, initiator);
   context.message += 1;
   std::byte status = kDecoded;
-  encoded_.clear();
   if (mode_ == SwarmMode::non_blocking) {
     if (exact) status = kExact;
     (exact ? exact_ : quantizer_).encode(before_, context, encoded_);
     reply(q, request, status, encoded_);
     return;
   }
-  seen_.resize(d);
+  fit(seen_, d);
   if (!(exact ? exact_ : quantizer_).decode(payload, before_, seen_).ok) {
     effect_.decode_failures += 1;
     reply(q, request, lattice ? kResend : kRefused, {});
     return;
   }
   quantizer_.encode(before_, context, encoded_);
-  decoded_.resize(d);
+  fit(decoded_, d);
   if (!quantizer_.decode(encoded_, seen_, decoded_).ok) {  // the initiator would fail to decode
     effect_.decode_failures += 1;
     if (!lattice) {
