@@ -129,16 +129,17 @@ class EventQueue {
     head_ = 0;
     const auto b = static_cast<std::size_t>(std::countr_zero(filled_)) + 1;  // pop() is never called on an empty queue
     Bucket& from = buckets_[b];
-    last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
     filled_ &= ~(std::uint64_t{1} << (b - 1));
     if (from.size <= kSmall) {
-      // Every event of bucket b shares last_'s bits from b - 1 up; every later
-      // bucket's lie above them.
+      // Every event of bucket b has the same bits from b - 1 up (those of the
+      // old last_ above b - 1, and bit b - 1 set); every later bucket's lie above them.
       const auto low = static_cast<unsigned>(b - 1);
-      run_end_ = low == 63 ? UINT64_MAX : ((last_ >> low) + 1) << low;
+      run_end_ = low == 63 ? UINT64_MAX : ((from.data[0].key >> low) + 1) << low;
       for (const Entry& e : from) run.push(e);
       std::sort(run.begin(), run.end(), Earlier{});
+      last_ = run.data[0].key;
     } else {
+      last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
       run_end_ = last_ + 1;
       for (const Entry& e : from) put(e);
     }
