@@ -151,13 +151,12 @@ void SwarmPeers::send_request(Population& x, int p, bool exact, bool with_model)
   const std::uint32_t header[2] = {static_cast<std::uint32_t>(s.t),
                                    static_cast<std::uint32_t>(s.tick * kMaxAttempts + s.attempt) |
                                        (exact ? kExactRequest : 0u)};
-  if (!with_model) encoded_.clear();  // else encode() sizes it
-  if (with_model) {
-    if (exact)
-      exact_.encode(reference(p), EncodeContext{}, encoded_);
-    else
-      quantizer_.encode(reference(p), request_context(context_->seed, header, p), encoded_);
-  }
+  if (!with_model)
+    encoded_.clear();
+  else if (exact)
+    exact_.encode(reference(p), EncodeContext{}, encoded_);  // encode() sizes the buffer
+  else
+    quantizer_.encode(reference(p), request_context(context_->seed, header, p), encoded_);
   messages_[static_cast<std::size_t>(m)].bytes.assign(std::as_bytes(std::span(header)), encoded_);
   if (s.request >= 0) release(s.request);
   s.request = m;
