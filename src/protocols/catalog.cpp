@@ -1,6 +1,6 @@
 // The protocol catalog: one row per protocol. Adding a protocol is its source file
-// (which defines its forms, k<Name>Forms), its row here and its line in src/CMakeLists.txt;
-// a program of its own adds one at run time with register_protocol().
+// (which defines its forms, k<Name>Forms; the build compiles every file under src/)
+// and its row here; a program of its own adds one at run time with register_protocol().
 #include <algorithm>
 #include <set>
 

@@ -37,16 +37,12 @@ struct Event {
 // (refill) rather than spread down the buckets bit by bit.
 class EventQueue {
  public:
-  // renumber_at: the order number at which the waiting events are numbered
-  // afresh (tests make it small; an interval of SGD may schedule billions).
-  explicit EventQueue(std::uint32_t renumber_at = UINT32_MAX) : renumber_at_(renumber_at) {}
   void at(double time, int peer, int kind, int arg = 0, int other = 0) {
     const std::uint64_t key = key_of(time);
     if (key < now_key_) throw Error("event queue: an event was scheduled before the last one taken");
     if (kind < -128 || kind > 127 || other < 0 || other >= (1 << 24))
       throw Error("event queue: an event's kind or other peer is out of range");
-    if (next_ == renumber_at_) renumber();
-    put(Entry{key, next_++, peer, (static_cast<std::uint32_t>(other) << 8) | static_cast<std::uint8_t>(kind), arg});
+    put(Entry{key, peer, (static_cast<std::uint32_t>(other) << 8) | static_cast<std::uint8_t>(kind), arg});
     ++size_;
   }
   bool empty() const { return size_ == 0; }
@@ -93,7 +89,6 @@ class EventQueue {
     run_end_ = 0;
     now_key_ = 0;
     filled_ = 0;
-    next_ = 0;
     now_ = now;
   }
 
@@ -102,7 +97,6 @@ class EventQueue {
   // the queue's time goes into.
   struct Entry {
     std::uint64_t key;
-    std::uint32_t order;  // per round (reset() starts it over; renumber() when it runs out)
     int peer;
     std::uint32_t kind_other;  // the other peer above the kind's 8 bits
     int arg;
@@ -135,8 +129,15 @@ class EventQueue {
       // old last_ above b - 1, and bit b - 1 set); every later bucket's lie above them.
       const auto low = static_cast<unsigned>(b - 1);
       run_end_ = low == 63 ? UINT64_MAX : ((from.data[0].key >> low) + 1) << low;
-      for (const Entry& e : from) run.push(e);
-      std::sort(run.begin(), run.end(), Earlier{});
+      // Insertion by key alone: a bucket holds its events in the order they were
+      // scheduled (spreading keeps it, and at() appends), so ties keep that order;
+      // and events come nearly in time order, so few move far.
+      for (const Entry& e : from) {
+        run.push(e);
+        std::size_t i = run.size - 1;
+        for (; i > 0 && run.data[i - 1].key > e.key; --i) run.data[i] = run.data[i - 1];
+        run.data[i] = e;
+      }
       last_ = run.data[0].key;
     } else {
       last_ = std::min_element(from.begin(), from.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; })->key;
@@ -144,16 +145,6 @@ class EventQueue {
       for (const Entry& e : from) put(e);
     }
     from.size = 0;
-  }
-  // The order numbers have run out: the waiting events get 0, 1, ... in the
-  // order they were scheduled, which is all the numbers say.
-  void renumber() {
-    std::vector<Entry*> waiting;
-    for (std::size_t b = 0; b < buckets_.size(); ++b)
-      for (std::size_t i = b == 0 ? head_ : 0; i < buckets_[b].size; ++i) waiting.push_back(&buckets_[b].data[i]);
-    std::sort(waiting.begin(), waiting.end(), [](const Entry* x, const Entry* y) { return x->order < y->order; });
-    next_ = 0;
-    for (Entry* e : waiting) e->order = next_++;
   }
   // An array that only grows (std::vector's push_back, called from several
   // places, is not inlined, and its calls were a sixth of a swarm round).
@@ -172,9 +163,6 @@ class EventQueue {
       std::copy(begin(), end(), bigger.get());
       data = std::move(bigger);
     }
-  };
-  struct Earlier {
-    bool operator()(const Entry& x, const Entry& y) const { return x.key != y.key ? x.key < y.key : x.order < y.order; }
   };
   [[gnu::always_inline]] void put(const Entry& e) {
     if (e.key < run_end_) {  // into the run, after every event not later (e's order is the latest)
@@ -197,8 +185,6 @@ class EventQueue {
   std::uint64_t last_ = 0;  // no event waits before it
   std::uint64_t run_end_ = 0;  // > last_ but after a reset; no bucket b > 0 holds an event before it
   std::uint64_t now_key_ = 0;
-  std::uint32_t next_ = 0;
-  const std::uint32_t renumber_at_;
   double now_ = 0;
 };
 

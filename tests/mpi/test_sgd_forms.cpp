@@ -24,7 +24,9 @@
 #include "sgd/libsvm.hpp"
 #include "sgd/sequential_trainer.hpp"
 #include "sgd/trainer.hpp"
+#include "support/case_tables.hpp"
 #include "support/catalog_coverage.hpp"
+#include "support/training_cases.hpp"
 
 namespace avb {
 namespace {
@@ -269,55 +271,15 @@ TEST(SgdAcceptance, AllreduceEveryStepWithoutFailuresIsCentralizedMinibatchSgdLo
 
 // ---- every protocol, both forms -------------------------------------------------------
 
-struct SgdCase {
-  const char* protocol;
-  int local_steps;
-  int steps;
-  double rate;
-  const char* kind = "transient";
-  const char* schedule = "constant";
-  bool logistic = false;
-  double momentum = 0.0;
-  int batch = 1;
-  const char* semantics = "default";
-  const char* topology = "default";
-  const char* quantizer = "none";  // choco
-  double gamma = 1.0;
-  bool tracking = false;  // --gradient-tracking
-  const char* outer = "none";  // --outer-optimizer, DiLoCo's lr and momentum
-  int fragments = 1;           // --fragments
-  const char* outer_mix = "models";  // --outer-mix
-};
-
-std::ostream& operator<<(std::ostream& os, const SgdCase& c) {
-  return os << c.protocol << "/H=" << c.local_steps << "/steps=" << c.steps << "/p=" << c.rate << "/" << c.kind << "/"
-            << c.schedule << "/" << (c.logistic ? "logistic" : "quadratic") << "/momentum=" << c.momentum
-            << "/B=" << c.batch << "/" << c.semantics << "/" << c.topology << "/" << c.quantizer << "/gamma=" << c.gamma
-            << (c.tracking ? "/tracking" : "") << "/outer=" << c.outer << "/F=" << c.fragments << "/" << c.outer_mix;
-}
-
-TrainingOptions options_for(const SgdCase& c) {
+// The suite's problem of an objective, before a case's own flags.
+TrainingOptions base_options(const std::string& protocol, bool logistic) {
   const int n = world_size();
   TrainingOptions o;
-  o.protocol.name = c.protocol;
-  if (std::string(c.semantics) != "default") o.protocol.on_failure = parse_failure_semantics(c.semantics);
-  if (std::string(c.topology) != "default") o.protocol.topology = parse_topology(c.topology);
-  o.protocol.quantizer = parse_quantizer(c.quantizer);
-  o.protocol.gamma = c.gamma;
+  o.protocol.name = protocol;
   o.protocol.group_size = 3;  // random-groups: several groups at small N
-  o.objective = c.logistic ? synthetic_logistic() : quadratic(0.3);
-  o.fail_rate = c.rate;
-  o.failure = parse_failure_kind(c.kind);
-  o.steps = c.steps;
-  o.local_steps = c.local_steps;
-  o.batch = c.batch;
-  o.momentum = c.momentum;
-  o.gradient_tracking = c.tracking;
-  o.outer.kind = kOuterOptimizerNames.parse(c.outer);
-  o.outer.fragments = c.fragments;
-  o.outer.mix = kOuterMixNames.parse(c.outer_mix);
-  o.lr.schedule = parse_lr_schedule(c.schedule);
-  o.lr.lr = c.logistic ? 0.5 : quadratic_lr(n);
+  o.objective = logistic ? synthetic_logistic() : quadratic(0.3);
+  o.steps = 30;
+  o.lr.lr = logistic ? 0.5 : quadratic_lr(n);
   o.lr.decay_steps = 8;
   o.lr.decay_factor = 0.5;
   o.eval_every = 7;  // does not divide the steps: the last step gets a row of its own
@@ -327,78 +289,25 @@ TrainingOptions options_for(const SgdCase& c) {
   return o;
 }
 
-class SgdForms : public ::testing::TestWithParam<SgdCase> {};
+// A line of the protocol's case table, [sgd_forms]: an objective, then sgd_bench's flags.
+TrainingOptions options_for(const test::TableCase& c) {
+  return test::training_case(c, world_size(), [&](bool logistic) { return base_options(c.protocol, logistic); });
+}
+
+class SgdForms : public ::testing::TestWithParam<test::TableCase> {};
 
 TEST_P(SgdForms, EveryModelAndRowMatches) {
-  if (std::string(GetParam().protocol) == "sgp-paper" && world_size() < 3)
+  if (GetParam().protocol == "sgp-paper" && world_size() < 3)
     GTEST_SKIP() << "sgp-paper has no graph on " << world_size() << " peers";
   const TrainingOptions options = options_for(GetParam());
   const Trained run = train(options);
   expect_matches_sequential_engine(options, run);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SgdAllreduce, SgdForms,
-    ::testing::Values(SgdCase{"allreduce", 1, 30, 0.2, "transient", "step", false, 0.5, 2, "survivors"},
-                      SgdCase{"allreduce", 3, 31, 0.2, "transient", "inverse", true},
-                      SgdCase{"allreduce", 3, 30, 0.1, "permanent", "constant", false, 0.0, 1, "survivors"},
-                      SgdCase{"allreduce", 1, 30, 0.1, "transient", "inverse", true, 0.0, 1, "survivors", "default",
-                              "none", 1.0, true},
-                      // DiLoCo: Nesterov's outer step after 4 local steps, with failures.
-                      SgdCase{"allreduce", 4, 30, 0.2, "transient", "constant", true, 0.5, 1, "survivors", "default",
-                              "none", 1.0, false, "nesterov"},
-                      // Streaming DiLoCo: three fragments take turns.
-                      SgdCase{"allreduce", 2, 30, 0.1, "permanent", "inverse", false, 0.0, 1, "survivors", "default",
-                              "none", 1.0, false, "nesterov", 3},
-                      // 8-bit pseudo-gradients, two fragments, failures.
-                      SgdCase{"allreduce", 3, 30, 0.2, "transient", "constant", true, 0.0, 1, "survivors", "default",
-                              "uniform8", 1.0, false, "nesterov", 2, "pseudo-gradients"}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SgdMoshpit, SgdForms,
-    ::testing::Values(SgdCase{"moshpit", 1, 30, 0.2, "transient", "constant", true},
-                      SgdCase{"moshpit", 3, 30, 0.1, "permanent", "inverse", false, 0.9},
-                      SgdCase{"moshpit", 3, 31, 0.2, "transient", "step", false, 0.0, 2, "partial"}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SgdRandomGroups, SgdForms,
-    ::testing::Values(SgdCase{"random-groups", 1, 30, 0.2, "transient", "step", false},
-                      SgdCase{"random-groups", 3, 32, 0.2, "transient", "constant", true, 0.0, 1, "partial"}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SgdGossip, SgdForms,
-    ::testing::Values(SgdCase{"gossip", 1, 30, 0.0, "transient", "inverse", false},  // D-PSGD
-                      SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", true, 0.5},
-                      SgdCase{"gossip", 3, 31, 0.2, "transient", "step", false, 0.0, 1, "default", "exp"},
-                      SgdCase{"gossip", 1, 30, 0.2, "transient", "constant", false, 0.0, 2, "default", "ring", "none",
-                              1.0, true},
-                      SgdCase{"gossip", 3, 31, 0.1, "permanent", "inverse", false, 0.0, 1, "default", "exp", "none",
-                              1.0, false, "sgd", 2}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SgdPushSum, SgdForms,
-    ::testing::Values(SgdCase{"pushsum", 1, 30, 0.0, "transient", "constant", false, 0.5},  // SGP
-                      SgdCase{"pushsum", 1, 30, 0.2, "transient", "inverse", true},
-                      SgdCase{"pushsum", 3, 31, 0.2, "transient", "step", false, 0.0, 2},
-                      SgdCase{"pushsum", 2, 30, 0.1, "permanent", "inverse", true, 0.0, 1, "default", "exp"}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SgdSgpPaper, SgdForms,
-    ::testing::Values(SgdCase{"sgp-paper", 1, 30, 0.2, "transient", "inverse", true},
-                      SgdCase{"sgp-paper", 3, 30, 0.2, "transient", "constant", false, 0.9}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SgdPairwise, SgdForms,
-    ::testing::Values(SgdCase{"pairwise", 1, 30, 0.2, "transient", "step", true},
-                      SgdCase{"pairwise", 3, 29, 0.2, "transient", "inverse", false, 0.9, 1, "default", "ring"}));
-
-// CHOCO-SGD: local steps, then one CHOCO-Gossip round on the changed models.
-INSTANTIATE_TEST_SUITE_P(
-    SgdChoco, SgdForms,
-    ::testing::Values(SgdCase{"choco", 1, 30, 0.2, "transient", "constant", false, 0.0, 1, "default", "default",
-                              "stochastic:4", 0.5},
-                      SgdCase{"choco", 2, 30, 0.1, "permanent", "inverse", true, 0.0, 1, "default", "torus", "fp16",
-                              0.8}));
+// Every protocol's cases: its table's [sgd_forms] (tests/protocols/<name>/cases.txt).
+INSTANTIATE_TEST_SUITE_P(Tables, SgdForms,
+                         ::testing::ValuesIn(test::table_cases("sgd_forms", test::has_sequential_form)),
+                         test::table_case_name);
 
 // ---- a LIBSVM file, read and dealt by rank 0 ---------------------------------------------
 

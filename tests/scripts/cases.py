@@ -34,6 +34,10 @@ HARNESSES = {
     "sequential_1024": "tests/scripts/test_smpi_sequential_1024.sh: 1024 SMPI peers against the sequential engine",
     "sgd_sequential_1024": "tests/scripts/test_smpi_sgd_sequential_1024.sh: local SGD, 1024 SMPI peers against the "
                            "sequential engine",
+    "sgd_sequential_16": "tests/unit/test_sequential_sgd.cpp (SequentialSgd): local SGD on 16 sequential peers with "
+                         "failures, every row's invariants (\"quadratic|logistic flags\")",
+    "sgd_forms": "tests/mpi/test_sgd_forms.cpp (SgdForms in mpi_np*, smpi_mpi_np*): training's MPI form and the "
+                 "sequential engine write the same models and rows (\"quadratic|logistic flags\")",
     "smpi_exact": "tests/scripts/test_smpi_async.sh: asynchronous protocols, SMPI and the sequential engine, same bits "
                   "(\"averaging|sgd PEERS flags\")",
     "smpi_statistics": "tests/scripts/test_smpi_async.sh: asynchronous protocols, SMPI and the sequential engine, "

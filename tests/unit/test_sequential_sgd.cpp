@@ -1,5 +1,6 @@
 // The sequential engine of training (sgd/sequential_trainer.hpp): every protocol
-// trained with failures on both objectives, its rows' invariants; results that
+// trained with failures as its case table's [sgd_sequential_16] says, its rows'
+// invariants; results that
 // do not depend on the thread count; diverging
 // trials (overflowing, or with a gap far above its start) stopped and marked; the
 // stable lr bound; a stop request; and a refused protocol.
@@ -16,7 +17,9 @@
 
 #include "sgd/metrics.hpp"
 #include "sgd/sequential_trainer.hpp"
+#include "support/case_tables.hpp"
 #include "support/catalog_coverage.hpp"
+#include "support/training_cases.hpp"
 #include "test_support.hpp"
 
 namespace avb {
@@ -34,12 +37,6 @@ struct Case {
   int batch = 1;
   const char* semantics = "default";
 };
-
-std::ostream& operator<<(std::ostream& os, const Case& c) {
-  return os << c.protocol << "/" << (c.logistic ? "logistic" : "quadratic") << "/H=" << c.local_steps
-            << "/p=" << c.rate << "/" << c.kind << "/momentum=" << c.momentum << "/B=" << c.batch << "/"
-            << c.semantics;
-}
 
 // Unresolved: resolve(options_for(c), kPeers).
 TrainingOptions options_for(const Case& c) {
@@ -93,12 +90,14 @@ void expect_row_invariants(const TrainingTrial& got) {
   }
 }
 
-class SequentialSgd : public ::testing::TestWithParam<Case> {};
+class SequentialSgd : public ::testing::TestWithParam<test::TableCase> {};
 
-// Every protocol trains on the sequential engine with failures (its rows and
-// models are the MPI form's: tests/mpi/test_sgd_forms.cpp).
+// Every protocol trains on the sequential engine with failures, as its case table
+// says (its rows and models are the MPI form's: tests/mpi/test_sgd_forms.cpp).
 TEST_P(SequentialSgd, TrainsWithFailuresAndKeepsTheRowInvariants) {
-  const TrainingOptions o = resolve(options_for(GetParam()), kPeers);
+  const TrainingOptions o = resolve(test::training_case(GetParam(), kPeers, [&](bool logistic) {
+    return options_for(Case{GetParam().protocol.c_str(), logistic, 1, 0.0});
+  }), kPeers);
   const Problem problem = build_problem_sequential(o, kPeers);
   int failed_rounds = 0, consensus_rows = 0;
   for (int k = 0; k < o.trials; ++k) {
@@ -116,21 +115,9 @@ TEST_P(SequentialSgd, TrainsWithFailuresAndKeepsTheRowInvariants) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Protocols, SequentialSgd,
-    ::testing::Values(Case{"allreduce", false, 1, 0.2, "transient", 0.5, 2, "survivors"},
-                      Case{"allreduce", true, 3, 0.1, "permanent"},
-                      Case{"moshpit", true, 1, 0.2},
-                      Case{"moshpit", false, 3, 0.2, "transient", 0.9, 1, "partial"},
-                      Case{"gossip", false, 1, 0.2, "transient", 0.5},
-                      Case{"gossip", true, 2, 0.1},
-                      Case{"pushsum", true, 1, 0.2},
-                      Case{"pushsum", false, 3, 0.1, "permanent", 0.0, 2},
-                      Case{"random-groups", false, 1, 0.2},
-                      Case{"random-groups", true, 3, 0.2, "transient", 0.0, 1, "partial"},
-                      Case{"sgp-paper", false, 2, 0.2}, Case{"pairwise", true, 1, 0.2, "transient", 0.5},
-                      Case{"pairwise", false, 3, 0.1, "permanent"}, Case{"choco", false, 1, 0.2},
-                      Case{"choco", true, 2, 0.1, "transient", 0.0, 2}));
+INSTANTIATE_TEST_SUITE_P(Protocols, SequentialSgd,
+                         ::testing::ValuesIn(test::table_cases("sgd_sequential_16", test::has_sequential_form)),
+                         test::table_case_name);
 
 class StopAfterFirstTrial : public TrainingObserver {
  public:
