@@ -52,7 +52,7 @@ class TempFile {
 };
 
 // Coordinates N(0, scale^2) from the test stream: "random points" that stay put.
-Eigen::VectorXd random_point(int d, std::uint64_t which, double scale = 1.0) {
+Eigen::VectorXd stream_point(int d, std::uint64_t which, double scale = 1.0) {
   const Stream stream(99, StreamId::test);
   Eigen::VectorXd x(d);
   for (int k = 0; k < d; ++k) x[k] = scale * stream.normal(which, 0, static_cast<std::uint64_t>(k));
@@ -256,7 +256,7 @@ TEST(ObjectiveQuadratic, GradientMatchesFiniteDifferences) {
       for (std::uint64_t which = 0; which < 3; ++which) {
         SCOPED_TRACE(std::string(to_string(preset)) + " peer " + std::to_string(peer) + " point " +
                      std::to_string(which));
-        expect_gradient_matches_finite_differences(f, random_point(f.dim(), which, 2.0));
+        expect_gradient_matches_finite_differences(f, stream_point(f.dim(), which, 2.0));
       }
     }
 }
@@ -267,14 +267,14 @@ TEST(ObjectiveLogistic, GradientMatchesFiniteDifferences) {
     const LogisticObjective f(synthetic_options(6, 30, 0.5), peer, n, 12);
     for (std::uint64_t which = 0; which < 3; ++which) {
       SCOPED_TRACE("synthetic peer " + std::to_string(peer) + " point " + std::to_string(which));
-      expect_gradient_matches_finite_differences(f, random_point(f.dim(), 10 + which));
+      expect_gradient_matches_finite_differences(f, stream_point(f.dim(), 10 + which));
     }
   }
   const TempFile file("fd.svm", libsvm_text(37, 5, 3));
   for (int peer : {1, pooled}) {
     const LogisticObjective f(libsvm_options(file.path(), DataSplit::random), peer, 3, 12);
     SCOPED_TRACE("libsvm peer " + std::to_string(peer));
-    expect_gradient_matches_finite_differences(f, random_point(f.dim(), 20));
+    expect_gradient_matches_finite_differences(f, stream_point(f.dim(), 20));
   }
 }
 
@@ -284,7 +284,7 @@ TEST(ObjectiveQuadratic, StochasticGradientIsUnbiasedWithTheStatedVariance) {
   const int d = 8, batch = 4;
   const double sigma = 2.0;
   const QuadraticObjective f(quadratic_options(QuadraticPreset::epfl, d, 1.0, sigma), 2, 4, 21);
-  const Eigen::VectorXd x = random_point(d, 30);
+  const Eigen::VectorXd x = stream_point(d, 30);
   const int draws = 4000;
   const Eigen::VectorXd variance = expect_unbiased(f, x, batch, draws);
   // Sample variances of K Gaussian draws have relative standard error sqrt(2/K) = 2.2%.
@@ -297,7 +297,7 @@ TEST(ObjectiveQuadratic, StochasticGradientIsUnbiasedWithTheStatedVariance) {
 
 TEST(ObjectiveLogistic, StochasticGradientIsUnbiased) {
   const LogisticObjective f(synthetic_options(5, 40, 0.5), 1, 4, 22);
-  expect_unbiased(f, random_point(5, 31), 3, 20000);
+  expect_unbiased(f, stream_point(5, 31), 3, 20000);
 }
 
 TEST(ObjectiveLogistic, StochasticGradientIsUnbiasedForUnequalWeights) {
@@ -314,7 +314,7 @@ TEST(ObjectiveLogistic, StochasticGradientIsUnbiasedForUnequalWeights) {
   Eigen::VectorXd weights(4);
   weights << 0.5, 0.05, 0.05, 0.4;
   const LogisticObjective f(data, weights, 0.1, 3);
-  expect_unbiased(f, random_point(3, 32), 2, 40000);
+  expect_unbiased(f, stream_point(3, 32), 2, 40000);
 }
 
 // ---- keyed reproducibility ------------------------------------------------------------
@@ -325,7 +325,7 @@ TEST(ObjectiveKeyed, SameSeedGivesTheSameBitsInAnyOrder) {
   for (const auto& options : {quadratic, synthetic}) {
     const auto a = make_objective(options, 2, 5, 77);
     const auto b = make_objective(options, 2, 5, 77);
-    const Eigen::VectorXd x = random_point(6, 40);
+    const Eigen::VectorXd x = stream_point(6, 40);
     EXPECT_EQ(a->loss(x), b->loss(x));
     EXPECT_TRUE(same_bits(gradient_of(*a, x), gradient_of(*b, x)));
     // Step 9 then step 3 on one object, 3 then 9 on the other: no hidden state.
@@ -344,7 +344,7 @@ TEST(ObjectiveKeyed, PeersAndSeedsGetDifferentData) {
   // b_i = (zeta / i) * N(0, I): unscale before comparing, so only the draws differ.
   EXPECT_FALSE((q0.targets() - 2.0 * q1.targets()).isZero(1e-12));
   EXPECT_FALSE((q0.targets() - q0_other.targets()).isZero(1e-12));
-  const Eigen::VectorXd x = random_point(6, 41);
+  const Eigen::VectorXd x = stream_point(6, 41);
   const Eigen::VectorXd noise0 = stochastic_gradient_of(q0, x, 1, 3, 4) - gradient_of(q0, x);
   const Eigen::VectorXd noise1 = stochastic_gradient_of(q1, x, 1, 3, 4) - gradient_of(q1, x);
   EXPECT_FALSE(noise0.isApprox(noise1)) << "peers must not share gradient noise";
@@ -410,7 +410,7 @@ TEST(ObjectivePooled, IsTheMeanOfThePeers) {
   for (const auto& setup : setups) {
     SCOPED_TRACE(setup.name);
     const auto all = make_objective(setup.options, pooled, setup.n, 31);
-    const Eigen::VectorXd x = random_point(all->dim(), 50);
+    const Eigen::VectorXd x = stream_point(all->dim(), 50);
     double mean_loss = 0.0;
     Eigen::VectorXd mean_gradient = Eigen::VectorXd::Zero(all->dim());
     const Eigen::VectorXd zero = Eigen::VectorXd::Zero(all->dim());
@@ -455,7 +455,7 @@ TEST(OptimumQuadratic, EpflPresetMatchesTheClosedForm) {
   EXPECT_DOUBLE_EQ(optimum.loss, all.loss(closed_form));
   // And it is a minimum: nearby points are worse.
   for (std::uint64_t which = 0; which < 5; ++which)
-    EXPECT_GT(all.loss(optimum.x + random_point(d, 60 + which, 1e-3)), optimum.loss);
+    EXPECT_GT(all.loss(optimum.x + stream_point(d, 60 + which, 1e-3)), optimum.loss);
 }
 
 TEST(OptimumQuadratic, EpflTargetsHaveVarianceZetaSquaredOverISquared) {
@@ -802,7 +802,7 @@ TEST(ObjectiveFactory, MakesTheChosenKindFromAFileOrItsData) {
   const auto options = libsvm_options(file.path(), DataSplit::random);
   const auto from_file = make_objective(options, 1, 3, 7);
   const auto from_data = make_objective(options, 1, 3, 7, &data);
-  const Eigen::VectorXd x = random_point(3, 70);
+  const Eigen::VectorXd x = stream_point(3, 70);
   EXPECT_EQ(from_file->loss(x), from_data->loss(x));
   EXPECT_TRUE(
       same_bits(stochastic_gradient_of(*from_file, x, 2, 1, 1), stochastic_gradient_of(*from_data, x, 2, 1, 1)));
