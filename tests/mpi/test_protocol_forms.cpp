@@ -8,10 +8,11 @@
 
 #include <cctype>
 #include <cmath>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
-#include "support/catalog_coverage.hpp"
 #include "core/comm.hpp"
 #include "protocols/gossip.hpp"
 #include "protocols/grid.hpp"
@@ -19,33 +20,13 @@
 #include "sgd/trainer.hpp"
 #include "run/sequential.hpp"
 #include "sim/churn.hpp"
+#include "support/case_options.hpp"
+#include "support/case_tables.hpp"
+#include "support/catalog_coverage.hpp"
 #include "world.hpp"
 
 namespace avb {
 namespace {
-
-struct Case {
-  const char* protocol;
-  const char* semantics;
-  const char* kind;
-  double rate;
-  int dim;
-  const char* collective = "auto";  // allreduce
-  const char* grid = "default";     // moshpit: default, cube (d = 3), line (d = 1) or sides
-  const char* placement = "random";
-  const char* key_update = "axis";
-  int group_size = 3;               // random-groups: small, so that small N has several groups
-  const char* topology = "default";  // graph protocols
-  const char* weights = "uniform";
-  const char* alive_weights = "renormalize";
-  const char* quantizer = "none";  // gossip, pairwise, choco, random-groups, moshpit: what travels on the wire
-  std::int64_t lattice_q = 65536;
-  double lattice_eps = 1e-4;
-  int min_decode_failures = 0;  // the case exists to exercise failures: at least this many per run
-  double join_rate = 0.0;       // --failure churn: new peers take departed peers' slots
-  double gamma = 1.0;           // choco: the consensus step
-  const char* groups = "view";  // allreduce, moshpit, random-groups: how groups are made
-};
 
 // True on every rank if `local` is true on any: lets all ranks stop a test together.
 bool any_rank(bool local) {
@@ -56,64 +37,67 @@ bool any_rank(bool local) {
 
 using test::world_size;
 
-std::ostream& operator<<(std::ostream& os, const Case& c) {
-  return os << c.protocol << "/" << c.semantics << "/" << c.kind << "/p=" << c.rate << "/dim=" << c.dim << "/"
-            << c.collective << "/" << c.grid << "/" << c.placement << "/" << c.key_update << "/g=" << c.group_size << "/"
-            << c.topology << "/" << c.weights << "/" << c.alive_weights << "/" << c.quantizer << "/q=" << c.lattice_q
-            << "/eps=" << c.lattice_eps << "/gamma=" << c.gamma << "/groups=" << c.groups;
-}
+// A line of the protocol's case table, [forms]: averaging_bench's flags, with this
+// suite's words: "--grid cube" and "--grid line" (the cube and the line that hold
+// N peers) and a leading "decode-failures>=K" (each trial counts at least K
+// undecodable messages: the case exists to exercise them).
+struct FormsCase {
+  std::string flags;
+  int min_decode_failures = 0;
+};
 
-std::vector<int> grid_for(const char* spec, int n) {
-  const std::string s = spec;
-  if (s == "default") return {};
-  if (s == "line") return {n};
-  if (s == "cube") {
-    int c = 1;
-    while (c * c * c < n) ++c;
-    return {c, c, c};
+FormsCase read_case(const test::TableCase& c, int n) {
+  if (!c.problem.empty()) throw std::runtime_error(c.problem);
+  FormsCase f;
+  std::istringstream words(c.flags);
+  std::string word, last;
+  while (words >> word) {
+    if (word.rfind("decode-failures>=", 0) == 0) {
+      f.min_decode_failures = std::stoi(word.substr(17));
+      continue;
+    }
+    if (last == "--grid" && (word == "cube" || word == "line")) {
+      int side = 1;
+      while (side * side * side < n) ++side;
+      const std::vector<int> cube{side, side, side};
+      word = word == "line" ? std::to_string(n) : grid_to_string(cube);
+    }
+    f.flags += (f.flags.empty() ? "" : " ") + word;
+    last = word;
   }
-  return parse_grid(s);
+  return f;
 }
 
-class ProtocolForms : public ::testing::TestWithParam<Case> {};
-
-AveragingOptions options_for(const Case& c) {
+// The suite's run around a case's flags: 12 rounds, three trials from different
+// seeds (at 64 peers and more one trial has failures enough, and SMPI then
+// simulates a third of the messages), groups of 3 (random-groups: several at small N).
+AveragingOptions forms_base(int n) {
   AveragingOptions o;
-  o.protocol.name = c.protocol;
-  o.protocol.on_failure = parse_failure_semantics(c.semantics);
-  o.failure = parse_failure_kind(c.kind);
-  o.fail_rate = c.rate;
-  o.join_rate = c.join_rate;
-  o.dim = c.dim;
-  o.protocol.collective = parse_collective(c.collective);
-  o.protocol.groups = kGroupFormNames.parse(c.groups);
-  o.protocol.grid = grid_for(c.grid, world_size());
-  o.protocol.placement = parse_placement(c.placement);
-  o.protocol.key_update = parse_key_update(c.key_update);
-  o.protocol.group_size = c.group_size;
-  if (std::string(c.topology) != "default") o.protocol.topology = parse_topology(c.topology);
-  o.protocol.weights = parse_weights(c.weights);
-  o.protocol.alive_weights = parse_alive_weights(c.alive_weights);
-  o.protocol.quantizer = parse_quantizer(c.quantizer, c.lattice_q, c.lattice_eps);
-  o.protocol.gamma = c.gamma;
+  o.protocol.group_size = 3;
   o.rounds = 12;
-  // Three trials start from different seeds; at 64 peers and more one trial has
-  // failures enough, and SMPI then simulates a third of the messages.
-  o.trials = world_size() >= 64 ? 1 : 3;
+  o.trials = n >= 64 ? 1 : 3;
   o.seed = 2024;
-  return resolve(o, world_size());
+  return o;
+}
+
+AveragingOptions forms_case_options(const test::TableCase& c, int n = world_size()) {
+  return test::averaging_case(c.protocol, read_case(c, n).flags, n, forms_base(n));
 }
 
 // Some graphs do not exist for every N (a hypercube needs a power of two, a
-// random 3-regular graph an even N): those cases are skipped at that N.
-bool buildable(const Case& c) {
+// random 3-regular graph an even N): those cases are skipped at that N. At 16
+// peers every case must be a run averaging_bench takes, or the test fails.
+bool buildable(const test::TableCase& c) {
+  forms_case_options(c, 16);
   try {
-    options_for(c);
+    forms_case_options(c);
     return true;
   } catch (const ConfigError&) {
     return false;
   }
 }
+
+class ProtocolForms : public ::testing::TestWithParam<test::TableCase> {};
 
 void expect_close(double got, double want, const char* what, int round) {
   EXPECT_LE(std::fabs(got - want), 1e-12 * std::max(1.0, std::fabs(want))) << what << " at round " << round;
@@ -138,8 +122,12 @@ Population initial_population(std::uint64_t seed, int n, int dim) {
 }
 
 TEST_P(ProtocolForms, EveryPeerMatchesAfterEveryRound) {
-  if (!buildable(GetParam())) GTEST_SKIP() << "no such graph on " << world_size() << " peers";
-  const AveragingOptions options = options_for(GetParam());
+  // The case, read before any rank moves on: under SMPI the ranks share
+  // GoogleTest's current parameter, which the first rank done sets to the next case's.
+  const test::TableCase param = GetParam();
+  if (!buildable(param)) GTEST_SKIP() << "no such graph on " << world_size() << " peers";
+  const AveragingOptions options = forms_case_options(param);
+  const int min_decode_failures = read_case(param, world_size()).min_decode_failures;
   Comm comm = Comm::duplicate(MPI_COMM_WORLD);
   const int n = comm.size(), me = comm.rank();
   int joins = 0;  // churn: joiners that loaded a donor's state, over all trials
@@ -187,7 +175,7 @@ TEST_P(ProtocolForms, EveryPeerMatchesAfterEveryRound) {
       ASSERT_FALSE(any_rank(mismatches > 0)) << "round " << t << " trial " << trial;
     }
     if (n >= 2) {
-      EXPECT_GE(decode_failures, GetParam().min_decode_failures) << "trial " << trial;
+      EXPECT_GE(decode_failures, min_decode_failures) << "trial " << trial;
     }
   }
   // A churn case must see new peers join, or it tests nothing (with 2 peers a joiner
@@ -205,7 +193,7 @@ class Collect : public AveragingObserver {
 
 TEST_P(ProtocolForms, TraceIsTheSequentialEnginesRows) {
   if (!buildable(GetParam())) GTEST_SKIP() << "no such graph on " << world_size() << " peers";
-  const AveragingOptions options = options_for(GetParam());
+  const AveragingOptions options = forms_case_options(GetParam());
   int n = 0, me = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -256,206 +244,10 @@ TEST_P(ProtocolForms, TraceIsTheSequentialEnginesRows) {
   }
 }
 
-// Churn: peers leave at `rate` and new ones take their slots at `join`, loading a
-// live peer's values; the population form copies the same values at the same rounds.
-Case churn(const char* protocol, const char* semantics, double rate, double join, int dim,
-           const char* topology = "default", const char* key_update = "axis") {
-  Case c{protocol, semantics, "churn", rate, dim};
-  c.topology = topology;
-  c.key_update = key_update;
-  c.join_rate = join;
-  return c;
-}
-
-// A case's name in test filters: its place, protocol, graph or collective, and what
-// travels on the wire (e.g. 4_gossip_complete), so that a filter picks cases by what
-// they are, not by their place in a list.
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  const Case& c = info.param;
-  std::string name = std::to_string(info.index) + "_" + c.protocol + "_" +
-                     (std::string(c.topology) != "default" ? c.topology : c.collective);
-  if (std::string(c.quantizer) != "none") name += std::string("_") + c.quantizer;
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Churn, ProtocolForms,
-    ::testing::Values(churn("allreduce", "survivors", 0.2, 0.5, 3), churn("allreduce", "abort", 0.1, 1.0, 2),
-                      churn("moshpit", "survivors", 0.25, 0.4, 3), churn("moshpit", "partial", 0.2, 0.3, 2),
-                      churn("moshpit", "survivors", 0.2, 0.5, 2, "default", "chunk"),
-                      churn("random-groups", "survivors", 0.2, 0.5, 4), churn("gossip", "survivors", 0.2, 0.5, 3, "ring"),
-                      churn("pairwise", "survivors", 0.3, 0.6, 2, "complete"),
-                      churn("sgp-paper", "survivors", 0.2, 0.5, 2)), case_name);
-
-// --groups comm and the all-reduces group protocols may now use (--collective): the
-// same values as the population form's (the library's MPI_Allreduce within 1e-12) and the same
-// bytes (mpi is charged the ring's, and the ring moves the butterfly's).
-Case grouped(const char* protocol, const char* semantics, double rate, int dim, const char* collective,
-             const char* groups) {
-  Case c{protocol, semantics, "transient", rate, dim, collective};
-  c.groups = groups;
-  return c;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Groups, ProtocolForms,
-    ::testing::Values(grouped("allreduce", "survivors", 0.2, 5, "mpi", "comm"),
-                      grouped("allreduce", "abort", 0.05, 3, "mpi", "comm"),
-                      grouped("allreduce", "survivors", 0.3, 4, "ring", "comm"),
-                      grouped("random-groups", "survivors", 0.2, 5, "mpi", "comm"),
-                      grouped("random-groups", "partial", 0.25, 7, "mpi", "comm"),
-                      grouped("random-groups", "abort", 0.15, 3, "butterfly", "comm"),
-                      grouped("moshpit", "survivors", 0.2, 3, "mpi", "comm"),
-                      grouped("moshpit", "partial", 0.2, 6, "mpi", "comm"),
-                      grouped("moshpit", "survivors", 0.1, 5, "ring", "comm"),
-                      grouped("moshpit", "survivors", 0.1, 5, "ring", "view")), case_name);
-
-INSTANTIATE_TEST_SUITE_P(
-    Allreduce, ProtocolForms,
-    ::testing::Values(Case{"allreduce", "abort", "transient", 0.0, 1}, Case{"allreduce", "abort", "transient", 0.05, 3},
-                      Case{"allreduce", "survivors", "transient", 0.2, 5},
-                      Case{"allreduce", "survivors", "permanent", 0.1, 2},
-                      Case{"allreduce", "abort", "permanent", 0.02, 4},
-                      Case{"allreduce", "survivors", "transient", 0.6, 17},
-                      Case{"allreduce", "survivors", "transient", 0.1, 33, "ring"},
-                      Case{"allreduce", "abort", "transient", 0.01, 33, "doubling"},
-                      Case{"allreduce", "survivors", "transient", 0.3, 3, "tree"}), case_name);
-
-INSTANTIATE_TEST_SUITE_P(
-    RandomGroups, ProtocolForms,
-    ::testing::Values(Case{"random-groups", "survivors", "transient", 0.0, 1},
-                      Case{"random-groups", "survivors", "transient", 0.2, 5},
-                      Case{"random-groups", "abort", "transient", 0.15, 3},
-                      Case{"random-groups", "partial", "transient", 0.25, 7},
-                      Case{"random-groups", "partial", "permanent", 0.1, 2},
-                      Case{"random-groups", "survivors", "transient", 0.1, 1, "auto", "default", "random", "axis", 2},
-                      Case{"random-groups", "survivors", "transient", 0.1, 4, "auto", "default", "random", "axis", 32}), case_name);
-
-INSTANTIATE_TEST_SUITE_P(
-    Moshpit, ProtocolForms,
-    ::testing::Values(Case{"moshpit", "survivors", "transient", 0.0, 1},
-                      Case{"moshpit", "survivors", "transient", 0.2, 3},
-                      Case{"moshpit", "abort", "transient", 0.1, 2},
-                      Case{"moshpit", "partial", "transient", 0.2, 6},
-                      Case{"moshpit", "survivors", "permanent", 0.1, 1},
-                      Case{"moshpit", "survivors", "transient", 0.1, 5, "auto", "cube", "random", "axis"},
-                      Case{"moshpit", "partial", "transient", 0.15, 4, "auto", "cube", "rank", "chunk"},
-                      Case{"moshpit", "survivors", "transient", 0.0, 3, "auto", "default", "rank", "chunk"},
-                      Case{"moshpit", "survivors", "transient", 0.2, 2, "auto", "default", "random", "chunk"},
-                      Case{"moshpit", "abort", "transient", 0.1, 3, "auto", "cube", "random", "chunk"},
-                      Case{"moshpit", "survivors", "transient", 0.1, 2, "auto", "line", "random", "axis"}), case_name);
-
-INSTANTIATE_TEST_SUITE_P(
-    Graphs, ProtocolForms,
-    ::testing::Values(
-        Case{"gossip", "survivors", "transient", 0.0, 2, "auto", "default", "random", "axis", 3, "ring"},
-        Case{"gossip", "survivors", "transient", 0.2, 3, "auto", "default", "random", "axis", 3, "torus"},
-        Case{"gossip", "survivors", "transient", 0.2, 1, "auto", "default", "random", "axis", 3, "exp"},
-        Case{"gossip", "survivors", "transient", 0.1, 2, "auto", "default", "random", "axis", 3, "one-peer-exp"},
-        Case{"gossip", "survivors", "transient", 0.2, 2, "auto", "default", "random", "axis", 3, "complete",
-             "metropolis", "metropolis"},
-        Case{"gossip", "survivors", "permanent", 0.1, 2, "auto", "default", "random", "axis", 3, "hypercube",
-             "metropolis", "renormalize"},
-        Case{"gossip", "survivors", "transient", 0.2, 3, "auto", "default", "random", "axis", 3, "random-regular:3",
-             "metropolis", "metropolis"},
-        Case{"pushsum", "survivors", "transient", 0.0, 2},
-        Case{"pushsum", "survivors", "transient", 0.2, 3},
-        Case{"pushsum", "survivors", "transient", 0.1, 2, "auto", "default", "random", "axis", 3, "exp"},
-        Case{"pushsum", "survivors", "transient", 0.1, 1, "auto", "default", "random", "axis", 3, "ring"},
-        Case{"sgp-paper", "survivors", "transient", 0.0, 1}, Case{"sgp-paper", "survivors", "transient", 0.2, 4},
-        Case{"pairwise", "survivors", "transient", 0.0, 2},
-        Case{"pairwise", "survivors", "transient", 0.2, 3, "auto", "default", "random", "axis", 3, "ring"},
-        Case{"pairwise", "survivors", "transient", 0.1, 2, "auto", "default", "random", "axis", 3, "torus"}), case_name);
-
-// Quantized gossip and pairwise (docs/protocols.md): each peer sends Q(x), decoded
-// near the receiver's own value, with the dither keyed by (seed, round, sender).
-// The population form encodes and decodes the same way; the small lattices force
-// decode failures, which both must count alike.
-Case quantized(const char* protocol, const char* topology, double rate, int dim, const char* quantizer,
-               std::int64_t q = 65536, double eps = 1e-4, int min_failures = 0, const char* weights = "uniform",
-               const char* alive_weights = "renormalize") {
-  Case c{protocol, "survivors", "transient", rate, dim};
-  c.topology = topology;
-  c.weights = weights;
-  c.alive_weights = alive_weights;
-  c.quantizer = quantizer;
-  c.lattice_q = q;
-  c.lattice_eps = eps;
-  c.min_decode_failures = min_failures;
-  return c;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Quantized, ProtocolForms,
-    ::testing::Values(quantized("gossip", "ring", 0.1, 3, "fp16"), quantized("gossip", "torus", 0.2, 5, "uniform8"),
-                      quantized("gossip", "exp", 0.1, 4, "stochastic:4"),
-                      quantized("gossip", "complete", 0.2, 3, "lattice", 65536, 1e-4, 0, "metropolis", "metropolis"),
-                      quantized("gossip", "ring", 0.1, 2, "lattice", 4, 0.1, 1),
-                      quantized("gossip", "hypercube", 0.0, 3, "stochastic:1"),
-                      quantized("pairwise", "complete", 0.1, 2, "fp16"),
-                      quantized("pairwise", "ring", 0.2, 3, "stochastic:4"),
-                      quantized("pairwise", "torus", 0.0, 4, "uniform8"),
-                      quantized("pairwise", "complete", 0.1, 2, "lattice", 8, 0.05, 1),
-                      quantized("pairwise", "hypercube", 0.0, 3, "lattice"),
-                      // The lattice fallback engages on most first messages (at
-                      // least both of a pair's at N = 2): values, counts and bytes
-                      // (verdicts, values sent again) as the population form.
-                      quantized("gossip", "torus", 0.1, 3, "lattice", 2, 1e-3, 2),
-                      quantized("gossip", "exp", 0.0, 2, "lattice", 4, 1e-3, 2, "metropolis", "metropolis"),
-                      quantized("pairwise", "ring", 0.1, 4, "lattice", 4, 1e-3, 2),
-                      quantized("pairwise", "complete", 0.0, 3, "lattice", 2, 1e-2, 2)), case_name);
-
-// Quantized butterflies (docs/protocols.md, "Quantizers"): every part travels
-// encoded both ways, with failures mid-all-reduce under partial. Values, bytes at
-// the encoded size and counts as the population form.
-// allreduce: every message of the ring, doubling or tree encoded.
-Case coded_groups(const char* protocol, const char* semantics, double rate, int dim, const char* quantizer,
-                  const char* grid = "default", const char* collective = "auto") {
-  Case c{protocol, semantics, "transient", rate, dim};
-  c.grid = grid;
-  c.quantizer = quantizer;
-  c.collective = collective;
-  return c;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    QuantizedGroups, ProtocolForms,
-    ::testing::Values(coded_groups("random-groups", "survivors", 0.1, 5, "fp16"),
-                      coded_groups("random-groups", "partial", 0.25, 7, "uniform8"),
-                      coded_groups("random-groups", "abort", 0.15, 3, "stochastic:4"),
-                      coded_groups("moshpit", "survivors", 0.2, 4, "uniform8"),
-                      coded_groups("moshpit", "partial", 0.2, 6, "stochastic:3"),
-                      coded_groups("moshpit", "survivors", 0.0, 9, "fp16", "cube"),
-                      coded_groups("allreduce", "survivors", 0.2, 5, "uniform8", "default", "ring"),
-                      coded_groups("allreduce", "abort", 0.05, 3, "fp16", "default", "ring"),
-                      coded_groups("allreduce", "survivors", 0.2, 4, "stochastic:4", "default", "doubling"),
-                      coded_groups("allreduce", "survivors", 0.1, 3, "fp16", "default", "tree"),
-                      coded_groups("allreduce", "survivors", 0.0, 2, "uniform8")), case_name);
-
-// CHOCO-Gossip (docs/protocols.md, "choco"): compressed differences on any graph
-// and quantizer. Failures make receivers miss updates, which then travel whole;
-// the time-varying graph makes them miss most; the small lattice fails to decode
-// and sends differences again at full precision. Values, counts and bytes as the
-// population form.
-Case choco(const char* topology, const char* kind, double rate, int dim, const char* quantizer, double gamma,
-           std::int64_t q = 65536, double eps = 1e-4, int min_failures = 0, const char* weights = "uniform") {
-  Case c = quantized("choco", topology, rate, dim, quantizer, q, eps, min_failures, weights);
-  c.kind = kind;
-  c.gamma = gamma;
-  return c;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Choco, ProtocolForms,
-    ::testing::Values(choco("ring", "transient", 0.0, 3, "none", 1.0), choco("ring", "transient", 0.2, 2, "fp16", 0.8),
-                      choco("torus", "transient", 0.1, 4, "uniform8", 0.5),
-                      choco("complete", "transient", 0.2, 3, "stochastic:4", 0.3, 65536, 1e-4, 0, "metropolis"),
-                      choco("one-peer-exp", "transient", 0.1, 2, "stochastic:2", 0.2),
-                      choco("hypercube", "permanent", 0.1, 3, "lattice", 0.5),
-                      choco("ring", "transient", 0.1, 2, "lattice", 0.5, 4, 0.1, 1),
-                      choco("exp", "transient", 0.3, 2, "fp16", 0.6)), case_name);
+// Every protocol's cases: its table's [forms] (tests/protocols/<name>/cases.txt).
+INSTANTIATE_TEST_SUITE_P(Tables, ProtocolForms,
+                         ::testing::ValuesIn(test::table_cases("forms", test::has_sequential_form)),
+                         test::table_case_name);
 
 // With N = M^d peers and no failures, Moshpit holds the exact average after d
 // rounds, whatever the placement and key rule (the paper's Section 3.1).
@@ -564,3 +356,4 @@ TEST(RunSkeleton, RefusesOptionsNotResolvedForItsWorld) {
 }
 
 }  // namespace avb
+

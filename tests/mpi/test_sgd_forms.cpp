@@ -24,9 +24,9 @@
 #include "sgd/libsvm.hpp"
 #include "sgd/sequential_trainer.hpp"
 #include "sgd/trainer.hpp"
+#include "support/case_options.hpp"
 #include "support/case_tables.hpp"
 #include "support/catalog_coverage.hpp"
-#include "support/training_cases.hpp"
 
 namespace avb {
 namespace {
@@ -272,7 +272,7 @@ TEST(SgdAcceptance, AllreduceEveryStepWithoutFailuresIsCentralizedMinibatchSgdLo
 // ---- every protocol, both forms -------------------------------------------------------
 
 // The suite's problem of an objective, before a case's own flags.
-TrainingOptions base_options(const std::string& protocol, bool logistic) {
+TrainingOptions sgd_base(const std::string& protocol, bool logistic) {
   const int n = world_size();
   TrainingOptions o;
   o.protocol.name = protocol;
@@ -290,8 +290,8 @@ TrainingOptions base_options(const std::string& protocol, bool logistic) {
 }
 
 // A line of the protocol's case table, [sgd_forms]: an objective, then sgd_bench's flags.
-TrainingOptions options_for(const test::TableCase& c) {
-  return test::training_case(c, world_size(), [&](bool logistic) { return base_options(c.protocol, logistic); });
+TrainingOptions sgd_case_options(const test::TableCase& c) {
+  return test::training_case(c, world_size(), [&](bool logistic) { return sgd_base(c.protocol, logistic); });
 }
 
 class SgdForms : public ::testing::TestWithParam<test::TableCase> {};
@@ -299,7 +299,7 @@ class SgdForms : public ::testing::TestWithParam<test::TableCase> {};
 TEST_P(SgdForms, EveryModelAndRowMatches) {
   if (GetParam().protocol == "sgp-paper" && world_size() < 3)
     GTEST_SKIP() << "sgp-paper has no graph on " << world_size() << " peers";
-  const TrainingOptions options = options_for(GetParam());
+  const TrainingOptions options = sgd_case_options(GetParam());
   const Trained run = train(options);
   expect_matches_sequential_engine(options, run);
 }

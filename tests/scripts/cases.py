@@ -34,6 +34,9 @@ HARNESSES = {
     "sequential_1024": "tests/scripts/test_smpi_sequential_1024.sh: 1024 SMPI peers against the sequential engine",
     "sgd_sequential_1024": "tests/scripts/test_smpi_sgd_sequential_1024.sh: local SGD, 1024 SMPI peers against the "
                            "sequential engine",
+    "forms": "tests/mpi/test_protocol_forms.cpp (ProtocolForms in mpi_np*, smpi_mpi_np*): the MPI form and the "
+             "sequential engine hold the same vector on every peer after every round and write the same rows "
+             "(averaging_bench flags; --grid cube|line, a leading decode-failures>=K)",
     "sgd_sequential_16": "tests/unit/test_sequential_sgd.cpp (SequentialSgd): local SGD on 16 sequential peers with "
                          "failures, every row's invariants (\"quadratic|logistic flags\")",
     "sgd_forms": "tests/mpi/test_sgd_forms.cpp (SgdForms in mpi_np*, smpi_mpi_np*): training's MPI form and the "

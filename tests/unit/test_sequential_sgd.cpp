@@ -17,9 +17,9 @@
 
 #include "sgd/metrics.hpp"
 #include "sgd/sequential_trainer.hpp"
+#include "support/case_options.hpp"
 #include "support/case_tables.hpp"
 #include "support/catalog_coverage.hpp"
-#include "support/training_cases.hpp"
 #include "test_support.hpp"
 
 namespace avb {

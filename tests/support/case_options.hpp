@@ -1,7 +1,6 @@
-// A training line of a case table: an objective by name (quadratic or logistic),
-// then sgd_bench's flags, which sgd_bench's own parser reads over the suite's
-// problem of that objective, and which are checked (unknown and foreign flags,
-// ranges) as the program checks them.
+// A line of a case table as a run's options: the programs' own parsers read its
+// flags over a suite's base options and check them (unknown and foreign flags,
+// ranges) as the programs do.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,12 +8,29 @@
 #include <sstream>
 #include <string>
 
+#include "common/averaging_flags.hpp"
 #include "common/cli_checks.hpp"
 #include "common/training_flags.hpp"
 #include "support/case_tables.hpp"
 
 namespace avb::test {
 
+// averaging_bench's flags over `base`, for --protocol `protocol`: the options
+// resolved for n_peers (ConfigError when they cannot be, or a flag is wrong).
+inline AveragingOptions averaging_case(const std::string& protocol, const std::string& flags, int n_peers,
+                                       const AveragingOptions& base) {
+  app::AveragingCli cli;
+  cli.options = base;
+  cli.options.protocol.name = protocol;
+  const app::AppPtr parser = app::make_app("a case table's line", "averaging_bench");
+  app::define_averaging_flags(*parser, cli);
+  parser->parse("--protocol " + protocol + " " + flags, false);
+  app::refuse_extras(parser->remaining());  // a misspelt flag, as the program refuses it
+  return app::averaging_options(cli, n_peers);
+}
+
+// A training line: an objective by name (quadratic or logistic), then sgd_bench's
+// flags, read over the suite's problem of that objective.
 // base(logistic): the suite's options for the objective, before the line's flags.
 // Returns the options unresolved, having resolved them once for n_peers to check them.
 template <class Base>
