@@ -51,11 +51,11 @@ void simulated_only(std::vector<std::string>& out, bool simulated, const char* f
 void sparse_grid(std::vector<std::string>& out, const ProtocolOptions& p, const ProtocolFlags& flags, int n) {
   if (!takes(p.name, "--grid") || !flags.changed.count("--grid")) return;  // the default grid suits N
   double cells = 1;
-  for (int side : p.grid) cells *= side;
-  const double shortest = *std::min_element(p.grid.begin(), p.grid.end());
+  for (int side : p.moshpit.grid) cells *= side;
+  const double shortest = *std::min_element(p.moshpit.grid.begin(), p.moshpit.grid.end());
   const double per_line = n * shortest / cells;  // peers in random distinct cells
   if (per_line < 2)
-    out.push_back("--grid: " + grid_to_string(p.grid) + " has " + format_number(cells) + " cells for " +
+    out.push_back("--grid: " + grid_to_string(p.moshpit.grid) + " has " + format_number(cells) + " cells for " +
                   std::to_string(n) + " peers, about " + format_number(std::round(per_line * 100) / 100) +
                   " peers per line along its shortest side: most peers find no partner in most rounds (the "
                   "default grid, sides ceil(sqrt(N)), holds about sqrt(N) per line)");

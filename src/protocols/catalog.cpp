@@ -3,6 +3,7 @@
 // and its row here; a program of its own adds one at run time with register_protocol().
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "core/error.hpp"
 #include "protocols/protocol.hpp"
@@ -20,6 +21,26 @@ extern const ProtocolForms kAllreduceForms, kRandomGroupsForms, kMoshpitForms, k
 namespace {
 
 using FS = FailureSemantics;
+
+// Collects the flags a settings table declares, in its order.
+struct FlagNames {
+  std::vector<std::string_view> flags;
+  template <class... Rest> void word(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+  template <class... Rest> void integer(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+  template <class... Rest> void real(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+  template <class... Rest> void custom(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+};
+
+// `before`, the flags of a protocol's own settings (its <name>_settings.hpp),
+// then `after`: a new setting there is taken without a word here.
+template <class Settings>
+std::vector<std::string_view> own_flags(std::vector<std::string_view> before, std::vector<std::string_view> after) {
+  FlagNames names{std::move(before)};
+  Settings settings;
+  for_each_setting(settings, names);
+  names.flags.insert(names.flags.end(), after.begin(), after.end());
+  return names.flags;
+}
 
 // A protocol that sends Q(x) takes the quantizer's flags after its own.
 std::vector<std::string_view> with_quantizer(std::vector<std::string_view> own) {
@@ -78,7 +99,8 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = with_waiting(with_quantizer_no_lattice({"--group-size", "--min-group-size", "--collective", "--groups", "--model-dim"})),
+     .flags = with_waiting(with_quantizer_no_lattice(
+         own_flags<RandomGroupsSettings>({}, {"--min-group-size", "--collective", "--groups", "--model-dim"}))),
      .lattice_refusal = kButterflyLattice,
      .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors; },
      .forms = kRandomGroupsForms},
@@ -86,9 +108,10 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = with_waiting(with_quantizer_no_lattice({"--grid", "--placement", "--key-update", "--min-group-size", "--collective", "--groups", "--model-dim"})),
+     .flags = with_waiting(with_quantizer_no_lattice(
+         own_flags<MoshpitSettings>({}, {"--min-group-size", "--collective", "--groups", "--model-dim"}))),
      .lattice_refusal = kButterflyLattice,
-     .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors || o.key_update != KeyUpdate::chunk; },
+     .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors || o.moshpit.key_update != KeyUpdate::chunk; },
      .forms = kMoshpitForms},
     // gossip and pairwise send Q(x) under --quantizer. Not pushsum: its shares
     // carry the weight w, which a lossy code would unbalance.
@@ -126,7 +149,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = with_quantizer({"--topology", "--mode", "--clock", "--model-dim"}),
+     .flags = with_quantizer(own_flags<SwarmSettings>({"--topology"}, {"--model-dim"})),
      .default_topology = TopologyKind::complete,
      .churn = ChurnSupport::averaging_only,
      .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
@@ -137,7 +160,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = with_quantizer({"--topology", "--weights", "--gamma"}),
+     .flags = with_quantizer(own_flags<ChocoSettings>({"--topology", "--weights"}, {})),
      .default_topology = TopologyKind::ring,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",

@@ -46,7 +46,7 @@ std::span<std::uint8_t> bytes_of(std::span<double> v) {
 class ChocoSettings {
  protected:
   ChocoSettings(const ProtocolOptions& o, int n)
-      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.gamma), quantizer_(o.quantizer) {}
+      : spec_(*o.topology), n_(n), weights_(o.weights), gamma_(o.choco.gamma), quantizer_(o.quantizer) {}
 
   TopologySpec spec_;
   int n_;

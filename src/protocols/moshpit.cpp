@@ -38,9 +38,9 @@ class MoshpitProtocol final : public Protocol {
  public:
   MoshpitProtocol(const ProtocolOptions& options, int n_peers)
       : semantics_(*options.on_failure),
-        sides_(options.grid),
-        placement_(options.placement),
-        key_update_(options.key_update),
+        sides_(options.moshpit.grid),
+        placement_(options.moshpit.placement),
+        key_update_(options.moshpit.key_update),
         n_(n_peers),
         me_(-1),
         averager_(options) {}
@@ -164,9 +164,9 @@ class MoshpitPopulation final : public SequentialProtocol {
  public:
   MoshpitPopulation(const ProtocolOptions& options, int n_peers)
       : semantics_(*options.on_failure),
-        sides_(options.grid),
-        placement_(options.placement),
-        key_update_(options.key_update),
+        sides_(options.moshpit.grid),
+        placement_(options.moshpit.placement),
+        key_update_(options.moshpit.key_update),
         n_(n_peers),
         groups_(*options.on_failure, options.min_group_size, options.quantizer) {}
 
@@ -287,7 +287,7 @@ class MoshpitPopulation final : public SequentialProtocol {
 
 // Groups are lines of the grid: at most its longest side.
 ProtocolResources resources_moshpit(const ProtocolOptions& o, const ResourceQuery& q) {
-  const int side = o.grid.empty() ? q.peers : *std::max_element(o.grid.begin(), o.grid.end());
+  const int side = o.moshpit.grid.empty() ? q.peers : *std::max_element(o.moshpit.grid.begin(), o.moshpit.grid.end());
   ProtocolResources r = group_resources(o, q, side);
   r.population_bytes = 80;  // grid coordinates, keys and counting-sort slots
   return r;

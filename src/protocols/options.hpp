@@ -1,9 +1,12 @@
-// A protocol's settings: the ProtocolOptions fields and, in for_each_setting(),
+// The protocols' settings: the ProtocolOptions fields and, in for_each_setting(),
 // one declaration per setting (its flag, field, accepted values, help and when a
 // run's description records it). The programs' flags, --help, --list-flags, the
-// range checks of resolve() and describe() are all derived from that table, so
-// a new setting is a field and a line here (and the flag in its protocols' rows
-// of the catalog, protocols/catalog.cpp).
+// range checks of resolve() and describe() are all derived from that table. A
+// protocol's own settings are its struct and table in protocols/<name>_settings.hpp,
+// visited from here and read by its catalog row (own_flags), so a setting of one
+// protocol is a field and a line there. A setting several protocols share is a
+// field and a line here, and the flag in their rows of the catalog
+// (protocols/catalog.cpp).
 #pragma once
 
 #include <optional>
@@ -15,35 +18,16 @@
 #include "collectives/group_allreduce.hpp"
 #include "core/enum_names.hpp"
 #include "core/settings.hpp"
+#include "protocols/choco_settings.hpp"
 #include "protocols/grid.hpp"
+#include "protocols/moshpit_settings.hpp"
+#include "protocols/random_groups_settings.hpp"
+#include "protocols/swarm_settings.hpp"
 #include "sim/arrivals.hpp"
 #include "sim/failures.hpp"
 #include "sim/topology.hpp"
 
 namespace avb {
-
-// SwarmSGD's two forms of an interaction between initiator i and partner j.
-enum class SwarmMode {
-  blocking,      // both take the mean of their pre-local-step models, then re-apply their own progress
-  non_blocking,  // i averages with j's last published model; j is not written
-};
-inline constexpr EnumNames<SwarmMode, 2> kSwarmModeNames{
-    "--mode", {{{SwarmMode::blocking, "blocking"}, {SwarmMode::non_blocking, "non-blocking"}}}};
-SwarmMode parse_swarm_mode(std::string_view name);  // throws ConfigError (--mode)
-std::string_view to_string(SwarmMode mode);
-
-// When a swarm peer initiates interactions in a round of pure averaging (in SGD a
-// peer initiates after its local steps instead).
-enum class SwarmClock {
-  round,    // once per round
-  poisson,  // at the ticks of its own rate-1 Poisson clock, a round being one unit of
-            // time: every interaction's initiator is then uniform and independent of
-            // the others, the model of the analysis (docs/protocols.md, swarm)
-};
-inline constexpr EnumNames<SwarmClock, 2> kSwarmClockNames{
-    "--clock", {{{SwarmClock::round, "round"}, {SwarmClock::poisson, "poisson"}}}};
-SwarmClock parse_swarm_clock(std::string_view name);  // throws ConfigError (--clock)
-std::string_view to_string(SwarmClock clock);
 
 // How gossip reweights a row when some of its peers are down.
 enum class AliveWeights {
@@ -62,13 +46,11 @@ struct ProtocolOptions {
   // Collective) and how groups are made.
   Collective collective = Collective::automatic;
   GroupForm groups = GroupForm::view;
-  // moshpit: grid sides (empty: resolve() sets d = 2, M = ceil(sqrt(N))), where
-  // peers sit, and how group keys advance.
-  std::vector<int> grid;
-  Placement placement = Placement::random;
-  KeyUpdate key_update = KeyUpdate::axis;
-  // random-groups: target group size (leftovers make some groups one larger).
-  int group_size = 32;
+  // Each protocol's own settings, declared in its <name>_settings.hpp.
+  MoshpitSettings moshpit;
+  RandomGroupsSettings random_groups;
+  SwarmSettings swarm;
+  ChocoSettings choco;
   // moshpit, random-groups: groups with fewer participants do not average.
   int min_group_size = 2;
   // gossip, pushsum, pairwise: the graph (unset: the protocol's default) and its
@@ -76,13 +58,8 @@ struct ProtocolOptions {
   std::optional<TopologySpec> topology;
   Weights weights = Weights::uniform;
   AliveWeights alive_weights = AliveWeights::renormalize;
-  // swarm: who is written in an interaction (docs/protocols.md).
-  SwarmMode mode = SwarmMode::blocking;
-  SwarmClock clock = SwarmClock::round;
   // swarm, gossip, pairwise, choco, allreduce, random-groups, moshpit: how vectors travel on the wire.
   QuantizerSpec quantizer;
-  // choco: the consensus step size gamma in (0, 1].
-  double gamma = 1.0;
   // allreduce, random-groups, moshpit: how long a group waits for its members'
   // work (sim/arrivals.hpp); the run builds the round's Arrivals from it.
   WaitSpec wait;
@@ -99,12 +76,6 @@ inline constexpr TextCodec<std::optional<FailureSemantics>> kOnFailureText{
     [](const std::optional<FailureSemantics>& field) {
       return field ? std::string(kFailureSemanticsNames.name(*field)) : std::string("default");
     }};
-inline constexpr TextCodec<std::vector<int>> kGridText{
-    [] { return std::string("AxB[xC...]"); },
-    [](std::string_view text, std::vector<int>& field) {
-      field = text == "default" ? std::vector<int>{} : parse_grid(text);
-    },
-    [](const std::vector<int>& field) { return field.empty() ? std::string("default") : grid_to_string(field); }};
 inline constexpr TextCodec<std::optional<TopologySpec>> kTopologyText{
     [] {  // --help's form of the list: no spaces, as the other word lists
       std::string words(topology_names());
@@ -140,13 +111,8 @@ void for_each_setting(O& o, Visitor&& v) {
          "how a round's groups are made: view (rank-translating view of the trial's communicator, free) or comm (an "
          "MPI communicator per group, made in the round)",
          true);
-  v.custom("--grid", o.grid, kGridText,
-           "virtual grid, sides joined by 'x' such as 32x32 or 8x8x8 (default: MxM, M = ceil(sqrt(N)))", true);
-  v.word("--placement", o.placement, kPlacementNames,
-         "peers in random distinct cells (random) or row-major by rank (rank)", true);
-  v.word("--key-update", o.key_update, kKeyUpdateNames,
-         "average along axis (t-1) mod d (axis) or Algorithm 1's chunk-index keys (chunk)", true);
-  v.integer("--group-size", o.group_size, IntRange{2, kNoIntLimit}, "peers per group, an integer >= 2", true);
+  for_each_setting(o.moshpit, v);
+  for_each_setting(o.random_groups, v);
   v.integer("--min-group-size", o.min_group_size, IntRange{2, kNoIntLimit},
             "smaller groups do not average, an integer >= 2", true);
   v.word("--wait", o.wait.policy, kWaitPolicyNames,
@@ -168,18 +134,8 @@ void for_each_setting(O& o, Visitor&& v) {
          "under failures: renormalize rows over alive neighbours (moves the mean) or metropolis weights of the alive "
          "subgraph (keeps it; needs --weights metropolis)",
          true);
-  v.word("--mode", o.mode, kSwarmModeNames,
-         "blocking (both peers average, local progress re-applied) or non-blocking (the initiator averages with the "
-         "partner's last published model)",
-         true);
-  v.word("--clock", o.clock, kSwarmClockNames,
-         "averaging_bench only: a peer initiates once per round (round) or at the ticks of its own rate-1 Poisson "
-         "clock, one round being one unit of time (poisson)",
-         true);
-  v.real("--gamma", o.gamma, interval(0, 1, true),
-         "consensus step size in (0, 1]; 1 with --quantizer none is plain gossip, a compressing quantizer needs a "
-         "smaller one",
-         true);
+  for_each_setting(o.swarm, v);
+  for_each_setting(o.choco, v);
   v.custom("--quantizer", o.quantizer, kQuantizerText, "what travels on the wire; stochastic:B has B bits, 1..16",
            true);
   const bool lattice = o.quantizer.kind == QuantizerKind::lattice;

@@ -30,7 +30,7 @@ class RandomGroupsProtocol final : public Protocol {
  public:
   explicit RandomGroupsProtocol(const ProtocolOptions& options)
       : semantics_(*options.on_failure),
-        group_size_(options.group_size),
+        group_size_(options.random_groups.group_size),
         averager_(options) {}
 
   void step(std::span<double> x, Round& round) override {
@@ -61,7 +61,7 @@ class RandomGroupsProtocol final : public Protocol {
 class RandomGroupsPopulation final : public SequentialProtocol {
  public:
   explicit RandomGroupsPopulation(const ProtocolOptions& options)
-      : semantics_(*options.on_failure), group_size_(options.group_size),
+      : semantics_(*options.on_failure), group_size_(options.random_groups.group_size),
         groups_(*options.on_failure, options.min_group_size, options.quantizer) {}
 
   RoundEffect step(Population& x, const PopulationRound& round) override {
@@ -106,7 +106,7 @@ std::unique_ptr<Protocol> make_random_groups(const ProtocolOptions& options, Com
 
 // Groups of --group-size, a leftover making some one larger (at most 2g - 1).
 ProtocolResources resources_random_groups(const ProtocolOptions& o, const ResourceQuery& q) {
-  ProtocolResources r = group_resources(o, q, 2 * o.group_size - 1);
+  ProtocolResources r = group_resources(o, q, 2 * o.random_groups.group_size - 1);
   r.population_bytes = 48;
   return r;
 }

@@ -74,15 +74,15 @@ void check_min_group_size(const ProtocolOptions& o, int n_peers) {
   if (!takes(o.name, "--min-group-size") || n_peers < 2) return;
   int largest = n_peers;
   std::string why = "there are " + std::to_string(n_peers) + " peers";
-  if (takes(o.name, "--group-size") && o.group_size <= largest) {
-    largest = o.group_size;
-    why = "--group-size is " + std::to_string(o.group_size);
+  if (takes(o.name, "--group-size") && o.random_groups.group_size <= largest) {
+    largest = o.random_groups.group_size;
+    why = "--group-size is " + std::to_string(o.random_groups.group_size);
   }
   if (takes(o.name, "--grid")) {
-    const int side = *std::max_element(o.grid.begin(), o.grid.end());  // a group is one line of the grid
+    const int side = *std::max_element(o.moshpit.grid.begin(), o.moshpit.grid.end());  // a group is one line of the grid
     if (side <= largest) {
       largest = side;
-      why = "a group is one line of the grid " + grid_to_string(o.grid);
+      why = "a group is one line of the grid " + grid_to_string(o.moshpit.grid);
     }
   }
   if (o.min_group_size > largest)
@@ -148,8 +148,8 @@ ProtocolOptions resolve(const ProtocolOptions& options, int n_peers) {
   check_semantics(info, *resolved.on_failure);
   for_each_setting(resolved, RangeCheck{});
   if (takes(info.name, "--grid")) {
-    if (resolved.grid.empty()) resolved.grid = default_grid(n_peers);
-    check_grid(resolved.grid, n_peers);
+    if (resolved.moshpit.grid.empty()) resolved.moshpit.grid = default_grid(n_peers);
+    check_grid(resolved.moshpit.grid, n_peers);
   }
   check_min_group_size(resolved, n_peers);
   if (resolved.name == "sgp-paper") sgp_paper_period(n_peers);  // refuses N < 3 (no graph)

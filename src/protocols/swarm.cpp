@@ -233,7 +233,7 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   ProtocolResources r;
   const double message = message_bytes(o, static_cast<double>(q.model_dim));
   const double interactions =
-      o.clock == SwarmClock::round ? q.peers : q.peers + 12 * std::sqrt(static_cast<double>(q.peers)) + 64;
+      o.swarm.clock == SwarmClock::round ? q.peers : q.peers + 12 * std::sqrt(static_cast<double>(q.peers)) + 64;
   r.round_bytes = interactions * swarm::kMaxAttempts * (2 * message + 2 * sizeof(std::uint32_t) + 1);
   r.pattern = {2, message, 2 * message};
   r.messages_in_flight = 6;
@@ -250,12 +250,12 @@ ProtocolResources resources_swarm(const ProtocolOptions& o, const ResourceQuery&
   constexpr double kQueueEntries = 12, kQueueEntry = EventQueue::kEntryBytes, kSentReplies = 4;
   const double held = message_bytes(o, static_cast<double>(q.dim)) + 2 * sizeof(std::uint32_t);
   const double spilled = held > swarm::kInlineBytes ? held : 0.0;
-  r.population_bytes = sizeof(swarm::Peer) + (o.clock == SwarmClock::poisson ? sizeof(swarm::Clock) : 0) +
+  r.population_bytes = sizeof(swarm::Peer) + (o.swarm.clock == SwarmClock::poisson ? sizeof(swarm::Clock) : 0) +
                        3 * sizeof(double) + 2 * sizeof(int) + kQueueEntries * kQueueEntry +
                        kSentReplies * sizeof(swarm::Sent) + 2 * (sizeof(swarm::Message) + spilled) +
                        (swarm::kAliveRounds + 1) * swarm::AliveSet::kBytesPerPeer;
   r.work_per_peer = 1500;  // random partners: cache misses per message, more at a million peers
-  if (o.clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
+  if (o.swarm.clock == SwarmClock::poisson) r.idle_seconds = swarm::kSecondsPerUnit;
   return r;
 }
 

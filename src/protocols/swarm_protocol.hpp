@@ -97,8 +97,8 @@ inline EncodeContext request_context(std::uint64_t seed, const std::uint32_t hea
 class SwarmProtocol final : public Protocol {
  public:
   SwarmProtocol(const ProtocolOptions& o, Comm& comm)
-      : mode_(o.mode),
-        clock_(o.clock),
+      : mode_(o.swarm.mode),
+        clock_(o.swarm.clock),
         quantizer_(o.quantizer),
         topology_spec_(*o.topology),
         comm_(comm) {}

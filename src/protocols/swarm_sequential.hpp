@@ -182,7 +182,7 @@ int pop(List& list, const std::vector<T>& table) {
 class SwarmPeers final : public EventPeers {
  public:
   SwarmPeers(const ProtocolOptions& o, int n)
-      : mode_(o.mode), clock_(o.clock), quantizer_(o.quantizer), topology_spec_(*o.topology), n_(n),
+      : mode_(o.swarm.mode), clock_(o.swarm.clock), quantizer_(o.quantizer), topology_spec_(*o.topology), n_(n),
         offered_(n, 2) {}
 
   void begin_trial(const Population& x, EventContext& context) override {

@@ -73,7 +73,7 @@ FormsCase read_case(const test::TableCase& c, int n) {
 // simulates a third of the messages), groups of 3 (random-groups: several at small N).
 AveragingOptions forms_base(int n) {
   AveragingOptions o;
-  o.protocol.group_size = 3;
+  o.protocol.random_groups.group_size = 3;
   o.rounds = 12;
   o.trials = n >= 64 ? 1 : 3;
   o.seed = 2024;
@@ -265,9 +265,9 @@ TEST(MoshpitExact, FullGridAveragesExactlyInDRounds) {
       for (const char* key_update : {"axis", "chunk"}) {
         AveragingOptions o;
         o.protocol.name = "moshpit";
-        o.protocol.grid = grid;
-        o.protocol.placement = parse_placement(placement);
-        o.protocol.key_update = parse_key_update(key_update);
+        o.protocol.moshpit.grid = grid;
+        o.protocol.moshpit.placement = parse_placement(placement);
+        o.protocol.moshpit.key_update = parse_key_update(key_update);
         o.dim = 3;
         o = resolve(o, n);
         const std::uint64_t seed = trial_seed(77, 0);

@@ -276,7 +276,7 @@ TrainingOptions sgd_base(const std::string& protocol, bool logistic) {
   const int n = world_size();
   TrainingOptions o;
   o.protocol.name = protocol;
-  o.protocol.group_size = 3;  // random-groups: several groups at small N
+  o.protocol.random_groups.group_size = 3;  // random-groups: several groups at small N
   o.objective = logistic ? synthetic_logistic() : quadratic(0.3);
   o.steps = 30;
   o.lr.lr = logistic ? 0.5 : quadratic_lr(n);

@@ -24,7 +24,7 @@ using test::world_size;
 AveragingOptions swarm_averaging(SwarmMode mode, const std::string& quantizer, double fail_rate) {
   AveragingOptions o;
   o.protocol.name = "swarm";
-  o.protocol.mode = mode;
+  o.protocol.swarm.mode = mode;
   o.protocol.quantizer = parse_quantizer(quantizer);
   o.fail_rate = fail_rate;
   o.dim = 3;
@@ -81,7 +81,7 @@ TEST(Swarm, ProgressEngineNeverDeadlocks) {
     o.trials = 1;
     o.seed = pick.bits(u, 4, 0);
     // Poisson clocks: several interactions per peer and round, back to back here.
-    if (pick.bits(u, 5, 0) % 2 == 0) o.protocol.clock = SwarmClock::poisson;
+    if (pick.bits(u, 5, 0) % 2 == 0) o.protocol.swarm.clock = SwarmClock::poisson;
     AveragingObserver quiet;
     const auto result = run_averaging(resolve(o, world_size()), MPI_COMM_WORLD, quiet);
     // Blocking increments are exact negatives with any quantizer: both sides

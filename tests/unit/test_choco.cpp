@@ -21,7 +21,7 @@ AveragingOptions choco_options(const std::string& quantizer, double gamma, doubl
   o.protocol.name = "choco";
   o.protocol.topology = parse_topology("ring");
   o.protocol.quantizer = parse_quantizer(quantizer);
-  o.protocol.gamma = gamma;
+  o.protocol.choco.gamma = gamma;
   o.fail_rate = fail_rate;
   o.dim = 4;
   o.rounds = rounds;

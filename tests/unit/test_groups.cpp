@@ -194,8 +194,8 @@ TEST(Moshpit, VarianceNeverRisesAndSurvivorsKeepTheMean) {
   for (const char* key : {"axis", "chunk"}) {
     AveragingOptions o;
     o.protocol.name = "moshpit";
-    o.protocol.key_update = parse_key_update(key);
-    o.protocol.grid = {32, 32};
+    o.protocol.moshpit.key_update = parse_key_update(key);
+    o.protocol.moshpit.grid = {32, 32};
     o.fail_rate = 0.05;
     o.rounds = 10;
     o.seed = 4;
@@ -213,9 +213,9 @@ TEST(Moshpit, VarianceNeverRisesAndSurvivorsKeepTheMean) {
 TEST(Options, GroupFlagsAreChecked) {
   AveragingOptions o;
   o.protocol.name = "random-groups";
-  o.protocol.group_size = 1;
+  o.protocol.random_groups.group_size = 1;
   EXPECT_THROW(resolve(o, 8), ConfigError);
-  o.protocol.group_size = 2;
+  o.protocol.random_groups.group_size = 2;
   o.protocol.min_group_size = 1;
   try {
     resolve(o, 8);
@@ -225,9 +225,9 @@ TEST(Options, GroupFlagsAreChecked) {
   }
   AveragingOptions m;
   m.protocol.name = "moshpit";
-  EXPECT_EQ(resolve(m, 1000).protocol.grid, (std::vector<int>{32, 32}));
+  EXPECT_EQ(resolve(m, 1000).protocol.moshpit.grid, (std::vector<int>{32, 32}));
   EXPECT_EQ(*resolve(m, 1000).protocol.on_failure, FailureSemantics::survivors);
-  m.protocol.grid = {8, 8};
+  m.protocol.moshpit.grid = {8, 8};
   EXPECT_THROW(resolve(m, 65), ConfigError);
   m.protocol.on_failure = FailureSemantics::partial;
   EXPECT_NO_THROW(resolve(m, 64));

@@ -73,10 +73,10 @@ TEST(Options, BadValuesNameTheFlag) {
 // with the flag's name and what it accepts.
 TEST(Options, SettingsOutsideTheirDeclaredRangeAreRefused) {
   const std::vector<std::pair<std::function<void(ProtocolOptions&)>, std::string>> cases = {
-      {[](ProtocolOptions& p) { p.gamma = 0; }, "--gamma: 0 is not a number in (0, 1]"},
-      {[](ProtocolOptions& p) { p.gamma = std::numeric_limits<double>::infinity(); },
+      {[](ProtocolOptions& p) { p.choco.gamma = 0; }, "--gamma: 0 is not a number in (0, 1]"},
+      {[](ProtocolOptions& p) { p.choco.gamma = std::numeric_limits<double>::infinity(); },
        "--gamma: inf is not a number in (0, 1]"},
-      {[](ProtocolOptions& p) { p.group_size = 1; }, "--group-size: 1 is not an integer >= 2"},
+      {[](ProtocolOptions& p) { p.random_groups.group_size = 1; }, "--group-size: 1 is not an integer >= 2"},
       {[](ProtocolOptions& p) { p.wait.quorum = 1.5; }, "--quorum: 1.5 is not a number in (0, 1]"},
       {[](ProtocolOptions& p) { p.wait.deadline_floor = -1; },
        "--deadline-floor: -1 is not a number >= 0 (seconds)"},
@@ -97,7 +97,7 @@ TEST(Options, DescribeRecordsTheSettingsThatApply) {
   ProtocolOptions o;
   o.name = "swarm";
   o.quantizer = parse_quantizer("stochastic:3");
-  o.mode = SwarmMode::non_blocking;
+  o.swarm.mode = SwarmMode::non_blocking;
   const Pairs plain = describe(o);
   EXPECT_EQ(plain.front(), (std::pair<std::string, std::string>{"protocol", "swarm"}));
   EXPECT_EQ(plain[1], (std::pair<std::string, std::string>{"on-failure", "default"}));

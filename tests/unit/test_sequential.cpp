@@ -48,13 +48,13 @@ AveragingOptions options_for(const Case& c, int n) {
   o.join_rate = has(c, "churn") ? 0.5 : 0.0;
   o.fail_rate = c.rate;
   o.dim = c.dim;
-  if (!value_of(c, "grid").empty()) o.protocol.grid = parse_grid(value_of(c, "grid"));
-  if (has(c, "chunk")) o.protocol.key_update = KeyUpdate::chunk;
+  if (!value_of(c, "grid").empty()) o.protocol.moshpit.grid = parse_grid(value_of(c, "grid"));
+  if (has(c, "chunk")) o.protocol.moshpit.key_update = KeyUpdate::chunk;
   if (!value_of(c, "topology").empty()) o.protocol.topology = parse_topology(value_of(c, "topology"));
   if (!value_of(c, "quantizer").empty()) o.protocol.quantizer = parse_quantizer(value_of(c, "quantizer"), 8, 0.05);
-  if (!value_of(c, "group").empty()) o.protocol.group_size = std::stoi(value_of(c, "group"));
+  if (!value_of(c, "group").empty()) o.protocol.random_groups.group_size = std::stoi(value_of(c, "group"));
   if (!value_of(c, "collective").empty()) o.protocol.collective = parse_collective(value_of(c, "collective"));
-  if (std::string(c.protocol) == "choco") o.protocol.gamma = 0.5;
+  if (std::string(c.protocol) == "choco") o.protocol.choco.gamma = 0.5;
   o.rounds = 12;
   o.trials = 2;
   o.seed = 99;
@@ -117,7 +117,7 @@ TEST(QuantizedButterfly, LatticeIsRefusedNamingTheFlag) {
 TEST(SequentialRun, RowsDoNotDependOnTheThreadCount) {
   AveragingOptions o;
   o.protocol.name = "moshpit";
-  o.protocol.grid = {32, 32};
+  o.protocol.moshpit.grid = {32, 32};
   o.fail_rate = 0.01;
   o.trials = 6;
   o.rounds = 10;
@@ -180,7 +180,7 @@ TEST(SequentialRun, StopRequestEndsTheRunAndMarksTrialsInFlightIncomplete) {
 TEST(SequentialRun, ComputationAddsTheSlowestAlivePeersWorkToEveryRound) {
   AveragingOptions o;
   o.protocol.name = "moshpit";
-  o.protocol.grid = {8, 8};
+  o.protocol.moshpit.grid = {8, 8};
   o.rounds = 6;
   o.trials = 1;
   o = resolve(o, 64);

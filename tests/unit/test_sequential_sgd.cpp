@@ -43,7 +43,7 @@ TrainingOptions options_for(const Case& c) {
   TrainingOptions o;
   o.protocol.name = c.protocol;
   if (std::string(c.semantics) != "default") o.protocol.on_failure = parse_failure_semantics(c.semantics);
-  o.protocol.group_size = 3;  // random-groups: several groups at 16 peers
+  o.protocol.random_groups.group_size = 3;  // random-groups: several groups at 16 peers
   if (c.logistic) {
     o.objective.kind = ObjectiveKind::logistic;
     o.objective.dim = 5;
