@@ -8,10 +8,13 @@
 
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <variant>
 
 #include "core/comm.hpp"
 #include "protocols/gossip.hpp"
@@ -80,8 +83,23 @@ AveragingOptions forms_base(int n) {
   return o;
 }
 
+// Each case is read once a process for each N it is asked at (16 and the world's):
+// building the program's parser costs more than a small case's run (30 ms under
+// AddressSanitizer), and both tests of a case ask for it. A case that cannot be
+// run at N is remembered as its ConfigError's message.
 AveragingOptions forms_case_options(const test::TableCase& c, int n = world_size()) {
-  return test::averaging_case(c.protocol, read_case(c, n).flags, n, forms_base(n));
+  static std::map<std::pair<int, std::string>, std::variant<AveragingOptions, std::string>> read;
+  const std::string flags = read_case(c, n).flags;
+  auto [it, added] = read.try_emplace({n, c.protocol + " " + flags}, std::string());
+  if (added) {
+    try {
+      it->second = test::averaging_case(c.protocol, flags, n, forms_base(n));
+    } catch (const ConfigError& e) {
+      it->second = std::string(e.what());
+    }
+  }
+  if (const std::string* refused = std::get_if<std::string>(&it->second)) throw ConfigError(*refused);
+  return std::get<AveragingOptions>(it->second);
 }
 
 // Some graphs do not exist for every N (a hypercube needs a power of two, a
