@@ -6,13 +6,11 @@
 // rounds on a full Moshpit grid.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -84,8 +82,8 @@ AveragingOptions forms_base(int n) {
 }
 
 // Each case is read once a process for each N it is asked at (16 and the world's):
-// building the program's parser costs more than a small case's run (30 ms under
-// AddressSanitizer), and both tests of a case ask for it. A case that cannot be
+// building the program's parser costs more than a small case's run (under
+// AddressSanitizer above all), and both tests of a case ask for it. A case that cannot be
 // run at N is remembered as its ConfigError's message.
 AveragingOptions forms_case_options(const test::TableCase& c, int n = world_size()) {
   static std::map<std::pair<int, std::string>, std::variant<AveragingOptions, std::string>> read;

@@ -15,6 +15,13 @@
 
 namespace avb::test {
 
+// Parses `flags` after --protocol `protocol` with `parser`, refusing what the
+// program refuses (a misspelt flag included).
+inline void parse_line(CLI::App& parser, const std::string& protocol, const std::string& flags) {
+  parser.parse("--protocol " + protocol + " " + flags, false);
+  app::refuse_extras(parser.remaining());
+}
+
 // averaging_bench's flags over `base`, for --protocol `protocol`: the options
 // resolved for n_peers (ConfigError when they cannot be, or a flag is wrong).
 inline AveragingOptions averaging_case(const std::string& protocol, const std::string& flags, int n_peers,
@@ -24,8 +31,7 @@ inline AveragingOptions averaging_case(const std::string& protocol, const std::s
   cli.options.protocol.name = protocol;
   const app::AppPtr parser = app::make_app("a case table's line", "averaging_bench");
   app::define_averaging_flags(*parser, cli);
-  parser->parse("--protocol " + protocol + " " + flags, false);
-  app::refuse_extras(parser->remaining());  // a misspelt flag, as the program refuses it
+  parse_line(*parser, protocol, flags);
   return app::averaging_options(cli, n_peers);
 }
 
@@ -47,8 +53,7 @@ TrainingOptions training_case(const TableCase& c, int n_peers, Base base) {
   cli.options.protocol.name = c.protocol;
   const app::AppPtr parser = app::make_app("a case table's training line", "sgd_bench");
   app::define_training_flags(*parser, cli);
-  parser->parse("--protocol " + c.protocol + " " + flags, false);
-  app::refuse_extras(parser->remaining());  // a misspelt flag, as the program refuses it
+  parse_line(*parser, c.protocol, flags);
   app::training_options(cli, n_peers);
   return cli.options;
 }

@@ -32,17 +32,12 @@ struct Case {
   bool logistic;
   int local_steps;
   double rate;
-  const char* kind = "transient";
-  double momentum = 0.0;
-  int batch = 1;
-  const char* semantics = "default";
 };
 
 // Unresolved: resolve(options_for(c), kPeers).
 TrainingOptions options_for(const Case& c) {
   TrainingOptions o;
   o.protocol.name = c.protocol;
-  if (std::string(c.semantics) != "default") o.protocol.on_failure = parse_failure_semantics(c.semantics);
   o.protocol.random_groups.group_size = 3;  // random-groups: several groups at 16 peers
   if (c.logistic) {
     o.objective.kind = ObjectiveKind::logistic;
@@ -59,10 +54,7 @@ TrainingOptions options_for(const Case& c) {
     o.lr.lr = 0.6 / kPeers;  // peer i's curvature grows to N: keeps local steps stable
   }
   o.fail_rate = c.rate;
-  o.failure = parse_failure_kind(c.kind);
   o.local_steps = c.local_steps;
-  o.momentum = c.momentum;
-  o.batch = c.batch;
   o.steps = 31;
   o.eval_every = 7;  // does not divide the steps: the last step gets a row of its own
   o.trials = 2;
