@@ -9,13 +9,17 @@
 // so the same bytes come out on any engine, rank count or call order.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "core/settings.hpp"
 
 namespace avb {
 
@@ -54,6 +58,34 @@ QuantizerSpec parse_quantizer(std::string_view text, std::int64_t lattice_q = kD
 void validate(const QuantizerSpec& spec);
 // The --quantizer value ("stochastic:4"); parse_quantizer(to_string(s)) gives s's kind and bits.
 std::string to_string(const QuantizerSpec& spec);
+
+// The quantizer's settings' declarations (core/settings.hpp's visitor), which the
+// protocols' table visits and the catalog rows of the protocols that send Q(x)
+// take: a new quantizer setting is a field and a line here. --quantizer sets the
+// kind (and bits) only; the lattice's own fields have flags of their own.
+inline constexpr TextCodec<QuantizerSpec> kQuantizerText{
+    [] { return std::string("{none,fp16,uniform8,stochastic:B,lattice}"); },
+    [](std::string_view text, QuantizerSpec& field) {
+      const QuantizerSpec parsed = parse_quantizer(text);
+      field.kind = parsed.kind;
+      field.bits = parsed.bits;
+    },
+    [](const QuantizerSpec& field) { return to_string(field); }};
+// The lattice's own settings (protocols without a lattice take none of these).
+template <class Q, class Visitor>
+  requires std::same_as<std::remove_const_t<Q>, QuantizerSpec>
+void for_each_lattice_setting(Q& q, Visitor&& v) {
+  const bool lattice = q.kind == QuantizerKind::lattice;
+  v.integer("--lattice-q", q.lattice_q, IntRange{2, 4294967295LL}, "--quantizer lattice: q, an integer in [2, 4294967295]",
+            lattice);
+  v.real("--lattice-eps", q.lattice_eps, above(0), "--quantizer lattice: epsilon, a number > 0", lattice);
+}
+template <class Q, class Visitor>
+  requires std::same_as<std::remove_const_t<Q>, QuantizerSpec>
+void for_each_setting(Q& q, Visitor&& v) {
+  v.custom("--quantizer", q, kQuantizerText, "what travels on the wire; stochastic:B has B bits, 1..16", true);
+  for_each_lattice_setting(q, v);
+}
 
 // Where an encoding happens, for the dither counter: coordinate k of a message
 // uses word k mod 4 of Philox block (round, peer, k / 4, message) of

@@ -135,4 +135,14 @@ struct SettingTexts {
   }
 };
 
+// The visitor that lists the flags a table declares, in its order (a catalog
+// row takes a protocol's own settings, or a family's, from its table).
+struct SettingFlagNames {
+  std::vector<std::string_view> flags;
+  template <class... Rest> void word(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+  template <class... Rest> void integer(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+  template <class... Rest> void real(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+  template <class... Rest> void custom(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+};
+
 }  // namespace avb

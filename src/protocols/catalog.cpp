@@ -22,30 +22,30 @@ namespace {
 
 using FS = FailureSemantics;
 
-// Collects the flags a settings table declares, in its order.
-struct FlagNames {
-  std::vector<std::string_view> flags;
-  template <class... Rest> void word(std::string_view flag, Rest&&...) { flags.push_back(flag); }
-  template <class... Rest> void integer(std::string_view flag, Rest&&...) { flags.push_back(flag); }
-  template <class... Rest> void real(std::string_view flag, Rest&&...) { flags.push_back(flag); }
-  template <class... Rest> void custom(std::string_view flag, Rest&&...) { flags.push_back(flag); }
-};
-
-// `before`, the flags of a protocol's own settings (its <name>_settings.hpp),
-// then `after`: a new setting there is taken without a word here.
+// The flags a settings table declares (a protocol's own settings, its
+// <name>_settings.hpp, or a family several protocols share), in its order.
 template <class Settings>
-std::vector<std::string_view> own_flags(std::vector<std::string_view> before, std::vector<std::string_view> after) {
-  FlagNames names{std::move(before)};
+std::vector<std::string_view> flags_of() {
+  SettingFlagNames names;
   Settings settings;
   for_each_setting(settings, names);
-  names.flags.insert(names.flags.end(), after.begin(), after.end());
   return names.flags;
+}
+std::vector<std::string_view> joined(std::vector<std::string_view> a, const std::vector<std::string_view>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// `before`, the flags of a protocol's own settings, then `after`: a new setting
+// there is taken without a word here.
+template <class Settings>
+std::vector<std::string_view> own_flags(std::vector<std::string_view> before, std::vector<std::string_view> after) {
+  return joined(joined(std::move(before), flags_of<Settings>()), after);
 }
 
 // A protocol that sends Q(x) takes the quantizer's flags after its own.
 std::vector<std::string_view> with_quantizer(std::vector<std::string_view> own) {
-  for (std::string_view flag : {"--quantizer", "--lattice-q", "--lattice-eps"}) own.push_back(flag);
-  return own;
+  return joined(std::move(own), flags_of<QuantizerSpec>());
 }
 
 // Gradient tracking needs rounds that keep the sum exactly: a lossy code does not.
@@ -72,16 +72,19 @@ std::string gossip_tracking(const ProtocolOptions& o) {
 constexpr std::string_view kButterflyLattice =
     "a butterfly part has no fallback when a lattice decode fails; docs/protocols.md, \"Quantizers\"";
 
-// The all-reduces take --quantizer without the lattice's own flags (no lattice).
+// The all-reduces take the quantizer's flags but the lattice's own (no lattice).
 std::vector<std::string_view> with_quantizer_no_lattice(std::vector<std::string_view> own) {
-  own.push_back("--quantizer");
+  SettingFlagNames lattice;
+  QuantizerSpec spec;
+  for_each_lattice_setting(spec, lattice);
+  for (std::string_view flag : flags_of<QuantizerSpec>())
+    if (std::find(lattice.flags.begin(), lattice.flags.end(), flag) == lattice.flags.end()) own.push_back(flag);
   return own;
 }
 
 // The group protocols wait for their members' work by a policy (sim/arrivals.hpp).
 std::vector<std::string_view> with_waiting(std::vector<std::string_view> own) {
-  for (std::string_view flag : {"--wait", "--quorum", "--deadline-k", "--deadline-floor"}) own.push_back(flag);
-  return own;
+  return joined(std::move(own), flags_of<WaitSpec>());
 }
 
 // The built-in rows. The catalog starts as these and grows only by

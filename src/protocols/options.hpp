@@ -4,8 +4,10 @@
 // range checks of resolve() and describe() are all derived from that table. A
 // protocol's own settings are its struct and table in protocols/<name>_settings.hpp,
 // visited from here and read by its catalog row (own_flags), so a setting of one
-// protocol is a field and a line there. A setting several protocols share is a
-// field and a line here, and the flag in their rows of the catalog
+// protocol is a field and a line there. So is a setting of a family several
+// protocols take whole, in the family's header: the quantizer's (codecs/compress.hpp)
+// and the waiting policy's (sim/arrivals.hpp). Any other shared setting is a field
+// and a line here, and its flag in the rows of the protocols that take it
 // (protocols/catalog.cpp).
 #pragma once
 
@@ -86,16 +88,6 @@ inline constexpr TextCodec<std::optional<TopologySpec>> kTopologyText{
       field = text == "default" ? std::nullopt : std::optional(parse_topology(text));
     },
     [](const std::optional<TopologySpec>& field) { return field ? to_string(*field) : std::string("default"); }};
-// The kind (and bits) only: --lattice-q and --lattice-eps set the lattice's own fields.
-inline constexpr TextCodec<QuantizerSpec> kQuantizerText{
-    [] { return std::string("{none,fp16,uniform8,stochastic:B,lattice}"); },
-    [](std::string_view text, QuantizerSpec& field) {
-      const QuantizerSpec parsed = parse_quantizer(text);
-      field.kind = parsed.kind;
-      field.bits = parsed.bits;
-    },
-    [](const QuantizerSpec& field) { return to_string(field); }};
-
 // Every protocol setting, in the order --help lists them (see core/settings.hpp
 // for the visitor). `O` is ProtocolOptions or const ProtocolOptions. Which
 // protocols take a setting is their catalog rows' business.
@@ -115,18 +107,7 @@ void for_each_setting(O& o, Visitor&& v) {
   for_each_setting(o.random_groups, v);
   v.integer("--min-group-size", o.min_group_size, IntRange{2, kNoIntLimit},
             "smaller groups do not average, an integer >= 2", true);
-  v.word("--wait", o.wait.policy, kWaitPolicyNames,
-         "averaging_bench only: how long a group waits for its members' work (--compute-flops): all, quorum (until "
-         "--quorum of them have arrived) or deadline (median + --deadline-k MADs of their recent arrivals, at least "
-         "--deadline-floor); late members count as failed for the round (docs/failures.md)",
-         true);
-  v.real("--quorum", o.wait.quorum, interval(0, 1, true),
-         "--wait quorum: the fraction of a group's alive members it waits for, in (0, 1]",
-         o.wait.policy == WaitPolicy::quorum);
-  v.real("--deadline-k", o.wait.deadline_k, at_least(0),
-         "--wait deadline: MADs above the median of recent arrivals, >= 0", o.wait.policy == WaitPolicy::deadline);
-  v.real("--deadline-floor", o.wait.deadline_floor, at_least(0, " (seconds)"),
-         "--wait deadline: the shortest deadline in seconds, >= 0", o.wait.policy == WaitPolicy::deadline);
+  for_each_setting(o.wait, v);
   v.custom("--topology", o.topology, kTopologyText,
            "the graph (default: ring for gossip and choco, one-peer-exp for pushsum, complete for the others)", true);
   v.word("--weights", o.weights, kWeightsNames, "mixing weights, uniform (1/(deg+1)) or metropolis", true);
@@ -136,12 +117,7 @@ void for_each_setting(O& o, Visitor&& v) {
          true);
   for_each_setting(o.swarm, v);
   for_each_setting(o.choco, v);
-  v.custom("--quantizer", o.quantizer, kQuantizerText, "what travels on the wire; stochastic:B has B bits, 1..16",
-           true);
-  const bool lattice = o.quantizer.kind == QuantizerKind::lattice;
-  v.integer("--lattice-q", o.quantizer.lattice_q, IntRange{2, 4294967295LL},
-            "--quantizer lattice: q, an integer in [2, 4294967295]", lattice);
-  v.real("--lattice-eps", o.quantizer.lattice_eps, above(0), "--quantizer lattice: epsilon, a number > 0", lattice);
+  for_each_setting(o.quantizer, v);
 }
 
 }  // namespace avb

@@ -21,14 +21,17 @@
 // the moment its group proceeds, so the round charges it up to then.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/enum_names.hpp"
+#include "core/settings.hpp"
 #include "sim/stragglers.hpp"
 
 namespace avb {
@@ -43,6 +46,26 @@ struct WaitSpec {
   double deadline_k = 3.0;      // --deadline-k: MADs above the median
   double deadline_floor = 0.0;  // --deadline-floor: seconds
 };
+
+// The waiting settings' declarations (core/settings.hpp's visitor), which the
+// protocols' table visits and the catalog rows of the group protocols take
+// whole: a new waiting setting is a field and a line here.
+template <class S, class Visitor>
+  requires std::same_as<std::remove_const_t<S>, WaitSpec>
+void for_each_setting(S& s, Visitor&& v) {
+  v.word("--wait", s.policy, kWaitPolicyNames,
+         "averaging_bench only: how long a group waits for its members' work (--compute-flops): all, quorum (until "
+         "--quorum of them have arrived) or deadline (median + --deadline-k MADs of their recent arrivals, at least "
+         "--deadline-floor); late members count as failed for the round (docs/failures.md)",
+         true);
+  v.real("--quorum", s.quorum, interval(0, 1, true),
+         "--wait quorum: the fraction of a group's alive members it waits for, in (0, 1]",
+         s.policy == WaitPolicy::quorum);
+  v.real("--deadline-k", s.deadline_k, at_least(0), "--wait deadline: MADs above the median of recent arrivals, >= 0",
+         s.policy == WaitPolicy::deadline);
+  v.real("--deadline-floor", s.deadline_floor, at_least(0, " (seconds)"),
+         "--wait deadline: the shortest deadline in seconds, >= 0", s.policy == WaitPolicy::deadline);
+}
 
 // The rounds of arrivals the adaptive deadline looks back on (round 0, before the
 // first, counts as one: a warm-up whose arrivals are drawn like any other's).

@@ -90,6 +90,36 @@ TEST(Options, SettingsOutsideTheirDeclaredRangeAreRefused) {
   }
 }
 
+// A family of shared settings is taken whole, so that a new setting in its table
+// reaches every protocol that takes the family: a row holds all of a family's
+// flags or none (the lattice's own are a family of their own, which the
+// all-reduces leave out), and some row takes each family.
+TEST(Options, CatalogRowsTakeAFamilyOfSettingsWhole) {
+  SettingFlagNames quantizer, lattice, wait;
+  QuantizerSpec q;
+  WaitSpec w;
+  for_each_setting(q, quantizer);
+  for_each_lattice_setting(q, lattice);
+  for_each_setting(w, wait);
+  std::erase_if(quantizer.flags, [&](std::string_view f) {
+    return std::find(lattice.flags.begin(), lattice.flags.end(), f) != lattice.flags.end();
+  });
+  for (const auto& [family, flags] : {std::pair{"quantizer", quantizer.flags}, std::pair{"lattice", lattice.flags},
+                                      std::pair{"waiting", wait.flags}}) {
+    ASSERT_FALSE(flags.empty()) << family;
+    int takers = 0;
+    for (const ProtocolInfo& row : protocol_catalog()) {
+      const auto held = std::count_if(flags.begin(), flags.end(), [&](std::string_view f) {
+        return std::find(row.flags.begin(), row.flags.end(), f) != row.flags.end();
+      });
+      EXPECT_TRUE(held == 0 || held == static_cast<long>(flags.size()))
+          << row.name << " takes " << held << " of the " << flags.size() << " flags of the " << family << " family";
+      takers += held > 0;
+    }
+    EXPECT_GT(takers, 0) << "no protocol takes the " << family << " family";
+  }
+}
+
 // describe() records the protocol's own settings in its catalog row's order, and
 // a setting only where it applies (the lattice's q and eps under lattice).
 TEST(Options, DescribeRecordsTheSettingsThatApply) {
