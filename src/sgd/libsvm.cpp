@@ -57,6 +57,7 @@ bool parse_index(std::string_view word, std::int64_t& index) {
 
 // The file's samples in compressed-row form, before the dimension is known.
 struct SparseRows {
+  bool keep_values = true;  // false: the shape only (read_libsvm_shape)
   std::vector<double> labels;
   std::vector<std::size_t> row_start{0};
   std::vector<int> columns;  // 0-based
@@ -91,7 +92,7 @@ void add_sample(std::string_view label_word, std::string_view rest, int dim, con
     if (index > (std::int64_t{1} << 30))
       throw ConfigError(at + "index " + std::to_string(index) + " is too large for dense storage");
     previous = index;
-    if (value != 0.0) {
+    if (value != 0.0 && rows.keep_values) {
       rows.columns.push_back(static_cast<int>(index - 1));
       rows.values.push_back(value);
     }
@@ -100,17 +101,24 @@ void add_sample(std::string_view label_word, std::string_view rest, int dim, con
   rows.row_start.push_back(rows.columns.size());
 }
 
-// The rows as a dense data set of `dim` features (of the largest index when dim
-// is 0); refuses more than max_dense_values values.
-Dataset to_dense(const SparseRows& rows, int dim, const std::string& where) {
-  const auto m = static_cast<Eigen::Index>(rows.labels.size());
-  const auto d = static_cast<Eigen::Index>(dim > 0 ? dim : rows.max_index);
+// The dense shape of the rows, `dim` features (the largest index when dim is 0);
+// refuses more than max_dense_values values.
+LibsvmShape dense_shape(const SparseRows& rows, int dim, const std::string& where) {
+  const auto m = static_cast<long long>(rows.labels.size());
+  const auto d = static_cast<long long>(dim > 0 ? dim : rows.max_index);
   // An index may reach 2^30, so one sample alone could ask for 8 GB; divided rather
   // than multiplied, so that the check itself cannot overflow.
   if (d > 0 && m > max_dense_values / d)
     throw ConfigError(where + std::to_string(m) + " samples x " + std::to_string(d) +
                       " features is too large for dense storage (at most " + std::to_string(max_dense_values) +
                       " values, 1 GiB; is an index wrong?)");
+  return {m, d};
+}
+
+// The rows as a dense data set (dense_shape's).
+Dataset to_dense(const SparseRows& rows, int dim, const std::string& where) {
+  const LibsvmShape shape = dense_shape(rows, dim, where);
+  const auto m = static_cast<Eigen::Index>(shape.samples), d = static_cast<Eigen::Index>(shape.dim);
   Dataset data;
   data.features = SampleMatrix::Zero(m, d);
   data.labels = Eigen::Map<const Eigen::VectorXd>(rows.labels.data(), m);
@@ -121,9 +129,8 @@ Dataset to_dense(const SparseRows& rows, int dim, const std::string& where) {
   return data;
 }
 
-}  // namespace
-
-Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
+// The file of `flag`, open (ConfigError naming it when it cannot be read).
+std::ifstream open_data(const std::string& path, const std::string& flag) {
   // The file system would stop at a NUL and open another file than the one named.
   if (path.find('\0') != std::string::npos)
     throw ConfigError(flag + " " + quoted_text(path) + ": the path contains a NUL byte");
@@ -137,12 +144,11 @@ Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
     const int err = errno;
     throw ConfigError(where + "cannot read the file" + (err != 0 ? std::string(" (") + std::strerror(err) + ")" : ""));
   }
-  return read_libsvm(in, path, dim, flag);
+  return in;
 }
 
-Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const std::string& flag) {
-  const std::string where = flag + " " + path + ": ";
-  SparseRows rows;
+// Every sample line of `in` into `rows` (their values only if rows.keep_values).
+void read_rows(std::istream& in, const std::string& where, int dim, SparseRows& rows) {
   std::string line;
   bool too_long = false;
   // 16 MiB holds a million nonzero features; a file without newlines (a binary,
@@ -160,7 +166,29 @@ Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const st
   }
   if (in.bad()) throw ConfigError(where + "cannot read the file");
   if (rows.labels.empty()) throw ConfigError(where + "no samples (only blank or comment lines)");
+}
+
+}  // namespace
+
+Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
+  std::ifstream in = open_data(path, flag);
+  return read_libsvm(in, path, dim, flag);
+}
+
+Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const std::string& flag) {
+  const std::string where = flag + " " + path + ": ";
+  SparseRows rows;
+  read_rows(in, where, dim, rows);
   return to_dense(rows, dim, where);
+}
+
+LibsvmShape read_libsvm_shape(const std::string& path, int dim, const std::string& flag) {
+  std::ifstream in = open_data(path, flag);
+  const std::string where = flag + " " + path + ": ";
+  SparseRows rows;
+  rows.keep_values = false;
+  read_rows(in, where, dim, rows);
+  return dense_shape(rows, dim, where);
 }
 
 Dataset keep_first(Dataset data, long long limit) {

@@ -66,11 +66,14 @@ struct ProblemCost {
 };
 
 // `peers_here`: the ranks on this machine (MPI engines; rank 0, which holds the
-// pooled problem, is assumed among them). A --data file's size is known only once
-// it is read: its part is left out (build_problem refuses what does not fit).
-// IDX files (softmax) announce their sizes in their headers: those are read here,
-// and a bad file throws the ConfigError that building the problem would.
-ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here);
+// pooled problem, is assumed among them). The data files' sizes are read here,
+// and a bad file throws the ConfigError that building the problem would: IDX
+// files (softmax, MLP) announce them in their headers, a LIBSVM file is read
+// through without keeping its values, and so only where it will be read
+// (`reads_data`: rank 0, or the sequential engine; elsewhere its part is left out,
+// as those ranks receive a shard from rank 0).
+ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here,
+                         bool reads_data);
 
 // The peer's shard as make_objective builds it from the whole data set, for the
 // rank that holds the file (exposed for tests).

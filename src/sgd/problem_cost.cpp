@@ -6,6 +6,7 @@
 
 #include "sgd/idx.hpp"
 #include "sgd/image_objective.hpp"
+#include "sgd/libsvm.hpp"
 #include "sgd/optimum.hpp"
 #include "sgd/problem.hpp"
 
@@ -116,9 +117,37 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
   return (m + test) * products.forward + m * (d + 8 * k) * 1e-9;
 }
 
+// A LIBSVM file's shape is read through here (a bad file is refused now, as it
+// would be when the problem is built). Rank 0 (and the sequential engine) holds
+// the data set as read and its pooled copy, the test file's samples, and Newton's
+// Hessian of the optimum, features x features; each f_i its rows. Stored dense: a
+// sample is its features, its label and its weight.
+double libsvm_cost(const TrainingOptions& options, const CostInputs& in, ProblemCost& c) {
+  const ObjectiveOptions& o = options.objective;
+  const LibsvmShape shape = read_libsvm_shape(o.data_path, o.data_dim);
+  const double m = o.data_limit > 0 ? std::min<double>(static_cast<double>(o.data_limit), shape.samples)
+                                    : static_cast<double>(shape.samples);
+  const double d = static_cast<double>(shape.dim);
+  const double test = options.test_data.empty()
+                          ? 0.0
+                          : static_cast<double>(read_libsvm_shape(options.test_data, static_cast<int>(shape.dim),
+                                                                  "--test-data").samples);
+  const double sample = (d + 2) * kWord;
+  c.model_dim = static_cast<std::size_t>(shape.dim);
+  c.model_flag = "";
+  c.memory.push_back({"f_i's samples", "--data-limit", in.held * (m / in.n * sample + kObjectBytes)});
+  c.memory.push_back({"the data set, its pooled copy and the test set", "--data-limit", (2 * m + test) * sample});
+  c.memory.push_back({"the split's row lists", "--peers", m * sizeof(int) + in.n * sizeof(std::vector<int>)});
+  c.memory.push_back({"Newton's Hessian", "--data", 3 * d * d * kWord + 2 * m * kWord});
+  const double newton = m * (6 * kSampleSeconds + 6 * d * 1e-9 + d * d * 0.15e-9) + d * d * d * 0.15e-9;
+  c.setup_seconds = (m + test) * d * 2e-9 + kTypicalNewtonIterations * newton;
+  return m * (1.5 * kSampleSeconds + 4 * d * 1e-9) + test * (kSampleSeconds + 2 * d * 1e-9);
+}
+
 }  // namespace
 
-ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here) {
+ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here,
+                         bool reads_data) {
   const ObjectiveOptions& o = options.objective;
   CostInputs in;
   in.n = n_peers;
@@ -135,6 +164,8 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
     evaluation += in.n * static_cast<double>(c.model_dim) * 4e-9;
   } else if (o.data_path.empty()) {
     evaluation += synthetic_logistic_cost(o, in, c);
+  } else if (reads_data) {
+    evaluation += libsvm_cost(options, in, c);
   } else {
     c.model_flag = "";
   }

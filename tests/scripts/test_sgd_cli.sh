@@ -78,6 +78,8 @@ printf '+1 1:0.5\nyes 2:1\n' >"$data/label.svm"
 printf '# nothing but a comment\n\n' >"$data/empty.svm"
 printf '+1 1:0.5 3:1\n' >"$data/one-sample.svm"
 printf '+1 1:0.5\n-1 2:1\n+1 9:1\n' >"$data/wide.svm"   # index 9 > the 4 features of train.svm
+# Small to read, but Newton's Hessian of 100000 features is 240 GB: refused before the run.
+printf '+1 1:0.5 100000:1\n-1 2:1\n+1 3:1\n-1 4:1\n' >"$data/hessian.svm"
 
 # good_run TAG "CHECK_TRACE ARGS" -- ARGS...: runs the app with ARGS --out TAG.h5
 # (its rows on stdout), which must succeed and write a trace that avbench check accepts with
@@ -119,8 +121,9 @@ check_help --config --protocol --fail-rate --failure --join-rate --stragglers --
   --stop-at-target --out --overwrite --quiet
 
 # The refusals that also run through mpirun (cli_common.sh: the others run on the
-# sequential engine, the same parsing code): one of each kind.
-LAUNCHED="lr_zero foreign_zeta config_bad_value out_exists unknown_flag data_malformed"
+# sequential engine, the same parsing code): one of each kind, and the estimate
+# of a --data file, which only rank 0 reads.
+LAUNCHED="lr_zero foreign_zeta config_bad_value out_exists unknown_flag data_malformed data_hessian"
 
 # ---- a good run; its trace is then the pre-existing file the bad cases must keep ----
 run_app good --steps 40 --eval-every 5 --trials 2 --dim 3 --out existing.h5 --quiet
@@ -256,6 +259,7 @@ bad_case data_index0 '--data' 'line 2|below 1' -- "${logistic[@]}" --data "$data
 bad_case data_label '--data' "line 2|'yes'|not a number" -- "${logistic[@]}" --data "$data/label.svm" "${keep[@]}"
 bad_case data_empty '--data' 'empty.svm|no samples' -- "${logistic[@]}" --data "$data/empty.svm" "${keep[@]}"
 bad_case data_one_sample '--data' 'one-sample.svm|2 peers' -- "${logistic[@]}" --data "$data/one-sample.svm" "${keep[@]}"
+bad_case data_hessian '--data' "GB|Newton's Hessian|--dry-run" -- "${logistic[@]}" --data "$data/hessian.svm" "${keep[@]}"
 bad_case data_dim_small '--data' 'line 2|index 4|exceeds|2' -- "${file[@]}" --data-dim 2 "${keep[@]}"
 bad_case test_data_missing '--test-data' 'no-such.svm|cannot read' -- "${file[@]}" --test-data "$data/no-such.svm" "${keep[@]}"
 bad_case test_data_malformed '--test-data' "malformed.svm|line 3|'1:x'" -- "${file[@]}" --test-data "$data/malformed.svm" "${keep[@]}"
