@@ -626,6 +626,12 @@ TEST(LibsvmRead, ParsesAGoodFile) {
   EXPECT_EQ(wide.dim(), 6);
   EXPECT_EQ(wide.features.leftCols(4), features);
   EXPECT_TRUE(wide.features.rightCols(2).isZero(0.0));
+  // The resource estimate's shape is the read's.
+  for (const int dim : {0, 6}) {
+    const LibsvmShape shape = read_libsvm_shape(file.path(), dim);
+    EXPECT_EQ(shape.samples, 5);
+    EXPECT_EQ(shape.dim, dim == 0 ? 4 : 6);
+  }
 }
 
 TEST(LibsvmRead, RejectsMalformedLinesNamingTheLine) {
@@ -656,6 +662,8 @@ TEST(LibsvmRead, RejectsMalformedLinesNamingTheLine) {
     const std::string prefix = "--data " + file.path() + ": line 2: " + c.what;
     EXPECT_TRUE(starts_with(message, prefix)) << "'" << message << "'\ndoes not start with\n'" << prefix << "'";
     EXPECT_EQ(message.find('\n'), std::string::npos);
+    // The estimate refuses the file as the run would, before it.
+    EXPECT_EQ(config_error([&] { read_libsvm_shape(file.path(), c.dim); }), message);
   }
 }
 
@@ -669,6 +677,8 @@ TEST(LibsvmRead, RefusesDenseMatricesAboveTheBound) {
   std::istringstream wide("+1 1:1\n-1 2:1\n");
   EXPECT_TRUE(starts_with(config_error([&] { read_libsvm(wide, "wide.svm", 1 << 27); }),
                           "--data wide.svm: 2 samples x 134217728 features is too large"));
+  const TempFile file("big.svm", "+1 1073741824:1\n");
+  EXPECT_EQ(config_error([&] { read_libsvm_shape(file.path()); }), config_error([&] { read_libsvm(file.path()); }));
 }
 
 TEST(LibsvmRead, StreamsCrlfNulsAndEndlessLines) {
@@ -696,6 +706,8 @@ TEST(LibsvmRead, ReportsUnreadableAndEmptyFiles) {
             "--data 'a\\x00b': the path contains a NUL byte");
   const TempFile empty("empty.svm", "# nothing\n\n");
   EXPECT_TRUE(starts_with(config_error([&] { read_libsvm(empty.path()); }), "--data " + empty.path() + ": no samples"));
+  for (const std::string& path : {missing, directory, std::string("a\0b", 3), empty.path()})
+    EXPECT_EQ(config_error([&] { read_libsvm_shape(path); }), config_error([&] { read_libsvm(path); }));
   // The objective reports the same error when it reads the file itself.
   EXPECT_TRUE(starts_with(config_error([&] { make_objective(libsvm_options(missing, DataSplit::random), 0, 2, 1); }),
                           "--data " + missing + ": cannot read the file"));
