@@ -89,9 +89,9 @@ def _mpirun(np: int, extra: list[str]) -> list[str]:
     # Open MPI 4 creates its session folder under a base that every mpirun of a user
     # on a node shares, and two array tasks starting at once can race on creating
     # (or removing) it (open-mpi/ompi#8510: "mkdir failed" at session_dir.c). So each
-    # task has a base of its own, named by its job, in /tmp: short, as a Unix
-    # socket's path is at most 107 bytes. Open MPI empties it at the end.
-    base = f"/tmp/avb-ompi.{os.environ['SLURM_JOB_ID']}"
+    # task has a base of its own, named by its user and job, in /tmp: short, as a
+    # Unix socket's path is at most 107 bytes. Open MPI empties it at the end.
+    base = f"/tmp/avb-ompi.{os.getuid()}.{os.environ['SLURM_JOB_ID']}"
     return ["mpirun", "-n", str(np), "--mca", "odls_base_sigkill_timeout", grace, "--mca", "orte_tmpdir_base", base,
             *_env_words("AVB_MPIRUN_ARGS"), *extra]
 
