@@ -230,6 +230,9 @@ Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, 
 // fewer rows than peers.
 std::vector<std::vector<int>> peer_rows(const Eigen::VectorXd& labels, const SplitSpec& split, int n_peers,
                                         std::uint64_t seed, const std::string& path_for_errors = "");
+// peer_rows' refusal of fewer rows than peers, for the resource estimate to say it
+// before the problem is built.
+void check_splittable(long long samples, int n_peers, const std::string& path);
 // One peer's rows of peer_rows.
 std::vector<int> shard_rows(const Dataset& data, const SplitSpec& split, int peer, int n_peers, std::uint64_t seed,
                             const std::string& path_for_errors = "");

@@ -85,6 +85,7 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
   const ObjectiveOptions& o = options.objective;
   const IdxShape shape = read_idx_shape(o.data_path);
   const double m = o.data_limit > 0 ? std::min<double>(o.data_limit, shape.samples) : shape.samples;
+  check_splittable(static_cast<long long>(m), static_cast<int>(in.n), o.data_path);
   const double d = shape.dim, k = shape.classes;
   const double model = static_cast<double>(image_model_dim(o, shape.dim, shape.classes));
   const double test = options.test_data.empty() ? m : read_idx_shape(options.test_data, "--test-data").samples;
@@ -127,6 +128,7 @@ double libsvm_cost(const TrainingOptions& options, const CostInputs& in, Problem
   const LibsvmShape shape = read_libsvm_shape(o.data_path, o.data_dim);
   const double m = o.data_limit > 0 ? std::min<double>(static_cast<double>(o.data_limit), shape.samples)
                                     : static_cast<double>(shape.samples);
+  check_splittable(static_cast<long long>(m), static_cast<int>(in.n), o.data_path);
   const double d = static_cast<double>(shape.dim);
   const double test = options.test_data.empty()
                           ? 0.0

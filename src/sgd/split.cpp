@@ -15,13 +15,13 @@
 
 namespace avb {
 
-namespace {
-
-void check_splittable(Eigen::Index samples, int n_peers, const std::string& path) {
+void check_splittable(long long samples, int n_peers, const std::string& path) {
   if (samples < n_peers)
     throw ConfigError("--data " + path + ": " + std::to_string(samples) + " samples cannot be split across " +
                       std::to_string(n_peers) + " peers");
 }
+
+namespace {
 
 // A keyed Fisher-Yates shuffle of `rows` at counter (round, peer, p).
 void shuffle(std::vector<int>& rows, const Stream& stream, std::uint64_t round, std::uint64_t peer) {

@@ -31,7 +31,8 @@ protocol (the catalog, read from --help's --protocol line), --peers log-uniform 
 --threads 1..4, --rounds/--steps 0..200, --topology and the other flags a protocol
 takes (read from the `[--protocol ...]` suffixes of --help), failures, detection
 timeouts up to 1e308, the platform flags (sometimes 1e308 or 1e-300), --summary,
-and the ulimit -v (2 to 6 GB, or tight: 64 MB to 1 GB). A scenario weights the
+a LIBSVM --data file instead of synthetic logistic data (some with one stray index
+whose Hessian cannot fit), and the ulimit -v (2 to 6 GB, or tight: 64 MB to 1 GB). A scenario weights the
 draw toward feasible runs, very large populations, memory that cannot fit, time
 or bytes that overflow, huge trial counts, dense graphs, and foreign flags.
 --replay CASE_SEED runs one case (with the same binaries' catalog) and prints what
@@ -354,6 +355,46 @@ def add_foreign_flag(rng, case, program_help):
         case["expect_refusal"] = f"{flag} does not apply to --protocol {protocol}"
 
 
+def draw_libsvm(case):
+    """Half of the logistic sgd_bench cases train on a LIBSVM file instead of
+    synthetic data. Its shape comes from a stream of the case seed's own, so that
+    every other draw is as before: samples, features, nonzeros a row and, often in
+    the memory scenario, one stray large index (a Hessian of features^2 entries that
+    cannot fit); write_libsvm writes it beside the run's folder."""
+    o = case["opts"]
+    if case["program"] != "sgd_bench" or o.get("--objective") != "logistic" or case["scenario"] == "foreign":
+        return
+    rng = random.Random(case["seed"] ^ 0x5EED_DA7A)
+    if rng.random() >= 0.5:
+        return
+    del o["--samples-per-peer"], o["--dim"]
+    samples, dim, peers = log_uniform(rng, 1, 5000), log_uniform(rng, 1, 300), int(o["--peers"])
+    if peers <= 5000 and rng.random() < 0.8:  # mostly a row for every peer (fewer are refused)
+        samples = max(samples, peers)
+    stray = log_uniform(rng, 10_000, 1_000_000) if rng.random() < (0.5 if case["scenario"] == "memory" else 0.05) else 0
+    case["libsvm"] = {"samples": samples, "dim": dim, "nonzeros": min(dim, log_uniform(rng, 1, 40)), "stray": stray,
+                      "seed": rng.randrange(1 << 32)}
+    o["--data"] = "../data.svm"
+    if rng.random() < 0.2:
+        o["--data-limit"] = str(log_uniform(rng, 1, samples))
+
+
+def write_libsvm(case, folder):
+    """The case's LIBSVM file (draw_libsvm), if it has one, as folder/data.svm."""
+    spec = case.get("libsvm")
+    if spec is None:
+        return
+    rng = random.Random(spec["seed"])
+    with open(os.path.join(folder, "data.svm"), "w", encoding="ascii") as f:
+        for row in range(spec["samples"]):
+            label = rng.choice((1, -1))
+            columns = sorted(rng.sample(range(1, spec["dim"] + 1), spec["nonzeros"]))
+            words = [f"{c}:{rng.gauss(0.5 * label, 1):.3g}" for c in columns]
+            if row == 0 and spec["stray"] > spec["dim"]:
+                words.append(f"{spec['stray']}:1")
+            f.write(f"{label:+d} {' '.join(words)}\n")
+
+
 def draw(seed, catalog):
     """Case `seed`: everything from random.Random(seed)."""
     rng = random.Random(seed)
@@ -373,6 +414,7 @@ def draw(seed, catalog):
     draw_run_flags(rng, case)
     if scenario == "foreign":
         add_foreign_flag(rng, case, help_)
+    draw_libsvm(case)
     return case
 
 
@@ -386,7 +428,8 @@ def case_argv(case, opts, extra=()):
 
 
 def command_text(case, opts):
-    """The shell command that reproduces the case by hand."""
+    """The shell command that reproduces the case by hand (a --data file: as
+    --replay CASE_SEED --keep leaves it, beside its run folder)."""
     return (f"(ulimit -v {case['ulimit_kb']}; cd \"$(mktemp -d)\" && "
             f"{' '.join(shlex.quote(a) for a in case_argv(case, opts))})")
 
@@ -664,7 +707,8 @@ def judge_run(case, run, rundir, seen):
 def describe(case, opts):
     o = case["opts"]
     return {"seed": case["seed"], "program": case["program"], "protocol": case["protocol"],
-            "scenario": case["scenario"], "peers": int(o["--peers"]), "dim": int(o["--dim"]),
+            "scenario": case["scenario"], "peers": int(o["--peers"]),
+            "dim": case["libsvm"]["dim"] if "libsvm" in case else int(o["--dim"]),
             "model_dim": int(o.get("--model-dim", 0)), "trials": int(o["--trials"]),
             "rounds": int(o.get("--rounds", o.get("--steps", 0))), "threads": int(o.get("--threads", 0)),
             "topology": o.get("--topology"), "ulimit_kb": case["ulimit_kb"], "command": command_text(case, opts)}
@@ -677,6 +721,7 @@ def run_case(case, opts, keep=False):
     scratch = tempfile.mkdtemp(prefix="avb-sizes-")
     rundir = os.path.join(scratch, "run")
     os.mkdir(rundir)
+    write_libsvm(case, scratch)
     result = describe(case, opts)
     try:
         dry = launch(case_argv(case, opts, ["--dry-run"]), rundir, os.path.join(scratch, "dry"),
@@ -770,7 +815,7 @@ def run_all(cases, opts, log):
 
 def case_keys(case):
     """What a case covers, for the CI slice: its protocol and scenario per program,
-    its topology word, failure kind and summary format."""
+    its topology word, failure kind, summary format and LIBSVM file."""
     o, program = case["opts"], case["program"]
     keys = {("protocol", program, case["protocol"]), ("scenario", program, case["scenario"])}
     if "--topology" in o:
@@ -779,6 +824,8 @@ def case_keys(case):
         keys.add(("failure", o["--failure"]))
     if case["summary"]:
         keys.add(("summary", case["summary"]))
+    if "libsvm" in case:
+        keys.add(("data", "libsvm", "stray index" if case["libsvm"]["stray"] else "plain"))
     return keys
 
 
@@ -788,22 +835,26 @@ def ci_cases(catalog, opts, want=60, scan=400):
     (and at most 200 trials: the estimate does not count writing the trace)."""
     chosen, covered, small = [], set(), []
     with tempfile.TemporaryDirectory(prefix="avb-sizes-ci-") as scratch:
+        rundir = os.path.join(scratch, "run")
+        os.mkdir(rundir)
         for i in range(scan):
             case = draw(case_seed(CI_SEED, i), catalog)
             keys = case_keys(case) - covered
             if not keys and case["scenario"] == "feasible" and len(small) >= want:
                 continue
-            dry = launch(case_argv(case, opts, ["--dry-run"]), scratch, os.path.join(scratch, "log"),
+            write_libsvm(case, scratch)
+            dry = launch(case_argv(case, opts, ["--dry-run"]), rundir, os.path.join(scratch, "log"),
                          case["ulimit_kb"], 60)
-            for name in os.listdir(scratch):
-                if name not in ("log.out", "log.err"):
-                    os.remove(os.path.join(scratch, name))
+            for name in os.listdir(rundir):
+                os.remove(os.path.join(rundir, name))
             if dry["rc"] == 2:
                 keys |= {("refused", case["program"], refused_by(case["program"], dry["stderr"]))} - covered
             else:
                 wall = ESTIMATE_WALL.search(dry["stdout"])
                 if dry["rc"] != 0 or not wall or float(wall.group(1)) > 0.5 or int(case["opts"]["--trials"]) > 200:
                     continue
+                if "libsvm" in case:  # one that trains on its file, beside those refused
+                    keys |= {("data", "libsvm", "runs")} - covered
             if keys and len(chosen) < want:
                 chosen.append(case)
                 covered |= keys
