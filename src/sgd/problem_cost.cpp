@@ -112,7 +112,7 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
     c.setup_seconds += copies * model * kDrawSeconds;
   } else {
     // L-BFGS's pairs.
-    c.memory.push_back({"L-BFGS history", "--data", (2 * kLbfgsHistory + 6) * model * kWord + block});
+    c.memory.push_back({"L-BFGS history", "--data " + o.data_path, (2 * kLbfgsHistory + 6) * model * kWord + block});
     c.setup_seconds += kTypicalLbfgsIterations * pass;
   }
   return (m + test) * products.forward + m * (d + 8 * k) * 1e-9;
@@ -140,7 +140,8 @@ double libsvm_cost(const TrainingOptions& options, const CostInputs& in, Problem
   c.memory.push_back({"f_i's samples", "--data-limit", in.held * (m / in.n * sample + kObjectBytes)});
   c.memory.push_back({"the data set, its pooled copy and the test set", "--data-limit", (2 * m + test) * sample});
   c.memory.push_back({"the split's row lists", "--peers", m * sizeof(int) + in.n * sizeof(std::vector<int>)});
-  c.memory.push_back({"Newton's Hessian", "--data", 3 * d * d * kWord + 2 * m * kWord});
+  // Named by its file, as the reader's errors are: "--data FILE: the run needs ...".
+  c.memory.push_back({"Newton's Hessian", "--data " + o.data_path, 3 * d * d * kWord + 2 * m * kWord});
   const double newton = m * (6 * kSampleSeconds + 6 * d * 1e-9 + d * d * 0.15e-9) + d * d * d * 0.15e-9;
   c.setup_seconds = (m + test) * d * 2e-9 + kTypicalNewtonIterations * newton;
   return m * (1.5 * kSampleSeconds + 4 * d * 1e-9) + test * (kSampleSeconds + 2 * d * 1e-9);
