@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import itertools
 import os
 import shlex
 import signal
@@ -76,9 +77,26 @@ def _env_words(var: str) -> list[str]:
     return shlex.split(os.environ.get(var, ""))
 
 
+# Open MPI 4 creates its session folder under a base that every mpirun of a user on
+# a node shares, and two mpiruns starting at once can race on creating (or
+# removing) it (open-mpi/ompi#8510: "mkdir failed" at session_dir.c): array tasks
+# on one node, or rows of `sweep run --jobs N`. So each launch has a base of its
+# own in /tmp (short: a Unix socket's path is at most 107 bytes), named by the
+# user, the job, this process and a count. Open MPI leaves it empty; a pool's row
+# removes it when it ends (Pool.finish).
+_LAUNCHES = itertools.count()
+SESSION_FLAG = "orte_tmpdir_base"
+
+
+def _session_base() -> str:
+    job = os.environ.get("SLURM_JOB_ID")
+    return f"/tmp/avb-ompi.{os.getuid()}.{job + '.' if job else ''}{os.getpid()}.{next(_LAUNCHES)}"
+
+
 def _mpirun(np: int, extra: list[str]) -> list[str]:
+    session = ["--mca", SESSION_FLAG, _session_base()]
     if "SLURM_JOB_ID" not in os.environ:  # here: ranks may outnumber the cores
-        return ["mpirun", "-n", str(np), "--oversubscribe", *_env_words("AVB_MPIRUN_ARGS"), *extra]
+        return ["mpirun", "-n", str(np), "--oversubscribe", *session, *_env_words("AVB_MPIRUN_ARGS"), *extra]
     # In a job, SIGTERM comes from Slurm (the time limit, scancel) to mpirun alone,
     # which passes it on and kills the ranks after odls_base_sigkill_timeout, 1 s
     # by default: too short for rank 0 to save the trace of a long run. The price:
@@ -86,13 +104,7 @@ def _mpirun(np: int, extra: list[str]) -> list[str]:
     grace = os.environ.get("AVB_MPIRUN_SIGKILL_TIMEOUT", "30")
     if not grace.isdigit():
         raise SweepError(f"AVB_MPIRUN_SIGKILL_TIMEOUT '{grace}' must be whole seconds")
-    # Open MPI 4 creates its session folder under a base that every mpirun of a user
-    # on a node shares, and two array tasks starting at once can race on creating
-    # (or removing) it (open-mpi/ompi#8510: "mkdir failed" at session_dir.c). So each
-    # task has a base of its own, named by its user and job, in /tmp: short, as a
-    # Unix socket's path is at most 107 bytes. Open MPI empties it at the end.
-    base = f"/tmp/avb-ompi.{os.getuid()}.{os.environ['SLURM_JOB_ID']}"
-    return ["mpirun", "-n", str(np), "--mca", "odls_base_sigkill_timeout", grace, "--mca", "orte_tmpdir_base", base,
+    return ["mpirun", "-n", str(np), "--mca", "odls_base_sigkill_timeout", grace, *session,
             *_env_words("AVB_MPIRUN_ARGS"), *extra]
 
 
@@ -275,6 +287,7 @@ class Cell:
     proc: subprocess.Popen | None  # None: a row an earlier sweep started, run by process `pid`
     start: float
     pid: int = 0
+    session: str = ""  # mpirun's session base (_session_base), removed when the row ends
 
     def ended(self) -> bool:
         if self.proc is not None:
@@ -308,7 +321,8 @@ class Pool:
             # In the caller's folder (no cwd=): a relative path in a cell is the caller's.
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-        self.running.append(Cell(row, proc, time.monotonic()))
+        session = cmd[cmd.index(SESSION_FLAG) + 1] if SESSION_FLAG in cmd else ""
+        self.running.append(Cell(row, proc, time.monotonic(), session=session))
         self.started += 1
 
     def finish_earlier(self, cell: Cell, queue: list) -> None:
@@ -329,6 +343,11 @@ class Pool:
         name, seconds = cell.row.name, time.monotonic() - cell.start
         log = self.out / f"{name}.log"
         self.running.remove(cell)
+        if cell.session:
+            try:
+                os.rmdir(cell.session)  # empty, unless mpirun was killed before it cleaned up
+            except OSError:
+                pass
         if rc == 0 and self._complete(name):
             log_walltime(self.out, name, seconds)
             print(f"done  {name} in {seconds:.1f} s", flush=True)

@@ -100,7 +100,11 @@ avb_launch_cmd() {
       # when a rank fails, mpirun takes about twice this long to end the others.
       local grace=${AVB_MPIRUN_SIGKILL_TIMEOUT:-30}
       case "$grace" in '' | *[!0-9]*) avb_die "AVB_MPIRUN_SIGKILL_TIMEOUT '$grace' must be whole seconds" ;; esac
-      AVB_LAUNCH=(mpirun -n "$np" --mca odls_base_sigkill_timeout "$grace" "${extra[@]}")
+      # A session folder base of the job's own: Open MPI 4's mpiruns on a node share
+      # one otherwise, and two starting at once can fail to create it
+      # (python/avbench/sweep_driver.py, _mpirun). Open MPI leaves it empty.
+      AVB_LAUNCH=(mpirun -n "$np" --mca odls_base_sigkill_timeout "$grace"
+        --mca orte_tmpdir_base "/tmp/avb-ompi.$(id -u).${SLURM_JOB_ID:-$$}" "${extra[@]}")
       ;;
     *) avb_die "launcher '$launcher' must be srun or mpirun (AVB_LAUNCHER or the table's launcher column)" ;;
   esac

@@ -196,6 +196,14 @@ WATCHDOG_PID=$!
 stop_watchdog() { kill -TERM -- "-$WATCHDOG_PID" 2>/dev/null || true; }
 avb_cleanup_hooks+=(stop_watchdog)
 avb_cleanup_hooks+=(remove_cluster_link)   # last: stopping the cluster uses it
+# The mpirun session bases this test's jobs left in /tmp (sweep_driver.py's
+# _mpirun: Open MPI empties them, an array task cannot remove its own): the empty
+# ones made since the test began.
+touch "$SCRATCH/started"
+remove_session_bases() {
+  find /tmp -maxdepth 1 -name "avb-ompi.$(id -u).*" -type d -empty -newer "$SCRATCH/started" -delete 2>/dev/null || true
+}
+avb_cleanup_hooks+=(remove_session_bases)
 
 # Prints a daemon's log and ends the test.
 daemon_failed() {
