@@ -53,7 +53,7 @@ std::string build_setup(const avb::TrainingOptions& options, int sequential_peer
     const std::string no_fit = ": the problem does not fit in this machine's memory";
     return options.objective.data_path.empty()
                ? "--dim: " + std::to_string(options.objective.dim) + no_fit
-               : "--data: " + options.objective.data_path + no_fit +
+               : "--data " + options.objective.data_path + no_fit +
                      " (the optimum's Hessian has features x features entries)";
   }
   return "";

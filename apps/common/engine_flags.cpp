@@ -348,13 +348,20 @@ int print_estimate(const std::string& program, const EngineFlags& flags, const R
   } catch (const ConfigError& e) {
     refusal = e.what();
   }
+  // One verdict for every rank, as options_agreed gives: a rank's estimate may
+  // count what others do not hold (rank 0 reads a --data file) or see less memory.
+  int refused = refusal.empty() ? 0 : 1, anywhere = refused;
+  if (mpi_running())
+    check_mpi(MPI_Allreduce(&refused, &anywhere, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   if (world_rank() == 0) {
     for (const std::string& line : describe_estimate(estimate, shape, memory_available(extra_threads(shape))))
       std::fprintf(table_out(), "# estimate: %s\n", line.c_str());
     std::fflush(table_out());
-    if (!refusal.empty()) report_error(program, refusal);
+    if (anywhere != 0)
+      report_error(program, refused != 0 ? refusal
+                                         : "the run does not fit on every node: another rank's estimate refused it");
   }
-  return refusal.empty() ? 0 : 2;
+  return anywhere != 0 ? 2 : 0;
 }
 
 }  // namespace avb::app

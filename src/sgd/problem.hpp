@@ -70,8 +70,9 @@ struct ProblemCost {
 // and a bad file throws the ConfigError that building the problem would: IDX
 // files (softmax, MLP) announce them in their headers, a LIBSVM file is read
 // through without keeping its values, and so only where it will be read
-// (`reads_data`: rank 0, or the sequential engine; elsewhere its part is left out,
-// as those ranks receive a shard from rank 0).
+// (`reads_data`: rank 0, or the sequential engine). Elsewhere its part is left
+// out: rank 0's estimate counts the shards of every rank on its machine, and the
+// programs agree on one verdict for all ranks.
 ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here,
                          bool reads_data);
 

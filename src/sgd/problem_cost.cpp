@@ -120,9 +120,10 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
 
 // A LIBSVM file's shape is read through here (a bad file is refused now, as it
 // would be when the problem is built). Rank 0 (and the sequential engine) holds
-// the data set as read and its pooled copy, the test file's samples, and Newton's
-// Hessian of the optimum, features x features; each f_i its rows. Stored dense: a
-// sample is its features, its label and its weight.
+// the data set as read (the whole file) and its pooled copy (the --data-limit
+// rows), the test file's samples, and Newton's Hessian of the optimum, features x
+// features; each f_i its rows. Stored dense: a sample is its features, its label
+// and its weight. Returns an evaluation's seconds.
 double libsvm_cost(const TrainingOptions& options, const CostInputs& in, ProblemCost& c) {
   const ObjectiveOptions& o = options.objective;
   const LibsvmShape shape = read_libsvm_shape(o.data_path, o.data_dim);
@@ -138,7 +139,9 @@ double libsvm_cost(const TrainingOptions& options, const CostInputs& in, Problem
   c.model_dim = static_cast<std::size_t>(shape.dim);
   c.model_flag = "";
   c.memory.push_back({"f_i's samples", "--data-limit", in.held * (m / in.n * sample + kObjectBytes)});
-  c.memory.push_back({"the data set, its pooled copy and the test set", "--data-limit", (2 * m + test) * sample});
+  // The file is read whole, dense, before --data-limit keeps its first rows.
+  const double read = static_cast<double>(shape.samples);
+  c.memory.push_back({"data set as read plus pooled and test sets", "--data-limit", (read + m + test) * sample});
   c.memory.push_back({"the split's row lists", "--peers", m * sizeof(int) + in.n * sizeof(std::vector<int>)});
   // Named by its file, as the reader's errors are: "--data FILE: the run needs ...".
   c.memory.push_back({"Newton's Hessian", "--data " + o.data_path, 3 * d * d * kWord + 2 * m * kWord});
@@ -168,7 +171,9 @@ ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool seque
   } else if (o.data_path.empty()) {
     evaluation += synthetic_logistic_cost(o, in, c);
   } else if (reads_data) {
-    evaluation += libsvm_cost(options, in, c);
+    evaluation = libsvm_cost(options, in, c);
+    in.d = static_cast<double>(c.model_dim);  // the file's features, not --dim, set the step below
+    evaluation += in.n * in.d * 4e-9;
   } else {
     c.model_flag = "";
   }

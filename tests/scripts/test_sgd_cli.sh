@@ -78,8 +78,8 @@ printf '+1 1:0.5\nyes 2:1\n' >"$data/label.svm"
 printf '# nothing but a comment\n\n' >"$data/empty.svm"
 printf '+1 1:0.5 3:1\n' >"$data/one-sample.svm"
 printf '+1 1:0.5\n-1 2:1\n+1 9:1\n' >"$data/wide.svm"   # index 9 > the 4 features of train.svm
-# Small to read, but Newton's Hessian of 100000 features is 240 GB: refused before the run.
-printf '+1 1:0.5 100000:1\n-1 2:1\n+1 3:1\n-1 4:1\n' >"$data/hessian.svm"
+# Small to read, but Newton's Hessian of 1000000 features is 24 TB: refused before the run.
+printf '+1 1:0.5 1000000:1\n-1 2:1\n+1 3:1\n-1 4:1\n' >"$data/hessian.svm"
 
 # good_run TAG "CHECK_TRACE ARGS" -- ARGS...: runs the app with ARGS --out TAG.h5
 # (its rows on stdout), which must succeed and write a trace that avbench check accepts with
