@@ -428,8 +428,11 @@ def case_argv(case, opts, extra=()):
 
 
 def command_text(case, opts):
-    """The shell command that reproduces the case by hand (a --data file: as
-    --replay CASE_SEED --keep leaves it, beside its run folder)."""
+    """The shell command that reproduces the case by hand; for a case with a --data
+    file, the replay that writes it (and keeps it, beside the run's folder)."""
+    if "libsvm" in case:
+        return " ".join(shlex.quote(a) for a in (str(Path(__file__).resolve()), "--replay", str(case["seed"]),
+                                                  "--keep", "--bin", opts.bin, "--sgd-bin", opts.sgd_bin))
     return (f"(ulimit -v {case['ulimit_kb']}; cd \"$(mktemp -d)\" && "
             f"{' '.join(shlex.quote(a) for a in case_argv(case, opts))})")
 
