@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -38,13 +39,16 @@ void define_flags(CLI::App& app, avb::app::TrainingCli& cli) {
 }
 
 // The problem on every rank (or of every peer, on the sequential engine:
-// sequential_peers > 0, where a stop signal ends the build); a bad --data file or
-// a problem too large for memory gives one line (empty when it was built).
-std::string build_setup(const avb::TrainingOptions& options, int sequential_peers, avb::Problem& setup) {
+// sequential_peers > 0); a stop signal ends the build (`stopped`, on every rank
+// together); a bad --data file or a problem too large for memory gives one line
+// (empty when it was built).
+std::string build_setup(const avb::TrainingOptions& options, int sequential_peers, avb::Problem& setup, bool& stopped) {
+  stopped = false;
   try {
     setup = sequential_peers > 0 ? avb::build_problem_sequential(options, sequential_peers, avb::app::stop_flag())
-                                 : avb::build_problem(options, MPI_COMM_WORLD);
+                                 : avb::build_problem(options, MPI_COMM_WORLD, avb::app::stop_flag());
   } catch (const avb::StopRequested&) {
+    stopped = true;
     return "";
   } catch (const avb::ConfigError& e) {
     return e.what();
@@ -130,15 +134,18 @@ int avb::app::training_program(int argc, char** argv) {
   // The data before the trace: a bad --data file is bad input, refused before
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
-  // The sequential engine builds every peer's problem in this process, which can
-  // take minutes: a stop signal is honoured from here on (nothing is written yet).
-  if (sequential) avb::app::install_stop_handlers();
-  const std::string setup_problem = build_setup(options, sequential ? peers : 0, setup);
-  if (!avb::app::options_agreed(kProgram, setup_problem)) return 2;
-  if (sequential && avb::app::stop_signal() != 0) {
-    avb::app::report_error(kProgram, "stopped by signal " + std::to_string(avb::app::stop_signal()) +
+  // Building the problem can take minutes (every peer's in this process on the
+  // sequential engine; the optimum of a large pooled set on rank 0 under MPI): a
+  // stop signal is honoured from here on (nothing is written yet).
+  avb::app::install_stop_handlers();
+  bool stopped = false;
+  const std::string setup_problem = build_setup(options, sequential ? peers : 0, setup, stopped);
+  if (!stopped && !avb::app::options_agreed(kProgram, setup_problem)) return 2;
+  if (stopped) {  // every rank, together; rank 0, which polled, has the signal
+    const int signal = avb::app::stop_signal() != 0 ? avb::app::stop_signal() : SIGTERM;
+    avb::app::report_error(kProgram, "stopped by signal " + std::to_string(signal) +
                                          " while building the problem; nothing was written");
-    return 128 + avb::app::stop_signal();
+    return 128 + signal;
   }
   avb::app::RunStart start{avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA), avb::describe(options),
                            nullptr};

@@ -65,13 +65,13 @@ struct WeightedSamples {
 
 // The peer's shard (weights 1/m_i) or all shards in peer order (weights 1/(N m_i)).
 WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
-                                 const Dataset* given) {
+                                 const Dataset* given, const std::atomic<bool>* stop) {
   WeightedSamples out;
   if (options.data_path.empty() && given == nullptr) {
     const double m_total = static_cast<double>(n_peers) * options.samples_per_peer;
     out.l2 = 1.0 / m_total;
     if (peer != pooled) {
-      out.samples = synthetic_shard(options, peer, n_peers, seed);
+      out.samples = synthetic_shard(options, peer, n_peers, seed, stop);
       out.weights = Eigen::VectorXd::Constant(out.samples.samples(), 1.0 / options.samples_per_peer);
       return out;
     }
@@ -79,7 +79,7 @@ WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int 
     out.samples.features.resize(n_peers * m_i, options.dim);
     out.samples.labels.resize(n_peers * m_i);
     for (int i = 0; i < n_peers; ++i) {
-      const Dataset shard = synthetic_shard(options, i, n_peers, seed);
+      const Dataset shard = synthetic_shard(options, i, n_peers, seed, stop);
       out.samples.features.middleRows(i * m_i, m_i) = shard.features;
       out.samples.labels.segment(i * m_i, m_i) = shard.labels;
     }
@@ -204,9 +204,9 @@ Eigen::VectorXd QuadraticObjective::normal_rhs() const {
 // ---- logistic -------------------------------------------------------------------
 
 LogisticObjective::LogisticObjective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
-                                     const Dataset* data)
+                                     const Dataset* data, const std::atomic<bool>* stop)
     : Objective((check_peer(peer, n_peers), counter_peer_of(peer, n_peers))) {
-  WeightedSamples s = logistic_samples(options, peer, n_peers, seed, data);
+  WeightedSamples s = logistic_samples(options, peer, n_peers, seed, data, stop);
   samples_ = std::move(s.samples);
   weights_ = std::move(s.weights);
   l2_ = s.l2;
@@ -254,7 +254,7 @@ void LogisticObjective::stochastic_gradient(const ConstVector& x, int batch, std
 }
 
 std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
-                                          const Dataset* data) {
+                                          const Dataset* data, const std::atomic<bool>* stop) {
   if (options.kind == ObjectiveKind::quadratic)
     return std::make_unique<QuadraticObjective>(options, peer, n_peers, seed);
   if (classifies_images(options.kind)) {
@@ -264,12 +264,13 @@ std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int p
     if (peer == pooled) return image_pooled(model, options, std::move(images), n_peers, seed);
     return image_peer(model, options, images, peer, n_peers, seed);
   }
-  return std::make_unique<LogisticObjective>(options, peer, n_peers, seed, data);
+  return std::make_unique<LogisticObjective>(options, peer, n_peers, seed, data, stop);
 }
 
 // ---- data -----------------------------------------------------------------------
 
-Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed) {
+Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                        const std::atomic<bool>* stop) {
   check_peer(peer, n_peers);
   if (peer == pooled) throw std::invalid_argument("synthetic_shard: a shard belongs to one peer");
   const Stream stream(seed, StreamId::data);
@@ -291,6 +292,7 @@ Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, 
   shard.labels.resize(m);
   const auto p = static_cast<std::uint64_t>(peer);
   for (int j = 0; j < m; ++j) {
+    if ((j & 1023) == 0) check_stop(stop);
     const double y = j < majority_count ? majority : -majority;
     shard.labels[j] = y;
     for (int k = 0; k < d; ++k) {

@@ -9,6 +9,8 @@
 // shifting the data, and keep results independent of the rank count.
 #pragma once
 
+#include <atomic>
+
 #include <Eigen/Dense>
 
 #include <cstdint>
@@ -186,9 +188,10 @@ class LogisticObjective final : public Objective {
  public:
   // `data`: the LIBSVM file already read, so that a process holding many peers
   // (SMPI) reads it once; null reads options.data_path. Throws ConfigError
-  // ("--data PATH: ...") for a bad file or fewer samples than peers.
+  // ("--data PATH: ...") for a bad file or fewer samples than peers, and
+  // StopRequested once `stop` is set while it generates synthetic samples.
   LogisticObjective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
-                    const Dataset* data = nullptr);
+                    const Dataset* data = nullptr, const std::atomic<bool>* stop = nullptr);
   // f = sum_s w_s log(1 + exp(-y_s a_s^T x)) + (l2/2)||x||^2. Peers have w = 1/m_i,
   // the pooled objective 1/(N m_i): exactly the mean of f_i for unequal shards.
   LogisticObjective(Dataset samples, Eigen::VectorXd weights, double l2, std::uint64_t counter_peer);
@@ -212,14 +215,16 @@ class LogisticObjective final : public Objective {
   double l2_;
 };
 
+// `stop` is polled while synthetic samples are generated (StopRequested).
 std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
-                                          const Dataset* data = nullptr);
+                                          const Dataset* data = nullptr, const std::atomic<bool>* stop = nullptr);
 
 // ---- data ----------------------------------------------------------------------
 
 // Majority-label rows first. Independent of n_peers, so a peer's data survives a
 // change of rank count.
-Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed);
+Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, std::uint64_t seed,
+                        const std::atomic<bool>* stop = nullptr);
 
 // Every peer's rows (sgd/split.cpp). random: block [floor(i m / N), floor((i+1) m
 // / N)) of a keyed Fisher-Yates permutation, ascending; label-sorted: that block of

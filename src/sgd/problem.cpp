@@ -19,15 +19,17 @@ namespace {
 
 constexpr int kShardTag = 7301;
 
-// Runs `work` on rank 0 and turns a ConfigError there into the same ConfigError
+// Runs `work` on rank 0 and turns a ConfigError (or a stop) there into the same
 // on every rank, so that all ranks leave together and only rank 0 need speak.
 template <class F>
 void on_root_or_throw_everywhere(MPI_Comm world, int rank, F&& work) {
   std::string problem;
-  int kind = 0;  // 0 fine, 1 ConfigError, 2 other error, 3 out of memory
+  int kind = 0;  // 0 fine, 1 ConfigError, 2 other error, 3 out of memory, 4 stop requested
   if (rank == 0) {
     try {
       work();
+    } catch (const StopRequested&) {
+      kind = 4;
     } catch (const ConfigError& e) {
       problem = e.what();
       kind = 1;
@@ -43,6 +45,7 @@ void on_root_or_throw_everywhere(MPI_Comm world, int rank, F&& work) {
   int header[2] = {kind, static_cast<int>(problem.size())};
   check_mpi(MPI_Bcast(header, 2, MPI_INT, 0, world), "MPI_Bcast");
   if (header[0] == 0) return;
+  if (header[0] == 4) throw StopRequested{};
   problem.resize(static_cast<std::size_t>(header[1]));
   check_mpi(MPI_Bcast(problem.data(), header[1], MPI_CHAR, 0, world), "MPI_Bcast");
   if (header[0] == 1) throw ConfigError(problem);
@@ -116,6 +119,7 @@ std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::in
   check_mpi(MPI_Get_count(&status, MPI_DOUBLE, &count), "MPI_Get_count");
   std::vector<double> packed(static_cast<std::size_t>(count));
   check_mpi(MPI_Recv(packed.data(), count, MPI_DOUBLE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
+  if (count == 0) throw StopRequested{};  // every shard has a sample: rank 0 stopped dealing (send_shards)
   Dataset shard = unpack(packed, static_cast<int>(shape[0]));
   const Eigen::Index m = shard.samples();
   return std::make_unique<LogisticObjective>(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
@@ -185,8 +189,40 @@ void pool_images(const TrainingOptions& options, const ImageModel& model, int n,
   p.pooled = image_pooled(model, options.objective, std::move(data), n, options.seed);
 }
 
+// Rank 0 sends ranks 1..n-1 their shards, packed(peer) each, polling `stop`
+// between them: once it is set, the ranks still waiting get an empty message
+// (no shard is empty) and all of them leave with StopRequested.
+template <class T, class F>
+void send_shards(MPI_Comm world, int n, MPI_Datatype type, const std::atomic<bool>* stop, F&& packed) {
+  for (int peer = 1; peer < n; ++peer) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      for (; peer < n; ++peer) check_mpi(MPI_Send(nullptr, 0, type, peer, kShardTag, world), "MPI_Send");
+      throw StopRequested{};
+    }
+    const std::vector<T> shard = packed(peer);
+    check_mpi(MPI_Send(shard.data(), static_cast<int>(shard.size()), type, peer, kShardTag, world), "MPI_Send");
+  }
+}
+
+// Synthetic data: each rank generates its shard, polling `stop`; a rank asked
+// to stop leaves its shard unfinished, and then every rank leaves together.
+std::unique_ptr<Objective> generate_shard(const ObjectiveOptions& o, std::uint64_t seed, MPI_Comm world, int rank,
+                                          int n, const std::atomic<bool>* stop) {
+  std::unique_ptr<Objective> shard;
+  int stopped = 0;
+  try {
+    shard = make_objective(o, rank, n, seed, nullptr, stop);
+  } catch (const StopRequested&) {
+    stopped = 1;
+  }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, world), "MPI_Allreduce");
+  if (stopped != 0) throw StopRequested{};
+  return shard;
+}
+
 // deal_file for IDX images: the shards travel as bytes (labels, then pixels).
-void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p) {
+void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p,
+                 const std::atomic<bool>* stop) {
   const ObjectiveOptions& o = options.objective;
   ImageSet data;
   std::vector<std::vector<int>> rows;
@@ -201,16 +237,16 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
     check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
     std::vector<std::uint8_t> packed(static_cast<std::size_t>(count));
     check_mpi(MPI_Recv(packed.data(), count, MPI_BYTE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
+    if (count == 0) throw StopRequested{};  // send_shards stopped
     ImageSet shard = unpack_images(packed, static_cast<int>(shape[0]), static_cast<int>(shape[2]));
     const Eigen::Index m = shard.samples();
     p.local = model.make(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
                          softmax_l2(o, shape[1]), static_cast<std::uint64_t>(rank));
     return;
   }
-  for (int peer = 1; peer < n; ++peer) {
-    const std::vector<std::uint8_t> packed = pack_images(select_images(data, rows[static_cast<std::size_t>(peer)]));
-    check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_BYTE, peer, kShardTag, world), "MPI_Send");
-  }
+  send_shards<std::uint8_t>(world, n, MPI_BYTE, stop, [&](int peer) {
+    return pack_images(select_images(data, rows[static_cast<std::size_t>(peer)]));
+  });
   p.local = image_peer(model, o, data, rows[0], 0);
   pool_images(options, model, n, std::move(data), p);
 }
@@ -218,7 +254,8 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
 // Rank 0 reads the --data file and deals the shards; the others wait for theirs.
 // Rank 0 keeps the whole set as the pooled problem (and, without --test-data,
 // as the test set).
-void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p) {
+void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p,
+               const std::atomic<bool>* stop) {
   Dataset data;
   std::vector<std::vector<int>> rows;
   on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p, rows); });
@@ -229,11 +266,8 @@ void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, 
     p.local = receive_shard(world, rank, shape);
     return;
   }
-  for (int peer = 1; peer < n; ++peer) {
-    const std::vector<double> packed = pack(select_rows(data, rows[static_cast<std::size_t>(peer)]));
-    check_mpi(MPI_Send(packed.data(), static_cast<int>(packed.size()), MPI_DOUBLE, peer, kShardTag, world),
-              "MPI_Send");
-  }
+  send_shards<double>(world, n, MPI_DOUBLE, stop,
+                      [&](int peer) { return pack(select_rows(data, rows[static_cast<std::size_t>(peer)])); });
   p.local = logistic_peer(data, rows[0], 0);
   pool_data(options, n, std::move(data), p);
 }
@@ -250,15 +284,7 @@ void generate_test_set(const ObjectiveOptions& o, std::uint64_t seed, int n, Pro
   }
 }
 
-// Synthetic data, generated where it is needed: each rank its shard, rank 0 the
-// pooled set and the held-out set.
-void generate(const ObjectiveOptions& o, std::uint64_t seed, int rank, int n, Problem& p) {
-  p.local = make_objective(o, rank, n, seed);
-  if (rank == 0) {
-    p.pooled = make_objective(o, pooled, n, seed);
-    generate_test_set(o, seed, n, p);
-  }
-}
+
 
 // x*, f* and f(x_0) of the pooled problem (rank 0's part of build_problem).
 void find_reference(const ObjectiveOptions& o, Problem& p, const std::atomic<bool>* stop = nullptr) {
@@ -269,23 +295,31 @@ void find_reference(const ObjectiveOptions& o, Problem& p, const std::atomic<boo
 
 }  // namespace
 
-Problem build_problem(const TrainingOptions& options, MPI_Comm world) {
+Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std::atomic<bool>* stop) {
   int rank = 0, n = 1;
   check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(world, &n), "MPI_Comm_size");
   require_resolved(options, n, "build_problem");
   const ObjectiveOptions& o = options.objective;
   Problem p;
+  const bool generated = !classifies_images(o.kind) && (o.kind != ObjectiveKind::logistic || o.data_path.empty());
   if (classifies_images(o.kind))
-    deal_images(options, world, rank, n, p);
-  else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty())
-    deal_file(options, world, rank, n, p);
+    deal_images(options, world, rank, n, p, stop);
+  else if (!generated)
+    deal_file(options, world, rank, n, p, stop);
   else
-    generate(o, options.seed, rank, n, p);
+    p.local = generate_shard(o, options.seed, world, rank, n, stop);
 
   check_fragments(options.outer, p.local->dim());  // every rank: the same dimension
-  // The optimum on rank 0; every rank gets x* (the measurements' reference).
-  on_root_or_throw_everywhere(world, rank, [&] { find_reference(o, p); });
+  // The optimum on rank 0 (of synthetic data's pooled set, generated there with
+  // the held-out set); every rank gets x* (the measurements' reference).
+  on_root_or_throw_everywhere(world, rank, [&] {
+    if (generated) {
+      p.pooled = make_objective(o, pooled, n, options.seed, nullptr, stop);
+      generate_test_set(o, options.seed, n, p);
+    }
+    find_reference(o, p, stop);
+  });
   const int d = p.local->dim();
   if (rank != 0) p.optimum.x = Eigen::VectorXd::Zero(d);
   check_mpi(MPI_Bcast(p.optimum.x.data(), d, MPI_DOUBLE, 0, world), "MPI_Bcast");
@@ -352,7 +386,7 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   } else {
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);
-      p.peers.push_back(make_objective(o, i, n, options.seed));
+      p.peers.push_back(make_objective(o, i, n, options.seed, nullptr, stop));
     }
     p.pooled = pool_peers(o, p, n, stop);
     generate_test_set(o, options.seed, n, p);

@@ -37,8 +37,10 @@ struct Problem {
 // shard, rank 0 the pooled set); a LIBSVM file is read by rank 0 alone, which
 // sends every rank its shard, so N ranks under SMPI hold one copy, not N.
 // x* and f* are computed on rank 0 and x* is broadcast. A bad file or option
-// throws the same ConfigError on every rank.
-Problem build_problem(const TrainingOptions& options, MPI_Comm world);
+// throws the same ConfigError on every rank. Rank 0 polls `stop` between the
+// shards it deals and during Newton's and L-BFGS's iterations; once it is set,
+// every rank throws StopRequested (core/error.hpp) together.
+Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std::atomic<bool>* stop = nullptr);
 
 // The sequential engine's problem: every peer's f_i in `peers` (local stays
 // empty), and what rank 0 holds under MPI, built from the same data in the same

@@ -193,6 +193,77 @@ with h5py.File(sys.argv[1], "r") as f:
   fi
 }
 
+# wait_busy TEXT SECONDS: returns once a process of the run (a program or
+# SimGrid's smpimain whose command line holds TEXT, the run's --out path; not a
+# launcher) has used SECONDS of CPU time; 1 if none has after 60 s.
+wait_busy() {
+  local text=$1 want=$2 tick waited=0 pid comm
+  tick=$(getconf CLK_TCK)
+  while [ "$waited" -lt 600 ]; do
+    for pid in $(pgrep -f -- "$text"); do
+      comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+      case "$comm" in "$APP" | smpimain) ;; *) continue ;; esac
+      # utime and stime: fields 14 and 15 of stat, 12 and 13 after "(comm) ".
+      awk -v t="$tick" -v w="$want" '{ sub(/^.*\) /, ""); exit !(($12 + $13) / t >= w) }' "/proc/$pid/stat" \
+        2>/dev/null && return 0
+    done
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  return 1
+}
+
+# stop_setup [singleton]: sgd_bench stopped while it builds its problem (2 x 100,000
+# synthetic samples of 200 features and the optimum of their pooled set: seconds
+# on every engine; the ranks poll the signal and leave together). One line naming
+# the signal within the bound, nothing on stdout, no file, a non-zero exit.
+stop_setup() {
+  local mode=${1:-launcher} what="SIGTERM in the set-up" command=("${LAUNCH[@]}" "$BIN")
+  if [ "$mode" = singleton ]; then
+    what="SIGTERM in the set-up (singleton)" command=("$BIN")
+  fi
+  local dir=$SCRATCH/setup-$mode
+  mkdir -p "$dir"
+  local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt
+  local line="sgd_bench: error: stopped by signal 15 while building the problem; nothing was written"
+  set -m
+  "${command[@]}" --objective logistic --samples-per-peer 100000 --dim 200 --steps 10 --out "$out" \
+    >"$log" 2>"$err" </dev/null &
+  LAUNCHER_PID=$!
+  set +m
+  # Parsing the flags takes milliseconds of CPU, the set-up seconds.
+  wait_busy "$out" 1 || die "$what: no rank used a second of CPU within 60 s (killed the run)"
+  local sent rc=0 said=""
+  sent=$(now)
+  kill -TERM "$LAUNCHER_PID"
+  while [ -z "$said" ] && kill -0 "$LAUNCHER_PID" 2>/dev/null; do
+    grep -qxF "$line" "$err" && said=$(elapsed "$sent")
+    sleep 0.02
+  done
+  [ -n "$said" ] || said=$(elapsed "$sent")
+  wait_gone "$LAUNCHER_PID" 60 || die "$what: processes still running 60 s after the signal (killed them)"
+  wait "$LAUNCHER_PID" || rc=$?
+  LAUNCHER_PID=""
+  # A second (more under load); mpirun relays the ranks' output only once it has
+  # waited odls_base_sigkill_timeout (1 s) twice (see the top of this file).
+  local bound extra=0
+  [ "$mode" = launcher ] && [ "$ENGINE" = mpi ] && extra=2
+  bound=$(awk -v c="$(nproc)" -v x="$extra" '{ printf "%.1f", 1 + x + $1 / c }' /proc/loadavg)
+  if [ "$(cat "$err")" = "$line" ] && awk -v t="$said" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
+    ok "$what: one line after $said s (bound $bound s at this load): $line"
+  else
+    bad_with_report "$what: want the one line '$line' within $bound s, got after $said s:" "$(cat "$err")"
+  fi
+  local want_rc=143
+  [ "$mode" = launcher ] && [ "$ENGINE" = mpi ] && want_rc=1  # mpirun's own code for a stopped job
+  if [ "$rc" -eq "$want_rc" ]; then ok "$what: exit code $rc"; else bad "$what: exit code $rc, expected $want_rc"; fi
+  if [ -s "$log" ] || [ -n "$(ls -A "$dir" | grep -vxE 'stdout.txt|stderr.txt')" ]; then
+    bad_with_report "$what: want nothing written (no header, no trace):" "$(cat "$log"; ls -A "$dir")"
+  else
+    ok "$what: nothing on stdout, nothing written"
+  fi
+}
+
 say "engine $ENGINE: ${LAUNCH[*]} $BIN"
 stop_run TERM
 if [ "$ONCE" = once ]; then
@@ -204,5 +275,9 @@ stop_run INT
 if [ "$ENGINE" = mpi ]; then
   stop_run TERM singleton
   stop_run INT singleton
+fi
+if [ "$APP" = sgd_bench ]; then
+  stop_setup
+  [ "$ENGINE" = mpi ] && stop_setup singleton
 fi
 finish
