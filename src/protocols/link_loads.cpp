@@ -65,7 +65,11 @@ LinkLoads::Simulated LinkLoads::simulated(const PlatformModel& platform, const M
   // Every peer sends as many messages a step as the busiest one.
   const double at_once = n_peers * std::ceil(pattern.busiest / pattern.message);
   if (at_once > static_cast<double>(kFluidMessages)) return {};  // each phase keeps the bound
-  return {at_once * pattern.steps, at_once};
+  // A round longer than kRoundMessages is a ring's one step repeated 2(N - 1)
+  // times (no other pattern has that many steps): that step is simulated alone,
+  // once as the peers reach it and once all together (fluid_phase).
+  const double round = at_once * pattern.steps;
+  return {round > static_cast<double>(kRoundMessages) ? 2 * at_once : round, at_once};
 }
 
 double LinkLoads::bytes(const PlatformModel& platform, int n_peers, double message) {

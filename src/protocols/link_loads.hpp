@@ -104,7 +104,7 @@ class LinkLoads {
   static bool may_simulate(const PlatformModel& platform, double message);
   // The messages of a round of that pattern among n peers that are simulated flow
   // by flow, and how many of them move at once (a step's): what the simulation's
-  // wall time grows with, at most. {0, 0} when the bound charges them all.
+  // wall time grows with. {0, 0} when the bound charges them all.
   struct Simulated {
     double messages = 0, at_once = 0;
   };

@@ -66,11 +66,13 @@ double wall_seconds(const ProtocolResources& r, const RunShape& s, const Platfor
   // The trace appends trials to one table in batches: a trial costs its rows'
   // bytes, copied and written, and a few microseconds of its summary row.
   const double traced = s.traced ? s.trials * (5e-6 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
-  // A round simulated flow by flow: about 1 us per message times the square root
-  // of how many move at once (fitted to rings of 64 and 128 peers and Moshpit's
-  // butterflies of 16 at model size, within a factor of 2).
+  // The rounds simulated flow by flow: about 3 us a message in a trial's first
+  // round and 1 us in each later one, whose flows repeat an earlier round's (a
+  // lookup in the fluid memo) or start from the clocks it left (fitted to rings
+  // of 64 to 256 peers on cluster and cloud and recursive doubling of 1,024 to
+  // 4,096 peers, each within a factor of 2.5; heterogeneous hosts cost the most).
   const LinkLoads::Simulated simulated = LinkLoads::simulated(link, r.pattern, s.peers);
-  const double simulation = s.rounds * simulated.messages * std::sqrt(simulated.at_once) * 1e-6;
+  const double simulation = simulated.messages * (3e-6 + std::max(0.0, s.rounds - 1.0) * 1e-6);
   return s.setup_seconds + (per_trial + simulation) * s.trials / parallel + traced;
 }
 
