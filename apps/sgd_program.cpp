@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -19,6 +18,7 @@
 #include "common/protocol_flags.hpp"
 #include "common/training_flags.hpp"
 #include "common/training_reporter.hpp"
+#include "core/comm.hpp"
 #include "core/error.hpp"
 #include "sim/compute.hpp"
 #include "sgd/metrics.hpp"
@@ -61,6 +61,17 @@ std::string build_setup(const avb::TrainingOptions& options, int sequential_peer
                      " (the optimum's Hessian has features x features entries)";
   }
   return "";
+}
+
+// A stop during build_setup, on every rank together: one line naming the signal
+// (the one the ranks that saw it got), and the exit code 128 + signal.
+int report_setup_stopped() {
+  int signal = avb::app::stop_signal();
+  if (avb::app::mpi_running())
+    avb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  avb::app::report_error(kProgram, "stopped by signal " + std::to_string(signal) +
+                                       " while building the problem; nothing was written");
+  return 128 + signal;
 }
 
 // What the trace records in /optimum.
@@ -141,12 +152,7 @@ int avb::app::training_program(int argc, char** argv) {
   bool stopped = false;
   const std::string setup_problem = build_setup(options, sequential ? peers : 0, setup, stopped);
   if (!stopped && !avb::app::options_agreed(kProgram, setup_problem)) return 2;
-  if (stopped) {  // every rank, together; rank 0, which polled, has the signal
-    const int signal = avb::app::stop_signal() != 0 ? avb::app::stop_signal() : SIGTERM;
-    avb::app::report_error(kProgram, "stopped by signal " + std::to_string(signal) +
-                                         " while building the problem; nothing was written");
-    return 128 + signal;
-  }
+  if (stopped) return report_setup_stopped();
   avb::app::RunStart start{avb::app::run_info(argc, argv, "sgd", AVB_VERSION, AVB_GIT_SHA), avb::describe(options),
                            nullptr};
   avb::app::describe_engine(cli.engine, peers, start);

@@ -60,16 +60,18 @@ bool LinkLoads::may_simulate(const PlatformModel& platform, double message) {
   return kAcknowledgements * message / slowest > kFluidShare * smallest_factor * local;
 }
 
-LinkLoads::Simulated LinkLoads::simulated(const PlatformModel& platform, const MessagePattern& pattern, int n_peers) {
+LinkLoads::Simulated LinkLoads::simulated(const PlatformModel& platform, const MessagePattern& pattern, int n_peers,
+                                          bool peers_fail) {
   if (pattern.steps <= 0 || pattern.message <= 0 || !may_simulate(platform, pattern.message)) return {};
   // Every peer sends as many messages a step as the busiest one.
   const double at_once = n_peers * std::ceil(pattern.busiest / pattern.message);
   if (at_once > static_cast<double>(kFluidMessages)) return {};  // each phase keeps the bound
   // A round longer than kRoundMessages is a ring's one step repeated 2(N - 1)
   // times (no other pattern has that many steps): that step is simulated alone,
-  // once as the peers reach it and once all together (fluid_phase).
-  const double round = at_once * pattern.steps;
-  return {round > static_cast<double>(kRoundMessages) ? 2 * at_once : round, at_once};
+  // once as the peers reach it and once all together (fluid_phase). Where peers
+  // fail, the ring of the survivors may be short enough to be simulated whole.
+  const double round = at_once * pattern.steps, limit = static_cast<double>(kRoundMessages);
+  return {round <= limit ? round : peers_fail ? limit : 2 * at_once, at_once};
 }
 
 double LinkLoads::bytes(const PlatformModel& platform, int n_peers, double message) {

@@ -102,13 +102,15 @@ class LinkLoads {
   // Whether a message of that many bytes may be simulated flow by flow there (the
   // rest is charged by the bound, and needs no memory beyond the loads).
   static bool may_simulate(const PlatformModel& platform, double message);
-  // The messages of a round of that pattern among n peers that are simulated flow
-  // by flow, and how many of them move at once (a step's): what the simulation's
-  // wall time grows with. {0, 0} when the bound charges them all.
+  // The messages of a round of that pattern among n peers (some of whom may fail
+  // in a round: `peers_fail`) that are simulated flow by flow, and how many of
+  // them move at once (a step's): what the simulation's wall time grows with, at
+  // most (a tree's steps each move fewer). {0, 0} when the bound charges them all.
   struct Simulated {
     double messages = 0, at_once = 0;
   };
-  static Simulated simulated(const PlatformModel& platform, const MessagePattern& pattern, int n_peers);
+  static Simulated simulated(const PlatformModel& platform, const MessagePattern& pattern, int n_peers,
+                             bool peers_fail = false);
 
  private:
   void close_phase();

@@ -70,8 +70,9 @@ double wall_seconds(const ProtocolResources& r, const RunShape& s, const Platfor
   // round and 1 us in each later one, whose flows repeat an earlier round's (a
   // lookup in the fluid memo) or start from the clocks it left (fitted to rings
   // of 64 to 256 peers on cluster and cloud and recursive doubling of 1,024 to
-  // 4,096 peers, each within a factor of 2.5; heterogeneous hosts cost the most).
-  const LinkLoads::Simulated simulated = LinkLoads::simulated(link, r.pattern, s.peers);
+  // 4,096 peers: each took 0.2 to 0.75 of this estimate; heterogeneous hosts
+  // cost the most).
+  const LinkLoads::Simulated simulated = LinkLoads::simulated(link, r.pattern, s.peers, s.failures);
   const double simulation = simulated.messages * (3e-6 + std::max(0.0, s.rounds - 1.0) * 1e-6);
   return s.setup_seconds + (per_trial + simulation) * s.trials / parallel + traced;
 }

@@ -9,8 +9,8 @@
 #include "core/comm.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
-#include "sgd/libsvm.hpp"
 #include "sgd/image_objective.hpp"
+#include "sgd/problem_data.hpp"
 #include "sgd/softmax.hpp"
 
 namespace avb {
@@ -111,7 +111,8 @@ Dataset unpack(const std::vector<double>& in, int dim) {
 }
 
 // A rank other than 0: its shard from rank 0, rebuilt with logistic_peer's
-// weights (the objective rank 0 would build). shape: the data's dim and samples.
+// weights (the objective rank 0 would build), or null if rank 0 stopped dealing.
+// shape: the data's dim and samples.
 std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::int64_t shape[2]) {
   MPI_Status status;
   check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
@@ -119,7 +120,7 @@ std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::in
   check_mpi(MPI_Get_count(&status, MPI_DOUBLE, &count), "MPI_Get_count");
   std::vector<double> packed(static_cast<std::size_t>(count));
   check_mpi(MPI_Recv(packed.data(), count, MPI_DOUBLE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
-  if (count == 0) throw StopRequested{};  // every shard has a sample: rank 0 stopped dealing (send_shards)
+  if (count == 0) return nullptr;  // every shard has a sample: rank 0 stopped dealing (send_shards)
   Dataset shard = unpack(packed, static_cast<int>(shape[0]));
   const Eigen::Index m = shard.samples();
   return std::make_unique<LogisticObjective>(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
@@ -127,7 +128,6 @@ std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::in
 }
 
 }  // namespace
-
 
 std::unique_ptr<LogisticObjective> logistic_peer(const ObjectiveOptions& options, const Dataset& data, int peer,
                                                  int n_peers, std::uint64_t seed) {
@@ -144,85 +144,35 @@ std::unique_ptr<LogisticObjective> logistic_peer(const Dataset& data, const std:
 
 namespace {
 
-// Every peer's rows of the data set (ConfigError if some peer would get none).
-std::vector<std::vector<int>> split_rows(const TrainingOptions& options, const Eigen::VectorXd& labels, int n) {
-  return peer_rows(labels, options.objective.split_spec(), n, options.seed, options.objective.data_path);
-}
+// What became of a rank's shard. Every rank learns the worst (MPI_MAX) at one
+// collective that all of them reach, and all leave together.
+enum ShardOutcome : int { kShardMade = 0, kShardStopped = 1, kShardOutOfMemory = 2 };
 
-// Reads the --data file (and --test-data) and splits it: `rows`, each peer's.
-// Without --test-data, accuracy is measured on the training set.
-Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows) {
-  const ObjectiveOptions& o = options.objective;
-  Dataset data = keep_first(read_libsvm(o.data_path, o.data_dim), o.data_limit);
-  rows = split_rows(options, data.labels, n);
-  if (!options.test_data.empty()) {
-    p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
-    p.test_set_kind = "file";
-  } else {
-    p.test_set_kind = "train";
-  }
-  return data;
-}
-
-// The pooled problem of a --data file; without a test file, `data` becomes the test set.
-void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p) {
-  p.pooled = make_objective(options.objective, pooled, n, options.seed, &data);
-  if (!p.test) p.test = std::move(data);
-}
-
-// --data's images (and --test-data's), as read_data.
-ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows) {
-  const ObjectiveOptions& o = options.objective;
-  ImageSet data = read_training_images(o);
-  rows = split_rows(options, data.label_values(), n);
-  if (!options.test_data.empty()) {
-    p.test_images = read_test_images(options.test_data, data);
-    p.test_set_kind = "file";
-  } else {
-    p.test_set_kind = "train";
-  }
-  return data;
-}
-
-void pool_images(const TrainingOptions& options, const ImageModel& model, int n, ImageSet&& data, Problem& p) {
-  if (!p.test_images) p.test_images = data;
-  p.pooled = image_pooled(model, options.objective, std::move(data), n, options.seed);
+void agree_on_shards(MPI_Comm world, int outcome) {
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &outcome, 1, MPI_INT, MPI_MAX, world), "MPI_Allreduce");
+  if (outcome == kShardStopped) throw StopRequested{};
+  if (outcome == kShardOutOfMemory) throw std::bad_alloc();
 }
 
 // Rank 0 sends ranks 1..n-1 their shards, packed(peer) each, polling `stop`
-// between them: once it is set, the ranks still waiting get an empty message
-// (no shard is empty) and all of them leave with StopRequested.
+// between them: once it is set, the ranks still waiting get an empty message (no
+// shard is empty) and kShardStopped is returned.
 template <class T, class F>
-void send_shards(MPI_Comm world, int n, MPI_Datatype type, const std::atomic<bool>* stop, F&& packed) {
+ShardOutcome send_shards(MPI_Comm world, int n, MPI_Datatype type, const std::atomic<bool>* stop, F&& packed) {
   for (int peer = 1; peer < n; ++peer) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
       for (; peer < n; ++peer) check_mpi(MPI_Send(nullptr, 0, type, peer, kShardTag, world), "MPI_Send");
-      throw StopRequested{};
+      return kShardStopped;
     }
     const std::vector<T> shard = packed(peer);
     check_mpi(MPI_Send(shard.data(), static_cast<int>(shard.size()), type, peer, kShardTag, world), "MPI_Send");
   }
-}
-
-// Synthetic data: each rank generates its shard, polling `stop`; a rank asked
-// to stop leaves its shard unfinished, and then every rank leaves together.
-std::unique_ptr<Objective> generate_shard(const ObjectiveOptions& o, std::uint64_t seed, MPI_Comm world, int rank,
-                                          int n, const std::atomic<bool>* stop) {
-  std::unique_ptr<Objective> shard;
-  int stopped = 0;
-  try {
-    shard = make_objective(o, rank, n, seed, nullptr, stop);
-  } catch (const StopRequested&) {
-    stopped = 1;
-  }
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, world), "MPI_Allreduce");
-  if (stopped != 0) throw StopRequested{};
-  return shard;
+  return kShardMade;
 }
 
 // deal_file for IDX images: the shards travel as bytes (labels, then pixels).
-void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p,
-                 const std::atomic<bool>* stop) {
+ShardOutcome deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p,
+                         const std::atomic<bool>* stop) {
   const ObjectiveOptions& o = options.objective;
   ImageSet data;
   std::vector<std::vector<int>> rows;
@@ -237,25 +187,27 @@ void deal_images(const TrainingOptions& options, MPI_Comm world, int rank, int n
     check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
     std::vector<std::uint8_t> packed(static_cast<std::size_t>(count));
     check_mpi(MPI_Recv(packed.data(), count, MPI_BYTE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
-    if (count == 0) throw StopRequested{};  // send_shards stopped
+    if (count == 0) return kShardStopped;  // send_shards stopped
     ImageSet shard = unpack_images(packed, static_cast<int>(shape[0]), static_cast<int>(shape[2]));
     const Eigen::Index m = shard.samples();
     p.local = model.make(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
                          softmax_l2(o, shape[1]), static_cast<std::uint64_t>(rank));
-    return;
+    return kShardMade;
   }
-  send_shards<std::uint8_t>(world, n, MPI_BYTE, stop, [&](int peer) {
-    return pack_images(select_images(data, rows[static_cast<std::size_t>(peer)]));
-  });
+  if (send_shards<std::uint8_t>(world, n, MPI_BYTE, stop, [&](int peer) {
+        return pack_images(select_images(data, rows[static_cast<std::size_t>(peer)]));
+      }) == kShardStopped)
+    return kShardStopped;
   p.local = image_peer(model, o, data, rows[0], 0);
   pool_images(options, model, n, std::move(data), p);
+  return kShardMade;
 }
 
 // Rank 0 reads the --data file and deals the shards; the others wait for theirs.
 // Rank 0 keeps the whole set as the pooled problem (and, without --test-data,
 // as the test set).
-void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p,
-               const std::atomic<bool>* stop) {
+ShardOutcome deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, Problem& p,
+                       const std::atomic<bool>* stop) {
   Dataset data;
   std::vector<std::vector<int>> rows;
   on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p, rows); });
@@ -264,27 +216,16 @@ void deal_file(const TrainingOptions& options, MPI_Comm world, int rank, int n, 
   check_mpi(MPI_Bcast(shape, 2, MPI_INT64_T, 0, world), "MPI_Bcast");
   if (rank != 0) {
     p.local = receive_shard(world, rank, shape);
-    return;
+    return p.local ? kShardMade : kShardStopped;
   }
-  send_shards<double>(world, n, MPI_DOUBLE, stop,
-                      [&](int peer) { return pack(select_rows(data, rows[static_cast<std::size_t>(peer)])); });
+  if (send_shards<double>(world, n, MPI_DOUBLE, stop, [&](int peer) {
+        return pack(select_rows(data, rows[static_cast<std::size_t>(peer)]));
+      }) == kShardStopped)
+    return kShardStopped;
   p.local = logistic_peer(data, rows[0], 0);
   pool_data(options, n, std::move(data), p);
+  return kShardMade;
 }
-
-// Synthetic logistic data's held-out set.
-void generate_test_set(const ObjectiveOptions& o, std::uint64_t seed, int n, Problem& p) {
-  if (o.kind == ObjectiveKind::logistic) {
-    // A peer no one has (peer N of N + 1): same classes, fresh samples, balanced.
-    ObjectiveOptions held_out = o;
-    held_out.label_skew = 0.0;
-    held_out.samples_per_peer = kHeldOutSamples;
-    p.test = synthetic_shard(held_out, n, n + 1, seed);
-    p.test_set_kind = "synthetic-held-out";
-  }
-}
-
-
 
 // x*, f* and f(x_0) of the pooled problem (rank 0's part of build_problem).
 void find_reference(const ObjectiveOptions& o, Problem& p, const std::atomic<bool>* stop = nullptr) {
@@ -303,12 +244,23 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std:
   const ObjectiveOptions& o = options.objective;
   Problem p;
   const bool generated = !classifies_images(o.kind) && (o.kind != ObjectiveKind::logistic || o.data_path.empty());
-  if (classifies_images(o.kind))
-    deal_images(options, world, rank, n, p, stop);
-  else if (!generated)
-    deal_file(options, world, rank, n, p, stop);
-  else
-    p.local = generate_shard(o, options.seed, world, rank, n, stop);
+  // Each rank's shard: dealt by rank 0 from a file, or generated where it is
+  // needed. A bad file throws the same ConfigError on every rank from inside;
+  // a stop or a shard that does not fit, wherever it happens, is agreed on below.
+  int outcome = kShardMade;
+  try {
+    if (classifies_images(o.kind))
+      outcome = deal_images(options, world, rank, n, p, stop);
+    else if (!generated)
+      outcome = deal_file(options, world, rank, n, p, stop);
+    else
+      p.local = make_objective(o, rank, n, options.seed, nullptr, stop);
+  } catch (const StopRequested&) {
+    outcome = kShardStopped;
+  } catch (const std::bad_alloc&) {
+    outcome = kShardOutOfMemory;
+  }
+  agree_on_shards(world, outcome);
 
   check_fragments(options.outer, p.local->dim());  // every rank: the same dimension
   // The optimum on rank 0 (of synthetic data's pooled set, generated there with

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 
 #include <unistd.h>
 
+#include "core/error.hpp"
 #include "core/rng.hpp"
 #include "world.hpp"
 #include "run/averaging.hpp"
@@ -401,6 +403,45 @@ TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheSequentialEngine) {
       for (const TrainingTrial& trial : run.result.trials)
         for (const TrainingRow& row : trial.rows) EXPECT_TRUE(row.accuracy >= 0.0 && row.accuracy <= 1.0);
     }
+  }
+}
+
+// ---- a stop during the set-up ----------------------------------------------------------
+
+// A stop seen by one rank while the shards are made (each rank generating its
+// own, or rank 0 dealing a file's) ends build_problem with StopRequested on every
+// rank: they agree at one collective, so none is left waiting in a collective
+// the others never reach (the test would hang). Each rank polls its own flag;
+// here one rank's is set before the set-up begins.
+TEST(SgdSetUp, AStopSeenByOneRankEndsTheSetUpOnEveryRank) {
+  const SharedFile train_file("stop.svm", libsvm_text(64, 5, 33));
+  struct Variant {
+    const char* what;
+    bool file;
+    int stopping;  // the rank whose flag is set
+  };
+  for (const Variant& v : {Variant{"synthetic data, rank 0 stops", false, 0},
+                           Variant{"synthetic data, the last rank stops", false, world_size() - 1},
+                           Variant{"a LIBSVM file dealt by rank 0, which stops", true, 0}}) {
+    SCOPED_TRACE(v.what);
+    TrainingOptions o;
+    o.objective.kind = ObjectiveKind::logistic;
+    o.objective.samples_per_peer = 16;
+    o.objective.dim = 4;
+    if (v.file) o.objective.data_path = train_file.path();
+    o.protocol.name = "allreduce";
+    o.steps = 4;
+    const TrainingOptions options = resolve(o, world_size());
+    const std::atomic<bool> stop{world_rank() == v.stopping};
+    bool stopped = false;
+    try {
+      build_problem(options, MPI_COMM_WORLD, &stop);
+    } catch (const StopRequested&) {
+      stopped = true;
+    }
+    EXPECT_TRUE(stopped) << "rank " << world_rank();
+    // Still in step: every rank reaches the next collective.
+    MPI_Barrier(MPI_COMM_WORLD);
   }
 }
 

@@ -339,7 +339,7 @@ wall_estimate() {
 # ... rounds whose flows repeat the first round's (recursive doubling of 1,024
 # peers: once estimated at 3.9 s for 0.13 s, 1024^0.5 times a message's cost) ...
 [ -n "$SANITIZED" ] || wall_estimate "rounds of recursive doubling simulated flow by flow" 10 "${SEQ[@]}" \
-  --peers 1024 --protocol allreduce --dim 1000 --rounds 11 --trials 1 --quiet
+  --peers 1024 --protocol allreduce --collective doubling --dim 1000 --rounds 11 --trials 1 --quiet
 # ... and a ring of 1,024 peers at model size, whose 2(N - 1) steps are one step
 # simulated alone (once estimated at 201 s for 3 rounds of a millisecond each).
 [ -n "$SANITIZED" ] || wall_estimate "a ring's repeated step simulated alone" 10 "${SEQ[@]}" --peers 1024 \

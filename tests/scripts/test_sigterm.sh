@@ -236,9 +236,11 @@ stop_setup() {
   local sent rc=0 said=""
   sent=$(now)
   kill -TERM "$LAUNCHER_PID"
-  while [ -z "$said" ] && kill -0 "$LAUNCHER_PID" 2>/dev/null; do
+  local polls=0
+  while [ -z "$said" ] && kill -0 "$LAUNCHER_PID" 2>/dev/null && [ "$polls" -lt 3000 ]; do  # 60 s
     grep -qxF "$line" "$err" && said=$(elapsed "$sent")
     sleep 0.02
+    polls=$((polls + 1))
   done
   [ -n "$said" ] || said=$(elapsed "$sent")
   wait_gone "$LAUNCHER_PID" 60 || die "$what: processes still running 60 s after the signal (killed them)"
