@@ -57,7 +57,8 @@ bool parse_index(std::string_view word, std::int64_t& index) {
 
 // The file's samples in compressed-row form, before the dimension is known.
 struct SparseRows {
-  bool keep_values = true;  // false: the shape only (read_libsvm_shape)
+  bool keep_values = true;  // false: the shape only (read_libsvm_shape), in memory that does not grow with the file
+  std::int64_t samples = 0;
   std::vector<double> labels;
   std::vector<std::size_t> row_start{0};
   std::vector<int> columns;  // 0-based
@@ -72,7 +73,8 @@ void add_sample(std::string_view label_word, std::string_view rest, int dim, con
   double label = 0.0;
   if (!parse_double(label_word, label))
     throw ConfigError(at + "label " + quoted_text(label_word) + " is not a number");
-  rows.labels.push_back(label > 0.0 ? 1.0 : -1.0);
+  ++rows.samples;
+  if (rows.keep_values) rows.labels.push_back(label > 0.0 ? 1.0 : -1.0);
 
   std::int64_t previous = 0;
   for (std::string_view word = next_word(rest); !word.empty(); word = next_word(rest)) {
@@ -98,13 +100,13 @@ void add_sample(std::string_view label_word, std::string_view rest, int dim, con
     }
   }
   rows.max_index = std::max(rows.max_index, previous);
-  rows.row_start.push_back(rows.columns.size());
+  if (rows.keep_values) rows.row_start.push_back(rows.columns.size());
 }
 
 // The dense shape of the rows, `dim` features (the largest index when dim is 0);
 // refuses more than max_dense_values values.
 LibsvmShape dense_shape(const SparseRows& rows, int dim, const std::string& where) {
-  const auto m = static_cast<long long>(rows.labels.size());
+  const auto m = static_cast<long long>(rows.samples);
   const auto d = static_cast<long long>(dim > 0 ? dim : rows.max_index);
   // An index may reach 2^30, so one sample alone could ask for 8 GB; divided rather
   // than multiplied, so that the check itself cannot overflow.
@@ -165,7 +167,7 @@ void read_rows(std::istream& in, const std::string& where, int dim, SparseRows& 
     add_sample(label_word, rest, dim, where + "line " + std::to_string(number) + ": ", rows);
   }
   if (in.bad()) throw ConfigError(where + "cannot read the file");
-  if (rows.labels.empty()) throw ConfigError(where + "no samples (only blank or comment lines)");
+  if (rows.samples == 0) throw ConfigError(where + "no samples (only blank or comment lines)");
 }
 
 }  // namespace
