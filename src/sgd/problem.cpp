@@ -155,19 +155,22 @@ void agree_on_shards(MPI_Comm world, int outcome) {
 }
 
 // Rank 0 sends ranks 1..n-1 their shards, packed(peer) each, polling `stop`
-// between them: once it is set, the ranks still waiting get an empty message (no
-// shard is empty) and kShardStopped is returned.
+// between them. Once it is set, or a shard does not fit in memory, the ranks
+// still waiting get an empty message (no shard is empty) and the outcome says why.
 template <class T, class F>
 ShardOutcome send_shards(MPI_Comm world, int n, MPI_Datatype type, const std::atomic<bool>* stop, F&& packed) {
+  ShardOutcome outcome = kShardMade;
   for (int peer = 1; peer < n; ++peer) {
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
-      for (; peer < n; ++peer) check_mpi(MPI_Send(nullptr, 0, type, peer, kShardTag, world), "MPI_Send");
-      return kShardStopped;
+    std::vector<T> shard;
+    if (outcome == kShardMade && stop != nullptr && stop->load(std::memory_order_relaxed)) outcome = kShardStopped;
+    try {
+      if (outcome == kShardMade) shard = packed(peer);
+    } catch (const std::bad_alloc&) {
+      outcome = kShardOutOfMemory;
     }
-    const std::vector<T> shard = packed(peer);
     check_mpi(MPI_Send(shard.data(), static_cast<int>(shard.size()), type, peer, kShardTag, world), "MPI_Send");
   }
-  return kShardMade;
+  return outcome;
 }
 
 // deal_file for IDX images: the shards travel as bytes (labels, then pixels).
@@ -194,10 +197,11 @@ ShardOutcome deal_images(const TrainingOptions& options, MPI_Comm world, int ran
                          softmax_l2(o, shape[1]), static_cast<std::uint64_t>(rank));
     return kShardMade;
   }
-  if (send_shards<std::uint8_t>(world, n, MPI_BYTE, stop, [&](int peer) {
+  if (const ShardOutcome sent = send_shards<std::uint8_t>(world, n, MPI_BYTE, stop, [&](int peer) {
         return pack_images(select_images(data, rows[static_cast<std::size_t>(peer)]));
-      }) == kShardStopped)
-    return kShardStopped;
+      });
+      sent != kShardMade)
+    return sent;
   p.local = image_peer(model, o, data, rows[0], 0);
   pool_images(options, model, n, std::move(data), p);
   return kShardMade;
@@ -218,10 +222,11 @@ ShardOutcome deal_file(const TrainingOptions& options, MPI_Comm world, int rank,
     p.local = receive_shard(world, rank, shape);
     return p.local ? kShardMade : kShardStopped;
   }
-  if (send_shards<double>(world, n, MPI_DOUBLE, stop, [&](int peer) {
+  if (const ShardOutcome sent = send_shards<double>(world, n, MPI_DOUBLE, stop, [&](int peer) {
         return pack(select_rows(data, rows[static_cast<std::size_t>(peer)]));
-      }) == kShardStopped)
-    return kShardStopped;
+      });
+      sent != kShardMade)
+    return sent;
   p.local = logistic_peer(data, rows[0], 0);
   pool_data(options, n, std::move(data), p);
   return kShardMade;
@@ -245,8 +250,10 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std:
   Problem p;
   const bool generated = !classifies_images(o.kind) && (o.kind != ObjectiveKind::logistic || o.data_path.empty());
   // Each rank's shard: dealt by rank 0 from a file, or generated where it is
-  // needed. A bad file throws the same ConfigError on every rank from inside;
-  // a stop or a shard that does not fit, wherever it happens, is agreed on below.
+  // needed. A bad file throws the same ConfigError on every rank from inside; a
+  // stop, or a shard that does not fit where it is generated or packed, is
+  // agreed on below. (A receiving rank that cannot hold the shard it is sent
+  // leaves that message unreceived: the estimate refuses such runs first.)
   int outcome = kShardMade;
   try {
     if (classifies_images(o.kind))

@@ -37,9 +37,11 @@ struct Problem {
 // shard, rank 0 the pooled set); a LIBSVM file is read by rank 0 alone, which
 // sends every rank its shard, so N ranks under SMPI hold one copy, not N.
 // x* and f* are computed on rank 0 and x* is broadcast. A bad file or option
-// throws the same ConfigError on every rank. Rank 0 polls `stop` between the
-// shards it deals and during Newton's and L-BFGS's iterations; once it is set,
-// every rank throws StopRequested (core/error.hpp) together.
+// throws the same ConfigError on every rank. `stop` is polled by each rank while
+// it generates its shard, by rank 0 between the shards it deals and while it
+// builds the pooled problem and its optimum; once it is set, every rank throws
+// StopRequested (core/error.hpp) together, as it throws std::bad_alloc together
+// when a shard does not fit where it is generated or packed.
 Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std::atomic<bool>* stop = nullptr);
 
 // The sequential engine's problem: every peer's f_i in `peers` (local stays

@@ -412,7 +412,9 @@ TEST(SgdLibsvm, ShardsDealtByRankZeroMatchTheSequentialEngine) {
 // own, or rank 0 dealing a file's) ends build_problem with StopRequested on every
 // rank: they agree at one collective, so none is left waiting in a collective
 // the others never reach (the test would hang). Each rank polls its own flag;
-// here one rank's is set before the set-up begins.
+// here one rank's is set before the set-up begins, so rank 0 deals no shard at
+// all. A stop between two dealt shards takes the same path (every rank reports
+// at the agreement after the shards); nothing here can force one there.
 TEST(SgdSetUp, AStopSeenByOneRankEndsTheSetUpOnEveryRank) {
   const SharedFile train_file("stop.svm", libsvm_text(64, 5, 33));
   struct Variant {
