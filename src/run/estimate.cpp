@@ -66,14 +66,19 @@ double wall_seconds(const ProtocolResources& r, const RunShape& s, const Platfor
   // The trace appends trials to one table in batches: a trial costs its rows'
   // bytes, copied and written, and a few microseconds of its summary row.
   const double traced = s.traced ? s.trials * (5e-6 + (s.rounds + 1) * 12 * 8 * 5e-9) : 0.0;
-  // The rounds simulated flow by flow: about 3 us a message in a trial's first
-  // round and 1 us in each later one, whose flows repeat an earlier round's (a
-  // lookup in the fluid memo) or start from the clocks it left (fitted to rings
-  // of 64 to 256 peers on cluster and cloud and recursive doubling of 1,024 to
-  // 4,096 peers: each took 0.2 to 0.75 of this estimate; heterogeneous hosts
-  // cost the most).
+  // The rounds simulated flow by flow. Hosts alike: about 3 us a message in a
+  // trial's first round and 1 us in each later one, whose flows repeat an earlier
+  // round's (a lookup in the fluid memo) or start from the clocks it left. Hosts
+  // of unequal speeds or bandwidths: their flows end one by one, each end touching
+  // every flow still moving, so a message costs about 0.5 us times the square root
+  // of those moving at once, in every round. (Fitted to rings of 64 to 256 peers
+  // on cluster and cloud and recursive doubling of 1,024 to 4,096 peers: each
+  // took 0.15 to 0.75 of this estimate.)
   const LinkLoads::Simulated simulated = LinkLoads::simulated(link, r.pattern, s.peers, s.failures);
-  const double simulation = simulated.messages * (3e-6 + std::max(0.0, s.rounds - 1.0) * 1e-6);
+  const double simulation =
+      link.bandwidths_vary() || link.speeds_vary()
+          ? simulated.messages * s.rounds * std::max(3e-6, 0.5e-6 * std::sqrt(simulated.at_once))
+          : simulated.messages * (3e-6 + std::max(0.0, s.rounds - 1.0) * 1e-6);
   return s.setup_seconds + (per_trial + simulation) * s.trials / parallel + traced;
 }
 
