@@ -18,7 +18,6 @@
 #include "common/protocol_flags.hpp"
 #include "common/training_flags.hpp"
 #include "common/training_reporter.hpp"
-#include "core/comm.hpp"
 #include "core/error.hpp"
 #include "sim/compute.hpp"
 #include "sgd/metrics.hpp"
@@ -66,9 +65,7 @@ std::string build_setup(const avb::TrainingOptions& options, int sequential_peer
 // A stop during build_setup, on every rank together: one line naming the signal
 // (the one the ranks that saw it got), and the exit code 128 + signal.
 int report_setup_stopped() {
-  int signal = avb::app::stop_signal();
-  if (avb::app::mpi_running())
-    avb::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  const int signal = avb::app::max_over_ranks(avb::app::stop_signal());
   avb::app::report_error(kProgram, "stopped by signal " + std::to_string(signal) +
                                        " while building the problem; nothing was written");
   return 128 + signal;

@@ -184,9 +184,7 @@ void check_modelled_hosts(const EngineFlags& flags) {
   int rank = 0;
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
   const double model = flags.link.speed_of(rank);
-  int differs = std::abs(host_speed() - model) <= 1e-9 * model ? 0 : 1, any = 0;
-  check_mpi(MPI_Allreduce(&differs, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-  if (any != 0)
+  if (max_over_ranks(std::abs(host_speed() - model) <= 1e-9 * model ? 0 : 1) != 0)
     throw ConfigError("--wait: the simulated hosts are not the platform the program was given, so the late peers "
                       "would not be the other engines'; name the platform to the program (e.g. --platform cloud) "
                       "and let scripts/smpirun.sh build it from there");
@@ -350,9 +348,7 @@ int print_estimate(const std::string& program, const EngineFlags& flags, const R
   }
   // One verdict for every rank, as options_agreed gives: a rank's estimate may
   // count what others do not hold (rank 0 reads a --data file) or see less memory.
-  int refused = refusal.empty() ? 0 : 1, anywhere = refused;
-  if (mpi_running())
-    check_mpi(MPI_Allreduce(&refused, &anywhere, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  const int refused = refusal.empty() ? 0 : 1, anywhere = max_over_ranks(refused);
   if (world_rank() == 0) {
     for (const std::string& line : describe_estimate(estimate, shape, memory_available(extra_threads(shape))))
       std::fprintf(table_out(), "# estimate: %s\n", line.c_str());

@@ -85,11 +85,13 @@ World world() {
   return w;
 }
 
+int max_over_ranks(int value) {
+  if (mpi_running()) check_mpi(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return value;
+}
+
 bool options_agreed(const std::string& program, const std::string& problem) {
-  int parsed = problem.empty() ? 1 : 0, everywhere = parsed;
-  if (mpi_running())
-    check_mpi(MPI_Allreduce(&parsed, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
-  if (everywhere) return true;
+  if (max_over_ranks(problem.empty() ? 0 : 1) == 0) return true;
   report_error(program, problem.empty() ? "the options could not be read on every rank (is the --config file on a "
                                           "file system all nodes see?)"
                                         : problem);

@@ -59,6 +59,10 @@ void report_warning(const std::string& program, const std::string& message);
 // that quit. False (after rank 0 reported the problem) unless all ranks parsed.
 bool options_agreed(const std::string& program, const std::string& problem);
 
+// Collective: the largest of every rank's `value` (the value itself when MPI is
+// not running), for verdicts all ranks must share.
+int max_over_ranks(int value);
+
 // Collective, after the run: the exit code. 1, after rank 0 reported
 // `trace_error` (rank 0's), when the trace could not be written; 128+signal when
 // stopped by a signal; else 0.

@@ -110,17 +110,25 @@ Dataset unpack(const std::vector<double>& in, int dim) {
   return d;
 }
 
+// What rank 0 sent this rank with its shard (send_shards): empty when it
+// stopped dealing, as no shard is empty.
+template <class T>
+std::vector<T> receive_packed(MPI_Comm world, MPI_Datatype type) {
+  MPI_Status status;
+  check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, type, &count), "MPI_Get_count");
+  std::vector<T> packed(static_cast<std::size_t>(count));
+  check_mpi(MPI_Recv(packed.data(), count, type, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
+  return packed;
+}
+
 // A rank other than 0: its shard from rank 0, rebuilt with logistic_peer's
 // weights (the objective rank 0 would build), or null if rank 0 stopped dealing.
 // shape: the data's dim and samples.
 std::unique_ptr<Objective> receive_shard(MPI_Comm world, int rank, const std::int64_t shape[2]) {
-  MPI_Status status;
-  check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
-  int count = 0;
-  check_mpi(MPI_Get_count(&status, MPI_DOUBLE, &count), "MPI_Get_count");
-  std::vector<double> packed(static_cast<std::size_t>(count));
-  check_mpi(MPI_Recv(packed.data(), count, MPI_DOUBLE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
-  if (count == 0) return nullptr;  // every shard has a sample: rank 0 stopped dealing (send_shards)
+  const std::vector<double> packed = receive_packed<double>(world, MPI_DOUBLE);
+  if (packed.empty()) return nullptr;
   Dataset shard = unpack(packed, static_cast<int>(shape[0]));
   const Eigen::Index m = shard.samples();
   return std::make_unique<LogisticObjective>(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
@@ -184,13 +192,8 @@ ShardOutcome deal_images(const TrainingOptions& options, MPI_Comm world, int ran
   check_mpi(MPI_Bcast(shape, 3, MPI_INT64_T, 0, world), "MPI_Bcast");
   const ImageModel model(o, static_cast<int>(shape[0]), static_cast<int>(shape[2]), options.seed);
   if (rank != 0) {
-    MPI_Status status;
-    check_mpi(MPI_Probe(0, kShardTag, world, &status), "MPI_Probe");
-    int count = 0;
-    check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
-    std::vector<std::uint8_t> packed(static_cast<std::size_t>(count));
-    check_mpi(MPI_Recv(packed.data(), count, MPI_BYTE, 0, kShardTag, world, MPI_STATUS_IGNORE), "MPI_Recv");
-    if (count == 0) return kShardStopped;  // send_shards stopped
+    const std::vector<std::uint8_t> packed = receive_packed<std::uint8_t>(world, MPI_BYTE);
+    if (packed.empty()) return kShardStopped;
     ImageSet shard = unpack_images(packed, static_cast<int>(shape[0]), static_cast<int>(shape[2]));
     const Eigen::Index m = shard.samples();
     p.local = model.make(std::move(shard), Eigen::VectorXd::Constant(m, 1.0 / static_cast<double>(m)),
@@ -248,7 +251,8 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std:
   require_resolved(options, n, "build_problem");
   const ObjectiveOptions& o = options.objective;
   Problem p;
-  const bool generated = !classifies_images(o.kind) && (o.kind != ObjectiveKind::logistic || o.data_path.empty());
+  const bool images = classifies_images(o.kind), file = o.kind == ObjectiveKind::logistic && !o.data_path.empty();
+  const bool generated = !images && !file;
   // Each rank's shard: dealt by rank 0 from a file, or generated where it is
   // needed. A bad file throws the same ConfigError on every rank from inside; a
   // stop, or a shard that does not fit where it is generated or packed, is
@@ -256,9 +260,9 @@ Problem build_problem(const TrainingOptions& options, MPI_Comm world, const std:
   // leaves that message unreceived: the estimate refuses such runs first.)
   int outcome = kShardMade;
   try {
-    if (classifies_images(o.kind))
+    if (images)
       outcome = deal_images(options, world, rank, n, p, stop);
-    else if (!generated)
+    else if (file)
       outcome = deal_file(options, world, rank, n, p, stop);
     else
       p.local = make_objective(o, rank, n, options.seed, nullptr, stop);
