@@ -143,7 +143,7 @@ std::string to_string(const QuantizerSpec& spec) {
 
 Quantizer::Quantizer(const QuantizerSpec& spec) : spec_(spec) { validate(spec_); }
 
-std::size_t Quantizer::encoded_bytes(std::size_t d) const {
+std::size_t Quantizer::coded_bytes(std::size_t d) const {
   switch (spec_.kind) {
     case QuantizerKind::none: return 8 * d;
     case QuantizerKind::fp16: return 2 * d;
@@ -292,7 +292,8 @@ DecodeResult decode_stochastic(const std::byte* p, std::span<double> out, const 
 
 }  // namespace
 
-void Quantizer::encode(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const {
+void Quantizer::encode_coded(std::span<const double> x, const EncodeContext& context,
+                             std::vector<std::byte>& out) const {
   // none and fp16 write every byte (a buffer reused at one size is not even
   // resized: a swarm exchange encodes a few doubles at a time); the others pack
   // bits into zeroed bytes.
@@ -311,8 +312,8 @@ void Quantizer::encode(std::span<const double> x, const EncodeContext& context, 
   }
 }
 
-DecodeResult Quantizer::decode(std::span<const std::byte> in, std::span<const double> reference,
-                               std::span<double> out) const {
+DecodeResult Quantizer::decode_coded(std::span<const std::byte> in, std::span<const double> reference,
+                                     std::span<double> out) const {
   const std::size_t d = out.size();
   if (in.size() != encoded_bytes(d))
     throw Error("Quantizer " + to_string(spec_) + ": " + std::to_string(in.size()) + " bytes received, " +

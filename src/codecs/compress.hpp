@@ -9,9 +9,11 @@
 // so the same bytes come out on any engine, rank count or call order.
 #pragma once
 
+#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -115,19 +117,44 @@ class Quantizer {
   const QuantizerSpec& spec() const { return spec_; }
 
   // Bytes of the encoding of a d-vector, header included; the same for every x.
-  std::size_t encoded_bytes(std::size_t d) const;
+  std::size_t encoded_bytes(std::size_t d) const {
+    return spec_.kind == QuantizerKind::none ? 8 * d : coded_bytes(d);
+  }
 
   // Replaces `out` with the encoding of x (out.size() == encoded_bytes(x.size())).
-  void encode(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const;
+  // none is done here, inline: an exchange of swarm encodes a few doubles at a
+  // time, and the calls cost more than the copy.
+  void encode(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const {
+    if (spec_.kind != QuantizerKind::none || std::endian::native != std::endian::little)
+      return encode_coded(x, context, out);
+    if (out.size() != 8 * x.size()) out.resize(8 * x.size());
+    copy_doubles(out.data(), x.data(), x.size());
+  }
 
   // Decodes `in` into out (d = out.size(), in.size() must be encoded_bytes(d)).
   // `reference` is the receiver's own vector b (size d): lattice decodes each
   // coordinate to the lattice point nearest to it; other kinds ignore it (may be
   // empty). `out` may be `reference` itself (decoding in place). Throws Error
   // on a size mismatch.
-  DecodeResult decode(std::span<const std::byte> in, std::span<const double> reference, std::span<double> out) const;
+  DecodeResult decode(std::span<const std::byte> in, std::span<const double> reference, std::span<double> out) const {
+    if (spec_.kind != QuantizerKind::none || std::endian::native != std::endian::little || in.size() != 8 * out.size())
+      return decode_coded(in, reference, out);
+    copy_doubles(out.data(), in.data(), out.size());
+    return {};
+  }
 
  private:
+  std::size_t coded_bytes(std::size_t d) const;
+  void encode_coded(std::span<const double> x, const EncodeContext& context, std::vector<std::byte>& out) const;
+  DecodeResult decode_coded(std::span<const std::byte> in, std::span<const double> reference,
+                            std::span<double> out) const;
+  // d doubles' bytes (one double, the commonest, without a call to memcpy).
+  static void copy_doubles(void* to, const void* from, std::size_t d) {
+    if (d == 1)
+      std::memcpy(to, from, 8);
+    else
+      std::memmove(to, from, 8 * d);
+  }
   QuantizerSpec spec_;
 };
 

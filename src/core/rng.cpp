@@ -17,7 +17,9 @@ Stream::Block Stream::block(std::uint64_t round, std::uint64_t peer, std::uint64
 }
 
 std::uint64_t Stream::bits(std::uint64_t round, std::uint64_t peer, std::uint64_t draw) const {
-  return block(round, peer, draw, 0).w[0];
+  // block()'s first word, without the other three copied out.
+  r123::Philox4x64 philox;
+  return philox(r123::Philox4x64::ctr_type{{round, peer, draw, 0}}, r123::Philox4x64::key_type{{seed_, id_}}).v[0];
 }
 
 double Stream::uniform(std::uint64_t round, std::uint64_t peer, std::uint64_t draw) const {

@@ -14,6 +14,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -54,14 +55,23 @@ class MessageBytes {
       heap_.resize(size_);
       to = heap_.data();
     }
-    std::copy(head.begin(), head.end(), to);
-    std::copy(payload.begin(), payload.end(), to + head.size());
+    put(to, head);
+    put(to + head.size(), payload);
   }
   std::span<const std::byte> view() const { return {size_ > inline_.size() ? heap_.data() : inline_.data(), size_}; }
   std::byte operator[](std::size_t i) const { return view()[i]; }
   std::size_t size() const { return size_; }
 
  private:
+  // A header's 8 bytes, a status byte, a double: without a call to memcpy.
+  static void put(std::byte* to, std::span<const std::byte> from) {
+    if (from.size() == 8)
+      std::memcpy(to, from.data(), 8);
+    else if (from.size() == 1)
+      *to = from[0];
+    else if (!from.empty())
+      std::memcpy(to, from.data(), from.size());
+  }
   std::uint32_t size_ = 0;
   std::array<std::byte, kInlineBytes> inline_{};
   std::vector<std::byte> heap_;
@@ -148,16 +158,31 @@ struct Sent {
 };
 
 // The tables above (messages, sent replies) are kept by index, so that a table
-// may grow while its items wait in lists; a used slot goes back to `free`.
+// may grow while its items wait in lists; a used slot goes back to its
+// FreeSlots, last out first. (Its own stack: a vector's push_back is not
+// inlined, and every message frees a slot or two.)
+class FreeSlots {
+ public:
+  void put(int i) {
+    if (n_ == slots_.size()) grow();
+    slots_[n_++] = i;
+  }
+  bool empty() const { return n_ == 0; }
+  int take() { return slots_[--n_]; }
+  void clear() { n_ = 0; }
+
+ private:
+  [[gnu::noinline]] void grow() { slots_.resize(std::max<std::size_t>(64, 2 * slots_.size())); }
+  std::vector<int> slots_;
+  std::size_t n_ = 0;
+};
 template <class T>
-int take_slot(std::vector<T>& table, std::vector<int>& free) {
+int take_slot(std::vector<T>& table, FreeSlots& free) {
   if (free.empty()) {
     table.emplace_back();
     return static_cast<int>(table.size()) - 1;
   }
-  const int i = free.back();
-  free.pop_back();
-  return i;
+  return free.take();
 }
 template <class T>
 void push(List& list, int i, std::vector<T>& table) {
@@ -231,7 +256,12 @@ class SwarmPeers final : public EventPeers {
   std::span<const double> reference(int p) {
     return mode_ == SwarmMode::blocking ? pre_local(p) : published(p);
   }
-  static void copy(std::span<const double> from, std::span<double> to) { std::copy(from.begin(), from.end(), to.begin()); }
+  static void copy(std::span<const double> from, std::span<double> to) {
+    if (from.size() == 1)  // --dim 1: no call to memmove
+      to[0] = from[0];
+    else
+      std::copy(from.begin(), from.end(), to.begin());
+  }
   // A scratch vector at size d (most calls find it there: no call to resize).
   static void fit(std::vector<double>& v, std::size_t d) {
     if (v.size() != d) v.resize(d);
@@ -271,7 +301,7 @@ class SwarmPeers final : public EventPeers {
 
   // Messages.
   int new_message(int from, int to, bool is_reply);
-  void release(int m) { free_.push_back(m); }
+  void release(int m) { free_.put(m); }
   void post(int m);   // a request: moves once the receiver's listening receive is free
   double start(int m);  // moves from now; returns when it arrives
 
@@ -288,9 +318,9 @@ class SwarmPeers final : public EventPeers {
   std::vector<Peer> peers_;
   std::vector<Clock> clocks_;
   std::vector<Sent> sent_;
-  std::vector<int> free_sent_;
+  FreeSlots free_sent_;
   std::vector<Message> messages_;
-  std::vector<int> free_;
+  FreeSlots free_;
   std::unordered_map<int, AliveSet> alive_lists_;  // the alive peers of a round (alive_set)
   int alive_round_ = -1;                           // ... the last one asked for
   const AliveSet* alive_ = nullptr;

@@ -28,7 +28,7 @@ double SwarmPeers::reap_replies(int p) {
   while (!sent.empty()) {
     seconds += kTestSeconds;
     if (s.oldest_reply > now()) break;
-    free_sent_.push_back(pop(sent, sent_));
+    free_sent_.put(pop(sent, sent_));
     if (!sent.empty()) s.oldest_reply = sent_[static_cast<std::size_t>(sent.head)].arrives;
   }
   return seconds;
@@ -36,7 +36,7 @@ double SwarmPeers::reap_replies(int p) {
 
 void SwarmPeers::drop_replies(int p) {
   List& sent = at(p).replies;
-  for (int r = sent.head; r >= 0; r = sent_[static_cast<std::size_t>(r)].next) free_sent_.push_back(r);
+  for (int r = sent.head; r >= 0; r = sent_[static_cast<std::size_t>(r)].next) free_sent_.put(r);
   sent = List{};
 }
 
@@ -70,7 +70,8 @@ void SwarmPeers::answer(Population& x, int q, int request) {
   const std::span<const std::byte> incoming = messages_[static_cast<std::size_t>(request)].bytes.view();
   const int initiator = messages_[static_cast<std::size_t>(request)].from;
   const std::span<const double> ref = reference(q);
-  before_.assign(ref.begin(), ref.end());
+  fit(before_, ref.size());
+  copy(ref, before_);
   const std::size_t d = before_.size();
   std::uint32_t header[2];
   std::memcpy(header, incoming.data(), kHeader);
@@ -158,7 +159,7 @@ double SwarmPeers::start(int m) {
   const std::size_t charged = size > header ? size + model_extra_ : size;
   context_->bytes += charged;
   const double seconds = context_->transit->start(msg.from, msg.to, static_cast<double>(charged));
-  context_->queue.at(now() + seconds, msg.to, kArrive, m, msg.from);
+  context_->queue.at(now() + seconds, msg.to, kArrive, m);
   return now() + seconds;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -84,9 +85,17 @@ class Transit {
     count_regions(from, to, by);
   }
   void count_regions(int from, int to, int by);
-  // SimGrid's factors of the last two message sizes asked for (a run sends a few
-  // sizes, and an exchange alternates two: its requests' and its replies').
+  // SimGrid's factors of a message size: a table for the sizes of a few bytes
+  // (swarm at --dim 1 sends three, in no order a branch could learn), else those
+  // of the last two sizes asked for (an exchange alternates its requests' and its
+  // replies').
+  static constexpr std::size_t kTinySizes = 64;
   SmpiFactors factors(double bytes) const {
+    if (bytes < static_cast<double>(kTinySizes) && bytes == static_cast<double>(static_cast<std::size_t>(bytes))) {
+      SmpiFactors& f = tiny_[static_cast<std::size_t>(bytes)];
+      if (f.latency < 0) f = smpi_factors(bytes);
+      return f;
+    }
     if (bytes == factors_of_[0]) return factors_[0];
     if (bytes != factors_of_[1]) {
       factors_[1] = smpi_factors(bytes);
@@ -95,6 +104,12 @@ class Transit {
     std::swap(factors_of_[0], factors_of_[1]);
     std::swap(factors_[0], factors_[1]);
     return factors_[0];
+  }
+  mutable std::array<SmpiFactors, kTinySizes> tiny_ = filled_with({-1, -1});
+  static std::array<SmpiFactors, kTinySizes> filled_with(SmpiFactors f) {
+    std::array<SmpiFactors, kTinySizes> a;
+    a.fill(f);
+    return a;
   }
   mutable double factors_of_[2] = {-1, -1};
   mutable SmpiFactors factors_[2] = {};

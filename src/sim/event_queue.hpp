@@ -16,16 +16,14 @@
 
 namespace avb {
 
-// What happens: to which peer, of which kind (the protocol's own numbering, in
-// [-128, 127]), one number it needs (a message's index, a tick), and the other
-// peer it involves, if any (a message's sender, in [0, 2^24)): known at once, so
-// that its state can be fetched beside the message's rather than after it.
+// What happens: to which peer (in [0, 2^24), the engine's most peers), of which
+// kind (the protocol's own numbering, in [-128, 127]), and one number it needs
+// (a message's index, a tick).
 struct Event {
   double time = 0;
   int peer = 0;
   int kind = 0;
   int arg = 0;
-  int other = 0;
 };
 
 // A radix heap: simulated time never goes back, so no event is scheduled before
@@ -37,12 +35,12 @@ struct Event {
 // (refill) rather than spread down the buckets bit by bit.
 class EventQueue {
  public:
-  void at(double time, int peer, int kind, int arg = 0, int other = 0) {
+  void at(double time, int peer, int kind, int arg = 0) {
     const std::uint64_t key = key_of(time);
     if (key < now_key_) throw Error("event queue: an event was scheduled before the last one taken");
-    if (kind < -128 || kind > 127 || other < 0 || other >= (1 << 24))
-      throw Error("event queue: an event's kind or other peer is out of range");
-    put(Entry{key, peer, (static_cast<std::uint32_t>(other) << 8) | static_cast<std::uint8_t>(kind), arg});
+    if (kind < -128 || kind > 127 || peer < 0 || peer >= (1 << 24))
+      throw Error("event queue: an event's kind or peer is out of range");
+    put(Entry{key, (static_cast<std::uint32_t>(peer) << 8) | static_cast<std::uint8_t>(kind), arg});
     ++size_;
   }
   bool empty() const { return size_ == 0; }
@@ -54,8 +52,7 @@ class EventQueue {
     --size_;
     now_key_ = e.key;
     now_ = time_of(e.key);
-    return Event{now_, e.peer, static_cast<std::int8_t>(e.kind_other & 0xff), e.arg,
-                 static_cast<int>(e.kind_other >> 8)};
+    return Event{now_, static_cast<int>(e.peer_kind >> 8), static_cast<std::int8_t>(e.peer_kind & 0xff), e.arg};
   }
   double now() const { return now_; }
   // If no event is due at or before `time` (>= now), the clock moves on to it
@@ -79,7 +76,7 @@ class EventQueue {
     now_ = time;
     return true;
   }
-  static constexpr std::size_t kEntryBytes = 24;  // an event's bytes in the queue
+  static constexpr std::size_t kEntryBytes = 16;  // an event's bytes in the queue
   // Forgets every event and the clock (a new round).
   void reset(double now = 0) {
     for (auto& bucket : buckets_) bucket.size = 0;
@@ -93,12 +90,11 @@ class EventQueue {
   }
 
  private:
-  // 24 bytes: an event moves through a few buckets, so its size is what
+  // 16 bytes: an event moves through a few buckets, so its size is what
   // the queue's time goes into.
   struct Entry {
     std::uint64_t key;
-    int peer;
-    std::uint32_t kind_other;  // the other peer above the kind's 8 bits
+    std::uint32_t peer_kind;  // the peer above the kind's 8 bits
     int arg;
   };
   // A double's bits as an unsigned number in the same order as the doubles.
