@@ -30,19 +30,19 @@ struct SettingFlags {
     return std::string(help) + (takers.empty() ? "" : " [--protocol " + takers + "]");
   }
   template <class E, class Names>
-  void word(std::string_view flag, E& field, const Names& names, std::string_view help, bool) {
+  void word(std::string_view flag, E& field, const Names& names, std::string_view help, bool, Takers = {}) {
     add.word(std::string(flag), field, names, help_of(flag, help));
   }
   template <class Int>
-  void integer(std::string_view flag, Int& field, IntRange range, std::string_view help, bool) {
+  void integer(std::string_view flag, Int& field, IntRange range, std::string_view help, bool, Takers = {}) {
     add.integer(std::string(flag), field, range.min, range.max, help_of(flag, help));
   }
-  void real(std::string_view flag, double& field, RealRange range, std::string_view help, bool) {
+  void real(std::string_view flag, double& field, RealRange range, std::string_view help, bool, Takers = {}) {
     add.real(std::string(flag), field, range.accepted(), help_of(flag, help),
              [range](double v) { return range.contains(v); });
   }
   template <class T>
-  void custom(std::string_view flag, T& field, const TextCodec<T>& codec, std::string_view help, bool) {
+  void custom(std::string_view flag, T& field, const TextCodec<T>& codec, std::string_view help, bool, Takers = {}) {
     add.custom(std::string(flag), codec.format(field), codec.type(), help_of(flag, help),
                [&field, &codec](const std::string& text) { codec.parse(text, field); });
   }

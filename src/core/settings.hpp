@@ -4,16 +4,19 @@
 // listings, so none of them repeats a flag's name, default, range or help.
 //
 // A visitor has four members, one per kind of value, each called with the flag,
-// the field, what it accepts, its help and whether describe() records it for the
-// options at hand (a lattice's q only under --quantizer lattice):
-//   word(flag, field, const EnumNames&, help, recorded)
-//   integer(flag, field, IntRange, help, recorded)
-//   real(flag, field, RealRange, help, recorded)
-//   custom(flag, field, const TextCodec<T>&, help, recorded)
+// the field, what it accepts, its help, whether describe() records it for the
+// options at hand (a lattice's q only under --quantizer lattice) and, for a
+// setting several protocols share outside any family, the protocols that take
+// it (Takers):
+//   word(flag, field, const EnumNames&, help, recorded[, takers])
+//   integer(flag, field, IntRange, help, recorded[, takers])
+//   real(flag, field, RealRange, help, recorded[, takers])
+//   custom(flag, field, const TextCodec<T>&, help, recorded[, takers])
 #pragma once
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +26,11 @@
 #include "core/format.hpp"
 
 namespace avb {
+
+// The built-in protocols that take a shared setting, named in its declaration
+// (protocols/options.hpp), from which their catalog rows take its flag. Empty for
+// a protocol's own settings and a family's, whose rows name the table.
+using Takers = std::span<const std::string_view>;
 
 // Integers in [min, max]; a max of kNoIntLimit reads "an integer >= min".
 inline constexpr long long kNoIntLimit = 1LL << 30;
@@ -96,17 +104,17 @@ struct TextCodec {
 // command line's already): throws ConfigError("--gamma: 0 is not a number in (0, 1]").
 struct RangeCheck {
   template <class E, class Names>
-  void word(std::string_view, const E&, const Names&, std::string_view, bool) {}
+  void word(std::string_view, const E&, const Names&, std::string_view, bool, Takers = {}) {}
   template <class Int>
-  void integer(std::string_view flag, const Int& v, IntRange range, std::string_view, bool) {
+  void integer(std::string_view flag, const Int& v, IntRange range, std::string_view, bool, Takers = {}) {
     if (!range.contains(static_cast<long long>(v)))
       throw ConfigError(std::string(flag) + ": " + std::to_string(v) + " is not " + range.accepted());
   }
-  void real(std::string_view flag, double v, RealRange range, std::string_view, bool) {
+  void real(std::string_view flag, double v, RealRange range, std::string_view, bool, Takers = {}) {
     if (!range.contains(v)) throw ConfigError(std::string(flag) + ": " + format_number(v) + " is not " + range.accepted());
   }
   template <class T>
-  void custom(std::string_view, const T&, const TextCodec<T>&, std::string_view, bool) {}
+  void custom(std::string_view, const T&, const TextCodec<T>&, std::string_view, bool, Takers = {}) {}
 };
 
 // The visitor that writes the settings as a run's description records them:
@@ -119,18 +127,19 @@ struct SettingTexts {
     if (recorded) out.emplace_back(std::string(flag.substr(2)), std::move(value));
   }
   template <class E, class Names>
-  void word(std::string_view flag, const E& v, const Names& names, std::string_view, bool recorded) {
+  void word(std::string_view flag, const E& v, const Names& names, std::string_view, bool recorded, Takers = {}) {
     keep(flag, std::string(names.name(v)), recorded);
   }
   template <class Int>
-  void integer(std::string_view flag, const Int& v, IntRange, std::string_view, bool recorded) {
+  void integer(std::string_view flag, const Int& v, IntRange, std::string_view, bool recorded, Takers = {}) {
     keep(flag, std::to_string(v), recorded);
   }
-  void real(std::string_view flag, double v, RealRange, std::string_view, bool recorded) {
+  void real(std::string_view flag, double v, RealRange, std::string_view, bool recorded, Takers = {}) {
     keep(flag, format_number(v), recorded);
   }
   template <class T>
-  void custom(std::string_view flag, const T& v, const TextCodec<T>& codec, std::string_view, bool recorded) {
+  void custom(std::string_view flag, const T& v, const TextCodec<T>& codec, std::string_view, bool recorded,
+              Takers = {}) {
     keep(flag, codec.format(v), recorded);
   }
 };
@@ -143,6 +152,31 @@ struct SettingFlagNames {
   template <class... Rest> void integer(std::string_view flag, Rest&&...) { flags.push_back(flag); }
   template <class... Rest> void real(std::string_view flag, Rest&&...) { flags.push_back(flag); }
   template <class... Rest> void custom(std::string_view flag, Rest&&...) { flags.push_back(flag); }
+};
+
+// The visitor that lists the flags of the shared settings whose takers name
+// `protocol`, in their order (the catalog's built-in rows start with them).
+struct SharedFlagsOf {
+  std::string_view protocol;
+  std::vector<std::string_view> flags;
+
+  void keep(std::string_view flag, Takers takers) {
+    for (std::string_view name : takers)
+      if (name == protocol) flags.push_back(flag);
+  }
+  template <class E, class Names>
+  void word(std::string_view flag, const E&, const Names&, std::string_view, bool, Takers takers = {}) {
+    keep(flag, takers);
+  }
+  template <class Int>
+  void integer(std::string_view flag, const Int&, IntRange, std::string_view, bool, Takers takers = {}) {
+    keep(flag, takers);
+  }
+  void real(std::string_view flag, double, RealRange, std::string_view, bool, Takers takers = {}) { keep(flag, takers); }
+  template <class T>
+  void custom(std::string_view flag, const T&, const TextCodec<T>&, std::string_view, bool, Takers takers = {}) {
+    keep(flag, takers);
+  }
 };
 
 }  // namespace avb

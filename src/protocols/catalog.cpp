@@ -36,11 +36,11 @@ std::vector<std::string_view> joined(std::vector<std::string_view> a, const std:
   return a;
 }
 
-// `before`, the flags of a protocol's own settings, then `after`: a new setting
-// there is taken without a word here.
+// The flags of a protocol's own settings, then `after`: a new setting there is
+// taken without a word here.
 template <class Settings>
-std::vector<std::string_view> own_flags(std::vector<std::string_view> before, std::vector<std::string_view> after) {
-  return joined(joined(std::move(before), flags_of<Settings>()), after);
+std::vector<std::string_view> own_flags(const std::vector<std::string_view>& after) {
+  return joined(flags_of<Settings>(), after);
 }
 
 // A protocol that sends Q(x) takes the quantizer's flags after its own.
@@ -87,14 +87,26 @@ std::vector<std::string_view> with_waiting(std::vector<std::string_view> own) {
   return joined(std::move(own), flags_of<WaitSpec>());
 }
 
+// Each row's flags after those of the shared settings that name it among their
+// takers (protocols/options.hpp), which a row does not repeat.
+std::vector<ProtocolInfo> with_shared_flags(std::vector<ProtocolInfo> rows) {
+  const ProtocolOptions defaults;
+  for (ProtocolInfo& row : rows) {
+    SharedFlagsOf shared{row.name, {}};
+    for_each_setting(defaults, shared);
+    row.flags = joined(std::move(shared.flags), row.flags);
+  }
+  return rows;
+}
+
 // The built-in rows. The catalog starts as these and grows only by
 // register_protocol(), before any run.
-const std::vector<ProtocolInfo> kBuiltIn = {
+const std::vector<ProtocolInfo> kBuiltIn = with_shared_flags({
     {.name = "allreduce",
      .summary = "all-reduce over all peers (--collective); All-Reduce with restarts under abort",
      .default_semantics = FS::abort,
      .semantics = {FS::abort, FS::survivors},
-     .flags = with_waiting(with_quantizer_no_lattice({"--collective", "--groups", "--model-dim"})),
+     .flags = with_waiting(with_quantizer_no_lattice({"--model-dim"})),
      .lattice_refusal = "a partial sum has no value near it at the receiver to decode against",
      .tracking_refusal = lossless,
      .forms = kAllreduceForms},
@@ -102,8 +114,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "alive peers shuffled into groups of --group-size each round, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = with_waiting(with_quantizer_no_lattice(
-         own_flags<RandomGroupsSettings>({}, {"--min-group-size", "--collective", "--groups", "--model-dim"}))),
+     .flags = with_waiting(with_quantizer_no_lattice(own_flags<RandomGroupsSettings>({"--model-dim"}))),
      .lattice_refusal = kButterflyLattice,
      .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors; },
      .forms = kRandomGroupsForms},
@@ -111,8 +122,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "Moshpit All-Reduce: groups along a virtual --grid, butterfly all-reduce (--collective)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors, FS::abort, FS::partial},
-     .flags = with_waiting(with_quantizer_no_lattice(
-         own_flags<MoshpitSettings>({}, {"--min-group-size", "--collective", "--groups", "--model-dim"}))),
+     .flags = with_waiting(with_quantizer_no_lattice(own_flags<MoshpitSettings>({"--model-dim"}))),
      .lattice_refusal = kButterflyLattice,
      .waits_on_failure = [](const ProtocolOptions& o) { return o.on_failure != FS::survivors || o.moshpit.key_update != KeyUpdate::chunk; },
      .forms = kMoshpitForms},
@@ -122,7 +132,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "synchronous gossip x <- Wx on a --topology (D-PSGD mixing)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = with_quantizer({"--topology", "--weights", "--alive-weights", "--model-dim"}),
+     .flags = with_quantizer({"--model-dim"}),
      .default_topology = TopologyKind::exp,
      .tracking_refusal = gossip_tracking,
      .forms = kGossipForms},
@@ -130,7 +140,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "push-sum (SGP): (x, w) pushed along a --topology, estimate x/w",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = {"--topology", "--model-dim"},
+     .flags = {"--model-dim"},
      .default_topology = TopologyKind::one_peer_exp,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer would need the departed peer's push-sum weight",
@@ -144,7 +154,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "randomized pairwise gossip: a random matching on a --topology each round, pairs average",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = with_quantizer({"--topology", "--model-dim"}),
+     .flags = with_quantizer({"--model-dim"}),
      .default_topology = TopologyKind::complete,
      .waits_on_failure = [](const ProtocolOptions&) { return false; },
      .forms = kPairwiseForms},
@@ -152,7 +162,7 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "SwarmSGD: each peer averages with a random --topology neighbour, asynchronously (--mode)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = with_quantizer(own_flags<SwarmSettings>({"--topology"}, {"--model-dim"})),
+     .flags = with_quantizer(own_flags<SwarmSettings>({"--model-dim"})),
      .default_topology = TopologyKind::complete,
      .churn = ChurnSupport::averaging_only,
      .churn_refusal = "a joiner's state transfer could wait on a peer that waits on it mid-interaction",
@@ -163,12 +173,12 @@ const std::vector<ProtocolInfo> kBuiltIn = {
      .summary = "CHOCO-Gossip: gossip steps of size --gamma that send only compressed differences (--quantizer)",
      .default_semantics = FS::survivors,
      .semantics = {FS::survivors},
-     .flags = with_quantizer(own_flags<ChocoSettings>({"--topology", "--weights"}, {})),
+     .flags = with_quantizer(flags_of<ChocoSettings>()),
      .default_topology = TopologyKind::ring,
      .churn = ChurnSupport::no,
      .churn_refusal = "a new peer has no copies of its neighbours' public vectors, nor they of its",
      .forms = kChocoForms},
-};
+});
 
 std::vector<ProtocolInfo>& catalog() {
   static std::vector<ProtocolInfo> rows = kBuiltIn;

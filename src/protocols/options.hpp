@@ -7,8 +7,8 @@
 // protocol is a field and a line there. So is a setting of a family several
 // protocols take whole, in the family's header: the quantizer's (codecs/compress.hpp)
 // and the waiting policy's (sim/arrivals.hpp). Any other shared setting is a field
-// and a line here, and its flag in the rows of the protocols that take it
-// (protocols/catalog.cpp).
+// and a line here, whose last argument names the protocols that take it: their
+// catalog rows start with its flag (protocols/catalog.cpp, shared_flags).
 #pragma once
 
 #include <optional>
@@ -88,33 +88,42 @@ inline constexpr TextCodec<std::optional<TopologySpec>> kTopologyText{
       field = text == "default" ? std::nullopt : std::optional(parse_topology(text));
     },
     [](const std::optional<TopologySpec>& field) { return field ? to_string(*field) : std::string("default"); }};
+// Who takes the shared settings below (core/settings.hpp's Takers).
+inline constexpr std::string_view kGroupProtocols[] = {"random-groups", "moshpit"};
+inline constexpr std::string_view kCollectiveProtocols[] = {"allreduce", "random-groups", "moshpit"};
+inline constexpr std::string_view kGraphProtocols[] = {"gossip", "pushsum", "pairwise", "swarm", "choco"};
+inline constexpr std::string_view kWeightedProtocols[] = {"gossip", "choco"};
+inline constexpr std::string_view kGossip[] = {"gossip"};
+
 // Every protocol setting, in the order --help lists them (see core/settings.hpp
 // for the visitor). `O` is ProtocolOptions or const ProtocolOptions. Which
 // protocols take a setting is their catalog rows' business.
 template <class O, class Visitor>
 void for_each_setting(O& o, Visitor&& v) {
   v.custom("--on-failure", o.on_failure, kOnFailureText, "failure semantics (default: the protocol's own)", true);
+  v.integer("--min-group-size", o.min_group_size, IntRange{2, kNoIntLimit},
+            "smaller groups do not average, an integer >= 2", true, kGroupProtocols);
   v.word("--collective", o.collective, kCollectiveNames,
          "all-reduce inside groups: auto (allreduce: ring or doubling by cost; group protocols: butterfly), ring "
          "(bandwidth-optimal), doubling (latency-optimal), tree (fewest messages: cheapest to simulate), butterfly, "
          "mpi (the MPI library's MPI_Allreduce; needs --groups comm)",
-         true);
+         true, kCollectiveProtocols);
   v.word("--groups", o.groups, kGroupFormNames,
          "how a round's groups are made: view (rank-translating view of the trial's communicator, free) or comm (an "
          "MPI communicator per group, made in the round)",
-         true);
+         true, kCollectiveProtocols);
   for_each_setting(o.moshpit, v);
   for_each_setting(o.random_groups, v);
-  v.integer("--min-group-size", o.min_group_size, IntRange{2, kNoIntLimit},
-            "smaller groups do not average, an integer >= 2", true);
   for_each_setting(o.wait, v);
   v.custom("--topology", o.topology, kTopologyText,
-           "the graph (default: ring for gossip and choco, one-peer-exp for pushsum, complete for the others)", true);
-  v.word("--weights", o.weights, kWeightsNames, "mixing weights, uniform (1/(deg+1)) or metropolis", true);
+           "the graph (default: ring for gossip and choco, one-peer-exp for pushsum, complete for the others)", true,
+           kGraphProtocols);
+  v.word("--weights", o.weights, kWeightsNames, "mixing weights, uniform (1/(deg+1)) or metropolis", true,
+         kWeightedProtocols);
   v.word("--alive-weights", o.alive_weights, kAliveWeightsNames,
          "under failures: renormalize rows over alive neighbours (moves the mean) or metropolis weights of the alive "
          "subgraph (keeps it; needs --weights metropolis)",
-         true);
+         true, kGossip);
   for_each_setting(o.swarm, v);
   for_each_setting(o.choco, v);
   for_each_setting(o.quantizer, v);

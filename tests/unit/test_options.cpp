@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "run/averaging.hpp"
@@ -117,6 +118,43 @@ TEST(Options, CatalogRowsTakeAFamilyOfSettingsWhole) {
       takers += held > 0;
     }
     EXPECT_GT(takers, 0) << "no protocol takes the " << family << " family";
+  }
+}
+
+// A shared setting outside any family names its takers in its declaration
+// (protocols/options.hpp): each must be a built-in protocol (a misspelt name
+// would drop the flag silently), whose row takes the flag, and no other row does.
+struct TakersOf {
+  std::vector<std::pair<std::string_view, Takers>> shared;
+  template <class... Rest>
+  void word(std::string_view flag, Rest&&... rest) { note(flag, std::forward_as_tuple(rest...)); }
+  template <class... Rest>
+  void integer(std::string_view flag, Rest&&... rest) { note(flag, std::forward_as_tuple(rest...)); }
+  template <class... Rest>
+  void real(std::string_view flag, Rest&&... rest) { note(flag, std::forward_as_tuple(rest...)); }
+  template <class... Rest>
+  void custom(std::string_view flag, Rest&&... rest) { note(flag, std::forward_as_tuple(rest...)); }
+  // (field, accepts, help, recorded[, takers])
+  template <class Arguments>
+  void note(std::string_view flag, const Arguments& a) {
+    if constexpr (std::tuple_size_v<Arguments> == 5) shared.emplace_back(flag, Takers(std::get<4>(a)));
+  }
+};
+
+TEST(Options, ASharedSettingReachesTheRowsOfItsTakersOnly) {
+  TakersOf visitor;
+  const ProtocolOptions o;
+  for_each_setting(o, visitor);
+  ASSERT_GE(visitor.shared.size(), 6u);  // --min-group-size ... --alive-weights
+  for (const auto& [flag, takers] : visitor.shared) {
+    ASSERT_FALSE(takers.empty()) << flag;
+    for (std::string_view name : takers)
+      EXPECT_TRUE(std::any_of(protocol_catalog().begin(), protocol_catalog().end(),
+                              [&](const ProtocolInfo& row) { return row.name == name; }))
+          << flag << " names " << name << ", which is no protocol";
+    for (const ProtocolInfo& row : protocol_catalog())
+      EXPECT_EQ(takes(row.name, flag), std::find(takers.begin(), takers.end(), row.name) != takers.end())
+          << row.name << ", " << flag;
   }
 }
 
