@@ -47,6 +47,21 @@ struct Part {
   std::size_t size() const { return end - begin; }
 };
 Part butterfly_part(std::size_t length, int n, int p);
+// f(k, butterfly_part(length, n, k).size()) for k = 0 .. n - 1, in that order,
+// without a division each (a group's parts, charged every round): part k is
+// q = length / n, plus 1 when (k + 1) r / n passes an integer, r = length % n.
+template <class F>
+void for_each_part_size(std::size_t length, int n, F&& f) {
+  const auto un = static_cast<std::size_t>(n);
+  const std::size_t q = length / un, r = length % un;
+  std::size_t rem = 0;  // k r mod n
+  for (int k = 0; k < n; ++k) {
+    rem += r;
+    const std::size_t extra = rem >= un ? 1 : 0;
+    rem -= extra * un;
+    f(k, q + extra);
+  }
+}
 
 // Does `sender` deliver its copy of part `reducer` (both ranks of an n-member group)?
 bool delivers(const MemberFate& sender_fate, int sender, int reducer, int n);

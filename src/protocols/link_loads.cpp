@@ -38,6 +38,8 @@ LinkLoads::LinkLoads(const Hosts& hosts, int n_peers, const std::atomic<bool>* s
       regions_(std::max(1, hosts.platform().regions)),
       out_(static_cast<std::size_t>(n_peers), 0.0F),
       in_(static_cast<std::size_t>(n_peers), 0.0F),
+      touched_hosts_(static_cast<std::size_t>(n_peers)),
+      alike_(hosts.uniform_bandwidth()),
       backbone_(static_cast<std::size_t>(regions_), 0.0) {
   const std::int64_t keys = platform_.wide_link_keys();
   if (regions_ > 1 && keys <= kDenseWideLinks) wan_.assign(static_cast<std::size_t>(keys), 0.0);
@@ -99,10 +101,14 @@ void LinkLoads::phase(int repeats) {
 
 void LinkLoads::load_host(int peer, double out, double in) {
   const auto i = static_cast<std::size_t>(peer);
-  if (out_[i] == 0.0F && in_[i] == 0.0F) touched_hosts_.push_back(peer);
+  if (out_[i] == 0.0F && in_[i] == 0.0F) touched_hosts_[touched_++] = peer;  // once a phase: at most n
   out_[i] += static_cast<float>(out);
   in_[i] += static_cast<float>(in);
-  busiest_ = std::max(busiest_, static_cast<double>(std::max(out_[i], in_[i])) / hosts_.bandwidth(peer));
+  const float load = std::max(out_[i], in_[i]);
+  if (alike_)  // one bandwidth: the busiest host is the most loaded, divided once (close_phase)
+    most_loaded_ = std::max(most_loaded_, load);
+  else
+    busiest_ = std::max(busiest_, static_cast<double>(load) / hosts_.bandwidth(peer));
 }
 
 void LinkLoads::load_backbone(int region, double bytes) {
@@ -250,6 +256,7 @@ void LinkLoads::collective(Collective c, std::span<const int> members, std::size
 }
 
 void LinkLoads::close_phase() {
+  busiest_ = std::max(busiest_, static_cast<double>(most_loaded_) / platform_.bandwidth);
   if (repeats_ > 0 && message_ > 0) {
     const SmpiFactors f = smpi_factors(message_);
     const double latency = f.latency * latency_;
@@ -274,9 +281,11 @@ void LinkLoads::close_phase() {
   }
   messages_.clear();
   too_many_ = false;
-  for (int peer : touched_hosts_) out_[static_cast<std::size_t>(peer)] = in_[static_cast<std::size_t>(peer)] = 0.0F;
+  for (std::size_t k = 0; k < touched_; ++k)
+    out_[static_cast<std::size_t>(touched_hosts_[k])] = in_[static_cast<std::size_t>(touched_hosts_[k])] = 0.0F;
   for (int r : touched_regions_) backbone_[static_cast<std::size_t>(r)] = 0.0;
-  touched_hosts_.clear();
+  touched_ = 0;
+  most_loaded_ = 0.0F;
   touched_regions_.clear();
   if (crosses_) {
     std::fill(wan_.begin(), wan_.end(), 0.0);

@@ -141,7 +141,11 @@ class LinkLoads {
   // Bytes a host sends and receives in the open phase (float: a time estimate),
   // and the hosts and regions it touched (to clear them).
   std::vector<float> out_, in_;
-  std::vector<int> touched_hosts_, touched_regions_;
+  std::vector<int> touched_hosts_;  // the first touched_ of n entries
+  std::size_t touched_ = 0;
+  std::vector<int> touched_regions_;
+  bool alike_;         // every host has the platform's bandwidth
+  float most_loaded_ = 0.0F;  // then: the most a host sends or receives in the open phase
   std::vector<double> backbone_;
   std::vector<double> wan_;                            // by wide-area link, when there are few
   std::unordered_map<std::int64_t, double> wan_map_;  // otherwise

@@ -51,16 +51,16 @@ void PopulationGroups::charge(std::span<const int> members, const Population& x,
   if (round.links == nullptr) return;
   const int n = static_cast<int>(members.size());
   const bool coded = quantizer_.spec().kind != QuantizerKind::none;
-  senders_.clear();
-  parts_.clear();
-  for (int k = 0; k < n; ++k) {
+  senders_.resize(members.size());
+  parts_.resize(members.size());
+  std::size_t count = 0;
+  for_each_part_size(coded ? static_cast<std::size_t>(x.dim) : x.model_dim, n, [&](int k, std::size_t size) {
     const int peer = members[static_cast<std::size_t>(k)];
-    if (!round.alive[static_cast<std::size_t>(peer)]) continue;
-    senders_.push_back(peer);
-    const std::size_t size = butterfly_part(coded ? static_cast<std::size_t>(x.dim) : x.model_dim, n, k).size();
-    parts_.push_back(coded ? static_cast<double>(quantizer_.encoded_bytes(size)) : 8.0 * static_cast<double>(size));
-  }
-  round.links->butterfly(senders_, parts_);
+    if (!round.alive[static_cast<std::size_t>(peer)]) return;
+    senders_[count] = peer;
+    parts_[count++] = coded ? static_cast<double>(quantizer_.encoded_bytes(size)) : 8.0 * static_cast<double>(size);
+  });
+  round.links->butterfly(std::span(senders_).first(count), std::span(parts_).first(count));
 }
 
 // Nobody failed: every coordinate becomes the members' mean, summed in member order
