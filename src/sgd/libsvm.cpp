@@ -118,16 +118,18 @@ LibsvmShape dense_shape(const SparseRows& rows, int dim, const std::string& wher
 }
 
 // The rows as a dense data set (dense_shape's).
-Dataset to_dense(const SparseRows& rows, int dim, const std::string& where) {
+Dataset to_dense(const SparseRows& rows, int dim, const std::string& where, const std::atomic<bool>* stop) {
   const LibsvmShape shape = dense_shape(rows, dim, where);
   const auto m = static_cast<Eigen::Index>(shape.samples), d = static_cast<Eigen::Index>(shape.dim);
   Dataset data;
   data.features = SampleMatrix::Zero(m, d);
   data.labels = Eigen::Map<const Eigen::VectorXd>(rows.labels.data(), m);
-  for (Eigen::Index r = 0; r < m; ++r)
+  for (Eigen::Index r = 0; r < m; ++r) {
+    if ((r & 4095) == 0) check_stop(stop);
     for (std::size_t k = rows.row_start[static_cast<std::size_t>(r)];
          k < rows.row_start[static_cast<std::size_t>(r) + 1]; ++k)
       data.features(r, rows.columns[k]) = rows.values[k];
+  }
   return data;
 }
 
@@ -150,13 +152,15 @@ std::ifstream open_data(const std::string& path, const std::string& flag) {
 }
 
 // Every sample line of `in` into `rows` (their values only if rows.keep_values).
-void read_rows(std::istream& in, const std::string& where, int dim, SparseRows& rows) {
+void read_rows(std::istream& in, const std::string& where, int dim, SparseRows& rows,
+               const std::atomic<bool>* stop = nullptr) {
   std::string line;
   bool too_long = false;
   // 16 MiB holds a million nonzero features; a file without newlines (a binary,
   // /dev/zero) ends here instead of in one string as large as memory.
   constexpr std::size_t max_line = 1 << 24;
   for (long number = 1; read_line(in, line, max_line, too_long); ++number) {
+    if ((number & 4095) == 1) check_stop(stop);
     if (too_long)
       throw ConfigError(where + "line " + std::to_string(number) + ": longer than " + std::to_string(max_line) +
                         " characters (is this a LIBSVM text file?)");
@@ -172,16 +176,17 @@ void read_rows(std::istream& in, const std::string& where, int dim, SparseRows& 
 
 }  // namespace
 
-Dataset read_libsvm(const std::string& path, int dim, const std::string& flag) {
+Dataset read_libsvm(const std::string& path, int dim, const std::string& flag, const std::atomic<bool>* stop) {
   std::ifstream in = open_data(path, flag);
-  return read_libsvm(in, path, dim, flag);
+  return read_libsvm(in, path, dim, flag, stop);
 }
 
-Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const std::string& flag) {
+Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const std::string& flag,
+                    const std::atomic<bool>* stop) {
   const std::string where = flag + " " + path + ": ";
   SparseRows rows;
-  read_rows(in, where, dim, rows);
-  return to_dense(rows, dim, where);
+  read_rows(in, where, dim, rows, stop);
+  return to_dense(rows, dim, where, stop);
 }
 
 LibsvmShape read_libsvm_shape(const std::string& path, int dim, const std::string& flag) {

@@ -6,6 +6,7 @@
 
 #include <Eigen/Dense>
 
+#include <atomic>
 #include <iosfwd>
 #include <string>
 
@@ -28,10 +29,14 @@ struct Dataset {
 // its training file's last features. Errors are one-line ConfigErrors naming the
 // flag (--data unless told), file and line: "--data PATH: line L: ...".
 // Dense storage is bounded (max_dense_values) so that a stray huge index cannot ask
-// for terabytes: the error says how large the matrix would be.
-Dataset read_libsvm(const std::string& path, int dim = 0, const std::string& flag = "--data");
+// for terabytes: the error says how large the matrix would be. `stop` (null:
+// never) is polled every 4096 lines: a large file takes seconds to read, and a
+// run's set-up honours a signal within one (throws StopRequested, core/error.hpp).
+Dataset read_libsvm(const std::string& path, int dim = 0, const std::string& flag = "--data",
+                    const std::atomic<bool>* stop = nullptr);
 // The same from a stream; `path` only names it in errors (the fuzzer feeds bytes).
-Dataset read_libsvm(std::istream& in, const std::string& path, int dim = 0, const std::string& flag = "--data");
+Dataset read_libsvm(std::istream& in, const std::string& path, int dim = 0, const std::string& flag = "--data",
+                    const std::atomic<bool>* stop = nullptr);
 
 // A file's dense shape without its values: samples, and features (the largest
 // index, or dim > 0), after the same checks as read_libsvm's, with the same

@@ -88,7 +88,8 @@ WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int 
   }
 
   Dataset read;
-  if (given == nullptr) read = keep_first(read_libsvm(options.data_path, options.data_dim), options.data_limit);
+  if (given == nullptr)
+    read = keep_first(read_libsvm(options.data_path, options.data_dim, "--data", stop), options.data_limit);
   const Dataset& data = given != nullptr ? *given : read;
   out.l2 = 1.0 / data.samples();
   const std::vector<std::vector<int>> shards =

@@ -217,7 +217,7 @@ ShardOutcome deal_file(const TrainingOptions& options, MPI_Comm world, int rank,
                        const std::atomic<bool>* stop) {
   Dataset data;
   std::vector<std::vector<int>> rows;
-  on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p, rows); });
+  on_root_or_throw_everywhere(world, rank, [&] { data = read_data(options, n, p, rows, stop); });
   // Every rank needs the dimension and, for the l2 weight 1/m, the total count.
   std::int64_t shape[2] = {rank == 0 ? data.dim() : 0, rank == 0 ? data.samples() : 0};
   check_mpi(MPI_Bcast(shape, 2, MPI_INT64_T, 0, world), "MPI_Bcast");
@@ -340,7 +340,7 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
     pool_images(options, model, n, std::move(data), p);
   } else if (o.kind == ObjectiveKind::logistic && !o.data_path.empty()) {
     std::vector<std::vector<int>> rows;
-    Dataset data = read_data(options, n, p, rows);
+    Dataset data = read_data(options, n, p, rows, stop);
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);
       p.peers.push_back(logistic_peer(data, rows[static_cast<std::size_t>(i)], i));

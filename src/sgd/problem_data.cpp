@@ -16,12 +16,13 @@ std::vector<std::vector<int>> split_rows(const TrainingOptions& options, const E
 
 }  // namespace
 
-Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows) {
+Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows,
+                  const std::atomic<bool>* stop) {
   const ObjectiveOptions& o = options.objective;
-  Dataset data = keep_first(read_libsvm(o.data_path, o.data_dim), o.data_limit);
+  Dataset data = keep_first(read_libsvm(o.data_path, o.data_dim, "--data", stop), o.data_limit);
   rows = split_rows(options, data.labels, n);
   if (!options.test_data.empty()) {
-    p.test = read_libsvm(options.test_data, data.dim(), "--test-data");
+    p.test = read_libsvm(options.test_data, data.dim(), "--test-data", stop);
     p.test_set_kind = "file";
   } else {
     p.test_set_kind = "train";

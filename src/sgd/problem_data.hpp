@@ -4,6 +4,7 @@
 // accuracy is measured on.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -13,8 +14,10 @@
 namespace avb {
 
 // Reads the --data file (and --test-data) and splits it: `rows`, each peer's.
-// Without --test-data, accuracy is measured on the training set.
-Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows);
+// Without --test-data, accuracy is measured on the training set. `stop` is polled
+// as the files are read (StopRequested).
+Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows,
+                  const std::atomic<bool>* stop);
 // The pooled problem of a --data file; without a test file, `data` becomes the test set.
 void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p);
 // --data's images (and --test-data's), as read_data.

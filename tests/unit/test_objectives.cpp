@@ -7,6 +7,7 @@
 #include "test_support.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -693,6 +694,19 @@ TEST(LibsvmRead, StreamsCrlfNulsAndEndlessLines) {
   std::istringstream endless(std::string((1 << 24) + 1, '1'));
   EXPECT_EQ(config_error([&] { read_libsvm(endless, "zero.svm"); }),
             "--data zero.svm: line 1: longer than 16777216 characters (is this a LIBSVM text file?)");
+}
+
+// A set-up's stop is polled as a file is read (every 4096 lines, the first among
+// them): a large --data file no longer delays a signal by its reading time.
+TEST(LibsvmRead, AStopEndsTheReading) {
+  std::string lines;
+  for (int i = 0; i < 10000; ++i) lines += (i % 2 == 0 ? "+1 1:0.5 3:1\n" : "-1 2:2\n");
+  std::atomic<bool> stop{true};
+  std::istringstream stopped(lines);
+  EXPECT_THROW(read_libsvm(stopped, "big.svm", 0, "--data", &stop), StopRequested);
+  stop = false;
+  std::istringstream read(lines);
+  EXPECT_EQ(read_libsvm(read, "big.svm", 0, "--data", &stop).samples(), 10000);
 }
 
 TEST(LibsvmRead, ReportsUnreadableAndEmptyFiles) {
