@@ -103,7 +103,7 @@ WeightedSamples logistic_samples(const ObjectiveOptions& options, int peer, int 
     rows.insert(rows.end(), block.begin(), block.end());
     weights.insert(weights.end(), block.size(), share);
   }
-  out.samples = select_rows(data, rows);
+  out.samples = select_rows(data, rows, stop);
   out.weights = Eigen::Map<const Eigen::VectorXd>(weights.data(), static_cast<Eigen::Index>(weights.size()));
   return out;
 }
@@ -304,11 +304,12 @@ Dataset synthetic_shard(const ObjectiveOptions& options, int peer, int n_peers, 
   return shard;
 }
 
-Dataset select_rows(const Dataset& data, const std::vector<int>& rows) {
+Dataset select_rows(const Dataset& data, const std::vector<int>& rows, const std::atomic<bool>* stop) {
   Dataset out;
   out.features.resize(static_cast<Eigen::Index>(rows.size()), data.dim());
   out.labels.resize(static_cast<Eigen::Index>(rows.size()));
   for (std::size_t r = 0; r < rows.size(); ++r) {
+    if ((r & 4095) == 0) check_stop(stop);
     const auto e = static_cast<Eigen::Index>(r);
     out.features.row(e) = data.features.row(rows[r]);
     out.labels[e] = data.labels[rows[r]];

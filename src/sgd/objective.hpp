@@ -248,7 +248,9 @@ std::vector<int> shard_rows(const Eigen::VectorXd& labels, const SplitSpec& spli
 std::vector<int> row_owners(const Eigen::VectorXd& labels, const SplitSpec& split, int n_peers, std::uint64_t seed,
                             const std::string& path_for_errors = "");
 
-Dataset select_rows(const Dataset& data, const std::vector<int>& rows);
+// `rows` of data, in that order; `stop` polled every 4096 rows (a pooled set near
+// the dense bound is a gigabyte to copy).
+Dataset select_rows(const Dataset& data, const std::vector<int>& rows, const std::atomic<bool>* stop = nullptr);
 
 // Without overflow or cancellation for any finite z.
 double log1p_exp(double z);

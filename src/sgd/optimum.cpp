@@ -96,6 +96,7 @@ Optimum logistic_optimum(const LogisticObjective& objective, double tolerance, i
     double t = 1.0, trial_loss = 0.0;
     bool accepted = false;
     for (int h = 0; h < max_halvings; ++h) {
+      check_stop(stop);  // each loss is a pass over every sample
       trial = x + t * step;
       trial_loss = objective.loss(trial);
       if (trial_loss <= loss + armijo * t * slope + slack) {

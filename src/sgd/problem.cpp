@@ -231,7 +231,7 @@ ShardOutcome deal_file(const TrainingOptions& options, MPI_Comm world, int rank,
       sent != kShardMade)
     return sent;
   p.local = logistic_peer(data, rows[0], 0);
-  pool_data(options, n, std::move(data), p);
+  pool_data(options, n, std::move(data), p, stop);
   return kShardMade;
 }
 
@@ -345,7 +345,7 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
       if ((i & 255) == 0) check_stop(stop);
       p.peers.push_back(logistic_peer(data, rows[static_cast<std::size_t>(i)], i));
     }
-    pool_data(options, n, std::move(data), p);
+    pool_data(options, n, std::move(data), p, stop);
   } else {
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);

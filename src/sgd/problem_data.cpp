@@ -30,8 +30,8 @@ Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector
   return data;
 }
 
-void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p) {
-  p.pooled = make_objective(options.objective, pooled, n, options.seed, &data);
+void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p, const std::atomic<bool>* stop) {
+  p.pooled = make_objective(options.objective, pooled, n, options.seed, &data, stop);
   if (!p.test) p.test = std::move(data);
 }
 

@@ -19,7 +19,7 @@ namespace avb {
 Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows,
                   const std::atomic<bool>* stop);
 // The pooled problem of a --data file; without a test file, `data` becomes the test set.
-void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p);
+void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p, const std::atomic<bool>* stop);
 // --data's images (and --test-data's), as read_data.
 ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows);
 void pool_images(const TrainingOptions& options, const ImageModel& model, int n, ImageSet&& data, Problem& p);
