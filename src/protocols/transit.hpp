@@ -91,7 +91,8 @@ class Transit {
   // replies').
   static constexpr std::size_t kTinySizes = 64;
   SmpiFactors factors(double bytes) const {
-    if (bytes < static_cast<double>(kTinySizes) && bytes == static_cast<double>(static_cast<std::size_t>(bytes))) {
+    if (bytes >= 0 && bytes < static_cast<double>(kTinySizes) &&
+        bytes == static_cast<double>(static_cast<std::size_t>(bytes))) {
       SmpiFactors& f = tiny_[static_cast<std::size_t>(bytes)];
       if (f.latency < 0) f = smpi_factors(bytes);
       return f;
