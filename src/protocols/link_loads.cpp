@@ -223,7 +223,7 @@ void LinkLoads::collective(Collective c, std::span<const int> members, std::size
     case Collective::butterfly:
       phase(2);
       parts_.resize(members.size());
-      for (int k = 0; k < n; ++k) parts_[static_cast<std::size_t>(k)] = encoded(butterfly_part(dim, n, k).size());
+      for_each_part_size(dim, n, [&](int k, std::size_t size) { parts_[static_cast<std::size_t>(k)] = encoded(size); });
       butterfly(members, parts_);
       return;
     case Collective::ring:

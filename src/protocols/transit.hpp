@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -85,35 +86,21 @@ class Transit {
     count_regions(from, to, by);
   }
   void count_regions(int from, int to, int by);
-  // SimGrid's factors of a message size: a table for the sizes of a few bytes
-  // (swarm at --dim 1 sends three, in no order a branch could learn), else those
-  // of the last two sizes asked for (an exchange alternates its requests' and its
-  // replies').
-  static constexpr std::size_t kTinySizes = 64;
+  // SimGrid's factors of a message size, from a small cache indexed by the
+  // size's bits: a run sends a few sizes (an exchange its requests', replies'
+  // and refusals', in no order a branch could learn), so each is computed once.
+  struct CachedFactors {
+    double bytes = -1;  // no message has this size
+    SmpiFactors factors{};
+  };
+  static constexpr int kCacheBits = 4;
   SmpiFactors factors(double bytes) const {
-    if (bytes >= 0 && bytes < static_cast<double>(kTinySizes) &&
-        bytes == static_cast<double>(static_cast<std::size_t>(bytes))) {
-      SmpiFactors& f = tiny_[static_cast<std::size_t>(bytes)];
-      if (f.latency < 0) f = smpi_factors(bytes);
-      return f;
-    }
-    if (bytes == factors_of_[0]) return factors_[0];
-    if (bytes != factors_of_[1]) {
-      factors_[1] = smpi_factors(bytes);
-      factors_of_[1] = bytes;
-    }
-    std::swap(factors_of_[0], factors_of_[1]);
-    std::swap(factors_[0], factors_[1]);
-    return factors_[0];
+    const std::uint64_t bits = std::bit_cast<std::uint64_t>(bytes) * 0x9E3779B97F4A7C15ull;
+    CachedFactors& c = factors_[bits >> (64 - kCacheBits)];
+    if (c.bytes != bytes) c = {bytes, smpi_factors(bytes)};
+    return c.factors;
   }
-  mutable std::array<SmpiFactors, kTinySizes> tiny_ = filled_with({-1, -1});
-  static std::array<SmpiFactors, kTinySizes> filled_with(SmpiFactors f) {
-    std::array<SmpiFactors, kTinySizes> a;
-    a.fill(f);
-    return a;
-  }
-  mutable double factors_of_[2] = {-1, -1};
-  mutable SmpiFactors factors_[2] = {};
+  mutable std::array<CachedFactors, std::size_t{1} << kCacheBits> factors_{};
   int& wan(std::int64_t key);
 
   const Hosts& hosts_;
