@@ -147,7 +147,15 @@ struct AliveSet {
   // How many alive peers are below p.
   std::size_t below(int p) const {
     const auto w = static_cast<std::size_t>(p) / 64;
-    return before[w] + static_cast<std::size_t>(std::popcount(bits[w] & ((std::uint64_t{1} << (p % 64)) - 1)));
+    return before[w] + static_cast<std::size_t>(ones(bits[w] & ((std::uint64_t{1} << (p % 64)) - 1)));
+  }
+  // std::popcount without the POPCNT instruction (not in the baseline x86-64
+  // this builds for) is a call into libgcc; this is a dozen inline operations.
+  static int ones(std::uint64_t x) {
+    x -= (x >> 1) & 0x5555555555555555ull;
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return static_cast<int>((x * 0x0101010101010101ull) >> 56);
   }
 };
 

@@ -35,7 +35,7 @@ struct Event {
 // (refill) rather than spread down the buckets bit by bit.
 class EventQueue {
  public:
-  void at(double time, int peer, int kind, int arg = 0) {
+  [[gnu::always_inline]] void at(double time, int peer, int kind, int arg = 0) {
     const std::uint64_t key = key_of(time);
     if (key < now_key_) throw Error("event queue: an event was scheduled before the last one taken");
     if (kind < -128 || kind > 127 || peer < 0 || peer >= (1 << 24))
