@@ -96,7 +96,8 @@ avb::RunShape training_shape(const avb::app::TrainingCli& cli, const avb::Traini
   const bool sequential = cli.engine.engine == avb::app::Engine::sequential;
   const int peers_here = sequential ? 1 : avb::app::peers_on_this_machine(peers, 0);  // as run_shape's
   const avb::ProblemCost problem =
-      avb::problem_cost(options, peers, sequential, peers_here, sequential || avb::app::world_rank() == 0);
+      avb::problem_cost(options, peers, sequential, peers_here, sequential || avb::app::world_rank() == 0,
+                        avb::app::stop_flag());
   const std::size_t model = problem.model_dim > 0 ? problem.model_dim
                                                   : static_cast<std::size_t>(std::max(1, options.objective.dim));
   const std::size_t dim = model * (options.gradient_tracking ? 2 : 1);

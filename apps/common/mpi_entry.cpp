@@ -90,12 +90,26 @@ int max_over_ranks(int value) {
   return value;
 }
 
-bool options_agreed(const std::string& program, const std::string& problem) {
-  if (max_over_ranks(problem.empty() ? 0 : 1) == 0) return true;
+std::optional<int> options_verdict(const std::string& program, const std::string& problem, const std::string& doing) {
+  // One collective for both verdicts: a rank's stop signal (above kProblem)
+  // outranks a problem.
+  constexpr int kProblem = 1;
+  const int signal = doing.empty() ? 0 : stop_signal();
+  const int verdict = max_over_ranks(signal > 0 ? kProblem + signal : problem.empty() ? 0 : kProblem);
+  if (verdict > kProblem) {
+    report_error(program, "stopped by signal " + std::to_string(verdict - kProblem) + " while " + doing +
+                              "; nothing was written");
+    return 128 + verdict - kProblem;
+  }
+  if (verdict == 0) return std::nullopt;
   report_error(program, problem.empty() ? "the options could not be read on every rank (is the --config file on a "
                                           "file system all nodes see?)"
                                         : problem);
-  return false;
+  return 2;
+}
+
+bool options_agreed(const std::string& program, const std::string& problem) {
+  return !options_verdict(program, problem, "");
 }
 
 namespace {

@@ -189,12 +189,13 @@ Dataset read_libsvm(std::istream& in, const std::string& path, int dim, const st
   return to_dense(rows, dim, where, stop);
 }
 
-LibsvmShape read_libsvm_shape(const std::string& path, int dim, const std::string& flag) {
+LibsvmShape read_libsvm_shape(const std::string& path, int dim, const std::string& flag,
+                              const std::atomic<bool>* stop) {
   std::ifstream in = open_data(path, flag);
   const std::string where = flag + " " + path + ": ";
   SparseRows rows;
   rows.keep_values = false;
-  read_rows(in, where, dim, rows);
+  read_rows(in, where, dim, rows, stop);
   return dense_shape(rows, dim, where);
 }
 

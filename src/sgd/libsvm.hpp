@@ -40,11 +40,13 @@ Dataset read_libsvm(std::istream& in, const std::string& path, int dim = 0, cons
 
 // A file's dense shape without its values: samples, and features (the largest
 // index, or dim > 0), after the same checks as read_libsvm's, with the same
-// errors. A run's estimate reads it before the problem is built.
+// errors. A run's estimate reads it before the problem is built; `stop` as
+// read_libsvm's.
 struct LibsvmShape {
   long long samples = 0, dim = 0;
 };
-LibsvmShape read_libsvm_shape(const std::string& path, int dim = 0, const std::string& flag = "--data");
+LibsvmShape read_libsvm_shape(const std::string& path, int dim = 0, const std::string& flag = "--data",
+                              const std::atomic<bool>* stop = nullptr);
 
 // The first `limit` samples of `data` (all of them for limit <= 0): --data-limit.
 Dataset keep_first(Dataset data, long long limit);

@@ -76,9 +76,10 @@ struct ProblemCost {
 // through without keeping its values, and so only where it will be read
 // (`reads_data`: rank 0, or the sequential engine). Elsewhere its part is left
 // out: rank 0's estimate counts the shards of every rank on its machine, and the
-// programs agree on one verdict for all ranks.
+// programs agree on one verdict for all ranks. Reading a large file takes seconds:
+// `stop` (null: never) ends it with StopRequested.
 ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here,
-                         bool reads_data);
+                         bool reads_data, const std::atomic<bool>* stop = nullptr);
 
 // The peer's shard as make_objective builds it from the whole data set, for the
 // rank that holds the file (exposed for tests).

@@ -32,6 +32,7 @@ constexpr double kWord = sizeof(double);
 struct CostInputs {
   double n = 1, held = 1, d = 1;  // peers, f_i on this machine, --dim
   bool sequential = false;
+  const std::atomic<bool>* stop = nullptr;  // a LIBSVM file's read through polls it
 };
 
 // The flag behind a product of sizes: its largest factor's (--peers only where
@@ -126,7 +127,7 @@ double image_cost(const TrainingOptions& options, const CostInputs& in, ProblemC
 // and its weight. Returns an evaluation's seconds.
 double libsvm_cost(const TrainingOptions& options, const CostInputs& in, ProblemCost& c) {
   const ObjectiveOptions& o = options.objective;
-  const LibsvmShape shape = read_libsvm_shape(o.data_path, o.data_dim);
+  const LibsvmShape shape = read_libsvm_shape(o.data_path, o.data_dim, "--data", in.stop);
   const double m = o.data_limit > 0 ? std::min<double>(static_cast<double>(o.data_limit), shape.samples)
                                     : static_cast<double>(shape.samples);
   check_splittable(static_cast<long long>(m), static_cast<int>(in.n), o.data_path);
@@ -134,7 +135,7 @@ double libsvm_cost(const TrainingOptions& options, const CostInputs& in, Problem
   const double test = options.test_data.empty()
                           ? 0.0
                           : static_cast<double>(read_libsvm_shape(options.test_data, static_cast<int>(shape.dim),
-                                                                  "--test-data").samples);
+                                                                  "--test-data", in.stop).samples);
   const double sample = (d + 2) * kWord;
   c.model_dim = static_cast<std::size_t>(shape.dim);
   c.model_flag = "";
@@ -153,9 +154,10 @@ double libsvm_cost(const TrainingOptions& options, const CostInputs& in, Problem
 }  // namespace
 
 ProblemCost problem_cost(const TrainingOptions& options, int n_peers, bool sequential, int peers_here,
-                         bool reads_data) {
+                         bool reads_data, const std::atomic<bool>* stop) {
   const ObjectiveOptions& o = options.objective;
   CostInputs in;
+  in.stop = stop;
   in.n = n_peers;
   in.d = o.dim;
   in.sequential = sequential;

@@ -266,6 +266,47 @@ stop_setup() {
   fi
 }
 
+# stop_check: sgd_bench (a singleton) stopped while it checks its options, here
+# while its estimate reads a --data file through that never ends (a FIFO that
+# `yes` fills). One line naming the signal within the bound, exit 143, nothing
+# on stdout, no file.
+stop_check() {
+  local what="SIGTERM while checking the options" dir=$SCRATCH/check
+  mkdir -p "$dir"
+  local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt data=$dir/endless.svm
+  local line="sgd_bench: error: stopped by signal 15 while checking the options; nothing was written"
+  mkfifo "$data"
+  yes "1 1:0.5 2:0.25 3:0.125" >"$data" 2>/dev/null &
+  local writer=$!
+  set -m
+  "$BIN" --objective logistic --data "$data" --steps 10 --out "$out" >"$log" 2>"$err" </dev/null &
+  LAUNCHER_PID=$!
+  set +m
+  wait_busy "$out" 1 || die "$what: sgd_bench used no second of CPU within 60 s (killed it)"
+  local sent rc=0 said
+  sent=$(now)
+  kill -TERM "$LAUNCHER_PID"
+  wait_gone "$LAUNCHER_PID" 60 || die "$what: sgd_bench still running 60 s after the signal (killed it)"
+  said=$(elapsed "$sent")
+  wait "$LAUNCHER_PID" || rc=$?
+  LAUNCHER_PID=""
+  kill "$writer" 2>/dev/null || true
+  wait "$writer" 2>/dev/null || true
+  local bound
+  bound=$(awk -v c="$(nproc)" '{ printf "%.1f", 1 + $1 / c }' /proc/loadavg)
+  if [ "$(cat "$err")" = "$line" ] && awk -v t="$said" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
+    ok "$what: one line, gone after $said s (bound $bound s at this load): $line"
+  else
+    bad_with_report "$what: want the one line '$line' within $bound s, got after $said s:" "$(cat "$err")"
+  fi
+  if [ "$rc" -eq 143 ]; then ok "$what: exit code 143"; else bad "$what: exit code $rc, expected 143"; fi
+  if [ -s "$log" ] || [ -n "$(ls -A "$dir" | grep -vxE 'stdout.txt|stderr.txt|endless.svm')" ]; then
+    bad_with_report "$what: want nothing written (no header, no trace):" "$(cat "$log"; ls -A "$dir")"
+  else
+    ok "$what: nothing on stdout, nothing written"
+  fi
+}
+
 say "engine $ENGINE: ${LAUNCH[*]} $BIN"
 stop_run TERM
 if [ "$ONCE" = once ]; then
@@ -280,6 +321,9 @@ if [ "$ENGINE" = mpi ]; then
 fi
 if [ "$APP" = sgd_bench ]; then
   stop_setup
-  [ "$ENGINE" = mpi ] && stop_setup singleton
+  if [ "$ENGINE" = mpi ]; then
+    stop_setup singleton
+    stop_check
+  fi
 fi
 finish
