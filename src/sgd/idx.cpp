@@ -23,10 +23,11 @@ std::string hex32(std::uint32_t v) {
 }
 
 // One gzipped (or plain: zlib reads those as they are) file; `where` starts
-// every error: "--data PATH: ".
+// every error: "--data PATH: ". A read polls `stop` between its chunks.
 class GzReader {
  public:
-  GzReader(const std::string& path, std::string where) : where_(std::move(where)), path_(path) {
+  GzReader(const std::string& path, std::string where, const std::atomic<bool>* stop = nullptr)
+      : where_(std::move(where)), path_(path), stop_(stop) {
     if (path.find('\0') != std::string::npos) throw ConfigError(where_ + "the path contains a NUL byte");
     std::error_code ignored;
     if (std::filesystem::is_directory(path, ignored)) throw ConfigError(where_ + "cannot read the file (it is a directory)");
@@ -46,6 +47,7 @@ class GzReader {
     auto* bytes = static_cast<unsigned char*>(out);
     std::size_t done = 0;
     while (done < n) {
+      check_stop(stop_);  // a chunk takes tens of milliseconds to inflate
       const auto chunk = static_cast<unsigned>(std::min<std::size_t>(n - done, std::size_t{1} << 24));
       const int got = gzread(file_, bytes + done, chunk);
       if (got < 0) {
@@ -73,6 +75,7 @@ class GzReader {
 
  private:
   std::string where_, path_;
+  const std::atomic<bool>* stop_;
   gzFile file_ = nullptr;
 };
 
@@ -159,10 +162,11 @@ IdxShape read_idx_shape(const std::string& images_path, const std::string& flag)
   return {h.count, h.rows * h.cols, class_count(labels, where + "its labels file " + labels_path + ": ")};
 }
 
-ImageSet read_idx(const std::string& images_path, const std::string& flag, long long limit) {
+ImageSet read_idx(const std::string& images_path, const std::string& flag, long long limit,
+                  const std::atomic<bool>* stop) {
   const std::string where = flag + " " + images_path + ": ";
   const std::string labels_path = idx_labels_path(images_path, flag);
-  GzReader in(images_path, where);
+  GzReader in(images_path, where, stop);
   const ImagesHeader h = images_header(in, where);
   std::vector<std::uint8_t> labels = read_labels(labels_path, where, h.count);
   ImageSet out;

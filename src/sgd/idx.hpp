@@ -8,6 +8,7 @@
 
 #include <Eigen/Dense>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,7 +56,9 @@ IdxShape read_idx_shape(const std::string& images_path, const std::string& flag 
 // that both files hold the same count (and no more bytes than announced), and
 // that there are at least two classes. Errors are one-line ConfigErrors naming
 // the flag and the file: "--data PATH: not an IDX images file (magic 0x...)".
-ImageSet read_idx(const std::string& images_path, const std::string& flag = "--data", long long limit = 0);
+// `stop` (null: never) is polled between chunks of pixels: StopRequested.
+ImageSet read_idx(const std::string& images_path, const std::string& flag = "--data", long long limit = 0,
+                  const std::atomic<bool>* stop = nullptr);
 
 // The rows in `rows`' order.
 ImageSet select_images(const ImageSet& data, const std::vector<int>& rows);

@@ -260,7 +260,7 @@ std::unique_ptr<Objective> make_objective(const ObjectiveOptions& options, int p
     return std::make_unique<QuadraticObjective>(options, peer, n_peers, seed);
   if (classifies_images(options.kind)) {
     check_peer(peer, n_peers);
-    ImageSet images = read_training_images(options);
+    ImageSet images = read_training_images(options, stop);
     const ImageModel model(options, images.dim(), images.classes, seed);
     if (peer == pooled) return image_pooled(model, options, std::move(images), n_peers, seed);
     return image_peer(model, options, images, peer, n_peers, seed);

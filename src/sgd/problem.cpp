@@ -187,7 +187,7 @@ ShardOutcome deal_images(const TrainingOptions& options, MPI_Comm world, int ran
   const ObjectiveOptions& o = options.objective;
   ImageSet data;
   std::vector<std::vector<int>> rows;
-  on_root_or_throw_everywhere(world, rank, [&] { data = read_images(options, n, p, rows); });
+  on_root_or_throw_everywhere(world, rank, [&] { data = read_images(options, n, p, rows, stop); });
   std::int64_t shape[3] = {data.dim(), data.samples(), data.classes};
   check_mpi(MPI_Bcast(shape, 3, MPI_INT64_T, 0, world), "MPI_Bcast");
   const ImageModel model(o, static_cast<int>(shape[0]), static_cast<int>(shape[2]), options.seed);
@@ -331,7 +331,7 @@ Problem build_problem_sequential(const TrainingOptions& options, int n, const st
   p.peers.reserve(static_cast<std::size_t>(n));
   if (classifies_images(o.kind)) {
     std::vector<std::vector<int>> rows;
-    ImageSet data = read_images(options, n, p, rows);
+    ImageSet data = read_images(options, n, p, rows, stop);
     const ImageModel model(o, data.dim(), data.classes, options.seed);
     for (int i = 0; i < n; ++i) {
       if ((i & 255) == 0) check_stop(stop);

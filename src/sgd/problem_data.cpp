@@ -35,12 +35,13 @@ void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p
   if (!p.test) p.test = std::move(data);
 }
 
-ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows) {
+ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows,
+                     const std::atomic<bool>* stop) {
   const ObjectiveOptions& o = options.objective;
-  ImageSet data = read_training_images(o);
+  ImageSet data = read_training_images(o, stop);
   rows = split_rows(options, data.label_values(), n);
   if (!options.test_data.empty()) {
-    p.test_images = read_test_images(options.test_data, data);
+    p.test_images = read_test_images(options.test_data, data, stop);
     p.test_set_kind = "file";
   } else {
     p.test_set_kind = "train";

@@ -21,7 +21,8 @@ Dataset read_data(const TrainingOptions& options, int n, Problem& p, std::vector
 // The pooled problem of a --data file; without a test file, `data` becomes the test set.
 void pool_data(const TrainingOptions& options, int n, Dataset&& data, Problem& p, const std::atomic<bool>* stop);
 // --data's images (and --test-data's), as read_data.
-ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows);
+ImageSet read_images(const TrainingOptions& options, int n, Problem& p, std::vector<std::vector<int>>& rows,
+                     const std::atomic<bool>* stop);
 void pool_images(const TrainingOptions& options, const ImageModel& model, int n, ImageSet&& data, Problem& p);
 // Synthetic logistic data's held-out set.
 void generate_test_set(const ObjectiveOptions& o, std::uint64_t seed, int n, Problem& p);

@@ -91,12 +91,12 @@ double softmax_l2(const ObjectiveOptions& options, long long samples) {
   return options.l2 > 0.0 ? options.l2 : 1.0 / static_cast<double>(samples);
 }
 
-ImageSet read_training_images(const ObjectiveOptions& options) {
-  return read_idx(options.data_path, "--data", options.data_limit);
+ImageSet read_training_images(const ObjectiveOptions& options, const std::atomic<bool>* stop) {
+  return read_idx(options.data_path, "--data", options.data_limit, stop);
 }
 
-ImageSet read_test_images(const std::string& path, const ImageSet& training) {
-  ImageSet test = read_idx(path, "--test-data");
+ImageSet read_test_images(const std::string& path, const ImageSet& training, const std::atomic<bool>* stop) {
+  ImageSet test = read_idx(path, "--test-data", 0, stop);
   const std::string where = "--test-data " + path + ": ";
   if (test.dim() != training.dim())
     throw ConfigError(where + "images of " + std::to_string(test.dim()) + " pixels, --data's have " +

@@ -15,6 +15,7 @@
 
 #include <Eigen/Dense>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -52,11 +53,11 @@ class SoftmaxObjective final : public ImageObjective {
 // lambda: --l2, or 1/m for the m training samples when it is 0 (the default).
 double softmax_l2(const ObjectiveOptions& options, long long samples);
 
-// --data's images (the first --data-limit of them).
-ImageSet read_training_images(const ObjectiveOptions& options);
+// --data's images (the first --data-limit of them); `stop` as read_idx's.
+ImageSet read_training_images(const ObjectiveOptions& options, const std::atomic<bool>* stop = nullptr);
 // --test-data's images, refused (ConfigError) unless they have the training
 // images' size and their labels are among its classes.
-ImageSet read_test_images(const std::string& path, const ImageSet& training);
+ImageSet read_test_images(const std::string& path, const ImageSet& training, const std::atomic<bool>* stop = nullptr);
 
 // Peer `peer`'s shard (shard_rows by the labels, weights 1/m_i), as the rank
 // that holds the file builds it for that peer.

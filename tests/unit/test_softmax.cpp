@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,17 @@ TEST(IdxRead, ReadsGoodFilesGzippedOrNotAndKeepsTheFirstM) {
     EXPECT_EQ(shape.dim, 6);
     EXPECT_EQ(shape.classes, 4);
   }
+}
+
+TEST(IdxRead, AStopEndsTheReading) {
+  const ImageSet want = random_images(12, 6, 4, 2);
+  const IdxPair dir("stop");
+  const std::string images =
+      dir.write(images_file(kIdxImagesMagic, 12, 2, 3, as_bytes(want)), labels_file(kIdxLabelsMagic, 12, want.labels), true);
+  std::atomic<bool> stop{true};
+  EXPECT_THROW(read_idx(images, "--data", 0, &stop), StopRequested);
+  stop = false;
+  EXPECT_EQ(read_idx(images, "--data", 0, &stop).pixels, want.pixels);
 }
 
 TEST(IdxRead, RefusesBrokenFilesWithOneLineNamingTheFlag) {
