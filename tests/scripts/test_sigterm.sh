@@ -266,6 +266,16 @@ stop_setup() {
   fi
 }
 
+# The FIFO's writer (stop_check), blocked in open() if the program never read it.
+WRITER_PID=""
+stop_writer() {
+  [ -n "$WRITER_PID" ] || return 0
+  kill "$WRITER_PID" 2>/dev/null || true
+  wait "$WRITER_PID" 2>/dev/null || true
+  WRITER_PID=""
+}
+avb_cleanup_hooks+=(stop_writer)
+
 # stop_check: sgd_bench (a singleton) stopped while it checks its options, here
 # while its estimate reads a --data file through that never ends (a FIFO that
 # `yes` fills). One line naming the signal within the bound, exit 143, nothing
@@ -277,7 +287,7 @@ stop_check() {
   local line="sgd_bench: error: stopped by signal 15 while checking the options; nothing was written"
   mkfifo "$data"
   yes "1 1:0.5 2:0.25 3:0.125" >"$data" 2>/dev/null &
-  local writer=$!
+  WRITER_PID=$!
   set -m
   "$BIN" --objective logistic --data "$data" --steps 10 --out "$out" >"$log" 2>"$err" </dev/null &
   LAUNCHER_PID=$!
@@ -290,8 +300,7 @@ stop_check() {
   said=$(elapsed "$sent")
   wait "$LAUNCHER_PID" || rc=$?
   LAUNCHER_PID=""
-  kill "$writer" 2>/dev/null || true
-  wait "$writer" 2>/dev/null || true
+  stop_writer
   local bound
   bound=$(awk -v c="$(nproc)" '{ printf "%.1f", 1 + $1 / c }' /proc/loadavg)
   if [ "$(cat "$err")" = "$line" ] && awk -v t="$said" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
