@@ -144,9 +144,8 @@ int avb::app::training_program(int argc, char** argv) {
   // anything touches the folder of --out. Every rank throws the same error.
   avb::Problem setup;
   // Building the problem can take minutes (every peer's in this process on the
-  // sequential engine; the optimum of a large pooled set on rank 0 under MPI): a
-  // stop signal is honoured from here on (nothing is written yet).
-  avb::app::install_stop_handlers();
+  // sequential engine; the optimum of a large pooled set on rank 0 under MPI): it
+  // polls the stop handlers parse_on_every_rank installed (nothing is written yet).
   bool stopped = false;
   const std::string setup_problem = build_setup(options, sequential ? peers : 0, setup, stopped);
   if (!stopped && !avb::app::options_agreed(kProgram, setup_problem)) return 2;

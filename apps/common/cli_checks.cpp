@@ -158,7 +158,6 @@ bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::str
     problem = explain(e);
   } catch (const Error& e) {
     problem = e.what();
-  } catch (const StopRequested&) {  // parse_on_every_rank reports it, on every rank together
   } catch (const std::bad_alloc&) {  // a check that builds something (a graph) under ulimit -v
     problem = "--peers: checking the options ran out of memory (physical memory or ulimit -v); use fewer peers "
               "or a smaller --topology, or see --dry-run";
@@ -176,12 +175,21 @@ std::string config_text(const CLI::App& app) { return app.config_to_str(true, fa
 
 std::optional<int> parse_on_every_rank(const std::string& program, CLI::App& app, int argc, char** argv,
                                        const std::function<void()>& convert) {
-  // Checking the options can take seconds (the estimate reads a --data file
-  // through, builds a large --topology): a stop signal is honoured from here on.
+  // Checking the options can take seconds (sgd_bench's estimate reads a LIBSVM
+  // --data file through, and polls the stop as it does): the handlers are
+  // installed first, and a stop during the checks ends the program after them.
   install_stop_handlers();
   std::string problem;
-  if (parse_command_line(app, argc, argv, world_rank(), problem, convert)) return 0;
-  return options_verdict(program, problem, "checking the options");
+  bool stopped = false;
+  const auto checked = [&] {
+    try {
+      convert();
+    } catch (const StopRequested&) {  // the options are left half resolved: the run cannot go on
+      stopped = true;
+    }
+  };
+  if (parse_command_line(app, argc, argv, world_rank(), problem, checked)) return 0;
+  return options_verdict(program, problem, "checking the options", stopped);
 }
 
 }  // namespace avb::app

@@ -45,10 +45,11 @@ bool parse_command_line(CLI::App& app, int argc, char** argv, int rank, std::str
                         const std::function<void()>& convert);
 
 // The start both programs share, collective: every rank parses the same arguments
-// (parse_command_line) and the verdicts are combined (options_agreed), so that a
+// (parse_command_line) and the verdicts are combined (options_verdict), so that a
 // file readable on some nodes only (--config) cannot leave ranks waiting for
 // others that quit. Only rank 0 speaks. Returns the exit code when the program is
-// done (0 after --help or --version, 2 after bad input), nothing when it goes on.
+// done (0 after --help or --version, 2 after bad input, 128 + the signal after a
+// stop while the options were checked), nothing when it goes on.
 std::optional<int> parse_on_every_rank(const std::string& program, CLI::App& app, int argc, char** argv,
                                        const std::function<void()>& convert);
 

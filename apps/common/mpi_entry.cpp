@@ -90,11 +90,12 @@ int max_over_ranks(int value) {
   return value;
 }
 
-std::optional<int> options_verdict(const std::string& program, const std::string& problem, const std::string& doing) {
+std::optional<int> options_verdict(const std::string& program, const std::string& problem, const std::string& doing,
+                                   bool stopped) {
   // One collective for both verdicts: a rank's stop signal (above kProblem)
-  // outranks a problem.
+  // outranks a problem. A stop whose number is not known yet counts as SIGTERM.
   constexpr int kProblem = 1;
-  const int signal = doing.empty() ? 0 : stop_signal();
+  const int signal = doing.empty() ? 0 : stop_signal() > 0 ? stop_signal() : stopped ? SIGTERM : 0;
   const int verdict = max_over_ranks(signal > 0 ? kProblem + signal : problem.empty() ? 0 : kProblem);
   if (verdict > kProblem) {
     report_error(program, "stopped by signal " + std::to_string(verdict - kProblem) + " while " + doing +

@@ -59,9 +59,11 @@ void report_warning(const std::string& program, const std::string& message);
 // that quit. False (after rank 0 reported the problem) unless all ranks parsed.
 bool options_agreed(const std::string& program, const std::string& problem);
 // The same, where a stop signal may have come while `doing` (checking the
-// options): the exit code once rank 0 reported why (128 + the signal, or 2 for a
-// problem), or none when every rank may go on.
-std::optional<int> options_verdict(const std::string& program, const std::string& problem, const std::string& doing);
+// options), or cut it short (`stopped`: a StopRequested was caught): the exit
+// code once rank 0 reported why (128 + the signal, or 2 for a problem), or none
+// when every rank may go on.
+std::optional<int> options_verdict(const std::string& program, const std::string& problem, const std::string& doing,
+                                   bool stopped = false);
 
 // Collective: the largest of every rank's `value` (the value itself when MPI is
 // not running), for verdicts all ranks must share.
