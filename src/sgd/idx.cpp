@@ -51,6 +51,7 @@ class GzReader {
       const auto chunk = static_cast<unsigned>(std::min<std::size_t>(n - done, std::size_t{1} << 24));
       const int got = gzread(file_, bytes + done, chunk);
       if (got < 0) {
+        check_stop(stop_);  // a read of a pipe that the signal interrupted (EINTR) is the stop, not a bad file
         int code = 0;
         std::string message = gzerror(file_, &code);  // "PATH: what"
         if (message.rfind(path_ + ": ", 0) == 0) message.erase(0, path_.size() + 2);

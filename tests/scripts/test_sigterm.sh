@@ -213,6 +213,18 @@ wait_busy() {
   return 1
 }
 
+# wait_line LINE FILE SENT: polls FILE every 0.02 s until it holds the line LINE
+# or the launcher has ended (60 s at most); prints the seconds since SENT.
+wait_line() {
+  local line=$1 file=$2 sent=$3 polls=0
+  while kill -0 "$LAUNCHER_PID" 2>/dev/null && [ "$polls" -lt 3000 ]; do
+    grep -qxF "$line" "$file" && break
+    sleep 0.02
+    polls=$((polls + 1))
+  done
+  elapsed "$sent"
+}
+
 # stop_setup [singleton]: sgd_bench stopped while it builds its problem (2 x 100,000
 # synthetic samples of 200 features and the optimum of their pooled set: seconds
 # on every engine; the ranks poll the signal and leave together). One line naming
@@ -233,16 +245,10 @@ stop_setup() {
   set +m
   # Parsing the flags takes milliseconds of CPU, the set-up seconds.
   wait_busy "$out" 1 || die "$what: no rank used a second of CPU within 60 s (killed the run)"
-  local sent rc=0 said=""
+  local sent rc=0 said
   sent=$(now)
   kill -TERM "$LAUNCHER_PID"
-  local polls=0
-  while [ -z "$said" ] && kill -0 "$LAUNCHER_PID" 2>/dev/null && [ "$polls" -lt 3000 ]; do  # 60 s
-    grep -qxF "$line" "$err" && said=$(elapsed "$sent")
-    sleep 0.02
-    polls=$((polls + 1))
-  done
-  [ -n "$said" ] || said=$(elapsed "$sent")
+  said=$(wait_line "$line" "$err" "$sent")
   wait_gone "$LAUNCHER_PID" 60 || die "$what: processes still running 60 s after the signal (killed them)"
   wait "$LAUNCHER_PID" || rc=$?
   LAUNCHER_PID=""
@@ -293,15 +299,10 @@ stop_check() {
   LAUNCHER_PID=$!
   set +m
   wait_busy "$out" 1 || die "$what: sgd_bench used no second of CPU within 60 s (killed it)"
-  local sent rc=0 said="" polls=0
+  local sent rc=0 said
   sent=$(now)
   kill -TERM "$LAUNCHER_PID"
-  while [ -z "$said" ] && kill -0 "$LAUNCHER_PID" 2>/dev/null && [ "$polls" -lt 3000 ]; do  # 60 s
-    grep -qxF "$line" "$err" && said=$(elapsed "$sent")
-    sleep 0.02
-    polls=$((polls + 1))
-  done
-  [ -n "$said" ] || said=$(elapsed "$sent")
+  said=$(wait_line "$line" "$err" "$sent")
   wait_gone "$LAUNCHER_PID" 60 || die "$what: sgd_bench still running 60 s after the signal (killed it)"
   wait "$LAUNCHER_PID" || rc=$?
   LAUNCHER_PID=""
