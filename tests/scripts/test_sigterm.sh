@@ -213,22 +213,51 @@ wait_busy() {
   return 1
 }
 
-# wait_line LINE FILE SENT: polls FILE every 0.02 s until it holds the line LINE
-# or the launcher has ended (60 s at most); prints the seconds since SENT.
-wait_line() {
-  local line=$1 file=$2 sent=$3 polls=0
-  while kill -0 "$LAUNCHER_PID" 2>/dev/null && [ "$polls" -lt 3000 ]; do
-    grep -qxF "$line" "$file" && break
+# stop_early WHAT DIR LINE EXTRA WANT_RC COMMAND...: a stop before the run. Starts
+# COMMAND with --out DIR/run.h5 in a group of its own, sends SIGTERM once one of
+# its processes has used a second of CPU, and checks what it leaves: the one LINE
+# on stderr within 1 + EXTRA s (more under load, timed as it appears), exit
+# WANT_RC, nothing on stdout and no file in DIR but the logs (and a FIFO).
+stop_early() {
+  local what=$1 dir=$2 line=$3 extra=$4 want_rc=$5
+  shift 5
+  local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt
+  set -m
+  "$@" --out "$out" >"$log" 2>"$err" </dev/null &
+  LAUNCHER_PID=$!
+  set +m
+  # Parsing the flags takes milliseconds of CPU, what is stopped seconds.
+  wait_busy "$out" 1 || die "$what: no process of the run used a second of CPU within 60 s (killed the run)"
+  local sent rc=0 said polls=0
+  sent=$(now)
+  kill -TERM "$LAUNCHER_PID"
+  while kill -0 "$LAUNCHER_PID" 2>/dev/null && [ "$polls" -lt 3000 ]; do  # 60 s
+    grep -qxF "$line" "$err" && break
     sleep 0.02
     polls=$((polls + 1))
   done
-  elapsed "$sent"
+  said=$(elapsed "$sent")
+  wait_gone "$LAUNCHER_PID" 60 || die "$what: processes still running 60 s after the signal (killed them)"
+  wait "$LAUNCHER_PID" || rc=$?
+  LAUNCHER_PID=""
+  local bound
+  bound=$(awk -v c="$(nproc)" -v x="$extra" '{ printf "%.1f", 1 + x + $1 / c }' /proc/loadavg)
+  if [ "$(cat "$err")" = "$line" ] && awk -v t="$said" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
+    ok "$what: one line after $said s (bound $bound s at this load): $line"
+  else
+    bad_with_report "$what: want the one line '$line' within $bound s, got after $said s:" "$(cat "$err")"
+  fi
+  if [ "$rc" -eq "$want_rc" ]; then ok "$what: exit code $rc"; else bad "$what: exit code $rc, expected $want_rc"; fi
+  if [ -s "$log" ] || [ -n "$(find "$dir" -mindepth 1 ! -name stdout.txt ! -name stderr.txt ! -type p)" ]; then
+    bad_with_report "$what: want nothing written (no header, no trace):" "$(cat "$log"; ls -A "$dir")"
+  else
+    ok "$what: nothing on stdout, nothing written"
+  fi
 }
 
 # stop_setup [singleton]: sgd_bench stopped while it builds its problem (2 x 100,000
 # synthetic samples of 200 features and the optimum of their pooled set: seconds
-# on every engine; the ranks poll the signal and leave together). One line naming
-# the signal within the bound, nothing on stdout, no file, a non-zero exit.
+# on every engine; the ranks poll the signal and leave together).
 stop_setup() {
   local mode=${1:-launcher} what="SIGTERM in the set-up" command=("${LAUNCH[@]}" "$BIN")
   if [ "$mode" = singleton ]; then
@@ -236,40 +265,15 @@ stop_setup() {
   fi
   local dir=$SCRATCH/setup-$mode
   mkdir -p "$dir"
-  local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt
-  local line="sgd_bench: error: stopped by signal 15 while building the problem; nothing was written"
-  set -m
-  "${command[@]}" --objective logistic --samples-per-peer 100000 --dim 200 --steps 10 --out "$out" \
-    >"$log" 2>"$err" </dev/null &
-  LAUNCHER_PID=$!
-  set +m
-  # Parsing the flags takes milliseconds of CPU, the set-up seconds.
-  wait_busy "$out" 1 || die "$what: no rank used a second of CPU within 60 s (killed the run)"
-  local sent rc=0 said
-  sent=$(now)
-  kill -TERM "$LAUNCHER_PID"
-  said=$(wait_line "$line" "$err" "$sent")
-  wait_gone "$LAUNCHER_PID" 60 || die "$what: processes still running 60 s after the signal (killed them)"
-  wait "$LAUNCHER_PID" || rc=$?
-  LAUNCHER_PID=""
   # A second (more under load); mpirun relays the ranks' output only once it has
-  # waited odls_base_sigkill_timeout (1 s) twice (see the top of this file).
-  local bound extra=0
-  [ "$mode" = launcher ] && [ "$ENGINE" = mpi ] && extra=2
-  bound=$(awk -v c="$(nproc)" -v x="$extra" '{ printf "%.1f", 1 + x + $1 / c }' /proc/loadavg)
-  if [ "$(cat "$err")" = "$line" ] && awk -v t="$said" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
-    ok "$what: one line after $said s (bound $bound s at this load): $line"
-  else
-    bad_with_report "$what: want the one line '$line' within $bound s, got after $said s:" "$(cat "$err")"
+  # waited odls_base_sigkill_timeout (1 s) twice (see the top of this file), and
+  # exits with its own code for a stopped job.
+  local extra=0 want_rc=143
+  if [ "$mode" = launcher ] && [ "$ENGINE" = mpi ]; then
+    extra=2 want_rc=1
   fi
-  local want_rc=143
-  [ "$mode" = launcher ] && [ "$ENGINE" = mpi ] && want_rc=1  # mpirun's own code for a stopped job
-  if [ "$rc" -eq "$want_rc" ]; then ok "$what: exit code $rc"; else bad "$what: exit code $rc, expected $want_rc"; fi
-  if [ -s "$log" ] || [ -n "$(ls -A "$dir" | grep -vxE 'stdout.txt|stderr.txt')" ]; then
-    bad_with_report "$what: want nothing written (no header, no trace):" "$(cat "$log"; ls -A "$dir")"
-  else
-    ok "$what: nothing on stdout, nothing written"
-  fi
+  stop_early "$what" "$dir" "sgd_bench: error: stopped by signal 15 while building the problem; nothing was written" \
+    "$extra" "$want_rc" "${command[@]}" --objective logistic --samples-per-peer 100000 --dim 200 --steps 10
 }
 
 # The FIFO's writer (stop_check), blocked in open() if the program never read it.
@@ -284,42 +288,17 @@ avb_cleanup_hooks+=(stop_writer)
 
 # stop_check: sgd_bench (a singleton) stopped while it checks its options, here
 # while its estimate reads a --data file through that never ends (a FIFO that
-# `yes` fills). One line naming the signal within the bound, exit 143, nothing
-# on stdout, no file.
+# `yes` fills).
 stop_check() {
-  local what="SIGTERM while checking the options" dir=$SCRATCH/check
+  local dir=$SCRATCH/check
   mkdir -p "$dir"
-  local out=$dir/run.h5 log=$dir/stdout.txt err=$dir/stderr.txt data=$dir/endless.svm
-  local line="sgd_bench: error: stopped by signal 15 while checking the options; nothing was written"
-  mkfifo "$data"
-  yes "1 1:0.5 2:0.25 3:0.125" >"$data" 2>/dev/null &
+  mkfifo "$dir/endless.svm"
+  yes "1 1:0.5 2:0.25 3:0.125" >"$dir/endless.svm" 2>/dev/null &
   WRITER_PID=$!
-  set -m
-  "$BIN" --objective logistic --data "$data" --steps 10 --out "$out" >"$log" 2>"$err" </dev/null &
-  LAUNCHER_PID=$!
-  set +m
-  wait_busy "$out" 1 || die "$what: sgd_bench used no second of CPU within 60 s (killed it)"
-  local sent rc=0 said
-  sent=$(now)
-  kill -TERM "$LAUNCHER_PID"
-  said=$(wait_line "$line" "$err" "$sent")
-  wait_gone "$LAUNCHER_PID" 60 || die "$what: sgd_bench still running 60 s after the signal (killed it)"
-  wait "$LAUNCHER_PID" || rc=$?
-  LAUNCHER_PID=""
+  stop_early "SIGTERM while checking the options" "$dir" \
+    "sgd_bench: error: stopped by signal 15 while checking the options; nothing was written" 0 143 \
+    "$BIN" --objective logistic --data "$dir/endless.svm" --steps 10
   stop_writer
-  local bound
-  bound=$(awk -v c="$(nproc)" '{ printf "%.1f", 1 + $1 / c }' /proc/loadavg)
-  if [ "$(cat "$err")" = "$line" ] && awk -v t="$said" -v b="$bound" 'BEGIN { exit !(t < b) }'; then
-    ok "$what: one line after $said s (bound $bound s at this load): $line"
-  else
-    bad_with_report "$what: want the one line '$line' within $bound s, got after $said s:" "$(cat "$err")"
-  fi
-  if [ "$rc" -eq 143 ]; then ok "$what: exit code 143"; else bad "$what: exit code $rc, expected 143"; fi
-  if [ -s "$log" ] || [ -n "$(ls -A "$dir" | grep -vxE 'stdout.txt|stderr.txt|endless.svm')" ]; then
-    bad_with_report "$what: want nothing written (no header, no trace):" "$(cat "$log"; ls -A "$dir")"
-  else
-    ok "$what: nothing on stdout, nothing written"
-  fi
 }
 
 say "engine $ENGINE: ${LAUNCH[*]} $BIN"
